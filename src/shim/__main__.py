@@ -1,0 +1,79 @@
+"""Entry points. ``python -m shim <command> args...`` or a console script named after the command.
+
+Each command module exposes ``main(argv) -> int``; it is imported only when called, so every
+command pays only for what it uses. A ShimError prints its lines and exits with its code; any
+other exception becomes a one-line Slurm-style error, never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+COMMANDS = {
+    "sbatch": "shim.cli.sbatch",
+    "srun": "shim.cli.srun",
+    "salloc": "shim.cli.salloc",
+    "squeue": "shim.cli.squeue",
+    "scancel": "shim.cli.scancel",
+    "scontrol": "shim.cli.scontrol",
+    "sacct": "shim.cli.sacct",
+    "sinfo": "shim.cli.sinfo",
+    "slurm-shim": "shim.cli.admin",
+}
+
+
+def dispatch(cmd: str, argv: list[str]) -> int:
+    from .errors import ShimError
+
+    try:
+        try:
+            module = importlib.import_module(COMMANDS[cmd])
+        except ModuleNotFoundError as e:
+            if e.name != COMMANDS[cmd]:
+                raise
+            raise ShimError(f"{cmd}: error: {cmd} is not implemented by slurm-shim yet") from None
+        return module.main(argv)
+    except ShimError as e:
+        for line in e.lines:
+            print(line, file=sys.stderr)
+        return e.code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # the last line of defence: no traceback reaches a user
+        if os.environ.get("SLURM_SHIM_DEBUG"):
+            raise
+        print(f"{cmd}: error: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+
+
+def _entry(cmd: str):
+    def main() -> None:
+        code = dispatch(cmd, sys.argv[1:])
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            pass
+        sys.exit(code)
+
+    return main
+
+
+sbatch = _entry("sbatch")
+srun = _entry("srun")
+salloc = _entry("salloc")
+squeue = _entry("squeue")
+scancel = _entry("scancel")
+scontrol = _entry("scontrol")
+sacct = _entry("sacct")
+sinfo = _entry("sinfo")
+admin = _entry("slurm-shim")
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
+        print(f"usage: python -m shim {{{','.join(COMMANDS)}}} [args...]", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(dispatch(sys.argv[1], sys.argv[2:]))

@@ -1,0 +1,84 @@
+"""The only module that starts processes. Everything else passes argv lists here.
+
+No shell ever sees user text: argv is a list and ``shell=False`` always.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+
+@dataclass(frozen=True)
+class Result:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class SpawnError(Exception):
+    """The program could not be started at all, or did not finish in time."""
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    input: str | bytes | None = None,
+    timeout: float | None = 30,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+) -> Result:
+    """Run argv to completion and capture its output. A non-zero exit is a result, not an error."""
+    argv = [str(a) for a in argv]
+    data = input.encode() if isinstance(input, str) else input
+    try:
+        cp = subprocess.run(
+            argv,
+            input=data,
+            stdin=None if data is not None else subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+        )
+    except FileNotFoundError as e:
+        raise SpawnError(f"{argv[0]}: command not found") from e
+    except subprocess.TimeoutExpired as e:
+        raise SpawnError(f"{argv[0]}: no answer within {timeout:g} s") from e
+    except OSError as e:
+        raise SpawnError(f"{argv[0]}: {e.strerror}") from e
+    return Result(
+        tuple(argv),
+        cp.returncode,
+        cp.stdout.decode("utf-8", "replace"),
+        cp.stderr.decode("utf-8", "replace"),
+    )
+
+
+def popen(argv: Sequence[str], **kwargs) -> subprocess.Popen:
+    """Start argv without waiting (streaming output, interactive sessions, task fan-out)."""
+    try:
+        return subprocess.Popen([str(a) for a in argv], **kwargs)
+    except FileNotFoundError as e:
+        raise SpawnError(f"{argv[0]}: command not found") from e
+
+
+def call(argv: Sequence[str], **kwargs) -> int:
+    """Run argv with inherited stdio and return its exit status."""
+    try:
+        return subprocess.call([str(a) for a in argv], **kwargs)
+    except FileNotFoundError as e:
+        raise SpawnError(f"{argv[0]}: command not found") from e
+
+
+def execvpe(argv: Sequence[str], env: Mapping[str, str]) -> None:
+    """Replace this process with argv (never returns on success)."""
+    os.execvpe(argv[0], list(argv), dict(env))
+
+
+PIPE = subprocess.PIPE
+DEVNULL = subprocess.DEVNULL
+STDOUT = subprocess.STDOUT
