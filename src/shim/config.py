@@ -69,6 +69,7 @@ class SiteConfig(_Model):
     gres: dict[str, Consumable] = Field(default_factory=dict)
     licenses: dict[str, Consumable] = Field(default_factory=dict)
     features: dict[str, str] = Field(default_factory=dict, description="--constraint feature -> boolean complex")
+    exclusive_complex: str = Field("", description="boolean complex that reserves a whole host (--exclusive)")
     submit: Submit = Submit()
 
     @model_validator(mode="after")

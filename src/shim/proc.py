@@ -82,3 +82,5 @@ def execvpe(argv: Sequence[str], env: Mapping[str, str]) -> None:
 PIPE = subprocess.PIPE
 DEVNULL = subprocess.DEVNULL
 STDOUT = subprocess.STDOUT
+Popen = subprocess.Popen
+TimeoutExpired = subprocess.TimeoutExpired

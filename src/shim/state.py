@@ -15,11 +15,17 @@ import os
 import time
 from typing import Any
 
-from .config import SiteConfig
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:
+    from .config import SiteConfig
+
+Where = Union["SiteConfig", str]  # a site config, or the state directory itself
 
 
-def _dir(cfg: SiteConfig, sub: str) -> str:
-    return os.path.join(cfg.cluster.state_dir, sub)
+def _dir(cfg: Where, sub: str) -> str:
+    root = cfg if isinstance(cfg, str) else cfg.cluster.state_dir
+    return os.path.join(root, sub)
 
 
 def _write(path: str, data: dict[str, Any]) -> None:
@@ -44,22 +50,22 @@ def _read(path: str) -> dict[str, Any] | None:
         return None
 
 
-def record_submit(cfg: SiteConfig, job_id: int, data: dict[str, Any]) -> None:
+def record_submit(cfg: Where, job_id: int, data: dict[str, Any]) -> None:
     _write(os.path.join(_dir(cfg, "jobs"), f"{job_id}.json"), data)
 
 
-def load_submit(cfg: SiteConfig, job_id: int) -> dict[str, Any] | None:
+def load_submit(cfg: Where, job_id: int) -> dict[str, Any] | None:
     return _read(os.path.join(_dir(cfg, "jobs"), f"{job_id}.json"))
 
 
-def record_event(cfg: SiteConfig, job_id: int, task: int | None, kind: str, data: dict[str, Any]) -> None:
+def record_event(cfg: Where, job_id: int, task: int | None, kind: str, data: dict[str, Any]) -> None:
     """kind: "start", "end" (job wrapper), "cancel" (scancel). task: Slurm's array index or None."""
     t = "x" if task is None else str(task)
     data = {"t": time.time(), **data}
     _write(os.path.join(_dir(cfg, "events"), f"{job_id}.{t}.{kind}.json"), data)
 
 
-def load_events(cfg: SiteConfig, job_id: int) -> dict[tuple[int | None, str], dict[str, Any]]:
+def load_events(cfg: Where, job_id: int) -> dict[tuple[int | None, str], dict[str, Any]]:
     """All events of a job: {(task, kind): data}."""
     out: dict[tuple[int | None, str], dict[str, Any]] = {}
     d = _dir(cfg, "events")
@@ -79,7 +85,7 @@ def load_events(cfg: SiteConfig, job_id: int) -> dict[tuple[int | None, str], di
     return out
 
 
-def list_submitted(cfg: SiteConfig) -> list[int]:
+def list_submitted(cfg: Where) -> list[int]:
     try:
         return sorted(int(n[:-5]) for n in os.listdir(_dir(cfg, "jobs")) if n.endswith(".json") and n[:-5].isdigit())
     except FileNotFoundError:

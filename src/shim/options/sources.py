@@ -20,6 +20,7 @@ class Options(dict):
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self.source: dict[str, str] = {}
+        self.raw: dict[str, str | None] = {}
 
     def __getattr__(self, name: str) -> Any:
         return self.get(name)
@@ -37,6 +38,7 @@ def apply(opts: Options, table: Table, parsed: Parsed, source: str) -> None:
         else:
             opts[key] = raw
         opts.source[key] = source
+        opts.raw[key] = raw
 
 
 def directive_words(text: str, prefix: str = "#SBATCH") -> list[str]:

@@ -1,0 +1,237 @@
+"""sbatch: submit a batch script to Grid Engine as Slurm would.
+
+Pipeline: argv -> script -> #SBATCH directives -> input variables -> options (one table) ->
+fates (refuse/warn) -> translate.qsub -> qsub (the backend) -> state record -> Slurm's output.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pwd
+import shlex
+import socket
+import sys
+import time
+
+from .. import backends, config, state
+from ..errors import ShimError
+from ..options import sources
+from ..options.getopt import Table, getopt
+from ..options.spec import Fate
+from ..options.table import OPTIONS
+from ..translate import qsub
+
+PROG = "sbatch"
+WRAP_SCRIPT = "#!/bin/sh\n# This script was created by sbatch --wrap.\n\n{}\n"
+
+
+def table() -> Table:
+    return Table(PROG, OPTIONS)
+
+
+def read_script(positional: list[str], o: sources.Options, stdin) -> tuple[bytes, str, list[str]]:
+    """(script bytes, job name default, script args)."""
+    if o.wrap is not None:
+        if positional:
+            raise ShimError(f"{PROG}: error: Script arguments not permitted with --wrap option", code=1)
+        return WRAP_SCRIPT.format(o.wrap).encode(), "wrap", []
+    if positional:
+        path = positional[0]
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            raise ShimError(f"{PROG}: error: Unable to open file {path}", code=1) from None
+        return data, os.path.basename(path), positional[1:]
+    data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read()
+    return data, "sbatch", []
+
+
+def check_script(data: bytes) -> None:
+    if not data:
+        raise ShimError(f"{PROG}: error: Batch script is empty!", code=1)
+    if not data.startswith(b"#!"):
+        raise ShimError(
+            f"{PROG}: error: This does not look like a batch script.  The first",
+            f"{PROG}: error: line must start with #! followed by the path to an interpreter.",
+            f"{PROG}: error: For instance: #!/bin/sh",
+            code=1,
+        )
+
+
+def export_mode(raw: str | None, environ: dict[str, str]) -> dict:
+    """--export: {"all": bool, "vars": {name: value}} as Slurm reads ALL, NONE and lists."""
+    if raw is None or raw.strip().upper() == "ALL":
+        return {"all": True, "vars": {}}
+    items = [x for x in raw.split(",") if x]
+    mode = {"all": False, "vars": {}}
+    for item in items:
+        if item.upper() in ("ALL",):
+            mode["all"] = True
+        elif item.upper() in ("NONE", "NIL"):
+            continue
+        elif "=" in item:
+            k, _, v = item.partition("=")
+            mode["vars"][k] = v
+        elif item in environ:
+            mode["vars"][item] = environ[item]
+    return mode
+
+
+def apply_fates(o: sources.Options, t: Table) -> list[str]:
+    """Refuse what Grid Engine cannot honour; collect warnings for what changes nothing."""
+    warnings = []
+    for spec in t.specs:
+        if spec.key not in o or o.source.get(spec.key) is None:
+            continue
+        if spec.fate is Fate.REFUSE:
+            why = f": {spec.note}" if spec.note else ""
+            raise ShimError(f"{PROG}: error: --{spec.long} is not supported on Grid Engine{why}", code=1)
+        if spec.fate is Fate.WARN:
+            why = f" ({spec.note})" if spec.note else ""
+            warnings.append(f"{PROG}: warning: --{spec.long} has no effect on Grid Engine{why}")
+    return warnings
+
+
+def prepare(argv: list[str], environ: dict[str, str], stdin=sys.stdin, cwd: str | None = None):
+    """Everything up to the qsub call: (options, submission, script args). Pure but for reading the script."""
+    t = table()
+    cli, positional = getopt(t, argv)
+    cli_opts = sources.Options()
+    sources.apply(cli_opts, t, [(s, v) for s, v in cli if s.long in ("help", "usage", "version")], "cli")
+    if cli_opts.help or cli_opts.usage or cli_opts.version:
+        return cli_opts, None, None
+    pre = sources.Options()
+    sources.apply(pre, t, [(s, v) for s, v in cli if s.long == "wrap"], "cli")
+    if pre.wrap is None and "SBATCH_WRAP" in environ:
+        pre["wrap"] = environ["SBATCH_WRAP"]
+    data, default_name, args = read_script(positional, pre, stdin)
+    check_script(data)
+    text = data.decode("utf-8", "replace")
+    o = sources.collect(t, argv, script_words=sources.directive_words(text), environ=environ, cli=cli)
+    cfg = config.load()
+    user = pwd.getpwuid(os.getuid())
+    ctx = qsub.Context(prog=PROG, cwd=cwd or os.getcwd(), script_name=default_name, user=user.pw_name,
+                       uid=user.pw_uid, gid=os.getgid(), host=socket.gethostname().split(".")[0],
+                       environ=environ)
+    warnings = apply_fates(o, t)
+    sub = qsub.build(o, cfg, ctx)
+    sub.payload.update({
+        "script": base64.b64encode(data).decode("ascii"),
+        "args": args,
+        "environ": environ,
+        "export": export_mode(o.raw.get("export"), environ),
+        "export_raw": o.raw.get("export"),
+        "umask": _umask(),
+        "user": user.pw_name,
+        "uid": user.pw_uid,
+        "submit_time": time.time(),
+    })
+    sub.warnings = warnings
+    return o, sub, cfg
+
+
+def _umask() -> int:
+    m = os.umask(0o022)
+    os.umask(m)
+    return m
+
+
+def wrapper_script(payload: dict) -> bytes:
+    """The script Grid Engine runs: the shim's job wrapper with the payload on its stdin."""
+    import shim
+
+    src = os.path.dirname(os.path.dirname(os.path.abspath(shim.__file__)))
+    py = sys.executable or "/usr/bin/python3"
+    body = base64.b64encode(json.dumps(payload, separators=(",", ":")).encode()).decode("ascii")
+    lines = [body[i:i + 76] for i in range(0, len(body), 76)]
+    code = f"import sys; sys.path.insert(0, {src!r}); from shim.jobwrap import run; run()"
+    return (
+        "#!/bin/sh\n"
+        "# slurm-shim job wrapper: runs the Slurm batch script carried below as Slurm would.\n"
+        f"exec {shlex.quote(py)} -c {shlex.quote(code)} <<'__SLURM_SHIM_PAYLOAD__'\n"
+        + "\n".join(lines)
+        + "\n__SLURM_SHIM_PAYLOAD__\n"
+    ).encode()
+
+
+def parse_job_id(out: str) -> int:
+    first = out.strip().splitlines()[0] if out.strip() else ""
+    return int(first.split(".")[0])
+
+
+def submit(sub: qsub.Submission, cfg) -> int:
+    backend = backends.get(cfg)
+    res = backend.run("qsub", sub.argv, input=wrapper_script(sub.payload))
+    if res.returncode != 0:
+        msg = " ".join(l for l in (res.stderr + res.stdout).splitlines() if l and l != "Exiting.")
+        raise ShimError(f"{PROG}: error: Batch job submission failed: {msg or 'qsub failed'}", code=1)
+    try:
+        job_id = parse_job_id(res.stdout)
+    except ValueError:
+        raise ShimError(f"{PROG}: error: Batch job submission failed: unexpected qsub output {res.stdout!r}",
+                        code=1) from None
+    record = {k: v for k, v in sub.payload.items() if k not in ("script", "environ", "args")}
+    state.record_submit(cfg, job_id, record)
+    return job_id
+
+
+def wait_for(job_id: int, sub: qsub.Submission, cfg) -> int:
+    """--wait: block until every task has ended; the highest exit code, as Slurm."""
+    backend = backends.get(cfg)
+    tasks = sub.array or [None]
+    delay = 0.2
+    while True:
+        events = state.load_events(cfg, job_id)
+        ends = [events.get((t, "end")) for t in tasks]
+        cancels = [events.get((t, "cancel")) or events.get((None, "cancel")) for t in tasks]
+        if all(e is not None or c is not None for e, c in zip(ends, cancels)):
+            codes = [(e["exit"] or (128 + e["signal"] if e["signal"] else 0)) if e else 0 for e in ends]
+            return max(codes) if codes else 0
+        res = backend.run("qstat", ["-j", str(job_id)])
+        if res.returncode != 0:  # gone from Grid Engine without an end record: killed hard
+            events = state.load_events(cfg, job_id)
+            ends = [events.get((t, "end")) for t in tasks]
+            if all(ends):
+                continue
+            return 1
+        time.sleep(delay)
+        delay = min(delay * 1.5, 2.0)
+
+
+def main(argv: list[str]) -> int:
+    environ = dict(os.environ)
+    o, sub, cfg = prepare(argv, environ)
+    if sub is None:
+        return usage(o)
+    for w in sub.warnings:
+        print(w, file=sys.stderr)
+    if o.test_only:
+        slots = sub.payload["ntasks"] * sub.payload["cpus_per_task"]
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+        print(f"{PROG}: Job 0 to start at {stamp} using {slots} processors on nodes "
+              f"{socket.gethostname().split('.')[0]} in partition {sub.payload['partition']}", file=sys.stderr)
+        return 0
+    job_id = submit(sub, cfg)
+    cluster = o.clusters or o.cluster
+    if o.parsable:
+        print(f"{job_id};{cluster}" if cluster else str(job_id))
+    elif not o.quiet:
+        suffix = f" on cluster {cluster}" if cluster else ""
+        print(f"Submitted batch job {job_id}{suffix}")
+    sys.stdout.flush()
+    if o.wait:
+        return wait_for(job_id, sub, cfg)
+    return 0
+
+
+def usage(o) -> int:
+    from ..render import help as help_render
+
+    if o.version:
+        print("slurm 22.05.8 (slurm-shim)")
+        return 0
+    sys.stdout.write(help_render.usage(PROG, OPTIONS) if o.usage else help_render.help(PROG, OPTIONS))
+    return 0

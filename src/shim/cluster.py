@@ -1,0 +1,936 @@
+"""`slurm-shim cluster up|down|status` and `slurm-shim doctor`.
+
+`up` makes this Debian/Ubuntu machine a single-host Son of Grid Engine cluster shaped like the
+Slurm cluster the shim imitates (partitions debug and gpu, two GPUs, licenses), writes the site
+config that describes it, and proves it with test jobs. Every step looks before it changes, so a
+fresh machine, a stopped cluster and a running one all converge to the same state.
+`doctor` checks any site config against whatever Grid Engine is live.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import platform
+import pwd
+import re
+import shutil
+import signal
+import socket
+import stat
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping
+
+from . import config, proc
+from .errors import ShimError
+
+SGE_ROOT = "/var/lib/gridengine"
+SGE_CELL = "default"
+COMMON_DIR = f"{SGE_ROOT}/{SGE_CELL}/common"
+HOST_ALIASES = f"{COMMON_DIR}/host_aliases"
+SPOOL = "/var/spool/gridengine"
+QMASTER_PIDFILE = f"{SPOOL}/qmaster/qmaster.pid"
+# The execd spool dir is named after the name the execd resolves itself to ("localhost" when the
+# host-alias fix is in place), so find it by pattern.
+EXECD_PIDFILES = f"{SPOOL}/execd/*/execd.pid"
+DAEMONS = {"qmaster": "/usr/sbin/sge_qmaster", "execd": "/usr/sbin/sge_execd"}
+CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+PACKAGES = ("gridengine-master", "gridengine-exec", "gridengine-client", "gridengine-drmaa1.0")
+Q_COMMANDS = ("qsub", "qstat", "qdel", "qconf", "qacct", "qhost", "qrsh")
+TEST_USER = "alice"
+STATE_DIR = "/var/spool/slurm-shim"
+PARTITIONS = ("debug", "gpu")  # queue name == partition name
+
+WAIT_QMASTER = 60.0
+WAIT_QUEUES = 60.0
+WAIT_STOP = 30.0
+TEST_JOB_TIMEOUT = 120.0
+
+
+class ClusterError(ShimError):
+    def __init__(self, message: str):
+        super().__init__(f"slurm-shim: error: {message}")
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing qconf/qstat output (pure functions)
+
+
+def parse_attrs(text: str) -> dict[str, str]:
+    """A `qconf -s<object>` listing ("name  value" lines, `\\` continuations) as a dict."""
+    attrs: dict[str, str] = {}
+    logical = re.sub(r"\\\n\s*", " ", text)
+    for line in logical.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        key, _, value = line.strip().partition(" ")
+        attrs[key] = " ".join(value.split())
+    return attrs
+
+
+def render_attrs(attrs: Mapping[str, str]) -> str:
+    """The inverse of parse_attrs: a file for `qconf -A*`/`-M*`."""
+    width = max(len(k) for k in attrs) + 1
+    return "".join(f"{k:<{width}} {v}\n" for k, v in attrs.items())
+
+
+def parse_list(text: str) -> list[str]:
+    """`qconf -sql`/`-spl`/`-sel`/`-sh`: one name a line."""
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def parse_values(value: str) -> dict[str, str]:
+    """A `complex_values` setting (`gpu=2,mem_free=16G` or `NONE`) as a dict."""
+    pairs = [p.strip() for p in value.split(",") if "=" in p]
+    return dict(p.split("=", 1) for p in pairs)
+
+
+def parse_names(value: str) -> list[str]:
+    """A list setting such as `pe_list smp mpi` (host overrides `[vm=smp]` included) as names."""
+    names = []
+    for token in re.split(r"[\s,\[\]]+", value):
+        token = token.rpartition("=")[2]
+        if token and token.upper() != "NONE":
+            names.append(token)
+    return names
+
+
+@dataclass(frozen=True)
+class Complex:
+    """One row of `qconf -sc`."""
+
+    name: str
+    shortcut: str
+    type: str
+    relop: str
+    requestable: str
+    consumable: str
+    default: str
+    urgency: str
+
+    def line(self) -> str:
+        return " ".join(
+            [self.name, self.shortcut, self.type, self.relop, self.requestable,
+             self.consumable, self.default, self.urgency]
+        )
+
+
+def parse_complexes(text: str) -> dict[str, Complex]:
+    rows = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 8 and not line.startswith("#"):
+            rows[fields[0]] = Complex(*fields)
+    return rows
+
+
+def parse_queue_states(qstat_f: str) -> dict[str, str]:
+    """Queue instance -> state letters ("" when healthy) from `qstat -f` text."""
+    states = {}
+    for line in qstat_f.splitlines():
+        fields = line.split()
+        # queue lines: name@host qtype resv/used/tot load arch [states]; job lines start with a number
+        if len(fields) >= 5 and "@" in fields[0] and re.fullmatch(r"[BIPCN]+", fields[1]):
+            states[fields[0]] = fields[5] if len(fields) > 5 else ""
+    return states
+
+
+_TIME = re.compile(r"(\d+):(\d+):(\d+)")
+
+
+def _normal(value: str) -> tuple[str, ...]:
+    """A value in a form where Grid Engine's rewrites do not count as changes."""
+    tokens = []
+    for token in re.split(r"[\s,]+", value.strip()):
+        m = _TIME.fullmatch(token)
+        tokens.append(":".join(str(int(g)) for g in m.groups()) if m else token.casefold())
+    return tuple(sorted(t for t in tokens if t))
+
+
+def changes(desired: Mapping[str, str], current: Mapping[str, str]) -> dict[str, str]:
+    """The desired settings that the current object does not already have."""
+    return {
+        k: v for k, v in desired.items()
+        if k not in current or _normal(v) != _normal(current[k])
+    }
+
+
+def complex_changes(desired: Iterable[Complex], current: Mapping[str, Complex]) -> list[Complex]:
+    return [c for c in desired if current.get(c.name) != c]
+
+
+# --------------------------------------------------------------------------------------------
+# The desired cluster (pure functions)
+
+GLOBAL_CONF = {
+    "min_uid": "0",  # root may run jobs (CI runs as root)
+    "min_gid": "0",
+    "shell_start_mode": "unix_behavior",  # honour #! like sbatch
+    # With the default list, `-b y` jobs run under `bash -l`, which sources the user's profile.
+    "login_shells": "none",
+    "load_report_time": "00:00:10",
+    "execd_params": "ENABLE_ADDGRP_KILL=TRUE",
+    "reporting_params": "accounting=true reporting=false flush_time=00:00:01 joblog=false "
+    "sharelog=00:00:00 accounting_flush_time=00:00:00",
+    "max_aj_instances": "2000",  # Slurm MaxArraySize is 1001: room for a whole array
+    "max_aj_tasks": "75000",
+    **{f"{k}_{r}": "builtin" for k in ("qlogin", "rlogin", "rsh") for r in ("command", "daemon")},
+}
+
+SCHEDULER_CONF = {
+    "schedule_interval": "0:0:1",
+    "flush_submit_sec": "1",
+    "flush_finish_sec": "1",
+    "job_load_adjustments": "NONE",
+    "load_adjustment_decay_time": "0:0:0",
+    "schedd_job_info": "true",
+}
+
+# h_vmem must not be the consumable: a consumable defaults to 0 and execd enforces h_vmem=0.
+COMPLEXES = (
+    Complex("mem_free", "mf", "MEMORY", "<=", "YES", "YES", "0", "0"),
+    Complex("gpu", "gpu", "INT", "<=", "YES", "JOB", "0", "0"),
+    Complex("matlab", "matlab", "INT", "<=", "YES", "JOB", "0", "0"),
+    Complex("anthropic_api", "anthropic_api", "INT", "<=", "YES", "JOB", "0", "0"),
+)
+GLOBAL_VALUES = "anthropic_api=96,matlab=3"
+GPUS = 2
+
+_LIMITS = {f"{p}_{r}": "INFINITY" for r in ("rt", "cpu", "fsize", "data", "stack", "core", "rss", "vmem") for p in "sh"}
+
+
+def exec_host(name: str, complex_values: str) -> dict[str, str]:
+    return {
+        "hostname": name, "load_scaling": "NONE", "complex_values": complex_values,
+        "user_lists": "NONE", "xuser_lists": "NONE", "projects": "NONE", "xprojects": "NONE",
+        "usage_scaling": "NONE", "report_variables": "NONE",
+    }
+
+
+def parallel_env(name: str, allocation_rule: str, job_is_first_task: bool) -> dict[str, str]:
+    return {
+        "pe_name": name, "slots": "999", "user_lists": "NONE", "xuser_lists": "NONE",
+        "start_proc_args": "NONE", "stop_proc_args": "NONE", "allocation_rule": allocation_rule,
+        "control_slaves": "TRUE", "job_is_first_task": str(job_is_first_task).upper(),
+        "urgency_slots": "min", "accounting_summary": "TRUE", "qsort_args": "NONE",
+    }
+
+
+PES = (parallel_env("smp", "$pe_slots", True), parallel_env("mpi", "$round_robin", False))
+
+
+def queue(name: str, slots: int) -> dict[str, str]:
+    return {
+        "qname": name, "hostlist": "@allhosts", "seq_no": "0", "load_thresholds": "NONE",
+        "suspend_thresholds": "NONE", "nsuspend": "1", "suspend_interval": "00:05:00",
+        "priority": "0", "min_cpu_interval": "00:05:00", "processors": "UNDEFINED",
+        "qtype": "BATCH INTERACTIVE", "ckpt_list": "NONE", "pe_list": "smp mpi", "rerun": "FALSE",
+        "slots": str(slots), "tmpdir": "/tmp", "shell": "/bin/bash", "prolog": "NONE",
+        "epilog": "NONE", "shell_start_mode": "unix_behavior", "starter_method": "NONE",
+        "suspend_method": "NONE", "resume_method": "NONE", "terminate_method": "NONE",
+        "notify": "00:00:05", "owner_list": "NONE", "user_lists": "NONE", "xuser_lists": "NONE",
+        "subordinate_list": "NONE", "complex_values": "NONE", "projects": "NONE",
+        "xprojects": "NONE", "calendar": "NONE", "initial_state": "default", **_LIMITS,
+    }
+
+
+def queue_slots(cores: int) -> int:
+    """Oversubscribed on purpose: multi-slot test jobs need room on a 2-core machine."""
+    return max(8, 4 * cores)
+
+
+def site_config_text() -> str:
+    """The site config describing the cluster `up` builds (it mirrors the real Slurm cluster)."""
+    return f"""\
+# Written by `slurm-shim cluster up`: the single-host Grid Engine it configured.
+[cluster]
+name = "cluster"
+state_dir = "{STATE_DIR}"
+max_array_size = 1001
+
+[gridengine]
+sge_root = "{SGE_ROOT}"
+sge_cell = "{SGE_CELL}"
+bin_dir = "/usr/bin"
+
+[partitions.debug]
+queue = "debug"
+pe = "smp"
+pe_multinode = "mpi"
+default = true
+
+[partitions.gpu]
+queue = "gpu"
+pe = "smp"
+pe_multinode = "mpi"
+max_time = "2-00:00:00"
+default_time = "01:00:00"
+
+[memory]
+complex = "mem_free"
+scope = "slot"
+default_per_cpu_mb = 100
+
+[gres.gpu]
+complex = "gpu"
+scope = "job"
+
+[licenses.matlab]
+complex = "matlab"
+scope = "job"
+
+[licenses.anthropic_api]
+complex = "anthropic_api"
+scope = "job"
+"""
+
+
+def preseed_text(host: str) -> str:
+    """debconf answers that let the postinsts build the cell without asking."""
+    lines = []
+    for pkg in ("gridengine-common", "gridengine-client", "gridengine-master", "gridengine-exec"):
+        lines += [
+            f"{pkg} shared/gridengineconfig boolean true",
+            f"{pkg} shared/gridenginecell string {SGE_CELL}",
+            f"{pkg} shared/gridenginemaster string {host}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def host_aliases_text(current: str, host: str, reverse: str) -> str | None:
+    """host_aliases with `host reverse` in it, or None when it is already there."""
+    lines = [line for line in current.splitlines() if line.strip()]
+    for line in lines:
+        names = line.split()
+        if names[0] == host and reverse in names[1:]:
+            return None
+    kept = [line for line in lines if line.split()[0] != host]
+    return "\n".join([*kept, f"{host} {reverse}"]) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Running things
+
+
+def ge_env() -> dict[str, str]:
+    """A clean environment: the daemons' environment is what every job inherits."""
+    return {"PATH": CLEAN_PATH, "LANG": "C.UTF-8", "SGE_ROOT": SGE_ROOT, "SGE_CELL": SGE_CELL}
+
+
+def ge(*argv: str, input: str | None = None, timeout: float = 30) -> proc.Result:
+    return proc.run(argv, input=input, timeout=timeout, env=ge_env(), cwd="/")
+
+
+def must(*argv: str, input: str | None = None, timeout: float = 30, env: Mapping[str, str] | None = None) -> str:
+    r = proc.run(argv, input=input, timeout=timeout, env=env or ge_env(), cwd="/")
+    if r.returncode != 0:
+        detail = (r.stderr.strip() or r.stdout.strip()).splitlines()[-3:]
+        raise ClusterError(f"{' '.join(argv)} failed (exit {r.returncode}): {' / '.join(detail)}")
+    return r.stdout
+
+
+def poll(check, timeout: float, what: str, interval: float = 0.2):
+    """Call check() until it returns something truthy; ClusterError after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise ClusterError(f"{what} (gave up after {timeout:g} s)")
+        time.sleep(interval)
+
+
+def qconf_apply(flag: str, attrs: Mapping[str, str], filename: str = "object") -> None:
+    """`qconf -A*`/`-M*` with attrs written to a file (for -Mconf the file name is the host)."""
+    with tempfile.TemporaryDirectory(prefix="slurm-shim-") as tmp:
+        path = Path(tmp, filename)
+        path.write_text(render_attrs(attrs))
+        must("qconf", flag, str(path))
+
+
+# --------------------------------------------------------------------------------------------
+# Daemons: pidfile + /proc, because init.d scripts never write their pidfiles
+
+
+def pid_alive(pid: int, comm: str | None = None) -> bool:
+    """Running and not a zombie (PID 1 here reaps orphans lazily, so dead daemons linger as Z)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    name = text[text.index("(") + 1:text.rindex(")")]
+    state = text[text.rindex(")") + 2:].split()[0]
+    return state not in ("Z", "X") and (comm is None or name == comm)
+
+
+def daemon_pid(name: str) -> int | None:
+    pattern = QMASTER_PIDFILE if name == "qmaster" else EXECD_PIDFILES
+    for pidfile in glob.glob(pattern):
+        try:
+            pid = int(Path(pidfile).read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        if pid_alive(pid, f"sge_{name}"):
+            return pid
+    return None
+
+
+def live_daemons() -> dict[str, int]:
+    return {name: pid for name in DAEMONS if (pid := daemon_pid(name)) is not None}
+
+
+def start_daemon(name: str) -> None:
+    # The daemon forks into the background; the foreground process exits at once.
+    must(DAEMONS[name], timeout=60)
+
+
+def qmaster_answers() -> bool:
+    try:
+        return ge("qconf", "-sh", timeout=10).returncode == 0
+    except proc.SpawnError:
+        return False
+
+
+def stop_pids(pids: Iterable[int]) -> None:
+    """Wait for pids to end; then TERM, then KILL those pids (and only those)."""
+    remaining = list(pids)
+    for sig, wait in ((None, WAIT_STOP), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        for pid in remaining if sig else ():
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + wait
+        while remaining and time.monotonic() < deadline:
+            remaining = [p for p in remaining if pid_alive(p)]
+            time.sleep(0.1)
+        if not remaining:
+            return
+    raise ClusterError(f"processes {remaining} survived SIGKILL")
+
+
+def stop_daemons(host: str) -> None:
+    pids = live_daemons()
+    if "qmaster" in pids:
+        if "execd" in pids:
+            ge("qconf", "-ke", host)
+        ge("qconf", "-km")
+    stop_pids(pids.values())
+
+
+# --------------------------------------------------------------------------------------------
+# cluster up: the phases
+
+
+def this_host() -> str:
+    """This host's name as Grid Engine sees it: the canonical name of gethostname()."""
+    name = socket.gethostname()
+    try:
+        canonical = socket.gethostbyname_ex(name)[0]
+    except OSError:
+        return name
+    return name if canonical.startswith("localhost") else canonical
+
+
+def require_root(what: str, why: str) -> None:
+    if os.geteuid() != 0:
+        raise ClusterError(f"{what} must run as root ({why})")
+
+
+def require_debian() -> None:
+    try:
+        release = platform.freedesktop_os_release()
+    except OSError:
+        release = {}
+    ids = {release.get("ID", ""), *release.get("ID_LIKE", "").split()}
+    if not ids & {"debian", "ubuntu"}:
+        pretty = release.get("PRETTY_NAME", "an unknown system")
+        raise ClusterError(
+            f"cluster up supports only Debian and Ubuntu (it installs Grid Engine with apt); this is {pretty}"
+        )
+
+
+def packages_installed() -> bool:
+    r = proc.run(["dpkg-query", "-W", "-f=${db:Status-Abbrev}\n", *PACKAGES])
+    lines = r.stdout.splitlines()
+    return len(lines) == len(PACKAGES) and all(line.startswith("ii") for line in lines)
+
+
+def ensure_packages(host: str) -> str:
+    if packages_installed() and Path(COMMON_DIR, "act_qmaster").exists():
+        return "installed"
+    apt_env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    apt = ("apt-get", "-o", "DPkg::Lock::Timeout=900")
+    must("debconf-set-selections", input=preseed_text(host), env=apt_env)
+    must(*apt, "update", timeout=900, env=apt_env)
+    must(*apt, "install", "-y", "--no-install-recommends", *PACKAGES, timeout=1800, env=apt_env)
+    if not Path(COMMON_DIR, "act_qmaster").exists():
+        raise ClusterError(
+            f"the packages are installed but {COMMON_DIR} was not set up; "
+            "run `dpkg-reconfigure gridengine-master` and answer yes to configuring it automatically"
+        )
+    return "installed " + " ".join(PACKAGES)
+
+
+def ensure_host_names(host: str) -> str:
+    """Grid Engine refuses clients whose address reverse-resolves to another name (localhost)."""
+    try:
+        address = socket.gethostbyname(host)
+    except OSError:
+        with open("/etc/hosts", "a") as f:
+            f.write(f"127.0.1.1 {host}\n")
+        address = "127.0.1.1"
+    try:
+        reverse = socket.gethostbyaddr(address)[0]
+    except OSError:
+        reverse = host
+    if reverse == host:
+        return "resolve consistently"
+    path = Path(HOST_ALIASES)
+    text = host_aliases_text(path.read_text() if path.exists() else "", host, reverse)
+    if text is None:
+        return f"alias {reverse} -> {host} in place"
+    path.write_text(text)
+    if live_daemons():
+        stop_daemons(host)  # they read host_aliases only at start
+    return f"aliased {reverse} -> {host}"
+
+
+def ensure_qmaster() -> str:
+    if daemon_pid("qmaster") is None:
+        start_daemon("qmaster")
+        note = "started"
+    else:
+        note = "running"
+    poll(qmaster_answers, WAIT_QMASTER, "sge_qmaster does not answer (see /var/spool/gridengine/qmaster/messages)")
+    return note
+
+
+def converge(show: tuple[str, ...], add: str | None, modify: str, desired: dict[str, str], filename: str = "object") -> bool:
+    """Create or update one qconf object so it has the desired settings. True if it changed."""
+    r = ge("qconf", *show)
+    if r.returncode != 0 and add:
+        qconf_apply(add, desired, filename)
+        return True
+    if r.returncode != 0:
+        raise ClusterError(f"qconf {' '.join(show)}: {r.stderr.strip()}")
+    current = parse_attrs(r.stdout)
+    if not changes(desired, current):
+        return False
+    merged = {**current, **desired}
+    for readonly in ("load_values", "processors") if show[0] == "-se" else ():
+        merged.pop(readonly, None)
+    qconf_apply(modify, merged, filename)
+    return True
+
+
+def ensure_complexes() -> bool:
+    current = parse_complexes(must("qconf", "-sc"))
+    todo = complex_changes(COMPLEXES, current)
+    if todo:
+        merged = {**current, **{c.name: c for c in todo}}
+        with tempfile.TemporaryDirectory(prefix="slurm-shim-") as tmp:
+            path = Path(tmp, "complexes")
+            path.write_text("".join(c.line() + "\n" for c in merged.values()))
+            must("qconf", "-Mc", str(path))
+    return bool(todo)
+
+
+def ensure_listed(show: str, add: str, host: str) -> bool:
+    r = ge("qconf", show)
+    if host in parse_list(r.stdout if r.returncode == 0 else ""):
+        return False
+    must("qconf", add, host)
+    return True
+
+
+def host_memory() -> str:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return f"{int(line.split()[1]) // 1024}M"
+    raise ClusterError("cannot read MemTotal from /proc/meminfo")
+
+
+def remove_default_queue() -> bool:
+    """Drop all.q so its slots are not counted twice; keep it if it still has jobs."""
+    r = ge("qconf", "-sql")
+    if "all.q" not in parse_list(r.stdout):
+        return False
+    if must("qstat", "-u", "*", "-q", "all.q").strip():
+        print("cluster: all.q still has jobs; leaving it (it is not in the site config)")
+        return False
+    must("qconf", "-dq", "all.q")
+    return True
+
+
+def configure(host: str) -> list[str]:
+    """Apply the desired Grid Engine configuration; return what changed."""
+    slots = queue_slots(os.cpu_count() or 1)
+    steps = [
+        ("global config", lambda: converge(("-sconf", "global"), None, "-Mconf", GLOBAL_CONF, "global")),
+        ("scheduler", lambda: converge(("-ssconf",), None, "-Msconf", SCHEDULER_CONF)),
+        ("complexes", ensure_complexes),
+        ("admin host", lambda: ensure_listed("-sh", "-ah", host)),
+        ("submit host", lambda: ensure_listed("-ss", "-as", host)),
+        ("global host", lambda: converge(("-se", "global"), "-Ae", "-Me", exec_host("global", GLOBAL_VALUES))),
+        (f"exec host {host}", lambda: converge(
+            ("-se", host), "-Ae", "-Me", exec_host(host, f"gpu={GPUS},mem_free={host_memory()}"))),
+        ("@allhosts", lambda: converge(
+            ("-shgrp", "@allhosts"), "-Ahgrp", "-Mhgrp", {"group_name": "@allhosts", "hostlist": host})),
+        *[(f"pe {pe['pe_name']}", lambda pe=pe: converge(("-sp", pe["pe_name"]), "-Ap", "-Mp", pe)) for pe in PES],
+        *[(f"queue {q}", lambda q=q: converge(("-sq", q), "-Aq", "-Mq", queue(q, slots))) for q in PARTITIONS],
+        ("all.q removed", remove_default_queue),
+    ]
+    return [what for what, step in steps if step()]
+
+
+def ensure_execd(host: str, global_changed: bool) -> str:
+    if daemon_pid("execd") is not None:
+        if not global_changed:
+            return "running"
+        # A running execd picks up global config changes late; until then jobs can fail in the
+        # shepherd (min_uid) and put the queue into error state.
+        pid = daemon_pid("execd")
+        ge("qconf", "-ke", host)
+        stop_pids([pid] if pid else [])
+        start_daemon("execd")
+        return "restarted (global config changed)"
+    start_daemon("execd")
+    return "started"
+
+
+def wait_queues_ready(host: str) -> str:
+    """Wait until every partition's queue instance is healthy, clearing error/disabled states."""
+    wanted = [f"{q}@{host}" for q in PARTITIONS]
+
+    def ready():
+        states = parse_queue_states(must("qstat", "-f", "-q", ",".join(PARTITIONS)))
+        for qi in wanted:
+            if "E" in states.get(qi, ""):
+                must("qmod", "-c", qi)  # a failed shepherd leaves the queue in error state
+            if "d" in states.get(qi, ""):
+                must("qmod", "-e", qi)
+        return all(states.get(qi, "?") == "" for qi in wanted)
+
+    poll(ready, WAIT_QUEUES, "queue instances did not become ready (is sge_execd running? see qstat -f)")
+    return ", ".join(wanted) + " ok"
+
+
+def ensure_site(path: str) -> str:
+    """Test user, state dir and the site config file."""
+    notes = []
+    try:
+        pwd.getpwnam(TEST_USER)
+    except KeyError:
+        must("useradd", "-m", TEST_USER, env=dict(os.environ))
+        notes.append(f"user {TEST_USER} created")
+    os.makedirs(STATE_DIR, exist_ok=True)
+    os.chmod(STATE_DIR, 0o1777)  # like /tmp: every user's jobs write their records here
+    text = site_config_text()
+    config.parse(text, path)
+    target = Path(path)
+    if not target.exists() or target.read_text() != text:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        notes.append(f"wrote {path}")
+    return ", ".join(notes) or f"{path} up to date"
+
+
+def test_job(user: str, queue_name: str) -> str:
+    """`qsub -sync y -b y /bin/true`, as root or through runuser; the job must exit 0."""
+    name = f"shim_up_{user}"
+    qsub = ["/usr/bin/qsub", "-sync", "y", "-b", "y", "-N", name, "-q", queue_name,
+            "-o", "/dev/null", "-e", "/dev/null", "/bin/true"]
+    prefix = [] if user == "root" else ["runuser", "-u", user, "--"]
+    try:
+        r = ge(*prefix, *qsub, timeout=TEST_JOB_TIMEOUT)
+    except proc.SpawnError:
+        ge(*prefix, "/usr/bin/qdel", name)
+        raise ClusterError(f"test job as {user} did not finish within {TEST_JOB_TIMEOUT:g} s (see qstat -j {name})")
+    if r.returncode != 0:
+        raise ClusterError(f"test job as {user} failed (exit {r.returncode}): {(r.stdout + r.stderr).strip()}")
+    return f"{user}@{queue_name}"
+
+
+def run_test_jobs() -> str:
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        done = list(pool.map(test_job, ("root", TEST_USER), PARTITIONS))
+    return "exit 0 as " + " and ".join(done)
+
+
+@dataclass
+class _Phase:
+    note: str = ""
+
+
+@contextmanager
+def phase(name: str) -> Iterator[_Phase]:
+    started = time.monotonic()
+    p = _Phase()
+    yield p
+    dots = "." * max(3, 16 - len(name))
+    note = f"  ({p.note})" if p.note else ""
+    print(f"cluster: {name} {dots} {time.monotonic() - started:5.1f} s{note}", flush=True)
+
+
+def up() -> int:
+    require_root("cluster up", "it installs packages and starts daemons")
+    require_debian()
+    started = time.monotonic()
+    host = this_host()
+    with phase("packages") as p:
+        p.note = ensure_packages(host)
+    with phase("host names") as p:
+        p.note = ensure_host_names(host)
+    with phase("qmaster") as p:
+        p.note = ensure_qmaster()
+    with phase("configure") as p:
+        changed = configure(host)
+        p.note = "changed: " + ", ".join(changed) if changed else "unchanged"
+    with phase("execd") as p:
+        p.note = ensure_execd(host, "global config" in changed)
+    with phase("queues") as p:
+        p.note = wait_queues_ready(host)
+    with phase("site") as p:
+        p.note = ensure_site(config.config_path())
+    with phase("test jobs") as p:
+        p.note = run_test_jobs()
+    print(f"cluster: up in {time.monotonic() - started:.1f} s")
+    return 0
+
+
+def down() -> int:
+    require_root("cluster down", "it stops the daemons")
+    started = time.monotonic()
+    if not live_daemons():
+        print("cluster: already down")
+        return 0
+    stop_daemons(this_host())
+    print(f"cluster: down in {time.monotonic() - started:.1f} s")
+    return 0
+
+
+def status() -> int:
+    daemons = live_daemons()
+    for name in DAEMONS:
+        print(f"{name:<8} " + (f"up (pid {daemons[name]})" if name in daemons else "down"))
+    answers = "qmaster" in daemons and qmaster_answers()
+    if answers:
+        states = parse_queue_states(ge("qstat", "-f").stdout)
+        for qi, letters in sorted(states.items()):
+            print(f"queue    {qi:<20} {letters or 'ok'}")
+    elif "qmaster" in daemons:
+        print("qmaster  does not answer")
+    path = config.config_path()
+    print(f"config   {path}" + ("" if os.path.exists(path) else " (missing)"))
+    return 0 if answers and "execd" in daemons else 1
+
+
+# --------------------------------------------------------------------------------------------
+# doctor
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str  # ok | warn | FAIL
+    what: str
+    fix: str = ""
+
+    def line(self) -> str:
+        return f"{self.level:<5} {self.what}" + (f"  -- {self.fix}" if self.fix else "")
+
+
+@dataclass
+class Facts:
+    """What doctor reads from the live Grid Engine; doctor_findings judges it without running anything."""
+
+    queues: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> qconf -sq
+    pes: list[str] = field(default_factory=list)
+    complexes: dict[str, Complex] = field(default_factory=dict)
+    global_values: dict[str, str] = field(default_factory=dict)
+    host_values: dict[str, dict[str, str]] = field(default_factory=dict)  # exec host -> complex_values
+    state_dir_mode: int | None = None
+
+
+SCOPES = {"YES": "slot", "JOB": "job", "HOST": "host"}
+CONSUMABLE = {scope: flag for flag, scope in SCOPES.items()}
+
+
+def partition_findings(name: str, queue_name: str, pes: Iterable[str], facts: Facts, path: str) -> list[Finding]:
+    what = f"partition {name}: queue {queue_name}"
+    if queue_name not in facts.queues:
+        return [Finding("FAIL", f"{what} does not exist",
+                        f"run slurm-shim cluster up, qconf -aq {queue_name}, or fix partitions.{name}.queue in {path}")]
+    found = [Finding("ok", f"{what} exists")]
+    pe_list = parse_names(facts.queues[queue_name].get("pe_list", "NONE"))
+    for pe in dict.fromkeys(pes):
+        if pe not in facts.pes:
+            found.append(Finding("FAIL", f"partition {name}: PE {pe} does not exist", f"qconf -ap {pe}"))
+        elif pe not in pe_list:
+            found.append(Finding("FAIL", f"partition {name}: PE {pe} is not in queue {queue_name}'s pe_list",
+                                 f"qconf -aattr queue pe_list {pe} {queue_name}"))
+        else:
+            found.append(Finding("ok", f"partition {name}: PE {pe} exists and is in queue {queue_name}'s pe_list"))
+    return found
+
+
+def complex_finding(what: str, name: str, scope: str, facts: Facts, path_key: str) -> Finding:
+    c = facts.complexes.get(name)
+    if c is None:
+        return Finding("FAIL", f"{what}: complex {name} does not exist (qconf -sc)",
+                       f"add it with qconf -mc ({name} {name} INT <= YES {CONSUMABLE[scope]} 0 0)")
+    if c.requestable.upper() not in ("YES", "FORCED"):
+        return Finding("FAIL", f"{what}: complex {name} is not requestable", "set requestable YES with qconf -mc")
+    actual = SCOPES.get(c.consumable.upper())
+    if actual is None:
+        return Finding("FAIL", f"{what}: complex {name} is not consumable",
+                       f"set consumable {CONSUMABLE[scope]} with qconf -mc")
+    if actual != scope:
+        return Finding("FAIL", f"{what}: complex {name} is consumable per {actual}, the config says per {scope}",
+                       f"set {path_key}.scope = \"{actual}\", or consumable {CONSUMABLE[scope]} with qconf -mc")
+    return Finding("ok", f"{what}: complex {name} is consumable per {scope}")
+
+
+def capacity_finding(what: str, name: str, where: Mapping[str, Mapping[str, str]], fix: str) -> Finding:
+    offering = {host: values[name] for host, values in where.items() if name in values}
+    if not offering:
+        return Finding("FAIL", f"{what}: no capacity for {name} is set", fix)
+    listed = ", ".join(f"{host}={n}" for host, n in sorted(offering.items()))
+    return Finding("ok", f"{what}: capacity {listed}")
+
+
+def doctor_findings(cfg: config.SiteConfig, facts: Facts, path: str) -> list[Finding]:
+    """Judge a site config against facts read from Grid Engine (pure: testable on recorded text)."""
+    found: list[Finding] = []
+    for name, part in cfg.partitions.items():
+        found += partition_findings(name, part.queue, (part.pe, part.pe_multinode), facts, path)
+    found.append(complex_finding("memory", cfg.memory.complex, cfg.memory.scope, facts, "memory"))
+    for name, c in cfg.gres.items():
+        found.append(complex_finding(f"gres {name}", c.complex, c.scope, facts, f"gres.{name}"))
+        found.append(capacity_finding(f"gres {name}", c.complex, facts.host_values,
+                                      f"qconf -aattr exechost complex_values {c.complex}=N <host>"))
+    for name, c in cfg.licenses.items():
+        found.append(complex_finding(f"license {name}", c.complex, c.scope, facts, f"licenses.{name}"))
+        found.append(capacity_finding(f"license {name}", c.complex, {"global": facts.global_values},
+                                      f"qconf -aattr exechost complex_values {c.complex}=N global"))
+    for feature, name in cfg.features.items():
+        c = facts.complexes.get(name)
+        if c is None or c.type != "BOOL":
+            found.append(Finding("FAIL", f"feature {feature}: no BOOL complex {name}",
+                                 f"add it with qconf -mc ({name} {name} BOOL == YES NO 0 0)"))
+        else:
+            found.append(Finding("ok", f"feature {feature}: BOOL complex {name} exists"))
+    found.append(state_dir_finding(cfg.cluster.state_dir, facts.state_dir_mode))
+    return found
+
+
+def state_dir_finding(state_dir: str, mode: int | None) -> Finding:
+    fix = f"mkdir -p {state_dir} && chmod 1777 {state_dir}"
+    if mode is None:
+        return Finding("warn", f"state dir {state_dir} does not exist", fix)
+    if stat.S_IMODE(mode) & 0o1777 != 0o1777:
+        return Finding("warn", f"state dir {state_dir} is mode {stat.S_IMODE(mode):o}, not 1777", fix)
+    return Finding("ok", f"state dir {state_dir} is writable by every user")
+
+
+class _Qconf:
+    def __init__(self, cfg: config.SiteConfig, qconf: str):
+        self.cfg, self.qconf = cfg, qconf
+
+    def __call__(self, *args: str) -> str:
+        """qconf's output, or "" when the object or list does not exist."""
+        r = proc.run([self.qconf, *args], env=config.ge_env(self.cfg), timeout=self.cfg.gridengine.timeout)
+        return r.stdout if r.returncode == 0 else ""
+
+
+def gather_facts(cfg: config.SiteConfig, qconf: _Qconf) -> Facts:
+    facts = Facts(
+        pes=parse_list(qconf("-spl")),
+        complexes=parse_complexes(qconf("-sc")),
+        global_values=parse_values(parse_attrs(qconf("-se", "global")).get("complex_values", "NONE")),
+    )
+    for q in dict.fromkeys(p.queue for p in cfg.partitions.values()):
+        if q in parse_list(qconf("-sql")):
+            facts.queues[q] = parse_attrs(qconf("-sq", q))
+    for host in parse_list(qconf("-sel")):
+        facts.host_values[host] = parse_values(parse_attrs(qconf("-se", host)).get("complex_values", "NONE"))
+    try:
+        facts.state_dir_mode = os.stat(cfg.cluster.state_dir).st_mode
+    except OSError:
+        pass
+    return facts
+
+
+def doctor() -> int:
+    path = config.config_path()
+    findings: list[Finding] = []
+    if os.path.exists(path):
+        cfg = config.load(path)
+        findings.append(Finding("ok", f"site config {path} is valid"))
+    else:
+        cfg = config.SiteConfig()
+        findings.append(Finding("warn", f"no site config at {path}; checking the built-in defaults",
+                                "run slurm-shim cluster up, or set SLURM_SHIM_CONFIG"))
+    findings += live_findings(cfg, path)
+    for f in findings:
+        print(f.line())
+    return 1 if any(f.level == "FAIL" for f in findings) else 0
+
+
+def live_findings(cfg: config.SiteConfig, path: str) -> list[Finding]:
+    bin_dir = cfg.gridengine.bin_dir or None
+    where = {name: shutil.which(name, path=bin_dir) for name in Q_COMMANDS}
+    missing = [name for name, found in where.items() if not found]
+    if missing:
+        return [Finding("FAIL", f"commands not found: {' '.join(missing)}",
+                        f"install gridengine-client, or set gridengine.bin_dir in {path}")]
+    found = [Finding("ok", f"commands {' '.join(Q_COMMANDS)} found in {os.path.dirname(where['qconf'])}")]
+    qconf = _Qconf(cfg, where["qconf"])
+    try:
+        answered = bool(qconf("-sh"))
+    except proc.SpawnError:
+        answered = False
+    if not answered:
+        return [*found, Finding("FAIL", "sge_qmaster does not answer", "slurm-shim cluster up (as root)")]
+    found.append(Finding("ok", "sge_qmaster answers"))
+    return found + doctor_findings(cfg, gather_facts(cfg, qconf), path)
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="slurm-shim", description="Administer the shim's Grid Engine cluster.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    cluster = commands.add_parser("cluster", help="install, start, stop or inspect the single-host cluster")
+    actions = cluster.add_subparsers(dest="action", required=True)
+    actions.add_parser("up", help="install, configure and start Grid Engine, then run test jobs (root)")
+    actions.add_parser("down", help="stop the Grid Engine daemons (root)")
+    actions.add_parser("status", help="show whether the daemons run and the queues' states")
+    commands.add_parser("doctor", help="check the site config against the live Grid Engine")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    run = {"up": up, "down": down, "status": status}.get(getattr(args, "action", None), doctor)
+    try:
+        return run()
+    except ShimError as e:
+        print(*e.lines, sep="\n", file=sys.stderr)
+        return e.code
+    except proc.SpawnError as e:
+        print(f"slurm-shim: error: {e}", file=sys.stderr)
+        return 1

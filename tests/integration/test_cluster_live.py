@@ -1,0 +1,57 @@
+"""`slurm-shim cluster` and `doctor` against the live single-host cluster (`slurm-shim cluster up`)."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+import pytest
+
+from shim import cluster
+
+pytestmark = pytest.mark.gridengine
+
+SITE_CONFIG = "/etc/slurm-shim/config.toml"
+
+
+def test_status_reports_a_running_cluster(capsys):
+    assert cluster.main(["cluster", "status"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^qmaster +up \(pid \d+\)$", out, re.M)
+    assert re.search(r"^execd +up \(pid \d+\)$", out, re.M)
+    assert re.search(r"^queue +debug@\S+ +ok$", out, re.M)
+    assert re.search(r"^queue +gpu@\S+ +ok$", out, re.M)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="cluster up needs root")
+def test_up_on_a_running_cluster_is_a_fast_no_op_that_still_runs_test_jobs(capsys, monkeypatch):
+    monkeypatch.delenv("SLURM_SHIM_CONFIG", raising=False)
+    started = time.monotonic()
+    assert cluster.main(["cluster", "up"]) == 0
+    elapsed = time.monotonic() - started
+    out = capsys.readouterr().out
+    assert re.search(r"^cluster: configure \.+ +[\d.]+ s  \(unchanged\)$", out, re.M)
+    assert re.search(r"^cluster: qmaster \.+ +[\d.]+ s  \(running\)$", out, re.M)
+    assert re.search(r"^cluster: execd \.+ +[\d.]+ s  \(running\)$", out, re.M)
+    assert re.search(r"^cluster: test jobs .*exit 0 as root@debug and alice@gpu\)$", out, re.M)
+    assert elapsed < 30
+
+
+def test_doctor_passes_on_the_written_config(capsys, monkeypatch):
+    monkeypatch.setenv("SLURM_SHIM_CONFIG", SITE_CONFIG)
+    code = cluster.main(["doctor"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "FAIL" not in out
+    assert "ok    partition gpu: queue gpu exists" in out
+
+
+def test_doctor_fails_on_a_config_naming_a_missing_queue(tmp_path, capsys, monkeypatch):
+    bad = tmp_path / "config.toml"
+    bad.write_text(cluster.site_config_text().replace('queue = "gpu"', 'queue = "no_such_queue"'))
+    monkeypatch.setenv("SLURM_SHIM_CONFIG", str(bad))
+    assert cluster.main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  partition gpu: queue no_such_queue does not exist  -- " in out
+    assert "ok    partition debug: queue debug exists" in out

@@ -1,0 +1,266 @@
+"""The pure parts of `slurm-shim cluster` and `doctor`, on recorded Grid Engine 8.1.9 output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from shim import cluster, config
+from shim.cluster import Complex, Facts
+
+REF = Path(__file__).parents[2].parent / "shared" / "reference" / "sge-8.1.9"
+
+
+def ref(name: str) -> str:
+    path = REF / name
+    if not path.exists():
+        pytest.skip(f"reference capture {path} not present")
+    return path.read_text()
+
+
+# --- parsing -------------------------------------------------------------------------------
+
+
+def test_parse_complexes_reads_every_row_of_qconf_sc():
+    rows = cluster.parse_complexes(ref("config-qconf-sc.txt"))
+    assert rows["gpu"] == Complex("gpu", "gpu", "INT", "<=", "YES", "JOB", "0", "0")
+    assert rows["mem_free"].consumable == "YES"
+    assert rows["slots"].urgency == "1000"
+    assert "#name" not in rows and len(rows) == 55
+
+
+def test_parse_attrs_joins_continuation_lines():
+    attrs = cluster.parse_attrs(ref("config-qconf-sconf.txt"))
+    assert attrs["reporting_params"] == (
+        "accounting=true reporting=false flush_time=00:00:01 joblog=false "
+        "sharelog=00:00:00 accounting_flush_time=00:00:00"
+    )
+    assert attrs["min_uid"] == "0"
+    assert "#global:" not in attrs
+
+
+def test_parse_attrs_of_an_exec_host():
+    attrs = cluster.parse_attrs(ref("config-qconf-se-host.txt"))
+    assert cluster.parse_values(attrs["complex_values"]) == {"gpu": "2", "mem_free": "16G"}
+    assert attrs["load_values"].startswith("load_avg=")
+    assert cluster.parse_values("NONE") == {}
+
+
+def test_render_attrs_round_trips():
+    attrs = cluster.parse_attrs(ref("config-qconf-sq-all.q.txt"))
+    assert cluster.parse_attrs(cluster.render_attrs(attrs)) == attrs
+
+
+def test_parse_names_handles_host_overrides():
+    assert cluster.parse_names("smp mpi") == ["smp", "mpi"]
+    assert cluster.parse_names("NONE") == []
+    assert cluster.parse_names("smp,[vm=mpi]") == ["smp", "mpi"]
+
+
+def test_parse_list():
+    assert cluster.parse_list(ref("config-qconf-spl.txt")) == ["mpi", "smp"]
+    assert cluster.parse_list("") == []
+
+
+def test_parse_queue_states_skips_job_lines():
+    states = cluster.parse_queue_states(ref("qstat-f.txt"))
+    assert states == {"all.q@vm": ""}
+    text = (
+        "queuename                      qtype resv/used/tot. load_avg arch          states\n"
+        "---------------------------------------------------------------------------------\n"
+        "debug@vm                       BIP   0/0/8          -NA-     -NA-          au\n"
+        "---------------------------------------------------------------------------------\n"
+        "gpu@vm                         BIP   0/1/8          0.09     lx-amd64      E\n"
+        "     25 0.25056 notify_sle alice        r     11/30/2026 08:15:55     1        \n"
+    )
+    assert cluster.parse_queue_states(text) == {"debug@vm": "au", "gpu@vm": "E"}
+
+
+# --- desired vs current -------------------------------------------------------------------
+
+
+def test_reference_cluster_already_has_the_desired_global_and_scheduler_config():
+    assert cluster.changes(cluster.GLOBAL_CONF, cluster.parse_attrs(ref("config-qconf-sconf.txt"))) == {}
+    assert cluster.changes(cluster.SCHEDULER_CONF, cluster.parse_attrs(ref("config-qconf-ssconf.txt"))) == {}
+
+
+def test_changes_lists_only_what_differs():
+    current = {"min_uid": "1000", "login_shells": "bash,sh", "load_report_time": "00:00:10"}
+    desired = {"min_uid": "0", "login_shells": "none", "load_report_time": "0:0:10", "execd_params": "X=1"}
+    assert cluster.changes(desired, current) == {"min_uid": "0", "login_shells": "none", "execd_params": "X=1"}
+
+
+def test_changes_ignores_case_order_and_time_spelling():
+    assert cluster.changes({"a": "TRUE", "b": "smp mpi", "c": "0:0:1"}, {"a": "true", "b": "mpi smp", "c": "00:00:01"}) == {}
+    assert cluster.changes({"v": "gpu=2,mem_free=16G"}, {"v": "mem_free=16G,gpu=2"}) == {}
+
+
+def test_reference_pes_and_queue_match_the_desired_ones_except_slots():
+    smp, mpi = cluster.PES
+    assert cluster.changes(smp, cluster.parse_attrs(ref("config-qconf-sp-smp.txt"))) == {}
+    assert cluster.changes(mpi, cluster.parse_attrs(ref("config-qconf-sp-mpi.txt"))) == {}
+    current = cluster.parse_attrs(ref("config-qconf-sq-all.q.txt"))
+    assert cluster.changes(cluster.queue("all.q", 8), current) == {"slots": "8"}
+    assert set(cluster.queue("debug", 8)) == set(current)  # a complete queue, usable for qconf -Aq
+
+
+def test_complex_changes():
+    current = cluster.parse_complexes(ref("config-qconf-sc.txt"))
+    assert cluster.complex_changes(cluster.COMPLEXES, current) == []
+    current["mem_free"] = Complex("mem_free", "mf", "MEMORY", "<=", "YES", "NO", "0", "0")
+    del current["gpu"]
+    assert [c.name for c in cluster.complex_changes(cluster.COMPLEXES, current)] == ["mem_free", "gpu"]
+
+
+def test_reference_hosts_have_the_desired_complex_values():
+    glob_host = cluster.parse_attrs(ref("config-qconf-se-global.txt"))
+    assert cluster.changes(cluster.exec_host("global", cluster.GLOBAL_VALUES), glob_host) == {}
+    host = cluster.parse_attrs(ref("config-qconf-se-host.txt"))
+    assert cluster.changes(cluster.exec_host("vm", "gpu=2,mem_free=16G"), host) == {}
+
+
+def test_queue_slots_leave_room_on_small_machines():
+    assert cluster.queue_slots(1) == 8
+    assert cluster.queue_slots(2) == 8
+    assert cluster.queue_slots(16) == 64
+
+
+def test_host_aliases_text():
+    assert cluster.host_aliases_text("", "vm", "localhost") == "vm localhost\n"
+    assert cluster.host_aliases_text("vm localhost\n", "vm", "localhost") is None
+    assert cluster.host_aliases_text("other x\nvm wrong\n", "vm", "localhost") == "other x\nvm localhost\n"
+
+
+def test_preseed_answers_every_package():
+    text = cluster.preseed_text("vm")
+    assert "gridengine-master shared/gridenginemaster string vm" in text
+    assert "gridengine-common shared/gridengineconfig boolean true" in text
+    assert all(len(line.split()) == 4 for line in text.splitlines())
+
+
+def test_site_config_validates_and_describes_the_cluster():
+    cfg = config.parse(cluster.site_config_text(), "/etc/slurm-shim/config.toml")
+    assert cfg.default_partition == "debug"
+    assert {n: p.queue for n, p in cfg.partitions.items()} == {"debug": "debug", "gpu": "gpu"}
+    assert (cfg.memory.complex, cfg.memory.scope) == ("mem_free", "slot")
+    assert cfg.gres["gpu"] == config.Consumable(complex="gpu", scope="job")
+    assert set(cfg.licenses) == {"matlab", "anthropic_api"}
+    assert cfg.cluster.state_dir == "/var/spool/slurm-shim"
+
+
+# --- doctor -------------------------------------------------------------------------------
+
+
+def reference_facts() -> Facts:
+    """The recorded reference cluster (queue all.q, PEs smp and mpi)."""
+    return Facts(
+        queues={"all.q": cluster.parse_attrs(ref("config-qconf-sq-all.q.txt"))},
+        pes=cluster.parse_list(ref("config-qconf-spl.txt")),
+        complexes=cluster.parse_complexes(ref("config-qconf-sc.txt")),
+        global_values=cluster.parse_values(cluster.parse_attrs(ref("config-qconf-se-global.txt"))["complex_values"]),
+        host_values={"vm": cluster.parse_values(cluster.parse_attrs(ref("config-qconf-se-host.txt"))["complex_values"])},
+        state_dir_mode=0o41777,
+    )
+
+
+def site(**overrides) -> config.SiteConfig:
+    text = cluster.site_config_text().replace('queue = "debug"', 'queue = "all.q"').replace('queue = "gpu"', 'queue = "all.q"')
+    cfg = config.parse(text, "site.toml")
+    return cfg.model_copy(update=overrides)
+
+
+def levels(findings) -> dict[str, str]:
+    return {f.what: f.level for f in findings}
+
+
+def test_doctor_passes_on_the_reference_cluster():
+    findings = cluster.doctor_findings(site(), reference_facts(), "site.toml")
+    assert [f.line() for f in findings if f.level != "ok"] == []
+    assert "gres gpu: capacity vm=2" in levels(findings)
+    assert "license matlab: capacity global=3" in levels(findings)
+
+
+def test_doctor_fails_on_a_missing_queue():
+    cfg = config.parse(cluster.site_config_text(), "site.toml")  # queues debug and gpu; facts have all.q
+    findings = cluster.doctor_findings(cfg, reference_facts(), "site.toml")
+    bad = [f for f in findings if f.level == "FAIL"]
+    assert [f.what for f in bad] == ["partition debug: queue debug does not exist", "partition gpu: queue gpu does not exist"]
+    assert "partitions.debug.queue in site.toml" in bad[0].fix
+
+
+def test_doctor_fails_on_a_pe_missing_from_the_queue():
+    facts = reference_facts()
+    facts.queues["all.q"] = {**facts.queues["all.q"], "pe_list": "smp"}
+    lines = [f.line() for f in cluster.doctor_findings(site(), facts, "site.toml") if f.level == "FAIL"]
+    assert "FAIL  partition debug: PE mpi is not in queue all.q's pe_list  -- qconf -aattr queue pe_list mpi all.q" in lines
+    facts.pes = ["smp"]
+    whats = [f.what for f in cluster.doctor_findings(site(), facts, "site.toml") if f.level == "FAIL"]
+    assert "partition gpu: PE mpi does not exist" in whats
+
+
+def test_doctor_checks_consumable_scope():
+    facts = reference_facts()
+    facts.complexes["gpu"] = Complex("gpu", "gpu", "INT", "<=", "YES", "YES", "0", "0")
+    facts.complexes["matlab"] = Complex("matlab", "matlab", "INT", "<=", "YES", "NO", "0", "0")
+    del facts.complexes["anthropic_api"]
+    got = levels(cluster.doctor_findings(site(), facts, "site.toml"))
+    assert got["gres gpu: complex gpu is consumable per slot, the config says per job"] == "FAIL"
+    assert got["license matlab: complex matlab is not consumable"] == "FAIL"
+    assert got["license anthropic_api: complex anthropic_api does not exist (qconf -sc)"] == "FAIL"
+
+
+def test_doctor_needs_capacity_for_gres_and_licenses():
+    facts = reference_facts()
+    facts.host_values = {"vm": {"mem_free": "16G"}}
+    facts.global_values = {"matlab": "3"}
+    got = levels(cluster.doctor_findings(site(), facts, "site.toml"))
+    assert got["gres gpu: no capacity for gpu is set"] == "FAIL"
+    assert got["license anthropic_api: no capacity for anthropic_api is set"] == "FAIL"
+    assert got["license matlab: capacity global=3"] == "ok"
+
+
+def test_doctor_checks_features_and_state_dir():
+    facts = reference_facts()
+    facts.state_dir_mode = None
+    cfg = site(features={"bigdisk": "display_win_gui", "avx": "nope"})
+    got = levels(cluster.doctor_findings(cfg, facts, "site.toml"))
+    assert got["feature bigdisk: BOOL complex display_win_gui exists"] == "ok"
+    assert got["feature avx: no BOOL complex nope"] == "FAIL"
+    assert got["state dir /var/spool/slurm-shim does not exist"] == "warn"
+    assert cluster.state_dir_finding("/x", 0o40755).level == "warn"
+
+
+def test_finding_line_format():
+    assert cluster.Finding("ok", "thing").line() == "ok    thing"
+    assert cluster.Finding("FAIL", "thing", "fix it").line() == "FAIL  thing  -- fix it"
+
+
+# --- entry point --------------------------------------------------------------------------
+
+
+def test_up_and_down_refuse_non_root(monkeypatch, capsys):
+    monkeypatch.setattr(cluster.os, "geteuid", lambda: 1000)
+    assert cluster.main(["cluster", "up"]) == 1
+    assert capsys.readouterr().err == (
+        "slurm-shim: error: cluster up must run as root (it installs packages and starts daemons)\n"
+    )
+    assert cluster.main(["cluster", "down"]) == 1
+
+
+def test_up_refuses_other_systems(monkeypatch, capsys):
+    monkeypatch.setattr(cluster.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(cluster.platform, "freedesktop_os_release", lambda: {"ID": "fedora", "PRETTY_NAME": "Fedora 40"})
+    assert cluster.main(["cluster", "up"]) == 1
+    assert "supports only Debian and Ubuntu" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_2(capsys):
+    assert cluster.main(["cluster"]) == 2
+    assert cluster.main(["cluster", "sideways"]) == 2
+    assert "usage: slurm-shim" in capsys.readouterr().err
+
+
+def test_no_subprocess_import():
+    source = Path(cluster.__file__).read_text()
+    assert "import subprocess" not in source and "os.system" not in source
