@@ -399,10 +399,10 @@ def qmaster_answers() -> bool:
         return False
 
 
-def stop_pids(pids: Iterable[int]) -> None:
-    """Wait for pids to end; then TERM, then KILL those pids (and only those)."""
+def stop_pids(pids: Iterable[int], grace: float = WAIT_STOP) -> None:
+    """Wait grace seconds for pids to end; then TERM, then KILL those pids (and only those)."""
     remaining = list(pids)
-    for sig, wait in ((None, WAIT_STOP), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+    for sig, wait in ((None, grace), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
         for pid in remaining if sig else ():
             try:
                 os.kill(pid, sig)
@@ -418,12 +418,14 @@ def stop_pids(pids: Iterable[int]) -> None:
 
 
 def stop_daemons(host: str) -> None:
+    """Ask qmaster to stop both daemons; signal them if it cannot (e.g. before the host-alias fix)."""
     pids = live_daemons()
-    if "qmaster" in pids:
-        if "execd" in pids:
-            ge("qconf", "-ke", host)
-        ge("qconf", "-km")
-    stop_pids(pids.values())
+    asked = "qmaster" in pids
+    if asked and "execd" in pids:
+        asked = ge("qconf", "-ke", host).returncode == 0
+    if asked:
+        asked = ge("qconf", "-km").returncode == 0
+    stop_pids(pids.values(), WAIT_STOP if asked else 0.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -514,7 +516,9 @@ def ensure_qmaster() -> str:
     return note
 
 
-def converge(show: tuple[str, ...], add: str | None, modify: str, desired: dict[str, str], filename: str = "object") -> bool:
+def converge(
+    show: tuple[str, ...], add: str | None, modify: str, desired: dict[str, str], filename: str = "object"
+) -> bool:
     """Create or update one qconf object so it has the desired settings. True if it changed."""
     r = ge("qconf", *show)
     if r.returncode != 0 and add:
@@ -593,18 +597,16 @@ def configure(host: str) -> list[str]:
 
 
 def ensure_execd(host: str, global_changed: bool) -> str:
-    if daemon_pid("execd") is not None:
-        if not global_changed:
-            return "running"
+    pid = daemon_pid("execd")
+    if pid is not None and not global_changed:
+        return "running"
+    if pid is not None:
         # A running execd picks up global config changes late; until then jobs can fail in the
         # shepherd (min_uid) and put the queue into error state.
-        pid = daemon_pid("execd")
         ge("qconf", "-ke", host)
-        stop_pids([pid] if pid else [])
-        start_daemon("execd")
-        return "restarted (global config changed)"
+        stop_pids([pid])
     start_daemon("execd")
-    return "started"
+    return "restarted (global config changed)" if pid else "started"
 
 
 def wait_queues_ready(host: str) -> str:
@@ -644,7 +646,7 @@ def ensure_site(path: str) -> str:
     return ", ".join(notes) or f"{path} up to date"
 
 
-def test_job(user: str, queue_name: str) -> str:
+def submit_test_job(user: str, queue_name: str) -> str:
     """`qsub -sync y -b y /bin/true`, as root or through runuser; the job must exit 0."""
     name = f"shim_up_{user}"
     qsub = ["/usr/bin/qsub", "-sync", "y", "-b", "y", "-N", name, "-q", queue_name,
@@ -662,7 +664,7 @@ def test_job(user: str, queue_name: str) -> str:
 
 def run_test_jobs() -> str:
     with ThreadPoolExecutor(max_workers=2) as pool:
-        done = list(pool.map(test_job, ("root", TEST_USER), PARTITIONS))
+        done = list(pool.map(submit_test_job, ("root", TEST_USER), PARTITIONS))
     return "exit 0 as " + " and ".join(done)
 
 
@@ -857,8 +859,9 @@ def gather_facts(cfg: config.SiteConfig, qconf: _Qconf) -> Facts:
         complexes=parse_complexes(qconf("-sc")),
         global_values=parse_values(parse_attrs(qconf("-se", "global")).get("complex_values", "NONE")),
     )
+    existing = parse_list(qconf("-sql"))
     for q in dict.fromkeys(p.queue for p in cfg.partitions.values()):
-        if q in parse_list(qconf("-sql")):
+        if q in existing:
             facts.queues[q] = parse_attrs(qconf("-sq", q))
     for host in parse_list(qconf("-sel")):
         facts.host_values[host] = parse_values(parse_attrs(qconf("-se", host)).get("complex_values", "NONE"))

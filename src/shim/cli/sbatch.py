@@ -46,6 +46,8 @@ def read_script(positional: list[str], o: sources.Options, stdin) -> tuple[bytes
             raise ShimError(f"{PROG}: error: Unable to open file {path}", code=1) from None
         return data, os.path.basename(path), positional[1:]
     data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read()
+    if isinstance(data, str):
+        data = data.encode()
     return data, "sbatch", []
 
 
@@ -95,7 +97,7 @@ def apply_fates(o: sources.Options, t: Table) -> list[str]:
     return warnings
 
 
-def prepare(argv: list[str], environ: dict[str, str], stdin=sys.stdin, cwd: str | None = None):
+def prepare(argv: list[str], environ: dict[str, str], stdin=None, cwd: str | None = None):
     """Everything up to the qsub call: (options, submission, script args). Pure but for reading the script."""
     t = table()
     cli, positional = getopt(t, argv)
@@ -107,7 +109,7 @@ def prepare(argv: list[str], environ: dict[str, str], stdin=sys.stdin, cwd: str 
     sources.apply(pre, t, [(s, v) for s, v in cli if s.long == "wrap"], "cli")
     if pre.wrap is None and "SBATCH_WRAP" in environ:
         pre["wrap"] = environ["SBATCH_WRAP"]
-    data, default_name, args = read_script(positional, pre, stdin)
+    data, default_name, args = read_script(positional, pre, stdin if stdin is not None else sys.stdin)
     check_script(data)
     text = data.decode("utf-8", "replace")
     o = sources.collect(t, argv, script_words=sources.directive_words(text), environ=environ, cli=cli)
