@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ShimError
+from .siteconf import NS
 
 DEFAULT_PATH = "/etc/slurm-shim/config.toml"
 
@@ -110,25 +111,23 @@ def parse(text: str, path: str) -> SiteConfig:
         raise ShimError(*lines) from e
 
 
-_cached: SiteConfig | None = None
-
-
 def load(path: str | None = None) -> SiteConfig:
-    """The site config; a missing file means built-in defaults (one partition on all.q)."""
-    global _cached
-    if path is None and _cached is not None:
-        return _cached
+    """The validated site config; a missing default file means built-in defaults."""
     p = path or config_path()
     try:
         with open(p, encoding="utf-8") as f:
-            cfg = parse(f.read(), p)
+            return parse(f.read(), p)
     except FileNotFoundError:
         if path is not None or "SLURM_SHIM_CONFIG" in os.environ:
-            raise ShimError(f"slurm-shim: error: {p}: no such file")
-        cfg = SiteConfig()
-    if path is None:
-        _cached = cfg
-    return cfg
+            raise ShimError(f"slurm-shim: error: {p}: no such file") from None
+        return SiteConfig()
+
+
+def plain(cfg: SiteConfig) -> NS:
+    """The config as plain attribute-dicts (what siteconf's cache holds)."""
+    data = cfg.model_dump()
+    data["default_partition"] = cfg.default_partition
+    return NS.wrap(data)
 
 
 def ge_env(cfg: SiteConfig) -> dict[str, str]:

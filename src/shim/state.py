@@ -34,12 +34,22 @@ def _write(path: str, data: dict[str, Any]) -> None:
     try:
         f = open(tmp, "w", encoding="utf-8")
     except FileNotFoundError:
-        os.makedirs(d, mode=0o1777, exist_ok=True)
+        _make_shared_dir(d)
         f = open(tmp, "w", encoding="utf-8")
     with f:
         json.dump(data, f, separators=(",", ":"))
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
+
+
+def _make_shared_dir(d: str) -> None:
+    """Like /tmp: every user may add files, none may remove another's (mode 1777, umask aside)."""
+    for path in (os.path.dirname(d), d):
+        try:
+            os.mkdir(path)
+            os.chmod(path, 0o1777)
+        except FileExistsError:
+            pass
 
 
 def _read(path: str) -> dict[str, Any] | None:

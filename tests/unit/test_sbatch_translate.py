@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from shim import backends, config, state
+from shim import backends, siteconf, state
 from shim.backends.replay import ReplayBackend
 from shim.cli import sbatch
 from shim.errors import ShimError
@@ -18,12 +18,14 @@ SCRIPT = "#!/bin/bash\n#SBATCH --job-name=fromdirective\n#SBATCH -t 10\necho hi\
 
 @pytest.fixture(autouse=True)
 def site(monkeypatch, tmp_path):
-    monkeypatch.setenv("SLURM_SHIM_CONFIG", str(FIXTURES / "site" / "config.toml"))
-    monkeypatch.setattr(config, "_cached", None)
-    cfg = config.load()
-    monkeypatch.setattr(config, "_cached", cfg.model_copy(update={"cluster": cfg.cluster.model_copy(
-        update={"state_dir": str(tmp_path / "state")})}))
+    text = (FIXTURES / "site" / "config.toml").read_text()
+    conf = tmp_path / "config.toml"
+    conf.write_text(text.replace("/tmp/slurm-shim-unit-state", str(tmp_path / "state")))
+    monkeypatch.setenv("SLURM_SHIM_CONFIG", str(conf))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    siteconf.reset()
     yield
+    siteconf.reset()
     backends.use(None)
 
 
@@ -146,7 +148,7 @@ def test_submit_records_state_and_prints_slurms_line(capsys, monkeypatch, tmp_pa
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(SCRIPT.encode())))
     assert sbatch.main([]) == 0
     assert capsys.readouterr().out == "Submitted batch job 4242\n"
-    rec = state.load_submit(config.load(), 4242)
+    rec = state.load_submit(siteconf.get(), 4242)
     assert rec["name"] == "fromdirective" and rec["time"] == 10
     (call_argv, stdin), = b.calls
     assert call_argv[0] == "qsub" and stdin.startswith(b"#!/bin/sh\n")

@@ -7,10 +7,14 @@ q* commands; ``replay`` answers from recorded outputs (unit tests, ``--dry-run``
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config import SiteConfig
+
 import os
 from typing import Protocol, Sequence
 
-from ..config import SiteConfig
 from ..proc import Result
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config import SiteConfig
+
 import os
 from typing import Sequence
 
 from .. import proc
-from ..config import SiteConfig
 from ..errors import BackendUnavailable
 
 

@@ -9,11 +9,15 @@ records (Slurm names of array indices, throttles, comments) are merged by ``shim
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config import SiteConfig
+
 import xml.etree.ElementTree as ET
 from datetime import datetime
 from typing import Any, Iterable
 
-from ..config import SiteConfig
 from ..model import JobRecord
 from ..names import decode
 

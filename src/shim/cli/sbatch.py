@@ -15,7 +15,7 @@ import socket
 import sys
 import time
 
-from .. import backends, config, state
+from .. import backends, siteconf, state
 from ..errors import ShimError
 from ..options import sources
 from ..options.getopt import Table, getopt
@@ -113,7 +113,7 @@ def prepare(argv: list[str], environ: dict[str, str], stdin=None, cwd: str | Non
     check_script(data)
     text = data.decode("utf-8", "replace")
     o = sources.collect(t, argv, script_words=sources.directive_words(text), environ=environ, cli=cli)
-    cfg = config.load()
+    cfg = siteconf.get()
     user = pwd.getpwuid(os.getuid())
     ctx = qsub.Context(prog=PROG, cwd=cwd or os.getcwd(), script_name=default_name, user=user.pw_name,
                        uid=user.pw_uid, gid=os.getgid(), host=socket.gethostname().split(".")[0],

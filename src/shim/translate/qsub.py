@@ -7,6 +7,11 @@ stdin), the payload the job wrapper needs at run time, and one note per option f
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config import SiteConfig
+
 import math
 import os
 from dataclasses import dataclass, field
@@ -14,7 +19,6 @@ from datetime import datetime
 from typing import Any
 
 from .. import names
-from ..config import SiteConfig
 from ..errors import ShimError
 from ..options.sources import Options
 from ..options.values import INFINITE, time_minutes

@@ -1,0 +1,82 @@
+"""Fast access to the site config for every command.
+
+Validating TOML with pydantic costs a command ~0.2 s of imports, more than ``qsub`` itself takes.
+So the validated config is cached as JSON per user, keyed by the file's path, size and mtime, and
+read back as plain attribute-dicts; pydantic runs only when the file changed (config.py). Code
+reads ``cfg.cluster.state_dir`` and ``cfg.partitions["debug"].queue`` either way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any
+
+DEFAULT_PATH = "/etc/slurm-shim/config.toml"
+_loaded: "NS | None" = None
+
+
+class NS(dict):
+    """A dict whose keys read as attributes; nested dicts are NS too."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @classmethod
+    def wrap(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return cls({k: cls.wrap(v) for k, v in value.items()})
+        if isinstance(value, list):
+            return [cls.wrap(v) for v in value]
+        return value
+
+
+def _cache_path(path: str, st: os.stat_result) -> str:
+    key = hashlib.sha1(f"{os.path.abspath(path)}\\0{st.st_size}\\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "slurm-shim", f"config-{key}.json")
+
+
+def get() -> NS:
+    """The site config of this process (validated once per change of the file)."""
+    global _loaded
+    if _loaded is not None:
+        return _loaded
+    path = os.environ.get("SLURM_SHIM_CONFIG") or DEFAULT_PATH
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    cache = _cache_path(path, st) if st is not None else None
+    if cache:
+        try:
+            with open(cache, encoding="utf-8") as f:
+                _loaded = NS.wrap(json.load(f))
+                return _loaded
+        except (OSError, ValueError):
+            pass
+    from . import config  # pydantic: only when the file is new or changed
+
+    cfg = config.plain(config.load())
+    if cache:
+        try:
+            os.makedirs(os.path.dirname(cache), exist_ok=True)
+            tmp = f"{cache}.{os.getpid()}"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(cfg, f)
+            os.replace(tmp, cache)
+        except OSError:
+            pass  # an unwritable home only costs speed
+    _loaded = cfg
+    return cfg
+
+
+def reset() -> None:
+    global _loaded
+    _loaded = None
