@@ -423,8 +423,8 @@ def stop_daemons(host: str) -> None:
     asked = "qmaster" in pids
     if asked and "execd" in pids:
         asked = ge("qconf", "-ke", host).returncode == 0
-    if asked:
-        asked = ge("qconf", "-km").returncode == 0
+    if "qmaster" in pids:
+        asked = ge("qconf", "-km").returncode == 0 and asked
     stop_pids(pids.values(), WAIT_STOP if asked else 0.0)
 
 
@@ -830,8 +830,22 @@ def doctor_findings(cfg: config.SiteConfig, facts: Facts, path: str) -> list[Fin
                                  f"add it with qconf -mc ({name} {name} BOOL == YES NO 0 0)"))
         else:
             found.append(Finding("ok", f"feature {feature}: BOOL complex {name} exists"))
+    if cfg.exclusive_complex:
+        found.append(exclusive_finding(cfg.exclusive_complex, facts))
     found.append(state_dir_finding(cfg.cluster.state_dir, facts.state_dir_mode))
     return found
+
+
+def exclusive_finding(name: str, facts: Facts) -> Finding:
+    """--exclusive needs Grid Engine's exclusive-host complex: BOOL with relop EXCL, consumable."""
+    c = facts.complexes.get(name)
+    if c is None or (c.type, c.relop, c.consumable) != ("BOOL", "EXCL", "YES"):
+        return Finding("FAIL", f"exclusive: no complex {name} of type BOOL, relop EXCL, consumable YES",
+                       f"add it with qconf -mc ({name} {name} BOOL EXCL YES YES 0 1000)")
+    if not any(name in values for values in facts.host_values.values()):
+        return Finding("FAIL", f"exclusive: no exec host offers {name}",
+                       f"qconf -aattr exechost complex_values {name}=true <host>")
+    return Finding("ok", f"exclusive: complex {name} exists and exec hosts offer it")
 
 
 def state_dir_finding(state_dir: str, mode: int | None) -> Finding:

@@ -231,6 +231,17 @@ def test_doctor_checks_features_and_state_dir():
     assert cluster.state_dir_finding("/x", 0o40755).level == "warn"
 
 
+def test_doctor_checks_the_exclusive_complex_only_when_configured():
+    facts = reference_facts()
+    assert not any(f.what.startswith("exclusive") for f in cluster.doctor_findings(site(), facts, "site.toml"))
+    got = levels(cluster.doctor_findings(site(exclusive_complex="exclusive"), facts, "site.toml"))
+    assert got["exclusive: no complex exclusive of type BOOL, relop EXCL, consumable YES"] == "FAIL"
+    facts.complexes["exclusive"] = Complex("exclusive", "excl", "BOOL", "EXCL", "YES", "YES", "0", "1000")
+    facts.host_values["vm"]["exclusive"] = "true"
+    got = levels(cluster.doctor_findings(site(exclusive_complex="exclusive"), facts, "site.toml"))
+    assert got["exclusive: complex exclusive exists and exec hosts offer it"] == "ok"
+
+
 def test_finding_line_format():
     assert cluster.Finding("ok", "thing").line() == "ok    thing"
     assert cluster.Finding("FAIL", "thing", "fix it").line() == "FAIL  thing  -- fix it"
