@@ -199,6 +199,8 @@ COMPLEXES = (
     Complex("gpu", "gpu", "INT", "<=", "YES", "JOB", "0", "0"),
     Complex("matlab", "matlab", "INT", "<=", "YES", "JOB", "0", "0"),
     Complex("anthropic_api", "anthropic_api", "INT", "<=", "YES", "JOB", "0", "0"),
+    # sbatch --exclusive: an EXCL boolean gives a job the whole host (Grid Engine 6.2u3 and later).
+    Complex("exclusive", "excl", "BOOL", "EXCL", "YES", "YES", "0", "1000"),
 )
 GLOBAL_VALUES = "anthropic_api=96,matlab=3"
 GPUS = 2
@@ -250,6 +252,8 @@ def site_config_text() -> str:
     """The site config describing the cluster `up` builds (it mirrors the real Slurm cluster)."""
     return f"""\
 # Written by `slurm-shim cluster up`: the single-host Grid Engine it configured.
+exclusive_complex = "exclusive"
+
 [cluster]
 name = "cluster"
 state_dir = "{STATE_DIR}"
@@ -586,7 +590,7 @@ def configure(host: str) -> list[str]:
         ("submit host", lambda: ensure_listed("-ss", "-as", host)),
         ("global host", lambda: converge(("-se", "global"), "-Ae", "-Me", exec_host("global", GLOBAL_VALUES))),
         (f"exec host {host}", lambda: converge(
-            ("-se", host), "-Ae", "-Me", exec_host(host, f"gpu={GPUS},mem_free={host_memory()}"))),
+            ("-se", host), "-Ae", "-Me", exec_host(host, f"exclusive=true,gpu={GPUS},mem_free={host_memory()}"))),
         ("@allhosts", lambda: converge(
             ("-shgrp", "@allhosts"), "-Ahgrp", "-Mhgrp", {"group_name": "@allhosts", "hostlist": host})),
         *[(f"pe {pe['pe_name']}", lambda pe=pe: converge(("-sp", pe["pe_name"]), "-Ap", "-Mp", pe)) for pe in PES],

@@ -54,21 +54,37 @@ def _hosts(this_host: str) -> list[tuple[str, int]]:
     return [(this_host, int(os.environ.get("NSLOTS", "1")))]
 
 
+def login_env(user: pwd.struct_passwd, timeout: float = 8) -> dict[str, str]:
+    """The user's login environment, read as Slurm does for --get-user-env and --export=NONE: a
+    login shell that prints its environment (a fixed program; no user text), with a time limit."""
+    base = {"HOME": user.pw_dir, "USER": user.pw_name, "LOGNAME": user.pw_name,
+            "SHELL": user.pw_shell or "/bin/sh", "PATH": "/usr/local/bin:/usr/bin:/bin"}
+    try:
+        r = proc.run([user.pw_shell or "/bin/sh", "-l", "-c", "env -0"], env=base, timeout=timeout, cwd=user.pw_dir)
+    except proc.SpawnError:
+        r = None
+    env = dict(base, MAIL=f"/var/mail/{user.pw_name}")
+    if r is not None and r.returncode == 0:
+        for item in r.stdout.split("\0"):
+            k, eq, v = item.partition("=")
+            if eq and k not in ("_", "PWD", "OLDPWD", "SHLVL"):
+                env[k] = v
+    return env
+
+
 def _base_env(p: dict, user: pwd.struct_passwd) -> dict[str, str]:
     """Slurm's --export: ALL (default) is the submission environment; NONE (or a list without ALL)
-    is the user's login environment plus the listed variables."""
+    is the user's login environment plus the listed variables; --export-file replaces both."""
     mode = p.get("export") or {"all": True, "vars": {}}
-    if mode.get("all"):
+    if p.get("export_file") is not None:
+        env = dict(p["export_file"])
+    elif mode.get("all"):
         env = dict(p.get("environ", {}))
+        if p.get("get_user_env"):
+            env = {**login_env(user), **env}
+            env["SLURM_GET_USER_ENV"] = "1"
     else:
-        env = {
-            "HOME": user.pw_dir,
-            "USER": user.pw_name,
-            "LOGNAME": user.pw_name,
-            "SHELL": user.pw_shell or "/bin/sh",
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "MAIL": f"/var/mail/{user.pw_name}",
-        }
+        env = login_env(user)
         env["SLURM_GET_USER_ENV"] = "1"
         env["SLURM_EXPORT_ENV"] = p.get("export_raw") or "NONE"
     env.update(mode.get("vars") or {})

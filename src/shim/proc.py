@@ -7,16 +7,25 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 
-@dataclass(frozen=True)
 class Result:
-    argv: tuple[str, ...]
-    returncode: int
-    stdout: str
-    stderr: str
+    """What a finished command left: its argv, exit code and decoded output."""
+
+    __slots__ = ("argv", "returncode", "stdout", "stderr")
+
+    def __init__(self, argv: tuple[str, ...], returncode: int, stdout: str, stderr: str):
+        self.argv = argv
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def __repr__(self) -> str:
+        return f"Result(argv={self.argv!r}, returncode={self.returncode}, stdout={self.stdout!r}, stderr={self.stderr!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Result) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
 
 
 class SpawnError(Exception):

@@ -8,7 +8,6 @@ reads ``cfg.cluster.state_dir`` and ``cfg.partitions["debug"].queue`` either way
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from typing import Any
@@ -38,7 +37,7 @@ class NS(dict):
 
 
 def _cache_path(path: str, st: os.stat_result) -> str:
-    key = hashlib.sha1(f"{os.path.abspath(path)}\\0{st.st_size}\\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    key = f"{os.path.abspath(path).replace('/', '%')}-{st.st_size}-{st.st_mtime_ns}"
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "slurm-shim", f"config-{key}.json")
 

@@ -107,6 +107,9 @@ def test_reference_pes_and_queue_match_the_desired_ones_except_slots():
 
 def test_complex_changes():
     current = cluster.parse_complexes(ref("config-qconf-sc.txt"))
+    # the reference cluster predates the exclusive-host complex that `up` now adds
+    assert [c.name for c in cluster.complex_changes(cluster.COMPLEXES, current)] == ["exclusive"]
+    current["exclusive"] = Complex("exclusive", "excl", "BOOL", "EXCL", "YES", "YES", "0", "1000")
     assert cluster.complex_changes(cluster.COMPLEXES, current) == []
     current["mem_free"] = Complex("mem_free", "mf", "MEMORY", "<=", "YES", "NO", "0", "0")
     del current["gpu"]
@@ -165,7 +168,10 @@ def reference_facts() -> Facts:
 
 
 def site(**overrides) -> config.SiteConfig:
+    """The written site config pointed at the reference's all.q, without the exclusive complex the
+    reference cluster lacks (tests that want it pass exclusive_complex=...)."""
     text = cluster.site_config_text().replace('queue = "debug"', 'queue = "all.q"').replace('queue = "gpu"', 'queue = "all.q"')
+    text = text.replace('exclusive_complex = "exclusive"\n', "")
     cfg = config.parse(text, "site.toml")
     return cfg.model_copy(update=overrides)
 
@@ -182,7 +188,8 @@ def test_doctor_passes_on_the_reference_cluster():
 
 
 def test_doctor_fails_on_a_missing_queue():
-    cfg = config.parse(cluster.site_config_text(), "site.toml")  # queues debug and gpu; facts have all.q
+    text = cluster.site_config_text().replace('exclusive_complex = "exclusive"\n', "")
+    cfg = config.parse(text, "site.toml")  # queues debug and gpu; facts have all.q
     findings = cluster.doctor_findings(cfg, reference_facts(), "site.toml")
     bad = [f for f in findings if f.level == "FAIL"]
     assert [f.what for f in bad] == ["partition debug: queue debug does not exist", "partition gpu: queue gpu does not exist"]

@@ -11,7 +11,6 @@ import json
 import os
 import pwd
 import shlex
-import socket
 import sys
 import time
 
@@ -82,6 +81,28 @@ def export_mode(raw: str | None, environ: dict[str, str]) -> dict:
     return mode
 
 
+def read_export_file(spec: str | None) -> dict[str, str] | None:
+    """--export-file=<file|fd>: NUL- or newline-separated NAME=value lines."""
+    if spec is None:
+        return None
+    try:
+        if spec.isdigit():
+            with os.fdopen(os.dup(int(spec)), "rb") as f:
+                data = f.read()
+        else:
+            with open(spec, "rb") as f:
+                data = f.read()
+    except OSError:
+        raise ShimError(f"{PROG}: error: Unable to read --export-file {spec}", code=1) from None
+    sep = b"\0" if b"\0" in data else b"\n"
+    env = {}
+    for item in data.split(sep):
+        k, eq, v = item.decode("utf-8", "replace").partition("=")
+        if eq and k:
+            env[k] = v
+    return env
+
+
 def apply_fates(o: sources.Options, t: Table) -> list[str]:
     """Refuse what Grid Engine cannot honour; collect warnings for what changes nothing."""
     warnings = []
@@ -116,7 +137,7 @@ def prepare(argv: list[str], environ: dict[str, str], stdin=None, cwd: str | Non
     cfg = siteconf.get()
     user = pwd.getpwuid(os.getuid())
     ctx = qsub.Context(prog=PROG, cwd=cwd or os.getcwd(), script_name=default_name, user=user.pw_name,
-                       uid=user.pw_uid, gid=os.getgid(), host=socket.gethostname().split(".")[0],
+                       uid=user.pw_uid, gid=os.getgid(), host=os.uname().nodename.split(".")[0],
                        environ=environ)
     warnings = apply_fates(o, t)
     sub = qsub.build(o, cfg, ctx)
@@ -126,6 +147,8 @@ def prepare(argv: list[str], environ: dict[str, str], stdin=None, cwd: str | Non
         "environ": environ,
         "export": export_mode(o.raw.get("export"), environ),
         "export_raw": o.raw.get("export"),
+        "export_file": read_export_file(o.raw.get("export_file")),
+        "get_user_env": o.get_user_env is not None,
         "umask": _umask(),
         "user": user.pw_name,
         "uid": user.pw_uid,
@@ -214,7 +237,7 @@ def main(argv: list[str]) -> int:
         slots = sub.payload["ntasks"] * sub.payload["cpus_per_task"]
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
         print(f"{PROG}: Job 0 to start at {stamp} using {slots} processors on nodes "
-              f"{socket.gethostname().split('.')[0]} in partition {sub.payload['partition']}", file=sys.stderr)
+              f"{os.uname().nodename.split('.')[0]} in partition {sub.payload['partition']}", file=sys.stderr)
         return 0
     job_id = submit(sub, cfg)
     cluster = o.clusters or o.cluster

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Mapping
 
@@ -22,28 +21,42 @@ class Fate(Enum):
     REFUSE = "refused"  # Grid Engine cannot honour it; one-line error, exit 1
 
 
-@dataclass(frozen=True)
 class OptionSpec:
-    long: str
-    short: str | None = None
-    arity: Arity = Arity.REQUIRED
-    commands: frozenset[str] = frozenset({"sbatch", "srun", "salloc"})
-    env: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    """Input environment variables per command, e.g. {"sbatch": ("SBATCH_ACCOUNT",)}."""
-    dest: str = ""
-    """The request field this option sets; defaults to the long name with '-' -> '_'."""
-    parse: Callable[[str, str], Any] | None = None
-    """(value, prog) -> parsed value; raises ShimError with Slurm's message."""
-    const: Any = True
-    """Value stored by a flag (Arity.NONE), or by an OPTIONAL option given without a value."""
-    fate: Fate = Fate.MAP
-    note: str = ""
-    """Why: shown with warnings and refusals, and in the man page."""
-    help: str = ""
-    group: str = "other"
-    count: bool = False
-    """Repeatable flag that counts (-v -v)."""
+    """One option: its spelling, arity, commands, input variables, value grammar and fate."""
 
-    @property
-    def key(self) -> str:
-        return self.dest or self.long.replace("-", "_")
+    __slots__ = ("long", "short", "arity", "commands", "env", "dest", "parse", "const", "fate", "note", "help",
+                 "group", "count", "key")
+
+    def __init__(
+        self,
+        long: str,
+        short: str | None = None,
+        arity: Arity = Arity.REQUIRED,
+        commands: frozenset[str] = frozenset({"sbatch", "srun", "salloc"}),
+        env: Mapping[str, tuple[str, ...]] | None = None,
+        dest: str = "",
+        parse: Callable[[str, str], Any] | None = None,
+        const: Any = True,
+        fate: Fate = Fate.MAP,
+        note: str = "",
+        help: str = "",
+        group: str = "other",
+        count: bool = False,
+    ):
+        self.long = long
+        self.short = short
+        self.arity = arity
+        self.commands = commands
+        self.env = env or {}  # input variables per command, e.g. {"sbatch": ("SBATCH_ACCOUNT",)}
+        self.dest = dest  # the request key; defaults to the long name with '-' -> '_'
+        self.parse = parse  # (value, prog) -> parsed value; raises ShimError with Slurm's message
+        self.const = const  # stored by a flag, or by an OPTIONAL option given without a value
+        self.fate = fate
+        self.note = note  # why: shown with warnings and refusals, and in the man page
+        self.help = help
+        self.group = group
+        self.count = count  # a repeatable flag that counts (-v -v)
+        self.key = dest or long.replace("-", "_")
+
+    def __repr__(self) -> str:
+        return f"OptionSpec(--{self.long})"

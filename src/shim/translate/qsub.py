@@ -14,7 +14,6 @@ if TYPE_CHECKING:
 
 import math
 import os
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -24,27 +23,26 @@ from ..options.sources import Options
 from ..options.values import INFINITE, time_minutes
 
 
-@dataclass
 class Context:
     """Facts about the submission that are not options."""
 
-    prog: str = "sbatch"
-    cwd: str = "/"
-    script_name: str = "sbatch"
-    user: str = "root"
-    uid: int = 0
-    gid: int = 0
-    host: str = "localhost"
-    environ: dict[str, str] = field(default_factory=dict)
+    def __init__(self, prog: str = "sbatch", cwd: str = "/", script_name: str = "sbatch", user: str = "root",
+                 uid: int = 0, gid: int = 0, host: str = "localhost", environ: dict[str, str] | None = None):
+        self.prog, self.cwd, self.script_name = prog, cwd, script_name
+        self.user, self.uid, self.gid, self.host = user, uid, gid, host
+        self.environ = environ or {}
 
 
-@dataclass
 class Submission:
-    argv: list[str]
-    payload: dict[str, Any]
-    notes: list[tuple[str, str, str]]  # (slurm option, grid engine flags, note)
-    array: list[int] | None = None
-    warnings: list[str] = field(default_factory=list)
+    """qsub's argv, the job wrapper's payload, and one (option, flags, note) per translated option."""
+
+    def __init__(self, argv: list[str], payload: dict[str, Any], notes: list[tuple[str, str, str]],
+                 array: list[int] | None = None):
+        self.argv = argv
+        self.payload = payload
+        self.notes = notes
+        self.array = array
+        self.warnings: list[str] = []
 
 
 def fail(prog: str, msg: str) -> ShimError:
@@ -55,13 +53,12 @@ def submission_failed(prog: str, msg: str) -> ShimError:
     return ShimError(f"{prog}: error: Batch job submission failed: {msg}", code=1)
 
 
-@dataclass
 class Geometry:
-    ntasks: int
-    cpus_per_task: int
-    nodes: int
-    slots: int
-    tasks_per_node: list[int]
+    """Tasks, CPUs per task, nodes, Grid Engine slots and tasks on each node."""
+
+    def __init__(self, ntasks: int, cpus_per_task: int, nodes: int, slots: int, tasks_per_node: list[int]):
+        self.ntasks, self.cpus_per_task, self.nodes = ntasks, cpus_per_task, nodes
+        self.slots, self.tasks_per_node = slots, tasks_per_node
 
 
 def geometry(o: Options) -> Geometry:

@@ -1,0 +1,555 @@
+"""Grid Engine accounting: the accounting file read directly, and ``qacct -j`` text as a fallback.
+
+The accounting file (``$SGE_ROOT/$SGE_CELL/common/accounting``, see accounting(5)) has one
+colon-separated line per finished job or array task, appended by qmaster when the job ends.
+Reading it directly is much faster than running qacct, which builds an object for every line:
+``scan`` keeps the file as bytes, jumps over old records by bisecting on the end time (the file is
+in end-time order), lets one compiled regular expression pick the lines whose owner, job name or
+job number match, and builds a ``Record`` only for those.
+
+``outcome`` turns Grid Engine's ``failed``/``exit_status`` pair (plus the shim's own end and cancel
+events) into Slurm's job state and ``ExitCode``, for the job row and its ``.batch`` step.
+
+``$SLURM_SHIM_ACCOUNTING`` names another accounting file (benchmarks, archived files).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:
+    from ..config import SiteConfig
+
+ENV = "SLURM_SHIM_ACCOUNTING"
+
+# The file is in end-time order only roughly (a late report from an execution host is appended when
+# it arrives), so bisecting starts this far before the wanted time.
+SLACK = 86400
+_BISECT_MIN = 1 << 16
+
+
+def accounting_path(cfg: "SiteConfig") -> str:
+    p = os.environ.get(ENV)
+    if p:
+        return p
+    ge = cfg.gridengine
+    return os.path.join(ge.sge_root, ge.sge_cell, "common", "accounting")
+
+
+class Record:
+    """One accounting line (one job, or one array task). Times are epoch seconds, 0 for none."""
+
+    __slots__ = ("qname", "hostname", "group", "owner", "jobname", "job", "account", "priority",
+                 "submit", "start", "end", "failed", "exit_status", "wallclock", "utime", "stime",
+                 "maxrss_kb", "project", "department", "granted_pe", "slots", "task", "cpu", "mem",
+                 "io", "category", "iow", "maxvmem", "arid")
+
+    def __init__(self, **kw):
+        for k in self.__slots__:
+            setattr(self, k, kw.get(k))
+
+    def __repr__(self) -> str:
+        t = f".{self.task}" if self.task else ""
+        return f"<Record {self.job}{t} {self.owner} {self.jobname} failed={self.failed} exit={self.exit_status}>"
+
+    @property
+    def key(self) -> int:
+        """The time the record was written, roughly: its end, or its submission if it never ran."""
+        return self.end or self.submit
+
+    def request(self, name: str) -> str | None:
+        """A ``-l name=value`` request from the category string, or None."""
+        return category_requests(self.category or "").get(name)
+
+
+def _f(b: bytes) -> float:
+    try:
+        return float(b)
+    except ValueError:
+        return 0.0
+
+
+def _i(b: bytes) -> int:
+    try:
+        return int(b)
+    except ValueError:
+        try:
+            return int(float(b))
+        except ValueError:
+            return 0
+
+
+def _s(b: bytes) -> str:
+    return b.decode("utf-8", "replace")
+
+
+def _t(b: bytes) -> int:
+    """A time stamp: seconds (SGE 8.1) or milliseconds (OCS/UGE 8.2 and later)."""
+    v = _i(b)
+    return v // 1000 if v > 100_000_000_000 else v
+
+
+def parse_line(line: bytes | str) -> Record | None:
+    """One accounting line -> Record; None for comments and malformed lines.
+
+    Only the category (field 40) is free text that might hold a colon; a line with more than 45
+    fields is split from the left up to the category and from the right after it.
+    """
+    if isinstance(line, str):
+        line = line.encode("utf-8", "replace")
+    if line[-1:] in (b"\n", b"\r"):
+        line = line.rstrip(b"\r\n")
+    if not line or line[:1] == b"#":
+        return None
+    p = line.split(b":")
+    if len(p) != 45:
+        if len(p) < 45:
+            return None
+        p = p[:39] + [b":".join(p[39:len(p) - 5])] + p[len(p) - 5:]
+    try:
+        return _record(p)
+    except (ValueError, UnicodeDecodeError):
+        return _record_slow(p)
+
+
+def _record(p: list[bytes]) -> Record:
+    r = Record.__new__(Record)
+    r.qname = p[0].decode()
+    r.hostname = p[1].decode()
+    r.group = p[2].decode()
+    r.owner = p[3].decode()
+    r.jobname = p[4].decode()
+    r.job = int(p[5])
+    r.account = p[6].decode()
+    r.priority = 0
+    sub = int(p[8])
+    if sub > 100_000_000_000:  # milliseconds (OCS/UGE 8.2 and later)
+        r.submit, r.start, r.end = sub // 1000, int(p[9]) // 1000, int(p[10]) // 1000
+    else:
+        r.submit, r.start, r.end = sub, int(p[9]), int(p[10])
+    r.failed = int(p[11])
+    r.exit_status = int(p[12])
+    r.wallclock = int(float(p[13]))
+    r.utime = float(p[14])
+    r.stime = float(p[15])
+    r.maxrss_kb = int(float(p[16]))
+    r.project = ""
+    r.department = ""
+    r.granted_pe = p[33].decode()
+    r.slots = int(p[34]) or 1
+    r.task = int(p[35])
+    r.cpu = float(p[36])
+    r.mem = 0.0
+    r.io = 0.0
+    r.category = p[39].decode()
+    r.iow = 0.0
+    r.maxvmem = float(p[42])
+    r.arid = ""
+    return r
+
+
+def _record_slow(p: list[bytes]) -> Record:
+    r = Record.__new__(Record)
+    r.qname, r.hostname, r.group, r.owner, r.jobname = (_s(x) for x in p[:5])
+    r.job = _i(p[5])
+    r.account = _s(p[6])
+    r.priority = _i(p[7])
+    r.submit, r.start, r.end = _t(p[8]), _t(p[9]), _t(p[10])
+    r.failed = _i(p[11])
+    r.exit_status = _i(p[12])
+    r.wallclock = _i(p[13])
+    r.utime = _f(p[14])
+    r.stime = _f(p[15])
+    r.maxrss_kb = _i(p[16])
+    r.project = _s(p[31])
+    r.department = _s(p[32])
+    r.granted_pe = _s(p[33])
+    r.slots = _i(p[34]) or 1
+    r.task = _i(p[35])
+    r.cpu = _f(p[36])
+    r.mem = _f(p[37])
+    r.io = _f(p[38])
+    r.category = _s(p[39])
+    r.iow = _f(p[40])
+    r.maxvmem = _f(p[42])
+    r.arid = _s(p[43])
+    return r
+
+
+def _alt(values: Iterable[bytes]) -> bytes:
+    return b"(?:" + b"|".join(re.escape(v) for v in sorted(set(values))) + b")"
+
+
+def _line_key(data: bytes, start: int) -> int | None:
+    """end (or submit) time of the line at ``start``, without building a Record."""
+    end = data.find(b"\n", start)
+    line = data[start:end if end >= 0 else len(data)]
+    if line[:1] == b"#" or not line:
+        return None
+    parts = line.split(b":", 12)
+    if len(parts) < 12:
+        return None
+    e = _t(parts[10])
+    return e or _t(parts[8])
+
+
+def _first_offset(data: bytes, lo: int, not_before: int) -> int:
+    """The offset of a line start at or before the first record written at ``not_before``."""
+    target = not_before - SLACK
+    hi = len(data)
+    while hi - lo > _BISECT_MIN:
+        mid = (lo + hi) // 2
+        s = data.find(b"\n", mid)
+        if s < 0:
+            hi = mid
+            continue
+        s += 1
+        k = None
+        probe = s
+        while k is None and probe < hi:  # skip comment or broken lines
+            k = _line_key(data, probe)
+            if k is None:
+                nxt = data.find(b"\n", probe)
+                if nxt < 0:
+                    break
+                probe = nxt + 1
+        if k is None or k >= target:
+            hi = mid
+        else:
+            lo = s
+    return lo
+
+
+def read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _regex_lines(data: bytes, start: int, jobs_b, owners_b, names_b) -> Iterable[bytes]:
+    any_field = b"[^:\n]*"
+    # a leading '\n' literal lets the regex engine jump from line start to line start
+    rx = re.compile(b"\n(?:[^:\n]*:){3}" + (_alt(owners_b) if owners_b is not None else any_field) + b":"
+                    + (_alt(names_b) if names_b is not None else any_field) + b":"
+                    + (_alt(jobs_b) if jobs_b is not None else any_field) + b":[^\n]*")
+    found = rx.finditer(b"\n" + data) if start == 0 else rx.finditer(data, start - 1)
+    return [m.group(0)[1:] for m in found]
+
+
+def _find_jobs(data: bytes, start: int, jobs_b: set[bytes]) -> list[bytes]:
+    """Lines whose job number is one of jobs_b: a substring search for ``:N:`` checked against the
+    field position; a number that is too common elsewhere on the lines falls back to the regex."""
+    hits: list[tuple[int, bytes]] = []
+    for jb in jobs_b:
+        needle = b":" + jb + b":"
+        i = start
+        misses = 0
+        while True:
+            i = data.find(needle, i)
+            if i < 0:
+                break
+            ls = data.rfind(b"\n", 0, i) + 1
+            if data.count(b":", ls, i) == 4:
+                le = data.find(b"\n", i)
+                hits.append((ls, data[ls:le if le >= 0 else len(data)]))
+                i = le if le >= 0 else len(data)
+            else:
+                misses += 1
+                if misses > 256:
+                    return _regex_lines(data, start, jobs_b, None, None)
+                i += 1
+    hits.sort()
+    return [line for _pos, line in hits]
+
+
+def scan(path_or_data: str | bytes, *, jobs: Iterable[int] | None = None, owners: Iterable[str] | None = None,
+         ge_names: Iterable[str] | None = None, not_before: int | None = None,
+         not_after: int | None = None) -> list[Record]:
+    """The records that can match, in file order.
+
+    jobs / owners / ge_names: exact job numbers, owner names, Grid Engine job names (None = any).
+    not_before: drop records written (ended) before this time; never-started records count by
+    their submission time. not_after: drop records submitted after this time.
+    """
+    data = read(path_or_data) if isinstance(path_or_data, str) else path_or_data
+    start = 0
+    if not_before:
+        start = _first_offset(data, 0, not_before)
+    jobs_b = {str(int(j)).encode() for j in jobs} if jobs is not None else None
+    owners_b = {o.encode() for o in owners} if owners is not None else None
+    names_b = {n.encode() for n in ge_names} if ge_names is not None else None
+    if (jobs_b is not None and not jobs_b) or (owners_b is not None and not owners_b) or (
+            names_b is not None and not names_b):
+        return []
+    out: list[Record] = []
+    if jobs_b is None and owners_b is None and names_b is None:
+        lines: Iterable[bytes] = data[start:].split(b"\n")
+    elif jobs_b is not None and owners_b is None and names_b is None and len(jobs_b) <= 8:
+        lines = _find_jobs(data, start, jobs_b)
+    else:
+        lines = _regex_lines(data, start, jobs_b, owners_b, names_b)
+    for line in lines:
+        if not line or line[:1] == b"#":
+            continue
+        r = parse_line(line)
+        if r is None:
+            continue
+        if not_before and (r.end or r.submit) < not_before:
+            continue
+        if not_after and r.submit > not_after:
+            continue
+        out.append(r)
+    return out
+
+
+def scan_file(path: str, **kw) -> list[Record]:
+    """scan() of a file; a missing or unreadable file reads as no records."""
+    try:
+        data = read(path)
+    except (FileNotFoundError, PermissionError, IsADirectoryError):
+        return []
+    return scan(data, **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# qacct -j text (the fallback when the file itself cannot be read, and a cross-check in tests)
+
+_UNITS = {"B": 1, "KB": 1024, "MB": 1024 ** 2, "GB": 1024 ** 3, "TB": 1024 ** 4}
+_SIZE_RE = re.compile(r"^([0-9.]+)([KMGT]?B)s?$")
+
+
+def _qacct_size(text: str) -> float:
+    """qacct prints sizes divided by 1024 per unit step: "4.527KB" is 4636 of the raw value."""
+    m = _SIZE_RE.match(text.strip())
+    if not m:
+        return _f(text.encode())
+    return float(m.group(1)) * _UNITS[m.group(2)]
+
+
+def _qacct_time(text: str) -> int:
+    text = text.strip()
+    if not text or text == "-/-":
+        return 0
+    try:
+        return int(time.mktime(time.strptime(text, "%a %b %d %H:%M:%S %Y")))
+    except ValueError:
+        return 0
+
+
+def _lead_int(text: str) -> int:
+    m = re.match(r"\s*(-?\d+)", text)
+    return int(m.group(1)) if m else 0
+
+
+def parse_qacct(text: str) -> list[Record]:
+    """``qacct -j ...`` output -> Records (the blocks between ``=====`` lines)."""
+    out: list[Record] = []
+    for block in re.split(r"^=+\s*$", text, flags=re.M):
+        kv: dict[str, str] = {}
+        for line in block.splitlines():
+            if not line.strip():
+                continue
+            key, _, value = line.partition(" ")
+            kv[key] = value.strip()
+        if "jobnumber" not in kv:
+            continue
+        r = Record.__new__(Record)
+        r.qname = kv.get("qname", "")
+        r.hostname = kv.get("hostname", "")
+        r.group = kv.get("group", "")
+        r.owner = kv.get("owner", "")
+        r.jobname = kv.get("jobname", "")
+        r.job = _lead_int(kv.get("jobnumber", "0"))
+        r.account = kv.get("account", "")
+        r.priority = _lead_int(kv.get("priority", "0"))
+        r.submit = _qacct_time(kv.get("qsub_time", ""))
+        r.start = _qacct_time(kv.get("start_time", ""))
+        r.end = _qacct_time(kv.get("end_time", ""))
+        r.failed = _lead_int(kv.get("failed", "0"))
+        r.exit_status = _lead_int(kv.get("exit_status", "0"))
+        r.wallclock = _lead_int(kv.get("ru_wallclock", "0"))
+        r.utime = _f(kv.get("ru_utime", "0").rstrip("s").encode())
+        r.stime = _f(kv.get("ru_stime", "0").rstrip("s").encode())
+        r.maxrss_kb = int(round(_qacct_size(kv.get("ru_maxrss", "0"))))
+        r.project = kv.get("project", "")
+        r.department = kv.get("department", "")
+        r.granted_pe = kv.get("granted_pe", "NONE")
+        r.slots = _lead_int(kv.get("slots", "1")) or 1
+        t = kv.get("taskid", "undefined")
+        r.task = int(t) if t.isdigit() else 0
+        r.cpu = _f(kv.get("cpu", "0").rstrip("s").encode())
+        r.mem = _qacct_size(kv.get("mem", "0").rstrip("s"))
+        r.io = _qacct_size(kv.get("io", "0"))
+        r.category = kv.get("category", "NONE")
+        r.iow = _f(kv.get("iow", "0").rstrip("s").encode())
+        r.maxvmem = _qacct_size(kv.get("maxvmem", "0"))
+        r.arid = kv.get("arid", "undefined")
+        out.append(r)
+    return out
+
+
+def qacct_args(job: str | int | None = None, *, owner: str | None = None, path: str | None = None) -> list[str]:
+    """argv (after ``qacct``) for the fallback: every record of a job, or of all jobs."""
+    args: list[str] = []
+    if path:
+        args += ["-f", path]
+    if owner:
+        args += ["-o", owner]
+    args += ["-j"] + ([str(job)] if job is not None else [])
+    return args
+
+
+# ---------------------------------------------------------------------------------------------
+# what a record means in Slurm's words
+
+_REQ_RE = re.compile(r"-l\s+(\S+)")
+
+
+def category_requests(category: str) -> dict[str, str]:
+    """``-l a=1,b=2 -l c=x`` in a category string -> {"a": "1", "b": "2", "c": "x"}."""
+    out: dict[str, str] = {}
+    for m in _REQ_RE.finditer(category):
+        for item in m.group(1).split(","):
+            k, _, v = item.partition("=")
+            if k:
+                out[k] = v
+    return out
+
+
+def _mem_bytes(text: str) -> float | None:
+    m = re.match(r"^([0-9.]+)([kKmMgGtT]?)$", text.strip())
+    if not m:
+        return None
+    mult = {"": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4}[m.group(2).lower()]
+    return float(m.group(1)) * mult
+
+
+# Grid Engine's failed codes that mean the execution host failed the job (not the job itself).
+NODE_FAIL_CODES = frozenset({19, 20, 21})
+# ... before the job could start: output file, shell, working directory (Slurm: launch failure).
+LAUNCH_FAIL_CODES = frozenset({26, 27, 28, 29})
+RESCHEDULED_CODES = frozenset({24, 25})
+LIMIT_CODE = 37
+KILLED_CODE = 100
+
+
+class Outcome:
+    """Slurm's view of an ended job: state and ExitCode of the job row and of its batch step."""
+
+    __slots__ = ("state", "exit", "signal", "batch_state", "batch_exit", "batch_signal", "reason", "cancel_uid")
+
+    def __init__(self, state: str, exit: int = 0, signal: int = 0, batch_state: str | None = None,
+                 batch_exit: int | None = None, batch_signal: int | None = None, reason: str = "None",
+                 cancel_uid: int | None = None):
+        self.state = state
+        self.exit = exit
+        self.signal = signal
+        self.batch_state = batch_state or state
+        self.batch_exit = exit if batch_exit is None else batch_exit
+        self.batch_signal = signal if batch_signal is None else batch_signal
+        self.reason = reason
+        self.cancel_uid = cancel_uid
+
+    def __repr__(self) -> str:
+        return (f"<Outcome {self.state} {self.exit}:{self.signal} batch {self.batch_state} "
+                f"{self.batch_exit}:{self.batch_signal}>")
+
+
+def _from_end_event(end: dict, cancel: dict | None) -> Outcome:
+    st = end.get("state") or ""
+    code = int(end.get("exit") or 0)
+    sig = int(end.get("signal") or 0)
+    if st == "CANCELLED" or (cancel is not None and st not in ("COMPLETED", "TIMEOUT")):
+        uid = cancel.get("uid") if cancel else None
+        return Outcome("CANCELLED", 0, 0, "CANCELLED", 0, sig or 15, cancel_uid=_opt_int(uid))
+    if st == "TIMEOUT":
+        return Outcome("TIMEOUT", 0, 0, "CANCELLED", 0, sig or 15, reason="TimeLimit")
+    if st == "OUT_OF_MEMORY":
+        return Outcome("OUT_OF_MEMORY", 0, 125, "OUT_OF_MEMORY", 0, 125, reason="OutOfMemory")
+    if st == "NODE_FAIL":
+        return Outcome("NODE_FAIL", 0, 0, "CANCELLED", 0, 9, reason="NodeDown")
+    if st == "FAILED" and end.get("reason") == "JobLaunchFailure":
+        return Outcome("FAILED", 0, sig or 53, "CANCELLED", 0, sig or 53, reason="JobLaunchFailure")
+    if sig:
+        return Outcome("FAILED", 0, sig, "CANCELLED", 0, sig, reason="NonZeroExitCode")
+    if code:
+        return Outcome("FAILED", code, 0, reason="NonZeroExitCode")
+    return Outcome(st if st in ("COMPLETED", "FAILED") else "COMPLETED", 0, 0)
+
+
+def _opt_int(v) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def outcome(rec: Record, end: dict | None = None, cancel: dict | None = None) -> Outcome:
+    """Slurm's state for an accounting record, preferring the shim's own end/cancel events.
+
+    Grid Engine alone:  failed 0 exit 0 -> COMPLETED 0:0;  exit N -> FAILED N:0 (N > 128: killed
+    by signal N-128 -> FAILED 0:sig, step CANCELLED);  failed 37 (h_rt/h_cpu enforced) -> TIMEOUT
+    (OUT_OF_MEMORY when the job asked for h_vmem and reached it);  failed 100 (qdel) -> CANCELLED;
+    failed 26-29 (could not start) -> FAILED 0:53 as Slurm's launch failure;  failed 19-21 ->
+    NODE_FAIL;  failed 24/25 (rescheduled) -> REQUEUED;  any other failure -> FAILED.
+    """
+    if end is not None:
+        return _from_end_event(end, cancel)
+    f = rec.failed
+    status = rec.exit_status
+    if f == 0:
+        if status == 0:
+            return Outcome("COMPLETED")
+        if status > 128 and status - 128 < 65:
+            sig = status - 128
+            return Outcome("FAILED", 0, sig, "CANCELLED", 0, sig, reason="NonZeroExitCode")
+        return Outcome("FAILED", status, 0, reason="NonZeroExitCode")
+    if f == KILLED_CODE:
+        uid = _opt_int((cancel or {}).get("uid"))
+        if cancel is None and rec.category and _hit_limit(rec):
+            return Outcome("TIMEOUT", 0, 0, "CANCELLED", 0, 9, reason="TimeLimit")
+        return Outcome("CANCELLED", 0, 0, "CANCELLED", 0, 9, cancel_uid=uid)
+    if f == LIMIT_CODE:
+        if _over_memory(rec):
+            return Outcome("OUT_OF_MEMORY", 0, 125, "OUT_OF_MEMORY", 0, 125, reason="OutOfMemory")
+        return Outcome("TIMEOUT", 0, 0, "CANCELLED", 0, 9, reason="TimeLimit")
+    if f in LAUNCH_FAIL_CODES:
+        return Outcome("FAILED", 0, 53, "CANCELLED", 0, 53, reason="JobLaunchFailure")
+    if f in NODE_FAIL_CODES:
+        return Outcome("NODE_FAIL", 0, 0, "CANCELLED", 0, 9, reason="NodeDown")
+    if f in RESCHEDULED_CODES:
+        return Outcome("REQUEUED", 0, 0, "CANCELLED", 0, 9, reason="None")
+    if status > 128 and status - 128 < 65:
+        return Outcome("FAILED", 0, status - 128, "CANCELLED", 0, status - 128, reason="NonZeroExitCode")
+    return Outcome("FAILED", status or 1, 0, reason="NonZeroExitCode")
+
+
+def _hit_limit(rec: Record) -> bool:
+    """A qdel'd record whose run reached its h_rt (execd kills at the limit before qmaster)."""
+    h_rt = rec.request("h_rt")
+    if not h_rt:
+        return False
+    secs = _duration(h_rt)
+    return secs is not None and secs > 0 and rec.wallclock >= secs
+
+
+def _over_memory(rec: Record) -> bool:
+    limit = rec.request("h_vmem")
+    if not limit:
+        return False
+    b = _mem_bytes(limit)
+    return b is not None and b > 0 and rec.maxvmem >= b * 0.95
+
+
+def _duration(text: str) -> int | None:
+    """Grid Engine time: seconds, or [[h:]m:]s."""
+    try:
+        parts = [int(x or 0) for x in text.split(":")]
+    except ValueError:
+        return None
+    secs = 0
+    for p in parts:
+        secs = secs * 60 + p
+    return secs

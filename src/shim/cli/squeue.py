@@ -1,0 +1,429 @@
+"""``squeue``: Slurm's queue view of Grid Engine's jobs (one ``qstat`` call per run)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from datetime import datetime
+
+from .. import jobs
+from ..errors import ShimError
+from ..options.getopt import Table, getopt
+from ..options.sources import Options, apply, env_parsed
+from ..options.spec import Arity, Fate, OptionSpec
+from ..render import fmt
+from ..render import squeue as view
+
+PROG = "squeue"
+N, R, O = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
+
+
+def _o(long: str, short: str | None = None, arity: Arity = R, env: str = "", dest: str = "", help: str = "",
+       fate: Fate = Fate.MAP, count: bool = False) -> OptionSpec:
+    return OptionSpec(long, short, arity, commands=frozenset({PROG}), env={PROG: tuple(env.split())} if env else {},
+                      dest=dest, help=help, fate=fate, count=count)
+
+
+OPTIONS: tuple[OptionSpec, ...] = (
+    _o("account", "A", env="SQUEUE_ACCOUNT", help="comma separated list of accounts to view"),
+    _o("accounts", None, dest="account"),
+    _o("all", "a", N, env="SQUEUE_ALL", help="display jobs in hidden partitions (all are shown)"),
+    _o("array", "r", N, env="SQUEUE_ARRAY", help="display one job array element per line"),
+    _o("array-unique", None, N, env="SQUEUE_ARRAY_UNIQUE", help="one unique pending job array element per line"),
+    _o("cluster", None, dest="clusters"),
+    _o("clusters", "M", env="SLURM_CLUSTERS", help="cluster to issue commands to (this one)"),
+    _o("federation", None, N, env="SQUEUE_FEDERATION", help="accepted, no federation on Grid Engine",
+       fate=Fate.WARN),
+    _o("Format", "O", env="SQUEUE_FORMAT2", dest="format_long", help="format specification (long names)"),
+    _o("format", "o", env="SQUEUE_FORMAT", help="format specification (%% letters)"),
+    _o("help", None, N, help="show this help message", fate=Fate.LOCAL),
+    _o("hide", None, N, help="do not display jobs in hidden partitions"),
+    _o("iterate", "i", help="repeat the report every so many seconds"),
+    _o("jobs", "j", O, dest="jobs", help="comma separated list of job IDs to view"),
+    _o("json", None, N, help="produce JSON output"),
+    _o("licenses", "L", env="SQUEUE_LICENSES", help="comma separated list of license names to view"),
+    _o("local", None, N, env="SQUEUE_LOCAL", help="jobs of the local cluster only"),
+    _o("long", "l", N, help="long report"),
+    _o("me", None, N, help="equivalent to --user=<my user name>"),
+    _o("name", "n", env="SQUEUE_NAMES", help="comma separated list of job names to view"),
+    _o("noconvert", None, N, help="don't convert units (2048M stays 2048M)"),
+    _o("node", None, dest="nodelist"),
+    _o("nodelist", "w", help="list of nodes to view"),
+    _o("nodes", None, dest="nodelist"),
+    _o("noheader", "h", N, help="no headers on output"),
+    _o("only-job-state", None, N, help="only the job id and state"),
+    _o("partition", "p", env="SQUEUE_PARTITION", dest="partitions", help="comma separated list of partitions"),
+    _o("partitions", None, dest="partitions"),
+    _o("priority", "P", N, env="SQUEUE_PRIORITY", help="list pending jobs once per partition"),
+    _o("qos", "q", env="SQUEUE_QOS", help="comma separated list of qos's to view"),
+    _o("reservation", "R", help="reservation to view (Grid Engine has none)"),
+    _o("sibling", None, N, env="SQUEUE_SIBLING", help="accepted, no federation on Grid Engine"),
+    _o("sort", "S", env="SQUEUE_SORT", help="comma separated list of fields to sort on"),
+    _o("start", None, N, help="print expected start times of pending jobs"),
+    _o("steps", "s", O, dest="steps", help="comma separated list of job steps to view"),
+    _o("states", "t", env="SQUEUE_STATES", help="comma separated list of states to view, or all"),
+    _o("usage", None, N, help="display a brief summary of squeue options", fate=Fate.LOCAL),
+    _o("user", "u", env="SQUEUE_USERS", dest="users", help="comma separated list of users to view"),
+    _o("users", None, dest="users"),
+    _o("verbose", "v", N, count=True, help="verbosity level"),
+    _o("version", "V", N, help="output version information and exit", fate=Fate.LOCAL),
+    _o("yaml", None, N, help="produce YAML output"),
+)
+
+TABLE = Table(PROG, OPTIONS, error_code=1)
+
+USAGE = """\
+Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
+              [-n name] [-o format] [-p partitions] [--qos qos]
+              [--reservation reservation] [--sort fields] [--start]
+              [--step step_id] [-t states] [-u user_name] [--usage]
+              [-L licenses] [-w nodes] [--federation] [--local] [--sibling]
+	      [-ahjlrsv]
+"""
+
+
+def help_text() -> str:
+    lines = ["Usage: squeue [OPTIONS]"]
+    for s in OPTIONS:
+        if not s.help:
+            continue
+        short = f"-{s.short}, " if s.short else "    "
+        arg = {N: "", R: "=value", O: "[=value]"}[s.arity]
+        lines.append(f"  {short}--{s.long}{arg}".ljust(36) + s.help)
+    lines += ["", "Help options:", "  --help                          show this help message",
+              "  --usage                         display a brief summary of squeue options", ""]
+    return "\n".join(lines)
+
+
+def error(msg: str, code: int = 1) -> ShimError:
+    return ShimError(f"{PROG}: error: {msg}", code=code)
+
+
+def parse_args(argv: list[str], environ=None) -> tuple[Options, list, list[str]]:
+    environ = os.environ if environ is None else environ
+    parsed, positional = getopt(TABLE, argv, stop_at_positional=False)
+    opts = Options()
+    apply(opts, TABLE, env_parsed(TABLE, environ), "env")
+    apply(opts, TABLE, parsed, "cli")
+    # squeue's -j and -s take an optional argument: "-j 12" leaves 12 as the next word
+    rest = list(positional)
+    if opts.jobs is True:
+        opts["jobs"] = rest.pop(0) if rest else True
+    if opts.steps is True:
+        opts["steps"] = rest.pop(0) if rest else True
+    if rest:
+        raise ShimError(f"{PROG}: error: Unrecognized option: {rest[0]}", USAGE.rstrip("\n"), code=1)
+    return opts, parsed, rest
+
+
+def parse_job_ids(text: str) -> list[tuple[int, int | None]]:
+    """-j: ``N`` or ``N_k``, comma (or blank) separated."""
+    out: list[tuple[int, int | None]] = []
+    for tok in text.replace(" ", ",").split(","):
+        if not tok:
+            continue
+        base, us, task = tok.partition("_")
+        if not base.isdigit() or (us and not task.isdigit()) or int(base) == 0:
+            raise error(f"Invalid job id: {tok}")
+        out.append((int(base), int(task) if us else None))
+    return out
+
+
+def choose_format(opts: Options, parsed: list) -> tuple[str, str]:
+    """("percent" | "long", format text): the last -o/-O on the command line, else the
+    environment (SQUEUE_FORMAT2 before SQUEUE_FORMAT), else the mode's default."""
+    for spec, value in reversed(parsed):
+        if spec.key == "format":
+            return "percent", value
+        if spec.key == "format_long":
+            return "long", value
+    if opts.format_long and opts.source.get("format_long") == "env":
+        return "long", opts.format_long
+    if opts.format and opts.source.get("format") == "env":
+        return "percent", opts.format
+    if opts.steps is not None:
+        return "percent", view.STEPS_FORMAT
+    if opts.only_job_state:
+        return "percent", "%.18i %.2t"
+    if opts.start:
+        return "percent", view.START_FORMAT
+    if opts.long:
+        return "percent", view.LONG_FORMAT
+    return "percent", view.DEFAULT_FORMAT
+
+
+def build_format(kind: str, text: str) -> fmt.Format:
+    errors: list[str] = []
+    if kind == "long":
+        f = fmt.parse_long(text, view.REGISTRY, errors=errors)
+    else:
+        f = fmt.parse_percent(text, view.REGISTRY, all_letters=view.ALL_LETTERS, errors=errors)
+    for e in errors:
+        print(f"{PROG}: error: Invalid job format specification: {e}", file=sys.stderr)
+    return f
+
+
+def select(jl: jobs.JobList, opts: Options, ctx: view.Ctx, states: set[str] | None,
+           job_ids: list[tuple[int, int | None]] | None, users: set[str] | None) -> list:
+    cfg = ctx.cfg
+    recs = jl.records
+    if job_ids:
+        want_jobs = {j for j, t in job_ids if t is None}
+        want_tasks: dict[int, set[int]] = {}
+        for j, t in job_ids:
+            if t is not None:
+                want_tasks.setdefault(j, set()).add(t)
+        out = []
+        for r in recs:
+            if r.job_id in want_jobs:
+                out.append(r)
+            elif r.job_id in want_tasks:
+                ts = want_tasks[r.job_id]
+                if r.array_task is not None and r.array_task in ts:
+                    out.append(r)
+                elif r.array_pending is not None:
+                    hit = [i for i in r.extra.get("pending_indices", ()) if i in ts]
+                    for i in hit:
+                        c = jobs.expand_array([r])
+                        out.extend(x for x in c if x.array_task == i)
+        recs = out
+    if states is not None:
+        recs = [r for r in recs if r.state in states]
+    if users is not None:
+        recs = [r for r in recs if r.user in users]
+    if opts.name:
+        names = set(opts.name.split(","))
+        recs = [r for r in recs if r.name in names]
+    if opts.partitions:
+        parts = set(opts.partitions.split(","))
+        recs = [r for r in recs if r.partition in parts]
+    if opts.account:
+        accts = {a.lower() for a in opts.account.split(",")}
+        recs = [r for r in recs if (jobs.detail(r, cfg).account or "").lower() in accts]
+    if opts.qos:
+        qs = {a.lower() for a in opts.qos.split(",")}
+        recs = [r for r in recs if (jobs.detail(r, cfg).qos or "normal").lower() in qs]
+    if opts.licenses:
+        want = set(opts.licenses.split(","))
+        recs = [r for r in recs if {x.split(":")[0] for x in filter(None, jobs.detail(r, cfg).licenses.split(","))} & want]
+    if opts.nodelist:
+        from ..hostlist import expand
+
+        hosts = set()
+        for part in opts.nodelist.split(" "):
+            hosts.update(expand(part))
+        if "localhost" in hosts:
+            hosts.add(os.uname().nodename.split(".")[0])
+        recs = [r for r in recs if set(r.nodes) & hosts]
+    if opts.reservation:
+        recs = []
+    return recs
+
+
+def sort_records(recs: list, opts: Options, ctx: view.Ctx) -> list:
+    base = sorted(recs, key=lambda r: (r.job_id, r.array_task if r.array_task is not None else -1))
+    if opts.sort:
+        try:
+            keys = fmt.parse_sort(opts.sort, view.REGISTRY)
+        except fmt.FormatError as e:
+            raise error(f"Invalid sort specification: {e.spec}")
+        return fmt.sort_rows(base, keys, ctx)
+    if opts.start:
+        return sorted(base, key=lambda r: (r.start_time is None, r.start_time.timestamp() if r.start_time else 0))
+    keys = fmt.parse_sort(view.DEFAULT_SORT, view.REGISTRY)
+    return fmt.sort_rows(base, keys, ctx)
+
+
+def parse_states(text: str) -> set[str] | None:
+    """-t: long names or compact codes, any case, comma separated; "all" for every state."""
+    names = {}
+    for long, code in jobs_state_codes().items():
+        names[long] = long
+        names[code] = long
+    out: set[str] = set()
+    for tok in text.split(","):
+        t = tok.strip().upper()
+        if not t:
+            continue
+        if t == "ALL":
+            return None
+        if t not in names:
+            raise ShimError(f"{PROG}: error: Invalid job state specified: {tok}",
+                            f"{PROG}: error: Valid job states include: {VALID_STATES}", code=1)
+        out.add(names[t])
+    return out
+
+
+VALID_STATES = ("PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FAILED,TIMEOUT,NODE_FAIL,PREEMPTED,BOOT_FAIL,"
+                "DEADLINE,OUT_OF_MEMORY,COMPLETING,CONFIGURING,RESIZING,RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,"
+                "REQUEUE_HOLD,REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,STOPPED")
+
+
+def jobs_state_codes() -> dict[str, str]:
+    from ..backends.qstat import STATE_CODES
+
+    return STATE_CODES
+
+
+def resolve_users(text: str) -> tuple[set[str], list[str]]:
+    """-u: names or numeric uids; returns (known names, unknown words)."""
+    import pwd
+
+    names: set[str] = set()
+    bad: list[str] = []
+    for tok in text.split(","):
+        tok = tok.strip()
+        if not tok:
+            continue
+        try:
+            names.add(pwd.getpwuid(int(tok)).pw_name if tok.isdigit() else pwd.getpwnam(tok).pw_name)
+        except (KeyError, ValueError):
+            bad.append(tok)
+    return names, bad
+
+
+def current_user() -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
+
+
+def main(argv: list[str]) -> int:
+    opts, parsed, _ = parse_args(argv)
+    if opts.help:
+        sys.stdout.write(help_text())
+        return 0
+    if opts.usage:
+        sys.stdout.write(USAGE)
+        return 0
+    if opts.version:
+        sys.stdout.write(f"slurm-wlm {view.SLURM_VERSION}\n")
+        return 0
+
+    states: set[str] | None
+    if opts.states:
+        states = parse_states(opts.states)
+    elif opts.start:
+        states = {"PENDING"}
+    else:
+        states = set(jobs.ACTIVE_STATES)
+    job_ids = parse_job_ids(opts.jobs) if isinstance(opts.jobs, str) else None
+    if opts.steps is not None and isinstance(opts.steps, str):
+        job_ids = (job_ids or []) + [(int(s.split(".")[0].split("_")[0]), None) for s in opts.steps.split(",")
+                                     if s.split(".")[0].split("_")[0].isdigit()]
+    users: set[str] | None = None
+    user_errors: list[str] = []
+    if opts.users:
+        users, user_errors = resolve_users(opts.users)
+    if opts.me:
+        users = (users or set()) | {current_user()}
+
+    from ..config import load
+
+    cfg = load()
+    ctx = view.Ctx(cfg, convert=not opts.noconvert)
+    kind, ftext = choose_format(opts, parsed)
+    if opts.iterate:
+        try:
+            period = max(1, int(opts.iterate))
+        except ValueError:
+            raise error(f"Invalid iterate value: {opts.iterate}")
+        try:
+            while True:
+                _run_once(cfg, ctx, opts, kind, ftext, states, job_ids, users, user_errors, dated=True)
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+                time.sleep(period)
+        except KeyboardInterrupt:
+            return 0
+    return _run_once(cfg, ctx, opts, kind, ftext, states, job_ids, users, user_errors,
+                     dated=bool(opts.long or opts.verbose))
+
+
+def _run_once(cfg, ctx, opts, kind, ftext, states, job_ids, users, user_errors, *, dated: bool) -> int:
+    ctx.now = time.time()
+    want_ended = bool(opts.json or opts.yaml or job_ids or states is None or
+                      any(s not in jobs.ACTIVE_STATES for s in states))
+    jl = jobs.list_jobs(cfg, ended=want_ended, now=ctx.now)
+
+    if opts.json or opts.yaml:
+        recs = sort_records(jl.records, opts, ctx)
+        text = view.json_document(recs, ctx) if opts.json else yaml_document(recs, ctx)
+        sys.stdout.write(text + "\n")
+        return 0
+
+    if job_ids is not None and len(job_ids) == 1 and job_ids[0][0] not in jl.known:
+        raise ShimError("slurm_load_jobs error: Invalid job id specified", code=1)
+
+    recs = select(jl, opts, ctx, states, job_ids, users)
+    if opts.array:
+        recs = jobs.expand_array(recs)
+    recs = sort_records(recs, opts, ctx)
+    out: list[str] = []
+    if dated:
+        out.append(datetime.fromtimestamp(ctx.now).strftime("%a %b %d %H:%M:%S %Y"))
+    if opts.clusters:
+        out.append(f"CLUSTER: {cfg.cluster.name}")
+    if opts.steps is not None:
+        from ..render.squeue import steps_rows
+
+        f = fmt.parse_percent(ftext, view.STEP_REGISTRY) if kind == "percent" else \
+            fmt.parse_long(ftext, view.STEP_REGISTRY)
+        out.extend(fmt.render(f, steps_rows(recs), ctx, header=not opts.noheader))
+    else:
+        f = build_format(kind, ftext)
+        out.extend(fmt.render(f, recs, ctx, header=not opts.noheader))
+    sys.stdout.write("\n".join(out) + ("\n" if out else ""))
+    for u in user_errors:
+        sys.stdout.flush()
+        print(f"{PROG}: error: Invalid user: {u}", file=sys.stderr)
+    return 0
+
+
+def yaml_document(recs: list, ctx: view.Ctx) -> str:
+    import json as _json
+
+    doc = _json.loads(view.json_document(recs, ctx))
+    lines = ["%YAML 1.1", "--- !!map"]
+    _yaml_map(doc, 0, lines)
+    return "\n".join(lines) + "\n..."
+
+
+def _yaml_scalar(v) -> str:
+    if v is None or v == "":
+        return "!!null null"
+    if isinstance(v, bool):
+        return f"!!bool {'true' if v else 'false'}"
+    if isinstance(v, int):
+        return f"!!int {v}"
+    if isinstance(v, float):
+        return f"!!float {v:f}"
+    return f"!!str {v}"
+
+
+def _yaml_map(d: dict, indent: int, lines: list[str]) -> None:
+    pad = " " * indent
+    for k, v in d.items():
+        if isinstance(v, dict):
+            if v:
+                lines.append(f"{pad}!!str {k}: !!map")
+                _yaml_map(v, indent + 2, lines)
+            else:
+                lines.append(f"{pad}!!str {k}: !!map {{}}")
+        elif isinstance(v, list):
+            if not v:
+                lines.append(f"{pad}!!str {k}: !!seq []")
+                continue
+            lines.append(f"{pad}!!str {k}: !!seq")
+            for item in v:
+                if isinstance(item, dict):
+                    lines.append(f"{pad}- !!map")
+                    _yaml_map(item, indent + 2, lines)
+                else:
+                    lines.append(f"{pad}- {_yaml_scalar(item)}")
+        else:
+            lines.append(f"{pad}!!str {k}: {_yaml_scalar(v)}")
