@@ -60,6 +60,7 @@ class Cluster(_Model):
 
 class Submit(_Model):
     method: Literal["qsub", "agent"] = "qsub"
+    agent_idle_minutes: float = Field(10.0, gt=0, description="the submit agent exits after this long without requests")
 
 
 class SiteConfig(_Model):

@@ -16,12 +16,14 @@ import pwd
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from . import state
 from .backends import qstat as q
-from .config import SiteConfig
 from .model import JobRecord
+
+if TYPE_CHECKING:
+    from .config import SiteConfig
 
 ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "STAGE_OUT",
                            "RESIZING", "SIGNALING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "STOPPED",
@@ -206,7 +208,7 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
         _finish_active(rec, cfg, qmap)
         records.append(rec)
         by_job.setdefault(rec.job_id, []).append(rec)
-    _refine_reasons(records, by_job, cfg)
+    _refine_reasons(records, by_job, cfg, now)
     out = JobList(records, set(by_job), now)
     if ended:
         _add_ended(out, by_job, cfg, now)
@@ -217,8 +219,9 @@ def _finish_active(rec: JobRecord, cfg: SiteConfig, qmap: q.QueueMap) -> None:
     """What qstat alone leaves open: ids, times, priority, and array indices from the record."""
     row = rec.extra["ge_row"]
     rec.uid, rec.gid = user_ids(rec.user)
-    prio = rec.priority
-    rec.priority = int(round(float(prio) * PRIO_SCALE))
+    prio = float(rec.priority)
+    rec.extra["prio"] = prio
+    rec.priority = int(round(prio * PRIO_SCALE))
     rec.submit_time = _dt(rec.extra.get("submit_ts"))
     rec.start_time = _dt(rec.extra.get("start_ts"))
     if rec.start_time and rec.state in ("RUNNING", "SUSPENDED", "COMPLETING") and rec.time_limit not in (None, -1):
@@ -255,9 +258,29 @@ def _finish_active(rec: JobRecord, cfg: SiteConfig, qmap: q.QueueMap) -> None:
             rec.extra["run_seconds"] = max(0, int(sus["t"] - rec.extra["start_ts"]))
 
 
-def _refine_reasons(records: list[JobRecord], by_job: dict[int, list[JobRecord]], cfg: SiteConfig) -> None:
+BEGIN_LOOKUPS = 200  # submit records read per listing to find jobs waiting for --begin
+
+
+def _begin_ts(s: dict[str, Any] | None) -> float | None:
+    v = (s or {}).get("begin")
+    if v in (None, ""):
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        try:
+            return datetime.fromisoformat(str(v)).timestamp()
+        except ValueError:
+            return None
+
+
+def _refine_reasons(records: list[JobRecord], by_job: dict[int, list[JobRecord]], cfg: SiteConfig,
+                    now: float) -> None:
     """Reasons that need the whole queue: Dependency vs JobHeldUser, JobArrayTaskLimit, Licenses,
-    and Slurm's Resources (the first job in line) vs Priority (the others)."""
+    BeginTime, and Slurm's Resources (the first job in line) vs Priority (the others).
+
+    Grid Engine's job list does not show ``qsub -a``; the shim's submit record does ("begin"), so
+    it is read for waiting jobs -- for at most BEGIN_LOOKUPS of them, to keep a long queue fast."""
     lic_in_use: set[str] = set()
     for r in records:
         if r.state in ("RUNNING", "SUSPENDED", "COMPLETING") and r.licenses:
@@ -283,6 +306,14 @@ def _refine_reasons(records: list[JobRecord], by_job: dict[int, list[JobRecord]]
             r.reason = "Licenses"
             continue
         waiting.setdefault(r.partition, []).append(r)
+    if sum(len(v) for v in waiting.values()) <= BEGIN_LOOKUPS:
+        for recs in waiting.values():
+            for r in list(recs):
+                begin = _begin_ts(submit_record(cfg, r))
+                if begin is not None and begin > now:
+                    r.reason = "BeginTime"
+                    r.start_time = datetime.fromtimestamp(begin)
+                    recs.remove(r)
     for recs in waiting.values():
         recs.sort(key=lambda r: (-r.priority, r.job_id))
         for i, r in enumerate(recs):

@@ -100,9 +100,25 @@ def _keep_ge(env: dict[str, str]) -> None:
     env["TMPDIR"] = os.environ.get("TMPDIR", "/tmp")
 
 
+OUTPUT_DIR_GRACE = 10.0  # seconds to wait for a missing output directory (see _open_output)
+
+
 def _open_output(path: str, append: bool) -> int:
+    """Open a Slurm output file. Tools such as submitit create the log directory only after sbatch
+    returns, counting on the scheduler being slower than they are; Grid Engine here starts a job
+    within a second, so a missing directory gets a short grace period before the launch fails as
+    Slurm's would (FAILED, ExitCode 0:53)."""
     flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
-    return os.open(path, flags, 0o644)
+    deadline = time.monotonic() + OUTPUT_DIR_GRACE
+    delay = 0.05
+    while True:
+        try:
+            return os.open(path, flags, 0o644)
+        except FileNotFoundError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
 
 def _deps_unsatisfied(p: dict) -> bool:

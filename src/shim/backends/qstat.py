@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..config import SiteConfig
 
+import html
+import re
 import xml.etree.ElementTree as ET
 from datetime import datetime
 from typing import Any, Iterable
@@ -182,32 +184,55 @@ def iter_job_elements(xml: str | bytes) -> Iterable[ET.Element]:
     return root.iter("job_list")
 
 
+# qstat's job lists are flat (<tag attr="...">text</tag> children only), so a tokenizer reads them
+# about twice as fast as a tree; anything unusual (CDATA, nesting) falls back to ElementTree.
+_JOB_RE = re.compile(r'<job_list\s+state="([^"]*)"\s*>(.*?)</job_list\s*>', re.S)
+_FIELD_RE = re.compile(r'<(\w+)((?:\s+\w+="[^"]*")*)\s*(?:/>|>([^<]*)</\1\s*>)')
+_NAME_RE = re.compile(r'name="([^"]*)"')
+
+
+def _row(section: str, items: Iterable[tuple[str, str, str]]) -> dict[str, Any]:
+    row: dict[str, Any] = {"section": section}
+    hard: dict[str, str] = {}
+    queues: list[str] = []
+    preds: list[str] = []
+    for tag, attrs, text in items:
+        if "&" in text:
+            text = html.unescape(text)
+        if tag == "hard_request":
+            m = _NAME_RE.search(attrs)
+            hard[html.unescape(m.group(1)) if m else ""] = text
+        elif tag == "hard_req_queue":
+            queues.append(text)
+        elif tag == "predecessor_jobs":
+            preds.extend(text.replace(",", " ").split())
+        elif tag == "requested_pe":
+            m = _NAME_RE.search(attrs)
+            row["pe"] = m.group(1) if m else ""
+            row["pe_slots"] = text
+        else:
+            row[tag] = text
+    row["hard"] = hard
+    row["hard_queues"] = queues
+    row["predecessors"] = preds
+    return row
+
+
 def parse_rows(xml: str | bytes) -> list[dict[str, Any]]:
     """The rows of ``qstat [-r] -xml`` as plain dicts (one per job_list element)."""
-    rows: list[dict[str, Any]] = []
-    for el in iter_job_elements(xml):
-        row: dict[str, Any] = {"section": el.get("state", "")}
-        hard: dict[str, str] = {}
-        queues: list[str] = []
-        preds: list[str] = []
-        for c in el:
-            tag = c.tag
-            if tag == "hard_request":
-                hard[c.get("name", "")] = c.text or ""
-            elif tag == "hard_req_queue":
-                queues.append(c.text or "")
-            elif tag == "predecessor_jobs":
-                preds.extend((c.text or "").replace(",", " ").split())
-            elif tag == "requested_pe":
-                row["pe"] = c.get("name", "")
-                row["pe_slots"] = c.text or ""
-            else:
-                row[tag] = c.text or ""
-        row["hard"] = hard
-        row["hard_queues"] = queues
-        row["predecessors"] = preds
-        rows.append(row)
-    return rows
+    text = xml.decode("utf-8", "replace") if isinstance(xml, bytes) else xml
+    if "<![CDATA[" not in text:
+        rows = []
+        for m in _JOB_RE.finditer(text):
+            body = m.group(2)
+            if "<job_list" in body:
+                break
+            rows.append(_row(m.group(1), ((f[0], f[1], f[2]) for f in _FIELD_RE.findall(body))))
+        else:
+            if len(rows) == text.count("<job_list"):
+                return rows
+    return [_row(el.get("state", ""), ((c.tag, "".join(f' {k}="{v}"' for k, v in c.attrib.items()), c.text or "")
+                                      for c in el)) for el in iter_job_elements(text)]
 
 
 def record_from_row(row: dict[str, Any], qmap: QueueMap, cfg: SiteConfig) -> JobRecord:
@@ -356,4 +381,50 @@ def parse_detail(xml: str | bytes) -> dict[int, dict[str, Any]]:
         d["tasks"] = tasks
         d["submit_ts"] = parse_time(d.get("JB_submission_time"))
         out[int(num.text.strip())] = d
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# qstat -f -xml: queue instances (hosts, slots, states), for scontrol show partition/node
+
+
+def parse_queues(xml: str | bytes) -> list[dict[str, Any]]:
+    """``qstat -f -xml`` -> [{queue, host, slots_used, slots_total, state, load_avg, arch}]."""
+    if isinstance(xml, str):
+        xml = xml.encode("utf-8", "replace")
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError:
+        return []
+    out = []
+    for ql in root.iter("Queue-List"):
+        name = _text(ql.find("name"))
+        queue, _, host = name.partition("@")
+
+        def num(tag: str) -> int:
+            try:
+                return int(_text(ql.find(tag)) or 0)
+            except ValueError:
+                return 0
+
+        out.append({"queue": queue, "host": host, "slots_used": num("slots_used"),
+                    "slots_total": num("slots_total"), "state": _text(ql.find("state")),
+                    "load_avg": _text(ql.find("load_avg")), "arch": _text(ql.find("arch"))})
+    return out
+
+
+def parse_hosts(xml: str | bytes) -> dict[str, dict[str, str]]:
+    """``qhost -xml`` -> {host: {arch_string, num_proc, m_socket, m_core, m_thread, mem_total, ...}}."""
+    if isinstance(xml, str):
+        xml = xml.encode("utf-8", "replace")
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError:
+        return {}
+    out: dict[str, dict[str, str]] = {}
+    for h in root.iter("host"):
+        name = h.get("name", "")
+        if not name or name == "global":
+            continue
+        out[name] = {v.get("name", ""): (v.text or "") for v in h.iter("hostvalue")}
     return out

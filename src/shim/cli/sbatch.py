@@ -189,7 +189,16 @@ def parse_job_id(out: str) -> int:
 
 def submit(sub: qsub.Submission, cfg) -> int:
     backend = backends.get(cfg)
-    res = backend.run("qsub", sub.argv, input=wrapper_script(sub.payload))
+    script = wrapper_script(sub.payload)
+    if getattr(getattr(cfg, "submit", None), "method", "qsub") == "agent" and backend.name == "gridengine":
+        from .. import agent  # the per-user DRMAA submit agent; None: it did not submit, so qsub
+
+        job_id = agent.submit(sub.argv, script, cfg, backend)
+        if job_id is not None:
+            record = {k: v for k, v in sub.payload.items() if k not in ("script", "environ", "args")}
+            state.record_submit(cfg, job_id, record)
+            return job_id
+    res = backend.run("qsub", sub.argv, input=script)
     if res.returncode != 0:
         msg = " ".join(l for l in (res.stderr + res.stdout).splitlines() if l and l != "Exiting.")
         raise ShimError(f"{PROG}: error: Batch job submission failed: {msg or 'qsub failed'}", code=1)

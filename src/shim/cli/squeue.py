@@ -231,8 +231,10 @@ def sort_records(recs: list, opts: Options, ctx: view.Ctx) -> list:
         return fmt.sort_rows(base, keys, ctx)
     if opts.start:
         return sorted(base, key=lambda r: (r.start_time is None, r.start_time.timestamp() if r.start_time else 0))
-    keys = fmt.parse_sort(view.DEFAULT_SORT, view.REGISTRY)
-    return fmt.sort_rows(base, keys, ctx)
+    # Slurm's default "P,t,-p" (partition, compact state, priority down), then job id and task
+    codes = view.STATE_CODES
+    return sorted(recs, key=lambda r: (r.partition, codes.get(r.state, r.state), -r.priority, r.job_id,
+                                       r.array_task if r.array_task is not None else -1))
 
 
 def parse_states(text: str) -> set[str] | None:
@@ -322,9 +324,9 @@ def main(argv: list[str]) -> int:
     if opts.me:
         users = (users or set()) | {current_user()}
 
-    from ..config import load
+    from ..siteconf import get
 
-    cfg = load()
+    cfg = get()
     ctx = view.Ctx(cfg, convert=not opts.noconvert)
     kind, ftext = choose_format(opts, parsed)
     if opts.iterate:

@@ -20,10 +20,22 @@ Parsed = list[tuple[OptionSpec, "str | None"]]
 class Table:
     """The options one command accepts, indexed for lookup."""
 
-    def __init__(self, prog: str, specs: Iterable[OptionSpec], *, error_code: int = 255):
+    def __init__(
+        self,
+        prog: str,
+        specs: Iterable[OptionSpec],
+        *,
+        error_code: int = 255,
+        order: Sequence[str] | None = None,
+    ):
+        """``order`` lists long names in the order of the real command's getopt array, which is the
+        order glibc reports an ambiguous prefix's candidates in (default: the order of ``specs``)."""
         self.prog = prog
         self.error_code = error_code
         self.specs = [s for s in specs if prog in s.commands]
+        if order is not None:
+            rank = {name: i for i, name in enumerate(order)}
+            self.specs.sort(key=lambda s: rank.get(s.long, len(rank)))
         self.by_long = {s.long: s for s in self.specs}
         self.by_short = {s.short: s for s in self.specs if s.short}
 
@@ -32,19 +44,25 @@ class Table:
             f"{self.prog}: {message}", f'Try "{self.prog} --help" for more information', code=self.error_code
         )
 
-    def match_long(self, name: str) -> OptionSpec:
+    def match_long(self, name: str, typed: str | None = None) -> OptionSpec:
+        """The option ``--name`` stands for. ``typed`` is the whole word after ``--`` (with any
+        ``=value``): glibc echoes it in the unrecognized and ambiguous messages."""
+        typed = name if typed is None else typed
         spec = self.by_long.get(name)
         if spec is not None:
             return spec
         candidates = [s for s in self.specs if s.long.startswith(name)]
-        # glibc accepts a prefix shared by several entries only if they are all the same option
-        distinct = {(s.key, s.arity, s.const) for s in candidates}
-        if len(distinct) == 1:
-            return candidates[0]
         if not candidates:
-            raise self.fail(f"unrecognized option '--{name}'")
-        names = " ".join(f"'--{s.long}'" for s in candidates)
-        raise self.fail(f"option '--{name}' is ambiguous; possibilities: {names}")
+            raise self.fail(f"unrecognized option '--{typed}'")
+        # glibc takes the first match and calls the prefix ambiguous only if another match is a
+        # different option; it then lists the first match and every match that differs from it
+        first = candidates[0]
+        same = (first.key, first.arity, first.const)
+        listed = [first] + [s for s in candidates[1:] if (s.key, s.arity, s.const) != same]
+        if len(listed) == 1:
+            return first
+        names = " ".join(f"'--{s.long}'" for s in listed)
+        raise self.fail(f"option '--{typed}' is ambiguous; possibilities: {names}")
 
 
 def getopt(table: Table, argv: Sequence[str], *, stop_at_positional: bool = True) -> tuple[Parsed, list[str]]:
@@ -61,7 +79,7 @@ def getopt(table: Table, argv: Sequence[str], *, stop_at_positional: bool = True
             break
         if word.startswith("--"):
             name, eq, value = word[2:].partition("=")
-            spec = table.match_long(name)
+            spec = table.match_long(name, word[2:])
             if spec.arity is Arity.NONE:
                 if eq:
                     raise table.fail(f"option '--{spec.long}' doesn't allow an argument")

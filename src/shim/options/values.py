@@ -1,72 +1,1031 @@
-"""Value grammars of Slurm options, with Slurm's exact messages and exit codes on bad input.
+"""Value grammars of Slurm options, with Slurm 22.05's exact messages and exit codes on bad input.
 
-Each parser takes (text, prog) and returns a plain value, or raises ShimError.
+Every parser takes ``(text, prog)`` (``prog`` is sbatch, srun or salloc, used in messages) and returns
+a plain value, or raises ShimError carrying the lines Slurm prints and its exit code:
+
+* option-level checks (``Invalid --mem specification``) exit 255, like Slurm's ``exit(-1)``;
+* Slurm's ``parse_int`` (``Invalid numeric value "0" for --ntasks.``) exits 1;
+* checks Slurm leaves to the controller (arrays, dependencies, licenses) read like a refused
+  submission (``Batch job submission failed: ...``, exit 1), worded per command.
+
+The grammars follow Slurm's C parsers closely, including their leniencies (``strtol`` skips leading
+blanks, ``--nice=abc`` means 0, unknown ``--mail-type`` words next to known ones are ignored).
 """
 
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Callable, NamedTuple
 
 from ..errors import ShimError
 
-INFINITE = -1  # a time limit of UNLIMITED/INFINITE
+INFINITE = -1
+"""A time limit of UNLIMITED/INFINITE (or 0, which Slurm treats the same)."""
+MAX_ARRAY_SIZE = 1001
+"""Slurm's default MaxArraySize (also the reference cluster's): indices run 0..1000."""
+NICE_LIMIT = 2**31 - 3
+"""|--nice| may not exceed NICE_OFFSET - 3."""
+NO_VAL = 0xFFFFFFFE
+PRIORITY_TOP = NO_VAL - 1
+"""``--priority=TOP``."""
+DEFAULT_IMMEDIATE = 1
+"""Seconds ``-I`` waits when given without a value."""
 
 
-def _err(prog: str, msg: str, code: int) -> ShimError:
+# --- errors ---------------------------------------------------------------------------------------
+
+
+def _err(prog: str, msg: str, code: int = 255) -> ShimError:
     return ShimError(f"{prog}: error: {msg}", code=code)
 
 
-_TIME_RE = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
+_SUBMIT_FAILED = {
+    "sbatch": "Batch job submission failed",
+    "srun": "Unable to allocate resources",
+    "salloc": "Job submit/allocate failed",
+}
 
 
-def time_minutes(text: str) -> int | None:
-    """Slurm's time_str2mins: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S; -1 for unlimited; None if bad."""
-    s = text.strip()
-    if s.lower() in ("unlimited", "infinite", "-1"):
-        return INFINITE
-    m = _TIME_RE.match(s)
+def submit_failed(prog: str, reason: str) -> ShimError:
+    """A request the controller refuses: ``sbatch: error: Batch job submission failed: <reason>``."""
+    return _err(prog, f"{_SUBMIT_FAILED.get(prog, _SUBMIT_FAILED['sbatch'])}: {reason}", 1)
+
+
+# --- C-like number scanning ---------------------------------------------------------------------
+
+_C_INT = re.compile(r"[ \t\n\r\f\v]*([+-]?\d+)")
+LONG_MAX = 2**63 - 1
+
+
+def _strtol(text: str) -> tuple[int, str, bool]:
+    """C ``strtol(text, &end, 10)``: (value, rest, converted). Without digits: (0, text, False)."""
+    m = _C_INT.match(text)
     if not m:
-        return None
-    d, a, b, c = m.groups()
-    a, b, c = int(a), int(b) if b else None, int(c) if c else None
-    if d is not None:
-        days, hours, mins, secs = int(d), a, b or 0, c or 0
-    elif c is not None:
-        days, hours, mins, secs = 0, a, b, c
-    elif b is not None:
-        days, hours, mins, secs = 0, 0, a, b
-    else:
-        days, hours, mins, secs = 0, 0, a, 0
-    total = ((days * 24 + hours) * 60 + mins) * 60 + secs
-    return (total + 59) // 60  # Slurm rounds seconds up to a whole minute
+        return 0, text, False
+    value = max(min(int(m.group(1)), LONG_MAX), -LONG_MAX - 1)
+    return value, text[m.end():], True
 
 
-def time_limit(text: str, prog: str, opt: str = "--time") -> int:
-    v = time_minutes(text)
-    if v is None:
-        raise _err(prog, f"Invalid {opt} specification", 255)
-    return v
+def _atoi(text: str) -> int:
+    return _strtol(text)[0]
 
 
-_MEM_RE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)B?$", re.IGNORECASE)
-_MEM_SCALE = {"": 1, "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024**2, "P": 1024**3}
+# --- integers -------------------------------------------------------------------------------------
 
 
-def mem_mb(text: str, prog: str, opt: str = "--mem") -> int:
-    """Memory size in MB (the default unit), K/M/G/T suffixes."""
-    m = _MEM_RE.match(text.strip())
-    if not m:
-        raise _err(prog, f"Invalid {opt} specification", 255)
-    n = float(m.group(1)) * _MEM_SCALE[m.group(2).upper()]
-    return int(-(-n // 1))
+def parse_int(text: str, prog: str, opt: str, positive: bool) -> int:
+    """Slurm's parse_int: a whole decimal number, >= 1 if ``positive`` else >= 0; exit 1 otherwise."""
+    value, rest, _ = _strtol(text)
+    if rest or value < 0 or (positive and value <= 0):
+        raise _err(prog, f'Invalid numeric value "{text}" for {opt}.', 1)
+    if value == LONG_MAX:
+        raise _err(prog, f"Numeric argument ({value}) to big for {opt}.", 1)
+    return value
 
 
 def positive_int(text: str, prog: str, opt: str) -> int:
-    """A count that must be >= 1: Slurm's "Invalid numeric value" (exit 1)."""
+    """A count that must be >= 1 (``-n``, ``-c``, ``--ntasks-per-node``, ...)."""
+    return parse_int(text, prog, opt, True)
+
+
+def nonneg_int(text: str, prog: str, opt: str) -> int:
+    """A number that may be 0 (``--core-spec``, ``--relative``, srun ``--wait``, ...)."""
+    return parse_int(text, prog, opt, False)
+
+
+def positive(opt: str) -> Callable[[str, str], int]:
+    """A parser for a positive count named ``opt`` in messages."""
+    return partial(positive_int, opt=opt)
+
+
+def nonneg(opt: str) -> Callable[[str, str], int]:
+    """A parser for a non-negative number named ``opt`` in messages."""
+    return partial(nonneg_int, opt=opt)
+
+
+def node_count(text: str, prog: str) -> tuple[int, int]:
+    """``-N``: ``N`` or ``MIN-MAX`` (``k``/``m`` multiply by 1024/1024²) -> (min, max)."""
+
+    def one(part: str) -> int:
+        value, rest, converted = _strtol(part)
+        if not converted:
+            value, rest = -1, part
+        else:
+            for suffix, scale in (("k", 1024), ("m", 1024 * 1024)):
+                if rest[:1].lower() == suffix:
+                    value, rest = value * scale, rest[1:]
+        if rest.strip():
+            raise _err(prog, f'"{part}" is not a valid node count')
+        return value
+
+    if "-" in text:
+        low, _, high = text.partition("-")
+        lo = one(low)
+        lo = 1 if lo < 0 else lo
+        hi = one(high)
+    else:
+        lo = hi = one(text)
+        if lo < 0:
+            raise _err(prog, f'"{text}" is not a valid node count')
+    if hi != 0 and hi < lo:
+        raise _err(prog, f"Maximum node count {hi} is less than minimum node count {lo}")
+    return lo, hi
+
+
+def nice(text: str, prog: str) -> int:
+    """``--nice[=adjustment]``: any text reads as a number (garbage is 0); 100 without a value."""
+    value = _atoi(text)
+    if abs(value) > NICE_LIMIT:
+        raise _err(prog, f"Invalid --nice value, out of range (+/- {NICE_LIMIT})")
+    return value
+
+
+def priority(text: str, prog: str) -> int:
+    """``--priority``: a number 0..NO_VAL-1, or ``TOP`` (PRIORITY_TOP)."""
+    if text.lower() == "top":
+        return PRIORITY_TOP
+    value = _atoi(text)
+    if value < 0:
+        raise _err(prog, "Priority must be >= 0")
+    if value >= NO_VAL:
+        raise _err(prog, f"Priority must be < {NO_VAL}")
+    return value
+
+
+def wait_all_nodes(text: str, prog: str) -> int:
+    """``--wait-all-nodes``: 0 or 1."""
+    value = nonneg_int(text, prog, "--wait-all-nodes")
+    if value > 1:
+        raise _err(prog, "Invalid --wait-all-nodes specification")
+    return value
+
+
+# --- durations ------------------------------------------------------------------------------------
+
+
+def _valid_timespec(text: str) -> bool:
+    """Slurm's shape check: digits, at most one '-' (before any ':'), at most two ':'."""
+    digits = dashes = colons = 0
+    in_digit = False
+    for ch in text:
+        if ch.isdigit() and ch.isascii():
+            if not in_digit:
+                digits += 1
+                in_digit = True
+            continue
+        in_digit = False
+        if ch == "-":
+            dashes += 1
+            if colons:
+                return False
+        elif ch == ":":
+            colons += 1
+        else:
+            return False
+    if not digits or dashes > 1 or colons > 2:
+        return False
+    need = {1: 3, 2: 4} if dashes else {1: 2, 2: 3}
+    return digits >= need.get(colons, 0)
+
+
+def time_seconds(text: str) -> int | None:
+    """Slurm's time_str2secs: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S -> seconds; INFINITE for
+    -1/INFINITE/UNLIMITED; None when malformed."""
+    if not text:
+        return None
+    if text.lower() in ("-1", "infinite", "unlimited"):
+        return INFINITE
+    if not _valid_timespec(text):
+        return None
+    fields = [int(f) if f else 0 for f in re.split(r"[-:]", text)]
+    if "-" in text:
+        if text.startswith("-"):
+            return None  # a negative day count; Slurm would compute a negative limit
+        days, hours, mins, secs = (fields + [0, 0, 0])[:4]
+    elif len(fields) == 3:
+        days, (hours, mins, secs) = 0, fields
+    else:
+        days, hours, (mins, secs) = 0, 0, (fields + [0])[:2]
+    return ((days * 24 + hours) * 60 + mins) * 60 + secs
+
+
+def time_minutes(text: str) -> int | None:
+    """Slurm's time_str2mins: like time_seconds, rounded up to whole minutes."""
+    secs = time_seconds(text)
+    if secs is None or secs == INFINITE:
+        return secs
+    return (secs + 59) // 60
+
+
+def time_limit(text: str, prog: str, opt: str = "--time") -> int:
+    """``--time``/``--time-min`` in minutes; INFINITE for UNLIMITED and for 0."""
+    mins = time_minutes(text)
+    if mins is None:
+        raise _err(prog, f"Invalid {opt} specification")
+    return INFINITE if mins == 0 else mins
+
+
+def format_minutes(mins: int) -> str:
+    """Slurm's mins2time_str: ``[D-]HH:MM:SS`` or ``UNLIMITED``."""
+    if mins == INFINITE:
+        return "UNLIMITED"
+    days, rem = divmod(mins, 1440)
+    hours, minutes = divmod(rem, 60)
+    return f"{days}-{hours:02d}:{minutes:02d}:00" if days else f"{hours:02d}:{minutes:02d}:00"
+
+
+def delay_seconds(text: str, prog: str, opt: str = "--delay-boot") -> int:
+    """A duration in seconds (``--delay-boot``)."""
+    secs = time_seconds(text)
+    if secs is None:
+        raise _err(prog, f"Invalid {opt} specification")
+    return secs
+
+
+# --- memory ---------------------------------------------------------------------------------------
+
+_MEM_SCALE = {"": 1, "k": None, "m": 1, "g": 1024, "t": 1024 * 1024}
+
+
+def memory_mb(text: str) -> int | None:
+    """Slurm's str_to_mbytes: a whole number, MB by default, K/M/G/T suffix (optionally + B)."""
+    value, rest, converted = _strtol(text)
+    if not converted or value < 0:
+        return None
+    unit, tail = rest[:1].lower(), rest[1:]
+    if unit not in _MEM_SCALE or tail not in ("", "b", "B"):
+        return None
+    if unit == "k":
+        return (value + 1023) // 1024
+    return value * _MEM_SCALE[unit]
+
+
+def mem_mb(text: str, prog: str, opt: str = "--mem") -> int:
+    """``--mem``, ``--mem-per-cpu``, ``--mem-per-gpu``, ``--tmp`` in MB."""
+    mb = memory_mb(text)
+    if mb is None:
+        raise _err(prog, f"Invalid {opt} specification")
+    return mb
+
+
+def memory(opt: str) -> Callable[[str, str], int]:
+    return partial(mem_mb, opt=opt)
+
+
+# --- job arrays -----------------------------------------------------------------------------------
+
+
+def array_spec(text: str, prog: str, max_size: int = MAX_ARRAY_SIZE) -> tuple[list[int], int | None] | None:
+    """``--array``: ``a``, ``a-b``, ``a-b:step`` tokens joined by ``,``, optional ``%max_running``.
+
+    Returns (sorted unique indices, throttle or None); None for an empty value (no array). Indices
+    must be below MaxArraySize (``max_size``); a step must be in 1..max_size-1.
+    """
+    if text == "":
+        return None
+    bad = submit_failed(prog, "Invalid job array specification")
+    indices: set[int] = set()
+
+    def close(rest: str) -> str:
+        return rest[1:] if rest.startswith("]") else rest
+
+    for tok in text.split(","):
+        if not tok:
+            continue
+        first, rest, _ = _strtol(tok[1:] if tok.startswith("[") else tok)
+        rest = close(rest)
+        step = 1
+        if first < 0:
+            raise bad
+        if rest.startswith("-"):
+            last, rest, _ = _strtol(rest[1:])
+            rest = close(rest)
+            if rest.startswith(":"):
+                step, rest, _ = _strtol(rest[1:])
+                rest = close(rest)
+                if step <= 0 or step >= max_size:
+                    raise bad
+            if last < first:
+                raise bad
+        else:
+            last = first
+        if rest and not rest.startswith("%"):
+            raise bad
+        if last >= max_size:
+            raise bad
+        indices.update(range(first, last + 1, step))
+    if not indices:
+        raise bad
+    throttle = None
+    if "%" in text:
+        throttle = _atoi(text.split("%", 1)[1])
+        throttle = throttle if throttle > 0 else None
+    return sorted(indices), throttle
+
+
+# --- dependencies ---------------------------------------------------------------------------------
+
+DEPENDENCY_KINDS = ("after", "afterany", "afterburstbuffer", "aftercorr", "afternotok", "afterok")
+
+
+class Dependency(NamedTuple):
+    """``--dependency``: ``op`` is "and" (``,``) or "or" (``?``); ``terms`` lists (kind, job ids).
+
+    Job ids are strings ``JOB``, ``JOB_TASK`` or ``JOB_*``, followed by ``+MINUTES`` when a delay was
+    given (``after:12+5``); ``singleton`` has no ids; a bare id list means ``afterany``.
+    """
+
+    op: str
+    terms: list[tuple[str, list[str]]]
+
+
+_DEP_ID = re.compile(r"^(\d+)(?:_(\d+|\*))?(?:\+(\d+))?$")
+
+
+def split_dependency_id(dep_id: str) -> tuple[str, str | None, int]:
+    """``"12_3+5"`` -> ("12", "3", 5): job id, array task (or "*", or None), delay in minutes."""
+    m = _DEP_ID.match(dep_id)
+    if not m:
+        raise ValueError(dep_id)
+    return m.group(1), m.group(2), int(m.group(3) or 0)
+
+
+def _expand_array_dep(text: str) -> str:
+    """``afterok:12_[1-3]`` -> ``afterok:12_1:12_2:12_3`` (as slurmctld does before parsing)."""
+
+    def repl(m: re.Match) -> str:
+        job, spec = m.group(1), m.group(2)
+        tasks: list[int] = []
+        for part in spec.split(","):
+            lo, _, hi = part.partition("-")
+            if not lo.isdigit() or (hi and not hi.isdigit()):
+                return m.group(0)
+            tasks.extend(range(int(lo), int(hi or lo) + 1))
+        return ":".join(f"{job}_{t}" for t in sorted(set(tasks))) if tasks else m.group(0)
+
+    return re.sub(r"(\d+)_\[([^\]]*)\]", repl, text)
+
+
+def dependency(text: str, prog: str) -> Dependency | None:
+    """``--dependency``: ``kind:id[:id...]`` terms joined by ``,`` (all) or ``?`` (any).
+
+    An empty value or ``0`` clears dependencies (returns None).
+    """
+    if text in ("", "0"):
+        return None
+    bad = submit_failed(prog, "Job dependency problem")
+    text = _expand_array_dep(text)
+    op = "or" if "?" in text else "and"
+    terms: list[tuple[str, list[str]]] = []
+    for part in re.split(r"[,?]", text):
+        if part.lower() == "singleton":
+            terms.append(("singleton", []))
+            continue
+        if ":" not in part:
+            m = _DEP_ID.match(part)
+            if not m or m.group(3) or int(m.group(1)) == 0:
+                raise bad
+            terms.append(("afterany", [part]))
+            continue
+        kind, _, ids = part.partition(":")
+        kind = kind.lower()
+        if kind not in DEPENDENCY_KINDS:
+            raise bad
+        id_list = ids.split(":")
+        for dep_id in id_list:
+            m = _DEP_ID.match(dep_id)
+            if not m or int(m.group(1)) == 0 or (m.group(3) is not None and int(m.group(3)) <= 0):
+                raise bad
+        terms.append((kind, id_list))
+    return Dependency(op, terms)
+
+
+# --- environment export ---------------------------------------------------------------------------
+
+
+class ExportSpec(NamedTuple):
+    """``--export``: ``all`` is True when the submitter's whole environment goes along (``ALL``);
+    ``vars`` lists (name, value) pairs in order, value None meaning "copy from the submit
+    environment". ``NONE``, ``NIL`` and any list without ``ALL`` export only the listed variables
+    (plus SLURM_*). ``text`` is the value as given (it becomes SLURM_EXPORT_ENV)."""
+
+    all: bool
+    vars: tuple[tuple[str, str | None], ...]
+    text: str
+
+
+def _quote_tokens(text: str, sep: str = ",") -> list[str]:
+    """Split at ``sep`` outside quotes; a token wholly inside matching quotes loses them."""
+    out: list[str] = []
+    cur: list[str] = []
+    quote = ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+            cur.append(ch)
+        elif ch in "'\"":
+            quote = ch
+            cur.append(ch)
+        elif ch == sep:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur))
+    result = []
+    for tok in out:
+        if len(tok) >= 2 and tok[0] == tok[-1] and tok[0] in "'\"":
+            tok = tok[1:-1]
+        if tok:
+            result.append(tok)
+    return result
+
+
+def export_spec(text: str, prog: str) -> ExportSpec:
+    """``--export={ALL|NONE|NIL|[ALL,]VAR[=value],...}``; Slurm accepts any text here."""
+    upper = text.upper()
+    if upper == "ALL":
+        return ExportSpec(True, (), text)
+    if upper in ("NONE", "NIL", ""):
+        return ExportSpec(False, (), text)
+    everything = False
+    pairs: list[tuple[str, str | None]] = []
+    for tok in _quote_tokens(text):
+        if tok.upper() == "ALL":
+            everything = True
+        elif "=" in tok:
+            name, _, value = tok.partition("=")
+            pairs.append((name, value))
+        elif tok.upper() not in ("NONE", "NIL"):
+            pairs.append((tok, None))
+    return ExportSpec(everything, tuple(pairs), text)
+
+
+# --- generic resources, GPUs, licenses ------------------------------------------------------------
+
+
+class Gres(NamedTuple):
+    name: str
+    type: str | None
+    count: int
+
+
+_SUFFIX_MULT = {
+    "": 1, "k": 1024, "kib": 1024, "kb": 1000, "m": 1024**2, "mib": 1024**2, "mb": 1000**2,
+    "g": 1024**3, "gib": 1024**3, "gb": 1000**3, "t": 1024**4, "tib": 1024**4, "tb": 1000**4,
+    "p": 1024**5, "pib": 1024**5, "pb": 1000**5,
+}
+_GRES_COUNT = re.compile(r"^(\d+)([A-Za-z]*)$")
+
+
+def _gres_count(text: str) -> int | None:
+    m = _GRES_COUNT.match(text)
+    if not m or m.group(2).lower() not in _SUFFIX_MULT:
+        return None
+    return int(m.group(1)) * _SUFFIX_MULT[m.group(2).lower()]
+
+
+def gres_spec(text: str, prog: str) -> list[Gres]:
+    """``--gres``: ``name[:type][:count]`` comma list (``gres:``/``gres/`` prefixes allowed); the
+    count defaults to 1 and takes k/m/g/t/p suffixes; zero counts are dropped; ``none`` is []."""
+    if text.lower() == "none":
+        return []
+    bad = _err(prog, "Invalid generic resource (gres) specification", 1)
+    out: list[Gres] = []
+    for tok in text.split(","):
+        for prefix in ("gres:", "gres/"):
+            if tok.startswith(prefix):
+                tok = tok[len(prefix):]
+        if not tok:
+            continue
+        name, _, rest = tok.partition(":")
+        if not name or any(ch.isspace() for ch in tok):
+            raise bad
+        gtype: str | None = None
+        count: int | None = 1
+        if rest:
+            first, colon, second = rest.partition(":")
+            if colon:
+                if not first or not second:
+                    raise bad
+                gtype, count = first, _gres_count(second)
+            elif _gres_count(first) is not None:
+                count = _gres_count(first)
+            else:
+                gtype = first
+        elif tok.endswith(":"):
+            raise bad
+        if count is None:
+            raise bad
+        if count:
+            out.append(Gres(name, gtype, count))
+    return out
+
+
+def gpu_spec(text: str, prog: str) -> tuple[str | None, int]:
+    """``--gpus``, ``--gpus-per-node/-task/-socket``: ``[type:]count`` -> (type, count)."""
+    bad = _err(prog, "Invalid generic resource (gres) specification", 1)
+    gtype, colon, count_text = text.rpartition(":")
+    if not colon:
+        gtype, count_text = "", text
+    count = _gres_count(count_text)
+    if count is None:
+        if colon or not count_text:
+            raise bad
+        gtype, count = count_text, 1  # a bare type means one of it
+    if (colon and not gtype) or ":" in gtype or "," in text or any(ch.isspace() for ch in text):
+        raise bad
+    return gtype or None, count
+
+
+def licenses(text: str, prog: str) -> dict:
+    """``-L name[@db][:count],...`` (``,``/``;``: all of them) or ``a|b`` (any one of them).
+
+    Returns ``{"op": "and"|"or", "items": [(name, count), ...]}``; counts default to 1 and repeated
+    names add up."""
+    bad = submit_failed(prog, "Invalid license specification")
+    has_or, has_and = "|" in text, ("," in text or ";" in text)
+    if has_or and has_and:
+        raise bad
+    items: dict[str, int] = {}
+    for tok in re.split(r"[,;|]", text):
+        if not tok:
+            continue
+        name, colon, count_text = tok.partition(":")
+        count = 1
+        if colon:
+            count, rest, _ = _strtol(count_text)
+            if rest:
+                raise bad
+        if not name or count < 0 or any(ch.isspace() for ch in tok):
+            raise bad
+        items[name] = items.get(name, 0) + count if not has_or else count
+    if not items:
+        raise bad
+    return {"op": "or" if has_or else "and", "items": list(items.items())}
+
+
+# --- notification, I/O, signals -------------------------------------------------------------------
+
+MAIL_TYPES = (
+    "ARRAY_TASKS", "BEGIN", "END", "FAIL", "INVALID_DEPEND", "REQUEUE", "STAGE_OUT",
+    "TIME_LIMIT", "TIME_LIMIT_50", "TIME_LIMIT_80", "TIME_LIMIT_90",
+)
+_MAIL_ALL = frozenset({"BEGIN", "END", "FAIL", "INVALID_DEPEND", "REQUEUE", "STAGE_OUT"})
+
+
+def mail_type(text: str, prog: str) -> frozenset[str]:
+    """``--mail-type``: comma list of event names (ALL expanded); NONE is the empty set.
+
+    Like Slurm, unknown words are skipped as long as one word is known."""
+    events: set[str] = set()
+    for tok in text.split(","):
+        word = tok.upper()
+        if word == "NONE":
+            return frozenset()
+        if word == "ALL":
+            events |= _MAIL_ALL
+        elif word in MAIL_TYPES:
+            events.add(word)
+    if not events:
+        raise _err(prog, "Invalid --mail-type specification")
+    return frozenset(events)
+
+
+def open_mode(text: str, prog: str) -> str:
+    """``--open-mode``: "append" or "truncate" (Slurm reads only the first letter)."""
+    first = text[:1].lower()
+    if first == "a":
+        return "append"
+    if first == "t":
+        return "truncate"
+    raise _err(prog, "Invalid --open-mode specification")
+
+
+SIGNALS = {
+    "HUP": 1, "INT": 2, "QUIT": 3, "ABRT": 6, "KILL": 9, "USR1": 10, "USR2": 12, "ALRM": 14,
+    "TERM": 15, "CONT": 18, "STOP": 19, "TSTP": 20, "TTIN": 21, "TTOU": 22, "URG": 23, "XCPU": 24,
+}
+"""The signal names Slurm knows (Linux numbers)."""
+
+
+def signal_number(text: str) -> int:
+    """Slurm's sig_name2num: a number, or a name from SIGNALS with optional SIG prefix; 0 if bad."""
+    value, rest, converted = _strtol(text)
+    if converted:
+        return value if not rest.strip() else 0
+    name = text.lstrip()
+    if name[:3].upper() == "SIG":
+        name = name[3:]
+    for sig, num in SIGNALS.items():
+        if name[: len(sig)].upper() == sig and not name[len(sig):].strip():
+            return num
+    return 0
+
+
+class SignalSpec(NamedTuple):
+    """``--signal``: send signal ``number`` ``seconds`` before the time limit, to the batch shell
+    only (``target`` "batch", from ``B:``) or to the whole job ("all"). ``R:`` (may overlap a
+    reservation's end) is accepted and has no effect."""
+
+    target: str
+    number: int
+    seconds: int
+
+
+def signal_spec(text: str, prog: str) -> SignalSpec:
+    """``--signal=[{R|B}:]<sig_num|sig_name>[@sig_time]``; the time defaults to 60 seconds."""
+    bad = _err(prog, "Invalid --signal specification")
+    rest = text
+    batch = False
+    if rest[:1].upper() == "R":
+        rest = rest[1:]
+    if prog == "sbatch":  # B: exists for batch jobs only
+        if rest[:1].upper() == "B":
+            batch, rest = True, rest[1:]
+        if rest[:1].upper() == "R":
+            rest = rest[1:]
+    if rest.startswith(":"):
+        rest = rest[1:]
+    sig_text, at, time_text = rest.partition("@")
+    number = signal_number(sig_text)
+    if not 1 <= number <= 0xFFFF:
+        raise bad
+    seconds = 60
+    if at:
+        seconds, tail, _ = _strtol(time_text)
+        if tail or not 0 <= seconds <= 0xFFFF:
+            raise bad
+    return SignalSpec("batch" if batch else "all", number, seconds)
+
+
+def kill_command(text: str, prog: str) -> int:
+    """salloc ``-K``: the signal for the command when the allocation ends (TERM by default)."""
+    number = signal_number(text)
+    if not number:
+        raise _err(prog, "Invalid --kill-command specification")
+    return number
+
+
+# --- points in time -------------------------------------------------------------------------------
+
+
+class TimeSpecError(ValueError):
+    """A bad time specification; ``pos`` is where Slurm's parser stopped."""
+
+    def __init__(self, pos: int):
+        super().__init__(pos)
+        self.pos = pos
+
+
+_UNITS = (
+    ("seconds", 1), ("second", 1), ("minutes", 60), ("minute", 60), ("hours", 3600),
+    ("hour", 3600), ("days", 86400), ("day", 86400), ("weeks", 604800), ("week", 604800),
+)
+_WORD_TIMES = (("midnight", 0), ("noon", 12), ("elevenses", 11), ("fika", 15), ("teatime", 16))
+
+
+def _get_delta(s: str, pos: int) -> tuple[int, int]:
+    """Count and unit after ``now+``/``now-`` at s[pos]: (new pos, seconds)."""
+    count = digits = 0
+    offset = pos + 1
+    while offset < len(s) and s[offset] != "\n":
+        ch = s[offset]
+        if ch.isspace():
+            offset += 1
+            continue
+        unit = next(((n, m) for n, m in _UNITS if s[offset:offset + len(n)].lower() == n), None)
+        if unit:
+            offset += len(unit[0])
+            count *= unit[1]
+            break
+        if "0" <= ch <= "9":
+            count = count * 10 + int(ch)
+            digits += 1
+            offset += 1
+            continue
+        raise TimeSpecError(offset - 1)
+    if not digits:
+        raise TimeSpecError(pos)
+    return offset - 1, count
+
+
+def _get_time(s: str, pos: int) -> tuple[int, int, int, int]:
+    """``HH:MM[:SS] [AM|PM]`` at s[pos]: (new pos, hour, minute, second)."""
+
+    def at(i: int) -> str:
+        return s[i] if i < len(s) else "\0"
+
+    def digit(i: int) -> bool:
+        return "0" <= at(i) <= "9"
+
+    off = pos
+    if not digit(off):
+        raise TimeSpecError(off)
+    hour = int(at(off))
+    off += 1
+    if at(off) != ":":
+        if not digit(off):
+            raise TimeSpecError(off)
+        hour = hour * 10 + int(at(off))
+        off += 1
+    if hour > 23:
+        raise TimeSpecError(off - 2)
+    if at(off) != ":":
+        raise TimeSpecError(off)
+    off += 1
+    if not (digit(off) and digit(off + 1)):
+        raise TimeSpecError(off if not digit(off) else off + 1)
+    minute = int(s[off:off + 2])
+    off += 2
+    if minute > 59:
+        raise TimeSpecError(off - 2)
+    second = 0
+    if at(off) == ":":
+        off += 1
+        if not (digit(off) and digit(off + 1)):
+            raise TimeSpecError(off if not digit(off) else off + 1)
+        second = int(s[off:off + 2])
+        off += 2
+        if second > 59:
+            raise TimeSpecError(off - 2)
+    while at(off).isspace() and at(off) != "\0":
+        off += 1
+    meridian = s[off:off + 2].lower()
+    if meridian == "pm":
+        hour += 12
+        if hour > 23:
+            if hour != 24:
+                raise TimeSpecError(off)
+            hour = 12
+        off += 2
+    elif meridian == "am":
+        if hour > 11:
+            if hour != 12:
+                raise TimeSpecError(off)
+            hour = 0
+        off += 2
+    return off - 1, hour, minute, second
+
+
+def _get_date(s: str, pos: int) -> tuple[int, int, int, int | None]:
+    """``YYYY-MM-DD``, ``MMDD[YY]``, ``MM/DD[/YY]``, ``MM.DD[.YY]`` at s[pos]:
+    (new pos, month 1-12, day, year or None)."""
+
+    def at(i: int) -> str:
+        return s[i] if i < len(s) else "\0"
+
+    def digit(i: int) -> bool:
+        return "0" <= at(i) <= "9"
+
+    off = pos
+    year: int | None = None
+    if len(s) >= off + 7 and at(off + 4) == "-" and at(off + 7) == "-":
+        for _ in range(4):
+            if not digit(off):
+                raise TimeSpecError(off)
+            off += 1
+        year = int(s[pos:pos + 4])
+        off += 1
+        month = ord(at(off)) - 48
+        off += 1
+        if digit(off):
+            month = month * 10 + int(at(off))
+            off += 1
+        if not 1 <= month <= 12:
+            raise TimeSpecError(off - 2)
+        off += 1
+        if not digit(off):
+            raise TimeSpecError(off)
+        day = int(at(off))
+        off += 1
+        if digit(off):
+            day = day * 10 + int(at(off))
+            off += 1
+        if not 1 <= day <= 31:
+            raise TimeSpecError(off - 2)
+        return off - 1, month, day, year
+    month = ord(at(off)) - 48
+    off += 1
+    if digit(off):
+        month = month * 10 + int(at(off))
+        off += 1
+    if not 1 <= month <= 12:
+        raise TimeSpecError(off - 2)
+    if at(off) in "./" and at(off) != "\0":
+        off += 1
+    if not digit(off):
+        raise TimeSpecError(off)
+    day = int(at(off))
+    off += 1
+    if digit(off):
+        day = day * 10 + int(at(off))
+        off += 1
+    if not 1 <= day <= 31:
+        raise TimeSpecError(off - 2)
+    if at(off) in "./" and at(off) != "\0":
+        off += 1
+    if digit(off):
+        if not digit(off + 1):
+            raise TimeSpecError(off + 1)
+        year = 2000 + int(s[off:off + 2])
+        off += 2
+    return off - 1, month, day, year
+
+
+def parse_time(text: str, now: datetime | None = None) -> datetime | None:
+    """Slurm's parse_time (looking forward): the point in time ``text`` names, as local time.
+
+    Forms: ``HH:MM[:SS] [AM|PM]``, ``MMDD[YY]``, ``MM/DD[/YY]``, ``MM.DD[.YY]``,
+    ``MM/DD[/YY]-HH:MM[:SS]``, ``YYYY-MM-DD[THH:MM[:SS]]``, ``now[{+|-}N[seconds|minutes|hours|days|
+    weeks]]``, ``today``, ``tomorrow``, ``midnight``, ``noon``, ``elevenses``, ``fika``, ``teatime``,
+    ``uts<epoch>``. A time without a date is the next such time; a date without a year the next such
+    date. Returns None when nothing was specified; raises TimeSpecError otherwise when malformed.
+    """
+    now = (now or datetime.now()).replace(microsecond=0)
+    if text[:3].lower() == "uts":
+        value, rest, converted = _strtol(text[3:])
+        if not converted or rest or value < 1000000:
+            raise TimeSpecError(0)
+        return datetime.fromtimestamp(value)
+    hour = minute = month = day = -1
+    second = 0
+    year: int | None = None
+    pos = 0
+    s = text
+    while pos < len(s) and s[pos] != "\n":
+        ch = s[pos]
+        low = s[pos:].lower()
+        if ch in " \t-T":
+            pos += 1
+            continue
+        if low.startswith("today") or low.startswith("tomorrow"):
+            when = now if low.startswith("today") else now + timedelta(days=1)
+            month, day, year = when.month, when.day, when.year
+            pos += 5 if low.startswith("today") else 8
+            continue
+        word = next(((w, h) for w, h in _WORD_TIMES if low.startswith(w)), None)
+        if word:
+            hour, minute, second = word[1], 0, 0
+            pos += len(word[0])
+            continue
+        if low.startswith("now"):
+            delta = 0
+            i = pos + 3
+            while True:
+                c = s[i] if i < len(s) else "\0"
+                if c in "+-":
+                    pos += i  # (sic) Slurm adds the absolute index here
+                    pos, delta = _get_delta(s, pos)
+                    delta = -delta if c == "-" else delta
+                    break
+                if c in " \t":
+                    i += 1
+                    continue
+                if c in "\0\n":
+                    pos += i - 1
+                    break
+                raise TimeSpecError(pos + i)
+            try:
+                later = now + timedelta(seconds=delta)
+            except OverflowError:
+                raise TimeSpecError(pos) from None
+            month, day, year = later.month, later.day, later.year
+            hour, minute, second = later.hour, later.minute, later.second
+            pos += 1
+            continue
+        if not "0" <= ch <= "9":
+            raise TimeSpecError(pos)
+        if s[pos + 1:pos + 2] == ":" or s[pos + 2:pos + 3] == ":":
+            pos, hour, minute, second = _get_time(s, pos)
+        else:
+            pos, month, day, year = _get_date(s, pos)
+        pos += 1
+    if hour == -1 and month == -1:
+        return None
+    if hour == -1:
+        hour = minute = 0
+    elif month == -1:
+        when = now if (hour, minute) > (now.hour, now.minute) else now + timedelta(days=1)
+        month, day, year = when.month, when.day, when.year
+    if year is None:
+        later_this_year = (month, day, hour, minute) > (now.month, now.day, now.hour, now.minute)
+        year = now.year if later_this_year else now.year + 1
+    # like mktime, let a day past the end of the month roll over into the next one
     try:
-        v = int(text.strip(), 10)
-    except ValueError:
-        v = 0
-    if v < 1:
-        raise _err(prog, f'Invalid numeric value "{text}" for {opt}.', 1)
-    return v
+        return datetime(year, month, 1) + timedelta(days=day - 1, hours=hour, minutes=minute, seconds=second)
+    except (OverflowError, ValueError):
+        raise TimeSpecError(pos) from None
+
+
+def point_in_time(text: str, prog: str, opt: str = "--begin", now: datetime | None = None) -> datetime:
+    """``--begin``/``--deadline``: Slurm prints where parsing failed, then the option's error."""
+    try:
+        when = parse_time(text, now)
+    except TimeSpecError as e:
+        raise ShimError(
+            f"Invalid time specification (pos={e.pos}): {text}", f"{prog}: error: Invalid {opt} specification",
+            code=255,
+        ) from None
+    if when is None:
+        raise _err(prog, f"Invalid {opt} specification")
+    return when
+
+
+def begin_time(text: str, prog: str) -> datetime:
+    return point_in_time(text, prog, "--begin")
+
+
+def deadline_time(text: str, prog: str) -> datetime:
+    return point_in_time(text, prog, "--deadline")
+
+
+# --- placement and sharing ------------------------------------------------------------------------
+
+EXCLUSIVE_MODES = ("exclusive", "oversubscribe", "user", "mcs", "topo")
+
+
+def exclusive(text: str, prog: str) -> str:
+    """``--exclusive[={user|mcs|topo}]``: the sharing mode; "exclusive" without a value.
+
+    ("oversubscribe" is accepted too and means the opposite: sharing allowed.)"""
+    mode = text.lower()
+    if mode not in EXCLUSIVE_MODES:
+        raise _err(prog, "Invalid --exclusive specification")
+    return mode
+
+
+_DIST_NODE = ("block", "cyclic", "arbitrary", "hostfile")
+_DIST_INNER = ("block", "cyclic", "fcyclic")
+
+
+def distribution(text: str, prog: str) -> str:
+    """``-m``: ``node[:socket[:core]][,Pack|NoPack]`` or ``plane=N``; returns it lower-cased with
+    ``*`` resolved (node block, socket cyclic, core = socket)."""
+    bad = _err(prog, "Invalid --distribution specification")
+    low = text.lower()
+    if low.startswith("plane"):
+        size = low[5:]
+        if size == "" or (size.startswith("=") and size[1:].isdigit() and int(size[1:]) > 0):
+            return low
+        raise bad
+    base, comma, flag = low.partition(",")
+    if comma and flag not in ("pack", "nopack"):
+        raise bad
+    if base in ("pack", "nopack") and not comma:
+        return base
+    levels = base.split(":")
+    if not base or len(levels) > 3 or "" in levels:
+        raise bad
+    defaults = ["block", "cyclic", None]
+    resolved: list[str] = []
+    for i, level in enumerate(levels):
+        if level == "*":
+            level = defaults[i] or resolved[1]
+        allowed = _DIST_NODE if i == 0 and len(levels) == 1 else (_DIST_INNER if i else _DIST_NODE[:2])
+        if level not in allowed:
+            raise bad
+        resolved.append(level)
+    return ":".join(resolved) + (f",{flag}" if comma else "")
+
+
+# --- small keyword options ------------------------------------------------------------------------
+
+
+def yes_no(opt: str) -> Callable[[str, str], bool]:
+    """A ``yes``/``no`` option such as ``--kill-on-invalid-dep``."""
+
+    def parse(text: str, prog: str) -> bool:
+        if text.lower() in ("yes", "no"):
+            return text.lower() == "yes"
+        raise _err(prog, f"Invalid {opt} specification")
+
+    return parse
+
+
+kill_on_invalid_dep = yes_no("--kill-on-invalid-dep")
+
+
+def no_kill(text: str, prog: str) -> bool:
+    """``-k[=off]``: True to keep the job on node failure (``set``), False for ``off``/``no``."""
+    if text.lower() == "set":
+        return True
+    if text.lower() in ("off", "no"):
+        return False
+    raise _err(prog, "Invalid --no-kill specification")
+
+
+GRES_FLAGS = ("disable-binding", "enforce-binding", "one-task-per-sharing", "multiple-tasks-per-sharing")
+
+
+def gres_flags(text: str, prog: str) -> str:
+    """``--gres-flags``: one of GRES_FLAGS."""
+    if text.lower() not in GRES_FLAGS:
+        raise _err(prog, "Invalid --gres-flags specification")
+    return text.lower()
+
+
+immediate = nonneg("immediate")
+"""``-I[=seconds]`` (Slurm names it plainly "immediate" in its message)."""

@@ -18,7 +18,9 @@ Getter = Callable[[Any, Any], str]
 class FieldSpec:
     """One printable field: its ``%`` letter (or None), ``-O`` name, column header and getter.
 
-    ``get(row, ctx)`` returns the display text; ``key(row, ctx)`` (optional) a sort key.
+    ``get(row, ctx)`` returns the display text; ``key(row, ctx)`` (optional) a sort key. ``cut``
+    false marks Slurm's fields that a right-justified column does not cut (times, node lists);
+    left-justified values are always cut to the width, and so are headers.
     """
 
     letter: str | None
@@ -27,6 +29,7 @@ class FieldSpec:
     get: Getter
     key: Callable[[Any, Any], Any] | None = None
     aliases: tuple[str, ...] = ()
+    cut: bool = True
 
     def sort_key(self, row: Any, ctx: Any) -> Any:
         return self.key(row, ctx) if self.key is not None else self.get(row, ctx)
@@ -147,12 +150,14 @@ def parse_long(fmt: str, registry: Registry, *, default_width: int = 20,
     return out
 
 
-def cell(text: str, width: int, right: bool) -> str:
-    """Slurm's ``_print_str``: cut to ``width``, then pad (left- or right-justified)."""
+def cell(text: str, width: int, right: bool, cut: bool = True) -> str:
+    """Slurm's ``_print_str``: right-justified ``%Ns`` (cut only if ``cut``), left-justified
+    ``%.Ns`` (always cut), padded to ``width``; width 0 prints the text as it is."""
     if not width:
         return text
-    text = text[:width]
-    return text.rjust(width) if right else text.ljust(width)
+    if right:
+        return (text[:width] if cut else text).rjust(width)
+    return text[:width].ljust(width)
 
 
 def render_header(fmt: Format) -> str:
@@ -161,21 +166,22 @@ def render_header(fmt: Format) -> str:
 
 def render_row(fmt: Format, row: Any, ctx: Any = None) -> str:
     return fmt.prefix + "".join(
-        cell(c.field.get(row, ctx), c.width, c.right) + c.suffix for c in fmt.columns)
+        cell(c.field.get(row, ctx), c.width, c.right, c.field.cut) + c.suffix for c in fmt.columns)
 
 
 def render(fmt: Format, rows: Iterable[Any], ctx: Any = None, *, header: bool = True) -> Iterator[str]:
     """Lines (without newline): the header unless ``header`` is false, then one line per row."""
     if header:
         yield render_header(fmt)
-    cols = [(c.field.get, c.width, c.right, c.suffix) for c in fmt.columns]
+    cols = [(c.field.get, c.width, c.right, c.field.cut or not c.right, c.suffix) for c in fmt.columns]
     prefix = fmt.prefix
     for row in rows:
         parts = [prefix]
-        for get, width, right, suffix in cols:
+        for get, width, right, cut, suffix in cols:
             text = get(row, ctx)
             if width:
-                text = text[:width]
+                if cut:
+                    text = text[:width]
                 text = text.rjust(width) if right else text.ljust(width)
             parts.append(text)
             if suffix:

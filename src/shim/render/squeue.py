@@ -11,10 +11,14 @@ from datetime import datetime
 from typing import Any, Callable
 
 from .. import jobs
+from typing import TYPE_CHECKING
+
 from ..backends.qstat import STATE_CODES
-from ..config import SiteConfig
 from ..model import JobRecord
 from .fmt import FieldSpec, Registry
+
+if TYPE_CHECKING:
+    from ..config import SiteConfig
 
 DEFAULT_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
 LONG_FORMAT = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
@@ -264,11 +268,11 @@ SQUEUE_FIELDS: tuple[FieldSpec, ...] = (
     F("i", "JobArrayID", "JOBID", lambda r, c: r.display_id, key=_id_key),
     F("j", "Name", "NAME", lambda r, c: r.name),
     F("k", "Comment", "COMMENT", _d("comment")),
-    F("l", "TimeLimit", "TIME_LIMIT", time_limit, key=lambda r, c: _limit_key(r, c)),
+    F("l", "TimeLimit", "TIME_LIMIT", time_limit, key=lambda r, c: _limit_key(r, c), cut=False),
     F("m", "MinMemory", "MIN_MEMORY", _min_mem, key=lambda r, c: jobs.detail(r, c.cfg).min_memory_mb or 0),
     F("n", "ReqNodes", "REQ_NODES", _d("req_nodes", "")),
     F("o", "Command", "COMMAND", _d("command")),
-    F("p", "Priority", "PRIORITY", lambda r, c: f"{r.priority / jobs.PRIO_SCALE:.14f}",
+    F("p", "Priority", "PRIORITY", lambda r, c: f"{r.extra.get('prio', r.priority / jobs.PRIO_SCALE):.14f}",
       key=lambda r, c: r.priority),
     F("q", "QOS", "QOS", _d("qos", "normal")),
     F("r", "Reason", "REASON", lambda r, c: r.reason),
@@ -291,9 +295,10 @@ SQUEUE_FIELDS: tuple[FieldSpec, ...] = (
     F("I", "Cores", "CORES_PER_SOCKET", _c("*")),
     F("J", "Threads", "THREADS_PER_CORE", _c("*")),
     F("K", "ArrayTaskID", "ARRAY_TASK_ID", lambda r, c: array_task_text(r)),
-    F("L", "TimeLeft", "TIME_LEFT", time_left),
-    F("M", "TimeUsed", "TIME", lambda r, c: secs_text(run_secs(r, c)), key=lambda r, c: run_secs(r, c)),
-    F("N", "NodeList", "NODELIST", lambda r, c: nodes_text(r), aliases=("nodes",)),
+    F("L", "TimeLeft", "TIME_LEFT", time_left, cut=False),
+    F("M", "TimeUsed", "TIME", lambda r, c: secs_text(run_secs(r, c)), key=lambda r, c: run_secs(r, c),
+      cut=False),
+    F("N", "NodeList", "NODELIST", lambda r, c: nodes_text(r), aliases=("nodes",), cut=False),
     F("O", "Contiguous", "CONTIGUOUS", _c("0")),
     F("P", "Partition", "PARTITION", lambda r, c: r.partition),
     F("Q", "PriorityLong", "PRIORITY", lambda r, c: str(r.priority), key=lambda r, c: r.priority),

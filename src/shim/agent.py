@@ -1,0 +1,728 @@
+"""The per-user submit agent: one long-lived process that holds a DRMAA session, reached by sbatch
+over a private unix socket, so a submission costs a socket round trip instead of a qsub process.
+
+Why: a qsub process costs ~50-80 ms; a DRMAA ``runJob`` inside a live session ~1.5 ms. A fresh
+process that opens a DRMAA session costs more than one qsub, so the session must outlive sbatch.
+
+Selected by the site config (``[submit] method = "agent"``); ``qsub`` stays the fallback for every
+call the agent cannot take. The agent starts on demand (sbatch starts it detached when it cannot
+connect, and uses qsub for that call), runs as the user, and exits after ``agent_idle_minutes``
+without requests.
+
+Where: ``$SLURM_SHIM_AGENT_DIR``, else ``$XDG_RUNTIME_DIR/slurm-shim``, else
+``/tmp/slurm-shim-<uid>``; the directory must be the user's own and mode 0700 (else no agent,
+qsub). It holds ``agent.sock``, ``agent.lock`` (one agent per directory), ``agent.log``,
+``spool/`` (job scripts between receipt and ``runJob``) and ``tokens/`` (the journal).
+Both ends check the peer's uid with SO_PEERCRED.
+
+Protocol (one request per connection; frames are a 4-byte big-endian length + JSON):
+  sbatch -> agent  {"op": "submit", "token": T, "argv": qsub argv, "cwd", "env", ...} + script bytes
+  agent -> sbatch  {"status": "ok", "job": N}           submitted, N is the job id
+                   {"status": "refused", "reason": ...}  NOT submitted: sbatch uses qsub
+                   {"status": "uncertain", ...}          may be submitted: sbatch resolves T
+
+The no-loss / no-double guarantee. Every job the agent submits carries its request's token in the
+job context (``-ac slurm_shim_token=T``); after ``runJob`` returns, the agent writes
+``tokens/T`` (the id) before replying, and removes it after the reply was sent. sbatch falls back
+to qsub only when it KNOWS the agent did not submit:
+  * it could not connect, or could not hand over the whole request (the agent acts only on a
+    complete request), or the agent answered "refused" (DRMAA rejected the job before qmaster
+    stored it);
+  * otherwise (connection lost after the request was sent, "uncertain", no answer in time - then
+    sbatch SIGKILLs the agent first so nothing is still in flight) sbatch resolves T: the journal
+    file, else the user's jobs in Grid Engine whose context holds T (``qstat -u`` + ``qstat -j``).
+    Found: that id is the job. Not found: qsub. Grid Engine not answering: exit 1 with Slurm's
+    error, no fallback (as a hung qsub).
+What the lookup cannot see: a job that already ENDED (gone from qstat) when sbatch looks, i.e.
+one scheduled, run and finished within the ~0.1 s between the agent's death and the lookup, and a
+request still in qmaster's queue after the agent died. bench/RESULTS.md gives both margins.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import struct
+import sys
+import time
+
+TOKEN_KEY = "slurm_shim_token"
+SOCKET = "agent.sock"
+LOCK = "agent.lock"
+LOG = "agent.log"
+STARTING = "agent.starting"  # a client is starting an agent: others do not start one too
+DISABLED = "agent.disabled"  # DRMAA could not start: clients use qsub until the time inside
+STARTING_FRESH = 10.0
+PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+FRAME = struct.Struct("!I")
+MAX_HEADER = 1 << 20
+MAX_SCRIPT = 256 << 20
+# Variables qsub copies into the job as SGE_O_*: the agent takes them from each request.
+ORIGIN_ENV = ("HOME", "LOGNAME", "PATH", "MAIL", "SHELL", "TZ")
+# Options a DRMAA template cannot carry as they are (the agent refuses; sbatch uses qsub).
+UNSUPPORTED = frozenset({"-sync", "-b", "-shell", "-C", "-@", "-terse", "-verify", "-clear", "-now", "-js"})
+DRMAA_LIBRARIES = ("/usr/lib/gridengine-drmaa/lib/libdrmaa.so.1.0",)
+STATIC_TLS = "glibc.rtld.optional_static_tls=4096"
+
+
+# --------------------------------------------------------------------------------------------
+# Where the agent lives
+
+
+def _private_dir(path: str, create: bool) -> bool:
+    """path is a directory of this user with no access for anyone else (made so if create)."""
+    if create:
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            return False
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def agent_dir(environ=None, create: bool = True) -> str | None:
+    """The agent's directory for this user, or None when no safe one exists (then: qsub)."""
+    env = os.environ if environ is None else environ
+    uid = os.getuid()
+    if env.get("SLURM_SHIM_AGENT_DIR"):
+        d = env["SLURM_SHIM_AGENT_DIR"]
+        return d if _private_dir(d, create) else None
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime:
+        try:
+            st = os.stat(runtime)
+            if stat.S_ISDIR(st.st_mode) and st.st_uid == uid:
+                d = os.path.join(runtime, "slurm-shim")
+                if _private_dir(d, create):
+                    return d
+        except OSError:
+            pass
+    d = f"/tmp/slurm-shim-{uid}"
+    return d if _private_dir(d, create) else None
+
+
+# --------------------------------------------------------------------------------------------
+# Frames
+
+
+def _send(sock: socket.socket, obj: dict, data: bytes = b"") -> None:
+    body = json.dumps(obj, separators=(",", ":")).encode()
+    sock.sendall(FRAME.pack(len(body)) + body + data)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    chunks = []
+    while n:
+        chunk = sock.recv(min(n, 1 << 20))
+        if not chunk:
+            raise EOFError("connection closed")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _recv(sock: socket.socket) -> dict:
+    (n,) = FRAME.unpack(_recv_exact(sock, FRAME.size))
+    if n > MAX_HEADER:
+        raise ValueError("frame too large")
+    obj = json.loads(_recv_exact(sock, n))
+    if not isinstance(obj, dict):
+        raise ValueError("frame is not an object")
+    return obj
+
+
+def peer(sock: socket.socket) -> tuple[int, int, int]:
+    """(pid, uid, gid) of the process at the other end."""
+    return PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, PEERCRED.size))
+
+
+# --------------------------------------------------------------------------------------------
+# Client: what sbatch calls
+
+
+class Unresolved(Exception):
+    """The agent may have submitted the job and Grid Engine cannot tell: no fallback is safe."""
+
+
+def submit(argv: list[str], script: bytes, cfg, backend, environ=None, user: str | None = None) -> int | None:
+    """Submit through the agent: the job id, or None when the agent did NOT submit (use qsub).
+
+    Raises errors.BackendUnavailable when the outcome cannot be known (see the module doc)."""
+    env = os.environ if environ is None else environ
+    d = agent_dir(env)
+    if d is None:
+        return None
+    timeout = float(getattr(cfg.gridengine, "timeout", 10.0) or 10.0)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        try:
+            sock.connect(os.path.join(d, SOCKET))
+        except (FileNotFoundError, ConnectionRefusedError):
+            start(d, cfg, env)
+            return None
+        except OSError:
+            return None
+        try:
+            pid, uid, _ = peer(sock)
+        except OSError:
+            return None
+        if uid != os.getuid():
+            return None
+        token = os.urandom(12).hex()
+        ge = cfg.gridengine
+        request = {
+            "op": "submit", "token": token, "argv": list(argv), "cwd": os.getcwd(),
+            "env": {k: env[k] for k in ORIGIN_ENV if k in env},
+            "sge_root": env.get("SGE_ROOT") or ge.sge_root, "sge_cell": env.get("SGE_CELL") or ge.sge_cell,
+            "script_len": len(script),
+        }
+        if env.get("SLURM_SHIM_AGENT_TEST_DIE"):  # tests: the agent dies at this point of the request
+            request["die"] = env["SLURM_SHIM_AGENT_TEST_DIE"]
+        try:
+            _send(sock, request, script)
+        except OSError:
+            return None  # the agent never got the whole request, and acts only on whole requests
+        try:
+            reply = _recv(sock)
+        except socket.timeout:
+            _kill(pid)  # nothing may stay in flight before we look
+            reply = {"status": "uncertain", "reason": f"no answer from the submit agent within {timeout:g} s"}
+        except (OSError, EOFError, ValueError) as e:
+            reply = {"status": "uncertain", "reason": f"submit agent lost: {e}"}
+    finally:
+        sock.close()
+    status = reply.get("status")
+    if status == "ok":
+        return int(reply["job"])
+    if status == "refused":
+        return None
+    return resolve(d, token, backend, user, reply.get("reason", ""))
+
+
+def _kill(pid: int) -> None:
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return
+        time.sleep(0.01)
+
+
+def resolve(d: str, token: str, backend, user: str | None, why: str = "") -> int | None:
+    """Did the agent submit token's job? Its id, or None (it did not). Raises BackendUnavailable."""
+    from .errors import BackendUnavailable
+
+    path = os.path.join(d, "tokens", token)
+    try:
+        with open(path, encoding="ascii") as f:
+            job = int(f.read().split()[0])
+        os.unlink(path)
+        return job
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return find_token(token, backend, user)
+    except Unresolved as e:
+        raise BackendUnavailable(
+            "sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)",
+            f"sbatch: error: ({why}; {e})" if why else f"sbatch: error: ({e})",
+        ) from None
+
+
+def find_token(token: str, backend, user: str | None = None) -> int | None:
+    """The job of user whose context holds slurm_shim_token=token, or None. Raises Unresolved."""
+    if user is None:
+        import pwd
+
+        user = pwd.getpwuid(os.getuid()).pw_name
+    res = backend.run("qstat", ["-u", user])
+    if res.returncode != 0:
+        raise Unresolved(f"qstat: {(res.stderr or res.stdout).strip()}")
+    ids = sorted({int(f[0]) for f in (line.split() for line in res.stdout.splitlines()[2:]) if f and f[0].isdigit()},
+                 reverse=True)
+    want = f"{TOKEN_KEY}={token}"
+    start, size = 0, 20  # newest first: the job sought was submitted a moment ago
+    while start < len(ids):
+        chunk = ids[start:start + size]
+        res = backend.run("qstat", ["-j", ",".join(map(str, chunk))])
+        for job, context in parse_contexts(res.stdout):
+            if want in context:
+                return job
+        start, size = start + size, 500
+    return None
+
+
+def parse_contexts(text: str) -> list[tuple[int, list[str]]]:
+    """(job id, context items) for each job of ``qstat -j`` text output."""
+    out: list[tuple[int, list[str]]] = []
+    job = None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key == "job_number":
+            job = int(value.strip())
+            out.append((job, []))
+        elif key == "context" and job is not None:
+            out[-1] = (job, value.strip().split(","))
+    return out
+
+
+def start(d: str, cfg, environ) -> bool:
+    """Start an agent for directory d, detached, unless one is starting or DRMAA was found wanting."""
+    now = time.time()
+    try:
+        with open(os.path.join(d, DISABLED), encoding="ascii") as f:
+            if float(f.read().split()[0]) > now:
+                return False
+    except (OSError, ValueError, IndexError):
+        pass
+    marker = os.path.join(d, STARTING)
+    for _ in range(2):
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            break
+        except FileExistsError:
+            try:
+                if now - os.stat(marker).st_mtime < STARTING_FRESH:
+                    return False
+                os.unlink(marker)
+            except OSError:
+                pass
+        except OSError:
+            return False
+    else:
+        return False
+    from . import proc
+
+    env = dict(environ)
+    ge = cfg.gridengine
+    env.setdefault("SGE_ROOT", ge.sge_root)
+    env.setdefault("SGE_CELL", ge.sge_cell)
+    env["SLURM_SHIM_AGENT_DIR"] = d
+    env.pop("SLURM_SHIM_AGENT_TEST_DIE", None)
+    idle = getattr(getattr(cfg, "submit", None), "agent_idle_minutes", None)
+    if idle is not None and "SLURM_SHIM_AGENT_IDLE" not in env:
+        env["SLURM_SHIM_AGENT_IDLE"] = str(float(idle) * 60)
+    _tls(env)
+    try:
+        log = os.open(os.path.join(d, LOG), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            proc.popen(serve_argv(), stdin=proc.DEVNULL, stdout=log,
+                       stderr=log, cwd="/", env=env, start_new_session=True, close_fds=True)
+        finally:
+            os.close(log)
+    except (OSError, proc.SpawnError):
+        try:
+            os.unlink(marker)
+        except OSError:
+            pass
+        return False
+    return True
+
+
+def serve_argv() -> list[str]:
+    """The command that runs an agent, with this checkout's package on the path (as the job wrapper)."""
+    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = f"import sys; sys.path.insert(0, {src!r}); from shim.agent import main; sys.exit(main(['serve']))"
+    return [sys.executable or "/usr/bin/python3", "-c", code]
+
+
+def _tls(env: dict) -> None:
+    """libdrmaa pulls in libjemalloc, whose TLS needs static TLS room glibc only gives on request."""
+    tun = env.get("GLIBC_TUNABLES", "")
+    if "optional_static_tls" not in tun:
+        env["GLIBC_TUNABLES"] = f"{tun}:{STATIC_TLS}" if tun else STATIC_TLS
+
+
+def request(d: str, obj: dict, timeout: float = 10.0) -> dict:
+    """One request (ping, stop) to the agent of d; raises OSError when none answers."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(os.path.join(d, SOCKET))
+        if peer(sock)[1] != os.getuid():
+            raise PermissionError("the agent socket belongs to another user")
+        _send(sock, obj)
+        try:
+            return _recv(sock)
+        except EOFError as e:
+            raise ConnectionResetError(str(e)) from None
+    finally:
+        sock.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Server: the agent
+
+
+def native_spec(argv: list[str], token: str) -> tuple[str, tuple[int, int, int] | None]:
+    """sbatch's qsub argv as a DRMAA native specification (+ the -t range for runBulkJobs).
+
+    Raises ValueError for what a native specification cannot carry as qsub would read it."""
+    out = ["-w", "n", "-shell", "yes"]  # qsub's defaults where DRMAA's differ (-w w, -shell no)
+    bulk = None
+    it = iter(argv)
+    for a in it:
+        if a == "-terse":
+            continue
+        if not a or any(c.isspace() or c in "\"'\\" for c in a):
+            raise ValueError(f"argument {a!r} cannot be passed in a native specification")
+        if a in UNSUPPORTED:
+            raise ValueError(f"{a} is not for DRMAA")
+        if a == "-t":
+            spec = next(it, "")
+            bulk = _task_range(spec)
+            continue
+        out.append(a)
+    out += ["-b", "n", "-ac", f"{TOKEN_KEY}={token}"]
+    return " ".join(out), bulk
+
+
+def _task_range(spec: str) -> tuple[int, int, int]:
+    rng, _, step = spec.partition(":")
+    lo, _, hi = rng.partition("-")
+    first = int(lo)
+    last = int(hi) if hi else first
+    incr = int(step) if step else 1
+    if first < 1 or last < first or incr < 1:
+        raise ValueError(f"bad task range {spec!r}")
+    return first, last, incr
+
+
+class Agent:
+    def __init__(self, d: str, idle: float, serial: bool):
+        import threading
+
+        self.d, self.idle, self.serial = d, idle, serial
+        self.lock = threading.Lock()  # one submission at a time: chdir and environ are per process
+        self.count_lock = threading.Lock()
+        self.active = 0
+        self.served = 0
+        self.last = time.monotonic()
+        self.started = time.time()
+        self.stopping = False
+        self.session = None
+        self.drmaa = None
+        self.sge = (os.environ.get("SGE_ROOT", ""), os.environ.get("SGE_CELL", "default"))
+
+    def log(self, msg: str) -> None:
+        sys.stderr.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} agent[{os.getpid()}]: {msg}\n")
+        sys.stderr.flush()
+
+    # -- DRMAA
+    def open_session(self) -> None:
+        os.environ.setdefault("DRMAA_LIBRARY_PATH", find_library())
+        import drmaa
+
+        self.drmaa = drmaa
+        s = drmaa.Session()
+        s.initialize()
+        self.session = s
+
+    def run_job(self, native: str, bulk, script_path: str) -> int:
+        s = self.session
+        jt = s.createJobTemplate()
+        try:
+            jt.remoteCommand = script_path
+            jt.nativeSpecification = native
+            if bulk:
+                ids = s.runBulkJobs(jt, *bulk)
+                return int(str(ids[0]).split(".")[0])
+            return int(str(s.runJob(jt)).split(".")[0])
+        finally:
+            try:
+                s.deleteJobTemplate(jt)
+            except Exception:
+                pass
+
+    def definite(self, e: Exception) -> bool:
+        """DRMAA errors that mean: rejected before qmaster stored anything."""
+        d = self.drmaa.errors
+        return isinstance(e, (d.DeniedByDrmException, d.InvalidArgumentException, d.InvalidAttributeValueException,
+                              d.InvalidAttributeFormatException, d.ConflictingAttributeValuesException,
+                              d.UnsupportedAttributeException, d.InvalidJobTemplateException,
+                              d.AuthorizationException, d.TryLaterException, d.NoActiveSessionException))
+
+    # -- requests
+    def handle(self, conn: socket.socket) -> None:
+        try:
+            conn.settimeout(30)
+            if peer(conn)[1] != os.getuid():
+                return
+            req = _recv(conn)
+            op = req.get("op")
+            if op == "submit":
+                n = int(req.get("script_len", 0))
+                if not 0 < n <= MAX_SCRIPT:
+                    _send(conn, {"status": "refused", "reason": "bad script length"})
+                    return
+                script = _recv_exact(conn, n)
+                self.submit(conn, req, script)
+            elif op == "ping":
+                _send(conn, {"status": "ok", "pid": os.getpid(), "served": self.served, "serial": self.serial,
+                             "started": self.started, "idle": self.idle})
+            elif op == "stop":
+                self.stopping = True
+                _send(conn, {"status": "ok", "pid": os.getpid()})
+            else:
+                _send(conn, {"status": "refused", "reason": f"unknown op {op!r}"})
+        except (OSError, EOFError, ValueError) as e:
+            if not isinstance(e, EOFError):
+                self.log(f"request dropped: {e}")
+        finally:
+            conn.close()
+            with self.count_lock:
+                self.active -= 1
+                self.last = time.monotonic()
+
+    def submit(self, conn: socket.socket, req: dict, script: bytes) -> None:
+        token = str(req.get("token", ""))
+        if not token.isalnum() or len(token) > 64:
+            _send(conn, {"status": "refused", "reason": "bad token"})
+            return
+        if (req.get("sge_root"), req.get("sge_cell")) != self.sge:
+            _send(conn, {"status": "refused", "reason": "another Grid Engine cell"})
+            return
+        try:
+            native, bulk = native_spec([str(a) for a in req.get("argv", [])], token)
+        except ValueError as e:
+            _send(conn, {"status": "refused", "reason": str(e)})
+            return
+        die = req.get("die")
+        path = os.path.join(self.d, "spool", token)
+        with self.lock:
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(script)
+                os.chdir(req.get("cwd") or "/")  # qsub reads ./.sge_request and records sge_o_workdir
+            except OSError as e:
+                _unlink(path)
+                os.chdir("/")
+                _send(conn, {"status": "refused", "reason": str(e)})
+                return
+            env = req.get("env") or {}
+            for k in ORIGIN_ENV:  # what qsub would record as sge_o_home, sge_o_path, ...
+                if k in env:
+                    os.environ[k] = str(env[k])
+                else:
+                    os.environ.pop(k, None)
+            if die == "before_submit":
+                _die()
+            try:
+                job = self.run_job(native, bulk, path)
+                error = None
+            except Exception as e:  # DRMAA's errors, and whatever else: classified below
+                job, error = None, e
+            finally:
+                _unlink(path)  # with -b n Grid Engine spooled the script inside runJob
+                os.chdir("/")
+            if die == "after_submit":
+                _die()
+            if job is not None:
+                journal = os.path.join(self.d, "tokens", token)
+                with open(journal, "w", encoding="ascii") as f:
+                    f.write(f"{job}\n")
+                if die == "after_journal":
+                    _die()
+        if error is not None:
+            definite = self.drmaa is not None and self.definite(error)
+            self.log(f"runJob failed ({'rejected' if definite else 'outcome unknown'}): "
+                     f"{type(error).__name__}: {error}")
+            _send(conn, {"status": "refused" if definite else "uncertain", "reason": str(error)})
+            if self.drmaa is not None and isinstance(error, (self.drmaa.errors.DrmCommunicationException,
+                                                             self.drmaa.errors.NoActiveSessionException)):
+                self.stopping = True  # the next request gets a fresh agent and session
+            return
+        self.served += 1
+        _send(conn, {"status": "ok", "job": job})  # if this fails the journal stays for sbatch to read
+        _unlink(journal)
+
+    # -- main loop
+    def serve(self) -> int:
+        import fcntl
+        import threading
+
+        lockf = os.open(os.path.join(self.d, LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            _unlink(os.path.join(self.d, STARTING))
+            return 0  # another agent serves this directory
+        for sub in ("spool", "tokens"):
+            os.makedirs(os.path.join(self.d, sub), mode=0o700, exist_ok=True)
+        _sweep(os.path.join(self.d, "spool"), 0)
+        _sweep(os.path.join(self.d, "tokens"), 86400)
+        try:
+            self.open_session()
+        except BaseException as e:  # no library, no qmaster, ...: clients use qsub for a while
+            retry = 600 if isinstance(e, (ImportError, RuntimeError, OSError)) else 30
+            self.log(f"DRMAA unavailable ({type(e).__name__}: {e}); qsub for {retry} s")
+            with open(os.path.join(self.d, DISABLED), "w", encoding="ascii") as f:
+                f.write(f"{time.time() + retry}\n{e}\n")
+            _unlink(os.path.join(self.d, STARTING))
+            return 1
+        _unlink(os.path.join(self.d, DISABLED))
+        path = os.path.join(self.d, SOCKET)
+        _unlink(path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(path)
+        os.chmod(path, 0o600)
+        sock.listen(256)
+        ino = os.stat(path).st_ino
+        _unlink(os.path.join(self.d, STARTING))
+        self.log(f"serving {path} ({'serial' if self.serial else 'threaded'}, idle exit {self.idle:g} s)")
+        threads: list[threading.Thread] = []
+        while not self.stopping:
+            with self.count_lock:
+                idle_for = time.monotonic() - self.last if self.active == 0 else 0.0
+            if idle_for >= self.idle:
+                break
+            sock.settimeout(max(0.05, min(self.idle - idle_for, 1.0)))
+            try:
+                conn, _ = sock.accept()
+            except socket.timeout:
+                try:
+                    if os.stat(path).st_ino != ino:
+                        self.log("socket replaced: exiting")
+                        ino = None
+                        break
+                except OSError:
+                    self.log("socket removed: exiting")
+                    ino = None
+                    break
+                continue
+            self.dispatch(conn, threads)
+            threads = [t for t in threads if t.is_alive()]
+        # Leave: first stop new clients from finding us, then serve whoever already connected.
+        if ino is not None:
+            try:
+                if os.stat(path).st_ino == ino:
+                    os.unlink(path)
+            except OSError:
+                pass
+        sock.setblocking(False)
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except (BlockingIOError, InterruptedError):
+                break
+            conn.setblocking(True)
+            with self.count_lock:
+                self.active += 1
+            self.handle(conn)
+        sock.close()
+        for t in threads:
+            t.join(60)
+        try:
+            self.session.exit()
+        except Exception:
+            pass
+        self.log(f"exit after {self.served} submissions")
+        return 0
+
+    def dispatch(self, conn: socket.socket, threads: list) -> None:
+        import threading
+
+        with self.count_lock:
+            self.active += 1
+            self.last = time.monotonic()
+        if self.serial:
+            self.handle(conn)
+        else:
+            t = threading.Thread(target=self.handle, args=(conn,), daemon=True)
+            t.start()
+            threads.append(t)
+
+
+def _die() -> None:
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _sweep(d: str, age: float) -> None:
+    now = time.time()
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return
+    for n in names:
+        p = os.path.join(d, n)
+        try:
+            if now - os.stat(p).st_mtime >= age:
+                os.unlink(p)
+        except OSError:
+            pass
+
+
+def find_library() -> str:
+    """libdrmaa: $DRMAA_LIBRARY_PATH, Debian's package, or under $SGE_ROOT/lib."""
+    import glob
+
+    env = os.environ.get("DRMAA_LIBRARY_PATH")
+    if env and os.path.exists(env):
+        return env
+    root = os.environ.get("SGE_ROOT", "/var/lib/gridengine")
+    for p in (*DRMAA_LIBRARIES, *sorted(glob.glob(os.path.join(root, "lib", "*", "libdrmaa.so*"))),
+              *sorted(glob.glob("/usr/lib/*/libdrmaa.so*"))):
+        if os.path.exists(p):
+            return p
+    raise OSError("libdrmaa not found (install gridengine-drmaa1.0 or set DRMAA_LIBRARY_PATH)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m shim.agent serve|ping|stop  (serve is what sbatch starts; the others for admins/tests)."""
+    args = sys.argv[1:] if argv is None else argv
+    cmd = args[0] if args else "ping"
+    d = agent_dir()
+    if d is None:
+        print("slurm-shim agent: no private directory for the agent", file=sys.stderr)
+        return 1
+    if cmd == "serve":
+        if "optional_static_tls" not in os.environ.get("GLIBC_TUNABLES", "") and \
+                "jemalloc" not in os.environ.get("LD_PRELOAD", ""):
+            from . import proc
+
+            env = dict(os.environ)
+            _tls(env)
+            proc.execvpe(serve_argv(), env)
+        os.chdir("/")
+        idle = float(os.environ.get("SLURM_SHIM_AGENT_IDLE") or 600)
+        serial = os.environ.get("SLURM_SHIM_AGENT_SERIAL", "") not in ("", "0")
+        return Agent(d, idle, serial).serve()
+    if cmd in ("ping", "stop"):
+        try:
+            reply = request(d, {"op": cmd})
+        except OSError as e:
+            print(f"slurm-shim agent: not running ({e})", file=sys.stderr)
+            return 1
+        print(json.dumps(reply))
+        return 0
+    print("usage: python -m shim.agent serve|ping|stop", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

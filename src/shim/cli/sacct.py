@@ -1,0 +1,1184 @@
+"""``sacct``: Slurm's accounting view of Grid Engine's finished, running and pending jobs.
+
+Sources, merged per job (or array task):
+
+1. Grid Engine's accounting file (``backends.qacct``): every job or task that ended, read directly
+   and filtered while reading (``-f FILE`` or ``$SLURM_SHIM_ACCOUNTING`` name another file);
+2. the shim's own records (``state``): what sbatch was asked (Slurm name, partition, account,
+   comment, time limit, memory, array indices) and the job wrapper's end events (the script's
+   real exit code and signal, TIMEOUT) and scancel's cancel events (who cancelled; a job cancelled
+   while pending has no Grid Engine record at all);
+3. the live queue (``shim.jobs``, one qstat call) for PENDING/RUNNING/SUSPENDED jobs, asked only
+   when the selection can contain such jobs.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import re
+import sys
+import time
+from typing import Any, Iterable
+
+from .. import names as jobnames
+from .. import siteconf, state
+from ..backends import qacct
+from ..errors import ShimError
+from ..options.getopt import Table, getopt
+from ..options.sources import Options, apply
+from ..options.spec import Arity, OptionSpec
+from ..render import sacct as view
+from ..timespec import TimeSpecError, midnight, parse_time
+
+PROG = "sacct"
+N, R, O = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
+
+
+def _o(long: str, short: str | None = None, arity: Arity = R, dest: str = "", help: str = "",
+       count: bool = False) -> OptionSpec:
+    return OptionSpec(long, short, arity, commands=frozenset({PROG}), dest=dest, help=help, count=count)
+
+
+OPTIONS: tuple[OptionSpec, ...] = (
+    _o("allusers", "a", N, help="jobs of every user (root's default)"),
+    _o("accounts", "A", help="comma-separated accounts to select"),
+    _o("allocations", "X", N, help="job allocations only, no steps"),
+    _o("brief", "b", N, help="fields JobID, State, ExitCode"),
+    _o("batch-script", "B", N, help="print the batch script (not kept by Grid Engine)"),
+    _o("completion", "c", N, help="completion data (the same data here)"),
+    _o("constraints", "C", help="comma-separated constraints to select"),
+    _o("delimiter", None, help="field separator for -p/-P (default '|')"),
+    _o("duplicates", "D", N, help="also show earlier runs of requeued jobs"),
+    _o("env-vars", None, N, help="print the job's environment (not kept)"),
+    _o("federation", None, N, help="accepted; one cluster"),
+    _o("helpformat", "e", N, help="list the field names"),
+    _o("help-fields", None, N, dest="helpformat"),
+    _o("endtime", "E", help="end of the time window"),
+    _o("file", "f", help="read this Grid Engine accounting file"),
+    _o("flags", "F", help="accepted, ignored"),
+    _o("gid", None, dest="group"),
+    _o("group", "g", help="comma-separated groups (names or gids) to select"),
+    _o("help", "h", N, help="show this help"),
+    _o("local", None, N, help="accepted; one cluster"),
+    _o("name", None, help="comma-separated job names to select"),
+    _o("nnodes", "i", help="jobs that ran on N nodes (min[-max])"),
+    _o("ncpus", "I", help="jobs that ran on N CPUs (min[-max])"),
+    _o("jobs", "j", help="comma-separated jobs (N, N_k, N.batch) to select"),
+    _o("json", None, N, help="JSON output"),
+    _o("timelimit-min", "k", help="jobs with at least this time limit"),
+    _o("timelimit-max", "K", help="with -k: jobs with at most this time limit"),
+    _o("long", "l", N, help="many fields"),
+    _o("allclusters", "L", N, help="accepted; one cluster"),
+    _o("cluster", None, dest="clusters"),
+    _o("clusters", "M", help="accepted; one cluster"),
+    _o("nodelist", "N", help="jobs that ran on any of these nodes"),
+    _o("noconvert", None, N, help="print memory in the unit it was stored in"),
+    _o("units", None, help="print memory in this unit (K, M, G, T, P)"),
+    _o("noheader", "n", N, help="no header"),
+    _o("fields", None, dest="format"),
+    _o("format", "o", help="comma-separated fields, each optionally %WIDTH"),
+    _o("parsable", "p", N, help="'|' after every field"),
+    _o("parsable2", "P", N, help="'|' between fields"),
+    _o("qos", "q", help="comma-separated QOS to select"),
+    _o("partition", "r", help="comma-separated partitions to select"),
+    _o("reason", "R", help="comma-separated pending reasons to select"),
+    _o("state", "s", help="comma-separated states to select"),
+    _o("starttime", "S", help="start of the time window"),
+    _o("truncate", "T", N, help="clip start and end times to the window"),
+    _o("uid", None, dest="user"),
+    _o("usage", "U", N, help="brief usage"),
+    _o("user", "u", help="comma-separated users (names or uids) to select"),
+    _o("verbose", "v", N, count=True, help="report the time window"),
+    _o("version", "V", N, help="print the version"),
+    _o("wckeys", "W", help="accepted, ignored"),
+    _o("whole-hetjob", None, O, help="accepted; no heterogeneous jobs"),
+    _o("associations", "x", help="accepted, ignored"),
+    _o("yaml", None, N, help="YAML output"),
+    _o("", "t", N, dest="allocations"),
+)
+
+
+class _Table(Table):
+    """sacct reports getopt errors and exits 1, with no "Try --help" line."""
+
+    def fail(self, message: str) -> ShimError:
+        return ShimError(f"{self.prog}: {message}", code=1)
+
+
+TABLE = _Table(PROG, [s for s in OPTIONS if s.long], error_code=1)
+TABLE.by_short["t"] = OPTIONS[-1]
+
+USAGE = "Usage: sacct [OPTIONS]  (sacct --help lists them)\n"
+
+
+def help_text() -> str:
+    lines = ["Usage: sacct [OPTIONS]", "",
+             "Accounting of Grid Engine jobs, as Slurm's sacct shows it.", ""]
+    for s in OPTIONS:
+        if s.long in ("", "gid", "uid", "fields", "cluster", "help-fields"):
+            continue
+        flag = (f"-{s.short}, " if s.short else "    ") + f"--{s.long}"
+        if s.arity is Arity.REQUIRED:
+            flag += "=value"
+        elif s.arity is Arity.OPTIONAL:
+            flag += "[=value]"
+        lines.append(f"  {flag:<28}{s.help}")
+    lines += ["", "Times (-S, -E): HH:MM[:SS][AM|PM], MMDD[YY], MM/DD[/YY], MM.DD[.YY], any of those",
+              "with -HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], today, midnight, noon, fika, teatime,",
+              "now[+|-count[seconds|minutes|hours|days|weeks]].",
+              "Environment: SACCT_FORMAT (default --format), SLURM_SHIM_ACCOUNTING (accounting file)."]
+    return "\n".join(lines) + "\n"
+
+
+def fatal(msg: str) -> ShimError:
+    return ShimError(f"{PROG}: fatal: {msg}", code=1)
+
+
+def error(msg: str) -> ShimError:
+    return ShimError(f"{PROG}: error: {msg}", code=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# option values
+
+STATES = [  # (long, compact), Slurm's base job states in order
+    ("PENDING", "PD"), ("RUNNING", "R"), ("SUSPENDED", "S"), ("COMPLETED", "CD"), ("CANCELLED", "CA"),
+    ("FAILED", "F"), ("TIMEOUT", "TO"), ("NODE_FAIL", "NF"), ("PREEMPTED", "PR"), ("BOOT_FAIL", "BF"),
+    ("DEADLINE", "DL"), ("OUT_OF_MEMORY", "OOM"),
+]
+STATE_FLAGS = [("COMPLETING", "CG"), ("CONFIGURING", "CF"), ("RESIZING", "RS"), ("REQUEUED", "RQ"),
+               ("REQUEUE_FED", "RF"), ("REQUEUE_HOLD", "RH"), ("REVOKED", "RV"), ("SPECIAL_EXIT", "SE"),
+               ("STAGE_OUT", "SO"), ("STOPPED", "ST"), ("SIGNALING", "SI"), ("RESV_DEL_HOLD", "RD")]
+ENDED = frozenset({"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",
+                   "DEADLINE", "OUT_OF_MEMORY"})
+
+
+def parse_states(text: str) -> set[str]:
+    items = [x for x in _split_list(text)]
+    out: set[str] = set()
+    for i, item in enumerate(items):
+        u = item.upper()
+        name = next((lng for lng, short in STATES + STATE_FLAGS if u in (lng, short)), None)
+        if name is None:
+            # Slurm quotes the name only when it is the last of the list
+            raise fatal(f"unrecognized job state value '{item}'" if i == len(items) - 1
+                        else f"unrecognized job state value {item}")
+        out.add(name)
+    return out
+
+
+def _split_list(text: str) -> list[str]:
+    """Slurm's comma lists: an optional surrounding quote, empty items dropped."""
+    if text[:1] in "\"'":
+        q = text[0]
+        text = text[1:]
+        if q in text:
+            text = text[:text.index(q)]
+    return [x for x in text.split(",") if x]
+
+
+class JobSel:
+    __slots__ = ("job", "task", "step")
+
+    def __init__(self, job: int, task: int | None = None, step: str | None = None):
+        self.job, self.task, self.step = job, task, step
+
+    def __repr__(self) -> str:
+        return f"JobSel({self.job}, {self.task}, {self.step})"
+
+
+_JOB_RE = re.compile(r"^(\d+)(?:_(\d+|\[[0-9,\-%:]+\]))?(?:\.(batch|extern|\d+))?$")
+
+
+def parse_jobs(text: str) -> list[JobSel]:
+    out: list[JobSel] = []
+    for item in _split_list(text):
+        m = _JOB_RE.match(item.strip())
+        if not m:
+            raise fatal(f"Bad job/step specified: {item}")
+        job = int(m.group(1))
+        step = m.group(3)
+        t = m.group(2)
+        if t is None:
+            out.append(JobSel(job, None, step))
+        elif t.startswith("["):
+            for part in t[1:-1].split("%")[0].split(","):
+                a, dash, b = part.partition("-")
+                if not a.isdigit() or (dash and not b.split(":")[0].isdigit()):
+                    raise fatal(f"Bad job/step specified: {item}")
+                hi = int(b.split(":")[0]) if dash else int(a)
+                stride = int(b.split(":")[1]) if dash and ":" in b else 1
+                for k in range(int(a), hi + 1, max(1, stride)):
+                    out.append(JobSel(job, k, step))
+        else:
+            out.append(JobSel(job, int(t), step))
+    return out
+
+
+def resolve_users(text: str) -> set[str] | None:
+    """-u: names or uids -> user names; "-1" means everyone (None)."""
+    if text == "-1":
+        return None
+    out: set[str] = set()
+    for item in _split_list(text):
+        try:
+            if item.isdigit():
+                out.add(pwd.getpwuid(int(item)).pw_name)
+            else:
+                out.add(pwd.getpwnam(item).pw_name)
+        except KeyError:
+            raise ShimError(f"Invalid user id: {item}", code=1) from None
+    return out
+
+
+def resolve_groups(text: str) -> set[str]:
+    out: set[str] = set()
+    for item in _split_list(text):
+        try:
+            out.add(grp.getgrgid(int(item)).gr_name if item.isdigit() else grp.getgrnam(item).gr_name)
+        except KeyError:
+            raise ShimError(f"Invalid group id: {item}", code=1) from None
+    return out
+
+
+def _range(text: str, what: str) -> tuple[int, int]:
+    a, dash, b = text.partition("-")
+    try:
+        lo = int(a)
+        hi = int(b) if dash and b else (lo if not dash else 1 << 31)
+    except ValueError:
+        raise error(f"invalid {what} range -i '{text}'") from None
+    return lo, hi
+
+
+def _time(text: str) -> int:
+    try:
+        return parse_time(text, past=True)
+    except TimeSpecError as e:
+        raise ShimError(str(e), code=1) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# the query
+
+
+class Query:
+    """What to show: selection, time window, layout."""
+
+    def __init__(self) -> None:
+        self.jobs: list[JobSel] | None = None
+        self.users: set[str] | None = None
+        self.groups: set[str] | None = None
+        self.accounts: set[str] | None = None
+        self.partitions: set[str] | None = None
+        self.qos: set[str] | None = None
+        self.names: set[str] | None = None
+        self.nodes: set[str] | None = None
+        self.states: set[str] | None = None
+        self.reasons: set[str] | None = None
+        self.ncpus: tuple[int, int] | None = None
+        self.nnodes: tuple[int, int] | None = None
+        self.limit_min: int | None = None
+        self.limit_max: int | None = None
+        self.start: int = 0  # window start (0 = none)
+        self.end: int = 0  # window end
+        self.window = True
+        self.no_steps = False
+        self.duplicates = False
+        self.truncate = False
+        self.now = time.time()
+
+
+def build_query(o: Options, uid: int, me: str) -> Query:
+    qy = Query()
+    qy.now = time.time()
+    if o.jobs:
+        qy.jobs = []
+        for text in o.jobs:
+            qy.jobs.extend(parse_jobs(text))
+    if o.state:
+        qy.states = parse_states(o.state)
+    if o.starttime is not None:
+        qy.start = _time(o.starttime)
+    if o.endtime is not None:
+        qy.end = _time(o.endtime)
+    now = int(qy.now)
+    if o.starttime is None:
+        if qy.jobs:
+            qy.start = 0
+        elif qy.states:
+            qy.start = now
+        else:
+            qy.start = midnight(qy.now)
+    if o.endtime is None:
+        qy.end = qy.start if (qy.states and o.starttime is not None) else now
+    # -j without -S: every record of those jobs, whatever its time
+    qy.window = not (qy.jobs and o.starttime is None and o.endtime is None)
+    all_users = bool(o.allusers)
+    if o.user is not None:
+        users = resolve_users(o.user)
+        if users is None:
+            all_users = True
+        else:
+            qy.users = users
+            all_users = False
+    if qy.users is None and not all_users:
+        if not (qy.jobs or o.nodelist or uid == 0):
+            qy.users = {me}
+    if o.group:
+        qy.groups = resolve_groups(o.group)
+    if o.accounts:
+        qy.accounts = set(_split_list(o.accounts))
+    if o.partition:
+        qy.partitions = set(_split_list(o.partition))
+    if o.qos:
+        qy.qos = set(_split_list(o.qos))
+    if o.name:
+        qy.names = set(_split_list(o.name))
+    if o.nodelist:
+        from ..hostlist import expand
+
+        qy.nodes = set(expand(o.nodelist))
+    if o.reason:
+        qy.reasons = {r.lower() for r in _split_list(o.reason)}
+    if o.ncpus:
+        qy.ncpus = _range(o.ncpus, "cpu")
+    if o.nnodes:
+        qy.nnodes = _range(o.nnodes, "node")
+    if o.timelimit_min:
+        from ..options.values import time_minutes
+
+        v = time_minutes(o.timelimit_min)
+        if v is None or (v <= 0 and v != -1):
+            raise fatal("Invalid time limit specification")
+        qy.limit_min = v
+        if o.timelimit_max:
+            w = time_minutes(o.timelimit_max)
+            if w is None or (w <= 0 and w != -1):
+                raise fatal("Invalid time limit specification")
+            qy.limit_max = w
+    qy.no_steps = bool(o.allocations)
+    qy.duplicates = bool(o.duplicates)
+    qy.truncate = bool(o.truncate)
+    return qy
+
+
+# ---------------------------------------------------------------------------------------------
+# assembling rows
+
+
+class Ctx:
+    def __init__(self, cfg: Any, now: float):
+        self.cfg = cfg
+        self.now = now
+        self.cluster = cfg.cluster.name
+        self.by_queue: dict[str, str] = {}
+        for pname, p in cfg.partitions.items():
+            self.by_queue.setdefault(p.queue, pname)
+        self.default_partition = getattr(cfg, "default_partition", None) or next(iter(cfg.partitions))
+        self._uid: dict[str, int | None] = {}
+        self._gid: dict[str, int | None] = {}
+        self._submit: dict[int, dict | None] = {}
+        self.known_submits: set[int] | None = None
+
+    def uid(self, user: str) -> int | None:
+        if user not in self._uid:
+            try:
+                self._uid[user] = pwd.getpwnam(user).pw_uid
+            except KeyError:
+                self._uid[user] = None
+        return self._uid[user]
+
+    def gid(self, group: str) -> int | None:
+        if group not in self._gid:
+            try:
+                self._gid[group] = grp.getgrnam(group).gr_gid
+            except KeyError:
+                self._gid[group] = None
+        return self._gid[group]
+
+    def submit(self, job: int) -> dict | None:
+        if job not in self._submit:
+            if self.known_submits is not None and job not in self.known_submits:
+                self._submit[job] = None
+            else:
+                self._submit[job] = state.load_submit(self.cfg, job)
+        return self._submit[job]
+
+    def partition_of(self, queue: str) -> str:
+        q = queue.split("@", 1)[0]
+        return self.by_queue.get(q, q)
+
+    def partition_limit(self, partition: str) -> int:
+        """The time limit a job without -t gets in this partition (minutes, -1 unlimited)."""
+        from ..options.values import time_minutes
+
+        p = self.cfg.partitions.get(partition)
+        if p is None:
+            return -1
+        for text in (p.get("default_time"), p.get("max_time")):
+            if text:
+                v = time_minutes(str(text))
+                if v is not None:
+                    return v
+        return -1
+
+
+def _events_index(cfg: Any, jobs: set[int] | None) -> dict[int, dict[tuple[int | None, str], str]]:
+    """{job: {(task, kind): path}} of end and cancel events (one directory listing)."""
+    d = os.path.join(cfg.cluster.state_dir, "events")
+    out: dict[int, dict[tuple[int | None, str], str]] = {}
+    try:
+        it = os.scandir(d)
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return out
+    with it:
+        for e in it:
+            n = e.name
+            if not n.endswith(".json"):
+                continue
+            parts = n[:-5].split(".")
+            if len(parts) != 3 or parts[2] not in ("end", "cancel", "start") or not parts[0].isdigit():
+                continue
+            job = int(parts[0])
+            if jobs is not None and job not in jobs:
+                continue
+            task = None if parts[1] == "x" else (int(parts[1]) if parts[1].lstrip("-").isdigit() else None)
+            out.setdefault(job, {})[(task, parts[2])] = e.path
+    return out
+
+
+def _load_json(path: str) -> dict | None:
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+class Events:
+    """The shim's end/cancel events, read lazily."""
+
+    def __init__(self, index: dict[int, dict[tuple[int | None, str], str]]):
+        self.index = index
+        self.cache: dict[str, dict | None] = {}
+
+    def get(self, job: int, task: int | None, kind: str) -> dict | None:
+        paths = self.index.get(job)
+        if not paths:
+            return None
+        p = paths.get((task, kind))
+        if p is None and kind == "cancel" and task is not None:
+            p = paths.get((None, kind))
+        if p is None:
+            return None
+        if p not in self.cache:
+            self.cache[p] = _load_json(p)
+        return self.cache[p]
+
+    def tasks(self, job: int) -> set[int | None]:
+        return {t for t, _k in self.index.get(job, {})}
+
+
+STALE = 3600  # seconds between Grid Engine's and the shim's times beyond which they are different jobs
+
+
+def fresh_submit(s: dict | None, rec: qacct.Record) -> dict | None:
+    """The submit record, unless it belongs to an earlier job that had the same number."""
+    if s and s.get("submit_time") and rec.submit and abs(float(s["submit_time"]) - rec.submit) > STALE:
+        return None
+    return s
+
+
+def _slurm_task(ge_task: int, submit: dict | None) -> int | None:
+    if not ge_task:
+        return None
+    array = (submit or {}).get("array")
+    if array and 1 <= ge_task <= len(array):
+        return int(array[ge_task - 1])
+    return ge_task
+
+
+def _mem_mb(text: str | None) -> float | None:
+    if not text:
+        return None
+    m = re.match(r"^([0-9.]+)([kKmMgGtT]?)$", text.strip())
+    if not m:
+        return None
+    mult = {"": 1 / (1024 * 1024), "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}[m.group(2).lower()]
+    return float(m.group(1)) * mult
+
+
+def _geometry(ctx: Ctx, s: dict | None, ncpus: int, category: str = "") -> tuple[int, float | None, dict[str, int]]:
+    """(nodes, requested memory in MB for the whole job, extra TRES) from the submit record, else
+    from the Grid Engine request (category)."""
+    extra: dict[str, int] = {}
+    if s:
+        nodes = int(s.get("nodes") or 1)
+        mem: float | None = None
+        if s.get("mem_mb"):
+            mem = float(s["mem_mb"]) * nodes
+        elif s.get("mem_per_cpu_mb"):
+            mem = float(s["mem_per_cpu_mb"]) * ncpus
+        elif s.get("default_mem_per_cpu"):
+            mem = float(s["default_mem_per_cpu"]) * ncpus
+        gpus = s.get("gpus")
+        if gpus:
+            try:
+                extra["gres/gpu"] = int(gpus)
+            except (TypeError, ValueError):
+                pass
+        lic = s.get("licenses")
+        if lic:
+            for item in str(lic).split(","):
+                name, _, cnt = item.partition(":")
+                if name:
+                    extra[f"license/{name}"] = int(cnt) if cnt.isdigit() else 1
+        return nodes, mem, extra
+    req = qacct.category_requests(category) if category else {}
+    cfg = ctx.cfg
+    mem = None
+    mc = cfg.memory.complex
+    if req.get(mc):
+        per = _mem_mb(req[mc])
+        if per is not None:
+            mem = per * (ncpus if cfg.memory.scope == "slot" else 1)
+    for gname, c in cfg.gres.items():
+        if req.get(c.complex, "").isdigit():
+            extra[f"gres/{gname}"] = int(req[c.complex])
+    for lname, c in cfg.licenses.items():
+        if req.get(c.complex, "").isdigit():
+            extra[f"license/{lname}"] = int(req[c.complex])
+    return 1, mem, extra
+
+
+def _limit(ctx: Ctx, s: dict | None, category: str, partition: str, started: bool) -> int | None:
+    t = None
+    if s and s.get("time") is not None:
+        t = int(s["time"])
+    elif category:
+        h = qacct.category_requests(category).get("h_rt")
+        if h:
+            secs = qacct._duration(h)
+            if secs is not None:
+                t = (secs + 59) // 60
+    if t is None or t < 0:
+        if not started:
+            return None  # Partition_Limit until the job starts
+        return ctx.partition_limit(partition)
+    return t
+
+
+def _ident(ctx: Ctx, job: int, s: dict | None, ge_name: str, owner: str, group: str, queue: str,
+           ge_account: str) -> dict[str, Any]:
+    name = (s or {}).get("name") or jobnames.decode(ge_name)
+    partition = (s or {}).get("partition") or (ctx.partition_of(queue) if queue else ctx.default_partition)
+    account = (s or {}).get("account") or (ge_account if ge_account not in ("", "sge", "NONE") else "")
+    user = owner or (s or {}).get("user") or ""
+    uid = ctx.uid(user) if user else None
+    if uid is None and s and s.get("uid") is not None:
+        uid = int(s["uid"])
+    if not group and uid is not None:
+        try:
+            group = grp.getgrgid(pwd.getpwuid(uid).pw_gid).gr_name
+        except KeyError:
+            group = ""
+    return {
+        "name": name, "partition": partition, "account": account, "user": user, "uid": uid,
+        "group": group, "gid": ctx.gid(group) if group else None,
+        "comment": (s or {}).get("comment") or "", "workdir": (s or {}).get("workdir") or "",
+        "qos": (s or {}).get("qos") or "normal", "cluster": ctx.cluster,
+    }
+
+
+def rows_from_record(ctx: Ctx, rec: qacct.Record, s: dict | None, ev: Events, *, requeued: bool = False,
+                     order: int = 0) -> tuple[view.Row, view.Row | None]:
+    """A finished job or array task (one accounting record) -> its job row and .batch row."""
+    task = _slurm_task(rec.task, s)
+    end_ev = None if requeued else ev.get(rec.job, task, "end")
+    cancel_ev = None if requeued else ev.get(rec.job, task, "cancel")
+    if end_ev is not None and rec.end and abs(float(end_ev.get("t") or 0) - rec.end) > STALE:
+        end_ev = None  # a record of an earlier job with the same number (Grid Engine reinstalled)
+    if cancel_ev is not None and abs(float(cancel_ev.get("t") or 0) - (rec.end or rec.submit)) > STALE:
+        cancel_ev = None
+    if requeued:
+        oc = qacct.Outcome("REQUEUED", 0, 0, "CANCELLED", 0, 9)
+    else:
+        oc = qacct.outcome(rec, end_ev, cancel_ev)
+    ident = _ident(ctx, rec.job, s, rec.jobname, rec.owner, rec.group, rec.qname, rec.account)
+    ncpus = rec.slots or 1
+    nodes, mem, extra = _geometry(ctx, s, ncpus, rec.category)
+    start, end = rec.start, rec.end
+    if not start:  # never started (Grid Engine could not launch it): Slurm shows the launch moment
+        start = end = end or rec.submit
+    limit = _limit(ctx, s, rec.category, ident["partition"], True)
+    req_tres = view.tres_text(ncpus, mem, nodes, extra=extra)
+    host = [rec.hostname] if rec.hostname else []
+    job = view.Row(
+        job_id=rec.job, task=task, step=None, state=oc.state, cancel_uid=oc.cancel_uid, exit=oc.exit,
+        signal=oc.signal, submit=rec.submit, eligible=rec.submit, start=start, end=end, now=ctx.now,
+        ncpus=ncpus, nnodes=nodes, nodes=host, ntasks=None, time_limit=limit, req_mem_mb=mem,
+        req_tres=req_tres, alloc_tres=req_tres, total_cpu=rec.utime + rec.stime, user_cpu=rec.utime,
+        sys_cpu=rec.stime, reason="None", priority=rec.priority, order=order,
+        extra={"throttle": (s or {}).get("throttle"), "ge_task": rec.task}, **ident)
+    batch = view.Row(
+        job_id=rec.job, task=task, step="batch", state=oc.batch_state, exit=oc.batch_exit,
+        signal=oc.batch_signal, submit=start, eligible=start, start=start, end=end, now=ctx.now,
+        ncpus=ncpus, nnodes=1, nodes=host, ntasks=1, alloc_tres=view.tres_text(
+            ncpus, mem, 1, billing=False, extra={k: v for k, v in extra.items() if k.startswith("gres/")}),
+        maxrss_kb=rec.maxrss_kb, maxvmem_kb=int(rec.maxvmem // 1024), total_cpu=rec.utime + rec.stime,
+        user_cpu=rec.utime, sys_cpu=rec.stime, cluster=ctx.cluster, order=order, name="batch",
+        partition=ident["partition"], account=ident["account"], user=ident["user"], uid=ident["uid"],
+        group=ident["group"])
+    return job, batch
+
+
+def rows_from_events(ctx: Ctx, job_id: int, task: int | None, s: dict | None, ev: Events
+                     ) -> tuple[view.Row, view.Row | None] | None:
+    """A job Grid Engine has no record of (cancelled while pending) or whose record is not there
+    (yet): rebuilt from the shim's end and cancel events."""
+    end_ev = ev.get(job_id, task, "end")
+    cancel_ev = ev.get(job_id, task, "cancel")
+    start_ev = ev.get(job_id, task, "start")
+    if end_ev is None and cancel_ev is None:
+        return None
+    info = cancel_ev or {}
+    ident = _ident(ctx, job_id, s, info.get("name", ""), info.get("owner", "") or (s or {}).get("user", ""),
+                   "", "", "")
+    if not s and info.get("partition"):
+        ident["partition"] = info["partition"]
+    ncpus = int((s or {}).get("ntasks") or 1) * int((s or {}).get("cpus_per_task") or 1) if s else int(
+        info.get("cpus") or 1)
+    nodes, mem, extra = _geometry(ctx, s, ncpus)
+    submit = float((s or {}).get("submit_time") or info.get("t") or 0) or None
+    if end_ev is None and info.get("was") == "PENDING":
+        ran = False
+    else:
+        ran = end_ev is not None or start_ev is not None or info.get("was") in ("RUNNING", "SUSPENDED", "COMPLETING")
+    if end_ev is not None:
+        oc = qacct._from_end_event(end_ev, cancel_ev)
+        start = float(end_ev.get("start") or (start_ev or {}).get("t") or 0) or None
+        end = float(end_ev.get("t") or 0) or None
+        node = end_ev.get("node") or (start_ev or {}).get("node") or ""
+    else:
+        oc = qacct.Outcome("CANCELLED", 0, 0, "CANCELLED", 0, 9, reason=info.get("reason") or "None",
+                           cancel_uid=qacct._opt_int(info.get("uid")))
+        start = float(info.get("start") or (start_ev or {}).get("t") or 0) or None if ran else None
+        end = float(info.get("t") or 0) or None
+        node = info.get("node") or (start_ev or {}).get("node") or ""
+    limit = _limit(ctx, s, "", ident["partition"], bool(start))
+    req_tres = view.tres_text(ncpus, mem, nodes, extra=extra)
+    reason = oc.reason if not start else "None"
+    if reason == "DependencyNeverSatisfied":
+        reason = "None"
+    host = [node] if node and start else []
+    job = view.Row(
+        job_id=job_id, task=task, step=None, state=oc.state, cancel_uid=oc.cancel_uid, exit=oc.exit,
+        signal=oc.signal, submit=submit, eligible=submit, start=start, end=end, now=ctx.now, ncpus=ncpus,
+        nnodes=nodes, nodes=host, time_limit=limit, req_mem_mb=mem, req_tres=req_tres,
+        alloc_tres=req_tres if start else "", total_cpu=0.0, user_cpu=0.0, sys_cpu=0.0, reason=reason,
+        priority=0, order=0, extra={"throttle": (s or {}).get("throttle")}, **ident)
+    if not start:
+        return job, None
+    batch = view.Row(
+        job_id=job_id, task=task, step="batch", state=oc.batch_state, exit=oc.batch_exit,
+        signal=oc.batch_signal, submit=start, eligible=start, start=start, end=end, now=ctx.now,
+        ncpus=ncpus, nnodes=1, nodes=host, ntasks=1,
+        alloc_tres=view.tres_text(ncpus, mem, 1, billing=False), total_cpu=0.0, user_cpu=0.0, sys_cpu=0.0,
+        cluster=ctx.cluster, name="batch", partition=ident["partition"], account=ident["account"],
+        user=ident["user"], uid=ident["uid"], group=ident["group"])
+    return job, batch
+
+
+def rows_from_live(ctx: Ctx, rec: Any) -> tuple[view.Row, view.Row | None]:
+    """A pending, running or suspended job from the live queue (a shim.jobs JobRecord)."""
+    from .. import jobs
+
+    jobs.detail(rec, ctx.cfg)
+    s = rec.extra.get("submit")
+    ncpus = rec.num_cpus or 1
+    nodes, mem, extra = _geometry(ctx, s, ncpus)
+    if not s and rec.min_memory_mb:
+        mem = rec.min_memory_mb * (ncpus if rec.mem_per_cpu else 1)
+    submit = rec.submit_time.timestamp() if rec.submit_time else None
+    start = rec.start_time.timestamp() if rec.start_time and rec.state != "PENDING" else None
+    held = rec.state == "PENDING" and rec.reason in ("JobHeldUser", "JobHeldAdmin", "Dependency")
+    limit = rec.time_limit if rec.time_limit not in (None, -1) else (
+        (ctx.partition_limit(rec.partition) if start else None))
+    if s and s.get("time") is not None and int(s["time"]) >= 0:
+        limit = int(s["time"])
+    req_tres = view.tres_text(ncpus, mem, nodes, extra=extra)
+    state_ = rec.state if rec.state in ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "REQUEUED") else rec.state
+    array_text = rec.array_pending if rec.array_pending is not None else None
+    job = view.Row(
+        job_id=rec.job_id, task=rec.array_task, array_text=array_text, step=None, state=state_,
+        exit=0, signal=0, submit=submit, eligible=None if held else submit, start=start, end=None,
+        now=ctx.now, ncpus=ncpus, nnodes=nodes, nodes=list(rec.nodes) if start else [], time_limit=limit,
+        req_mem_mb=mem, req_tres=req_tres, alloc_tres=req_tres if start else "", total_cpu=0.0,
+        user_cpu=0.0, sys_cpu=0.0, reason=rec.reason if rec.state == "PENDING" else "None",
+        name=rec.name, partition=rec.partition, account=rec.account or "", user=rec.user, uid=rec.uid,
+        group=rec.group or (jobs.group_name(rec.gid) if rec.gid is not None else ""), gid=rec.gid,
+        comment=rec.comment, workdir=rec.work_dir, qos=rec.qos or "normal", cluster=ctx.cluster,
+        priority=rec.priority, extra={"throttle": rec.array_max_tasks, "live": True})
+    if not start:
+        return job, None
+    batch = view.Row(
+        job_id=rec.job_id, task=rec.array_task, step="batch", state=state_, exit=0, signal=0, submit=start,
+        eligible=start, start=start, end=None, now=ctx.now, ncpus=ncpus, nnodes=1, nodes=list(rec.nodes[:1]),
+        ntasks=1, alloc_tres=view.tres_text(ncpus, mem, 1, billing=False), total_cpu=0.0, user_cpu=0.0,
+        sys_cpu=0.0, cluster=ctx.cluster, name="batch", partition=rec.partition, account=rec.account or "",
+        user=rec.user, uid=rec.uid, group=job.group)
+    return job, batch
+
+
+# ---------------------------------------------------------------------------------------------
+# selection
+
+
+def _in_window(r: view.Row, qy: Query) -> bool:
+    if not qy.window:
+        return True
+    S, E = qy.start, qy.end
+    if qy.states:
+        st = r.state
+        for want in qy.states:
+            if want == "PENDING":
+                if r.eligible and r.eligible < E and (not r.start or r.start > S):
+                    return True
+            elif want in ("RUNNING", "SUSPENDED"):
+                if r.start and r.start < E and (not r.end or r.end >= S):
+                    return True
+            elif want in ENDED:
+                if st == want and r.end and S <= r.end <= E:
+                    return True
+            elif st == want and r.start and ((S <= r.start <= E) or (r.end and S <= r.end <= E) or (
+                    r.start <= S and (not r.end or r.end >= E))):
+                return True
+        return False
+    if not r.eligible or r.eligible >= E:
+        return False
+    return not r.end or r.end >= S
+
+
+def _match(r: view.Row, qy: Query) -> bool:
+    if qy.users is not None and r.user not in qy.users:
+        return False
+    if qy.names is not None and r.name not in qy.names:
+        return False
+    if qy.partitions is not None and r.partition not in qy.partitions:
+        return False
+    if qy.accounts is not None and (r.account or "") not in qy.accounts:
+        return False
+    if qy.groups is not None and r.group not in qy.groups:
+        return False
+    if qy.qos is not None and (r.qos or "") not in qy.qos:
+        return False
+    if qy.nodes is not None and not (set(r.nodes or ()) & qy.nodes):
+        return False
+    if qy.reasons is not None and (r.reason or "None").lower() not in qy.reasons:
+        return False
+    if qy.ncpus is not None and not (qy.ncpus[0] <= (r.ncpus or 0) <= qy.ncpus[1]):
+        return False
+    if qy.nnodes is not None and not (qy.nnodes[0] <= (r.nnodes or 0) <= qy.nnodes[1]):
+        return False
+    if qy.limit_min is not None:
+        lim = r.time_limit if r.time_limit is not None else -1
+        lim_v = float("inf") if lim < 0 else lim
+        lo = float("inf") if qy.limit_min < 0 else qy.limit_min
+        hi = float("inf") if (qy.limit_max is None or qy.limit_max < 0) else qy.limit_max
+        if qy.limit_max is None:
+            if lim_v != lo:
+                return False
+        elif not (lo <= lim_v <= hi):
+            return False
+    if qy.jobs is not None and not _job_selected(r, qy.jobs):
+        return False
+    return _in_window(r, qy)
+
+
+def _job_selected(r: view.Row, sels: list[JobSel]) -> bool:
+    for s in sels:
+        if s.job != r.job_id:
+            continue
+        if s.task is not None and r.task != s.task and not _pending_covers(r, s.task):
+            continue
+        return True
+    return False
+
+
+def _pending_covers(r: view.Row, task: int) -> bool:
+    return task in (r.extra.get("indices") or ())
+
+
+def _step_selected(step: view.Row, sels: list[JobSel] | None) -> bool | None:
+    """None: no step was asked for this job (show the job and its steps); True/False otherwise."""
+    if not sels:
+        return None
+    asked = [s for s in sels if s.job == step.job_id and (s.task is None or s.task == step.task)]
+    if not asked or all(s.step is None for s in asked):
+        return None
+    return any(s.step == step.step for s in asked)
+
+
+# ---------------------------------------------------------------------------------------------
+# main
+
+
+def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
+    parsed, positional = getopt(TABLE, argv, stop_at_positional=False)
+    o = Options()
+    jobs: list[str] = []
+    formats: list[str] = []
+    parsable = None
+    for spec, raw in parsed:
+        if spec.key == "jobs" and raw is not None:
+            jobs.append(raw)
+        elif spec.key == "format" and raw is not None:
+            formats.append(raw)
+        elif spec.key == "parsable":
+            parsable = "ending"
+        elif spec.key == "parsable2":
+            parsable = "no_ending"
+    apply(o, TABLE, parsed, "cli")
+    o["jobs"] = jobs or None
+    o["format"] = formats or None
+    o["layout"] = parsable
+    return o, positional
+
+
+def field_spec(o: Options) -> str:
+    parts: list[str] = []
+    if o.format:
+        parts.extend(o.format)
+    if o.brief:
+        parts.append(view.BRIEF_FIELDS)
+    if o.long:
+        parts.append(view.LONG_FIELDS)
+    if not parts:
+        parts.append(os.environ.get("SACCT_FORMAT") or view.DEFAULT_FIELDS)
+    return ",".join(parts)
+
+
+def main(argv: list[str]) -> int:
+    o, positional = parse_args(argv)
+    if o.help:
+        sys.stdout.write(help_text())
+        return 0
+    if o.usage:
+        sys.stdout.write(USAGE)
+        return 0
+    if o.version:
+        sys.stdout.write(f"slurm-wlm {view.SLURM_VERSION}\n")
+        return 0
+    if o.helpformat:
+        sys.stdout.write(view.helpformat())
+        return 0
+    uid = os.getuid()
+    try:
+        me = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        me = str(uid)
+    qy = build_query(o, uid, me)
+    try:
+        cols = view.parse_fields(field_spec(o))
+    except view.FieldError as e:
+        raise error(f'Invalid field requested: "{e.name}"') from None
+    if positional:
+        raise ShimError(f"{PROG}: error: Unknown arguments:", *(f"{PROG}: error:  {a}" for a in positional),
+                        code=1)
+    if o.verbose:
+        end = time.ctime(qy.end) if qy.end else "Now"
+        print(f"{PROG}: Jobs eligible from {time.ctime(qy.start)} - {end}", file=sys.stderr)
+
+    groups = collect(qy, accounting=o.file, cfg=None)
+    if qy.truncate and qy.window:
+        for job, steps in groups:
+            for r in (job, *steps):
+                if r.start and r.start < qy.start:
+                    r.start = qy.start
+                if r.end and qy.end and r.end > qy.end:
+                    r.end = qy.end
+    if o.json:
+        sys.stdout.write(view.json_document(groups))
+        return 0
+    if o.yaml:
+        sys.stdout.write(view.yaml_document(groups))
+        return 0
+    rows: list[view.Row] = []
+    for job, steps in groups:
+        if job is not None:
+            rows.append(job)
+        rows.extend(steps)
+    if o.noconvert or o.units:
+        _units(rows, cols, o)
+    parsable = o.layout
+    delim = o.delimiter if (parsable and o.delimiter is not None) else "|"
+    sys.stdout.write(view.render(rows, cols, header=not o.noheader, parsable=parsable, delimiter=delim))
+    return 0
+
+
+def _units(rows: list[view.Row], cols: list[view.Column], o: Options) -> None:
+    """--noconvert / --units: memory fields in one unit."""
+    target = (o.units or "").upper()[:1]
+    order = "KMGTP"
+    if o.units and target not in order:
+        raise fatal("Invalid unit type")
+
+    def conv(v: float | None, unit: int) -> str:
+        if v is None:
+            return ""
+        if not target:
+            return f"{int(v)}{' KMGTP'[unit].strip()}"
+        k = order.index(target) + 1
+        val = v / (1024 ** (k - unit))
+        return f"{int(val)}{target}" if val == int(val) else f"{val:.2f}{target}"
+
+    for c in cols:
+        if c.name == "ReqMem":
+            c.get = lambda r: "" if r.step or not r.req_mem_mb else conv(r.req_mem_mb, 2)
+        elif c.name == "MaxRSS":
+            c.get = lambda r: "" if not r.step or r.maxrss_kb is None else conv(r.maxrss_kb, 1)
+        elif c.name == "MaxVMSize":
+            c.get = lambda r: "" if not r.step or r.maxvmem_kb is None else conv(r.maxvmem_kb, 1)
+
+
+def collect(qy: Query, *, accounting: str | None = None, cfg: Any = None, backend: Any = None,
+            live: list | None = None) -> list[tuple[view.Row | None, list[view.Row]]]:
+    """Every matching job with its step rows, in job order."""
+    cfg = cfg if cfg is not None else siteconf.get()
+    ctx = Ctx(cfg, qy.now)
+    path = accounting or qacct.accounting_path(cfg)
+    job_ids = {s.job for s in qy.jobs} if qy.jobs is not None else None
+
+    # 1. Grid Engine's accounting, filtered while reading
+    ge_names = None
+    if qy.names is not None:
+        ge_names = {jobnames.encode(n) for n in qy.names} | set(qy.names)
+    not_before = qy.start if (qy.window and not qy.states and qy.start) else None
+    if qy.window and qy.states and qy.start:
+        # a state filter looks at what happened inside the window: nothing that ended before it
+        not_before = qy.start
+    records = _read_accounting(path, cfg, job_ids, qy.users, ge_names, not_before,
+                               qy.end if qy.window else None, backend)
+
+    # 2. the shim's records
+    jobs_dir = os.path.join(cfg.cluster.state_dir, "jobs")
+    if job_ids is None:
+        try:
+            ctx.known_submits = {int(n[:-5]) for n in os.listdir(jobs_dir) if n.endswith(".json") and n[:-5].isdigit()}
+        except OSError:
+            ctx.known_submits = set()
+    ev = Events(_events_index(cfg, job_ids))
+
+    by_key: dict[tuple[int, int | None], list[qacct.Record]] = {}
+    for r in records:
+        s = fresh_submit(ctx.submit(r.job), r)
+        by_key.setdefault((r.job, _slurm_task(r.task, s)), []).append(r)
+
+    # 3. the live queue, unless nothing live can match
+    live_recs: list = []
+    if live is not None:
+        live_recs = live
+    elif _need_live(qy, by_key, ev, ctx):
+        live_recs = _live(cfg, backend)
+    live_keys: dict[tuple[int, int | None], Any] = {}
+    for lr in live_recs:
+        if job_ids is not None and lr.job_id not in job_ids:
+            continue
+        if lr.array_pending is not None:
+            live_keys[(lr.job_id, ("pending",))] = lr  # type: ignore[index]
+        else:
+            live_keys[(lr.job_id, lr.array_task)] = lr
+
+    groups: list[tuple[view.Row, list[view.Row]]] = []
+    seen: set[tuple[int, int | None]] = set()
+    seen_requeued: set[tuple[int, int | None]] = set()
+    for key, recs in by_key.items():
+        recs.sort(key=lambda x: x.key)
+        s = fresh_submit(ctx.submit(key[0]), recs[-1])
+        lr = live_keys.get(key)
+        if lr is not None and "E" in (lr.ge_state or "") and lr.state == "PENDING":
+            live_keys.pop(key)  # Eqw after a failed start: the accounting record tells what happened
+            lr = None
+        final = recs[-1] if lr is None else None
+        c = ev.get(key[0], key[1], "cancel")
+        if final is not None and c is not None and c.get("was") == "PENDING" and float(c.get("t") or 0) > (
+                final.end or final.submit) + 1:
+            final = None  # requeued, then cancelled while pending again: the events tell the end
+            seen_requeued.add(key)
+        for i, rec in enumerate(recs):
+            earlier = rec is not final
+            if earlier and not qy.duplicates:
+                continue
+            job, batch = rows_from_record(ctx, rec, s, ev, requeued=earlier, order=i)
+            groups.append((job, [batch] if batch else []))
+        if key not in seen_requeued:
+            seen.add(key)
+    for key, lr in live_keys.items():
+        job, batch = rows_from_live(ctx, lr)
+        if key[1] == ("pending",):
+            job.extra["indices"] = lr.extra.get("pending_indices") or []
+        groups.append((job, [batch] if batch else []))
+        seen.add(key)
+    # events without a Grid Engine record: cancelled while pending, or the record is not there yet
+    never_ran: dict[int, list[tuple[view.Row, list[view.Row]]]] = {}
+    for job_id in sorted(ev.index):
+        if job_ids is not None and job_id not in job_ids:
+            continue
+        s = ctx.submit(job_id)
+        tasks = ev.tasks(job_id)
+        if any(t is not None for t in tasks):
+            tasks.discard(None)
+        for t in sorted(tasks, key=lambda x: -1 if x is None else x):
+            if (job_id, t) in seen:
+                continue
+            if any(k[0] == job_id and k[1] == ("pending",) and t in (v.extra.get("pending_indices") or ())
+                   for k, v in live_keys.items()):
+                continue
+            made = rows_from_events(ctx, job_id, t, s, ev)
+            if made is None:
+                continue
+            job, batch = made
+            if t is not None and batch is None and job.state == "CANCELLED":
+                never_ran.setdefault(job_id, []).append((job, []))
+            else:
+                groups.append((job, [batch] if batch else []))
+    for job_id, items in never_ran.items():
+        if len(items) == 1:
+            groups.extend(items)
+            continue
+        # array tasks cancelled before they ran stay one row, as Slurm's array record
+        from ..jobs import compress_indices
+
+        first = min(items, key=lambda x: x[0].task)[0]
+        idx = sorted(x[0].task for x in items)
+        first.array_text = f"[{compress_indices(idx)}]"
+        first.extra["indices"] = idx
+        first.task = None
+        groups.append((first, []))
+
+    out: list[tuple[view.Row, list[view.Row]]] = []
+    for job, steps in groups:
+        if not _match(job, qy):
+            continue
+        shown_steps: list[view.Row] = []
+        if not qy.no_steps:
+            for st in steps:
+                sel = _step_selected(st, qy.jobs)
+                if sel is None or sel:
+                    shown_steps.append(st)
+        if qy.jobs is not None and any(s.step for s in qy.jobs if s.job == job.job_id):
+            if all(s.step for s in qy.jobs if s.job == job.job_id and (s.task is None or s.task == job.task)):
+                if not shown_steps:
+                    continue
+                out.append((None, shown_steps))  # type: ignore[arg-type]
+                continue
+        out.append((job, shown_steps))
+    out.sort(key=_order)
+    return out
+
+
+def _order(item: tuple[view.Row | None, list[view.Row]]) -> tuple:
+    job, steps = item
+    r = job if job is not None else steps[0]
+    if r.task is not None:
+        t = r.task
+    elif r.extra.get("indices"):
+        t = min(r.extra["indices"])
+    else:
+        t = -1
+    return (r.job_id, t, r.order or 0, r.end or float("inf"))
+
+
+def _need_live(qy: Query, by_key: dict, ev: Events, ctx: Ctx) -> bool:
+    """Whether a qstat call can add anything: not when every requested job has ended, nor when the
+    state filter asks only for ended states."""
+    if qy.states is not None and not (qy.states & {"PENDING", "RUNNING", "SUSPENDED", "REQUEUED"}):
+        return False
+    if qy.window and qy.end and qy.end < ctx.now - 60 and qy.states is None:
+        pass  # jobs still running now were eligible then: they can still match
+    if qy.jobs is None:
+        return True
+    done_keys = set(by_key)
+    for job_id in {s.job for s in qy.jobs}:
+        s = ctx.submit(job_id)
+        array = (s or {}).get("array")
+        tasks_needed: set[int | None]
+        if array:
+            tasks_needed = {int(x) for x in array}
+        elif s is not None:
+            tasks_needed = {None}
+        else:
+            found = {k[1] for k in done_keys if k[0] == job_id}
+            if not found or any(t is not None for t in found):
+                return True  # unknown job, or a Grid Engine array whose size only qstat knows
+            tasks_needed = {None}
+        for t in tasks_needed:
+            if (job_id, t) in done_keys:
+                continue
+            if ev.get(job_id, t, "end") is not None:
+                continue
+            c = ev.get(job_id, t, "cancel")
+            if c is not None and c.get("was") in ("PENDING", None):
+                continue
+            return True
+    return False
+
+
+def _live(cfg: Any, backend: Any) -> list:
+    from .. import jobs
+
+    try:
+        return jobs.list_jobs(cfg, backend=backend).records
+    except ShimError as e:
+        # accounting still answers when qmaster does not: warn and show what the file holds
+        for line in e.lines:
+            print(line, file=sys.stderr)
+        return []
+
+
+def _read_accounting(path: str, cfg: Any, job_ids: set[int] | None, users: set[str] | None,
+                     ge_names: set[str] | None, not_before: int | None, not_after: int | None,
+                     backend: Any) -> list[qacct.Record]:
+    try:
+        data = qacct.read(path)
+    except FileNotFoundError:
+        if os.environ.get(qacct.ENV):
+            raise error(f"{path}: no such file") from None
+        return _qacct_fallback(cfg, job_ids, users, backend, path)
+    except (PermissionError, IsADirectoryError):
+        return _qacct_fallback(cfg, job_ids, users, backend, path)
+    return qacct.scan(data, jobs=job_ids, owners=users, ge_names=ge_names, not_before=not_before,
+                      not_after=not_after)
+
+
+def _qacct_fallback(cfg: Any, job_ids: set[int] | None, users: set[str] | None, backend: Any,
+                    path: str) -> list[qacct.Record]:
+    """The accounting file is not readable here: ask qacct (slower, same data)."""
+    from .. import backends
+
+    b = backend or backends.get(cfg)
+    out: list[qacct.Record] = []
+    calls: list[list[str]] = []
+    if job_ids is not None:
+        calls = [qacct.qacct_args(j) for j in sorted(job_ids)]
+    elif users is not None and len(users) == 1:
+        calls = [qacct.qacct_args(owner=next(iter(users)))]
+    else:
+        calls = [qacct.qacct_args()]
+    for args in calls:
+        try:
+            res = b.run("qacct", args, timeout=120)
+        except ShimError:
+            return out
+        if res.returncode == 0:
+            out.extend(qacct.parse_qacct(res.stdout))
+    return out
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,504 @@
+"""The submit agent without Grid Engine: a real agent process over a real unix socket, with a stub
+``drmaa`` module that records what it was asked to submit. The failure modes of the no-loss /
+no-double protocol (agent dies before or after runJob, before or after its journal, hangs, refuses)
+are driven deterministically, and the fake backend answers the qstat token lookup from the stub's
+record of what was "submitted"."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from shim import agent, proc, siteconf
+from shim.cli import sbatch
+from shim.errors import BackendUnavailable
+from shim.proc import Result
+
+STUB = textwrap.dedent('''
+    """A stand-in for the drmaa package: each runJob appends {id, native, script, cwd, env} to $STUB_LOG."""
+    import json, os, time
+
+    class errors:
+        class DrmaaException(Exception): pass
+        class DeniedByDrmException(DrmaaException): pass
+        class DrmCommunicationException(DrmaaException): pass
+        class InternalException(DrmaaException): pass
+        class InvalidArgumentException(DrmaaException): pass
+        class InvalidAttributeValueException(DrmaaException): pass
+        class InvalidAttributeFormatException(DrmaaException): pass
+        class ConflictingAttributeValuesException(DrmaaException): pass
+        class UnsupportedAttributeException(DrmaaException): pass
+        class InvalidJobTemplateException(DrmaaException): pass
+        class AuthorizationException(DrmaaException): pass
+        class TryLaterException(DrmaaException): pass
+        class NoActiveSessionException(DrmaaException): pass
+
+    class JobTemplate:
+        remoteCommand = ""
+        nativeSpecification = ""
+
+    class Session:
+        def initialize(self):
+            if os.environ.get("STUB_INIT_FAIL"):
+                raise errors.DrmCommunicationException("no qmaster")
+        def createJobTemplate(self): return JobTemplate()
+        def deleteJobTemplate(self, jt): pass
+        def exit(self): pass
+        def _submit(self, jt):
+            if "-q nosuch" in jt.nativeSpecification:
+                raise errors.DeniedByDrmException('Job was rejected because job requests unknown queue "nosuch"')
+            if "-q flaky" in jt.nativeSpecification:
+                raise errors.InternalException("Error reading answer list from qmaster")
+            if "-q slow" in jt.nativeSpecification:
+                time.sleep(30)
+            log = os.environ["STUB_LOG"]
+            try:
+                n = 100 + len(open(log).read().splitlines())
+            except FileNotFoundError:
+                n = 100
+            with open(jt.remoteCommand, "rb") as f:
+                script = f.read().decode()
+            rec = {"id": n, "native": jt.nativeSpecification, "script": script, "cwd": os.getcwd(),
+                   "path": os.environ.get("PATH"), "file": jt.remoteCommand}
+            with open(log, "a") as f:
+                f.write(json.dumps(rec) + "\\n")
+            return n
+        def runJob(self, jt): return str(self._submit(jt))
+        def runBulkJobs(self, jt, a, b, c):
+            n = self._submit(jt)
+            return [f"{n}.{i}" for i in range(a, b + 1, c)]
+''')
+
+
+class Cfg:
+    """The bits of a site config the client reads."""
+
+    class gridengine:
+        sge_root = "/var/lib/gridengine"
+        sge_cell = "default"
+        timeout = 5.0
+
+    class submit:
+        method = "agent"
+        agent_idle_minutes = 10
+
+
+class FakeBackend:
+    """qstat answers from the stub's log (the jobs "in Grid Engine"); qsub submits with a new id."""
+
+    name = "gridengine"
+
+    def __init__(self, log: Path, down: bool = False):
+        self.log, self.down, self.calls = log, down, []
+
+    def jobs(self) -> list[dict]:
+        try:
+            return [json.loads(line) for line in self.log.read_text().splitlines()]
+        except FileNotFoundError:
+            return []
+
+    def run(self, tool, args, *, input=None, timeout=None):
+        self.calls.append((tool, list(args)))
+        if self.down:
+            return Result((tool,), 1, "", "error: commlib error: got select error (Connection refused)\n")
+        if tool == "qstat" and args[0] == "-u":
+            rows = "".join(f"{j['id']:>7} 0.00000 job        root         hqw   11/30/2026 09:00:00    1\n"
+                           for j in self.jobs())
+            return Result((tool,), 0, "job-ID  prior   name ...\n------\n" + rows, "")
+        if tool == "qstat" and args[0] == "-j":
+            want = set(args[1].split(","))
+            out = ""
+            for j in self.jobs():
+                if str(j["id"]) in want:
+                    ctx = j["native"].split("-ac ")[1].split()[0]
+                    out += f"==============================================================\njob_number:    {j['id']}\n" \
+                           f"owner:    root\ncontext:                    {ctx}\n"
+            return Result((tool,), 0, out, "")
+        if tool == "qsub":
+            n = 100 + len(self.jobs())
+            with open(self.log, "a") as f:
+                f.write(json.dumps({"id": n, "native": "-ac via=qsub", "qsub": True}) + "\n")
+            return Result((tool,), 0, f"{n}\n", "")
+        raise AssertionError(f"unexpected {tool} {args}")
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "drmaa.py").write_text(STUB)
+    d = tmp_path / "agent"
+    d.mkdir(mode=0o700)
+    e = {
+        "SLURM_SHIM_AGENT_DIR": str(d),
+        "STUB_LOG": str(tmp_path / "jobs.log"),
+        "PYTHONPATH": str(stub),
+        "GLIBC_TUNABLES": agent.STATIC_TLS,
+        "SGE_ROOT": "/var/lib/gridengine",
+        "SGE_CELL": "default",
+        "SLURM_SHIM_AGENT_IDLE": "60",
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "DRMAA_LIBRARY_PATH": "/nonexistent-but-the-stub-ignores-it",
+    }
+    for k, v in e.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    procs = []
+    yield {"dir": d, "log": tmp_path / "jobs.log", "env": e, "procs": procs, "tmp": tmp_path}
+    try:
+        agent.request(str(d), {"op": "stop"}, timeout=2)
+    except OSError:
+        pass
+    for p in procs:
+        try:
+            p.wait(10)
+        except proc.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def serve(env, **extra) -> proc.Popen:
+    """Run an agent process on the fixture's directory and wait until it answers."""
+    e = dict(os.environ, **env["env"], **extra)
+    p = proc.popen(agent.serve_argv(), env=e, stdin=proc.DEVNULL, stdout=proc.DEVNULL, stderr=proc.DEVNULL)
+    env["procs"].append(p)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            agent.request(str(env["dir"]), {"op": "ping"}, timeout=2)
+            return p
+        except OSError:
+            assert p.poll() is None, (env["dir"] / agent.LOG).read_text()
+            time.sleep(0.02)
+    pytest.fail("agent did not start")
+
+
+def wait_empty(d: Path, timeout: float = 5) -> None:
+    deadline = time.monotonic() + timeout
+    while os.listdir(d):
+        assert time.monotonic() < deadline, os.listdir(d)
+        time.sleep(0.01)
+
+
+def jobs(env) -> list[dict]:
+    return FakeBackend(env["log"]).jobs()
+
+
+ARGV = ["-terse", "-q", "debug", "-N", "job", "-o", "/dev/null", "-j", "y", "-wd", "/tmp", "-S", "/bin/sh", "-notify"]
+
+
+# --------------------------------------------------------------------------------------------
+# Pure parts
+
+
+def test_native_spec_is_the_qsub_argv_minus_terse_plus_token():
+    native, bulk = agent.native_spec(ARGV, "abc")
+    assert native.startswith("-w n -shell yes -q debug -N job ")
+    assert native.endswith("-notify -b n -ac slurm_shim_token=abc")
+    assert "-terse" not in native and bulk is None
+
+
+def test_native_spec_takes_the_task_range_out_for_run_bulk_jobs():
+    native, bulk = agent.native_spec(["-t", "1-7", "-tc", "2"], "t")
+    assert bulk == (1, 7, 1) and "-t " not in native and "-tc 2" in native
+    assert agent.native_spec(["-t", "3"], "t")[1] == (3, 3, 1)
+    assert agent.native_spec(["-t", "2-10:4"], "t")[1] == (2, 10, 4)
+
+
+@pytest.mark.parametrize("argv", [["-N", "a b"], ["-M", "x'y"], ["-A", ""], ["-sync", "y"], ["-t", "5-1"]])
+def test_native_spec_refuses_what_qsub_would_read_differently(argv):
+    with pytest.raises(ValueError):
+        agent.native_spec(argv, "t")
+
+
+def test_parse_contexts():
+    text = ("==============================================================\njob_number:                 7\n"
+            "context:                    a=b,slurm_shim_token=xyz\n"
+            "==============================================================\njob_number:                 8\n")
+    assert agent.parse_contexts(text) == [(7, ["a=b", "slurm_shim_token=xyz"]), (8, [])]
+
+
+def test_agent_dir_must_be_private(tmp_path, monkeypatch):
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    d = tmp_path / "a"
+    assert agent.agent_dir({"SLURM_SHIM_AGENT_DIR": str(d)}) == str(d)
+    assert d.stat().st_mode & 0o777 == 0o700
+    d.chmod(0o755)
+    assert agent.agent_dir({"SLURM_SHIM_AGENT_DIR": str(d)}) is None
+    if os.getuid() == 0:
+        d.chmod(0o700)
+        os.chown(d, 65534, 65534)
+        assert agent.agent_dir({"SLURM_SHIM_AGENT_DIR": str(d)}) is None
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path)
+    assert agent.agent_dir({"SLURM_SHIM_AGENT_DIR": str(link)}) is None
+
+
+def test_agent_dir_prefers_the_users_runtime_dir(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    assert agent.agent_dir({"XDG_RUNTIME_DIR": str(run)}) == str(run / "slurm-shim")
+
+
+def test_find_token_scans_the_users_jobs_newest_first(tmp_path):
+    log = tmp_path / "jobs.log"
+    log.write_text("".join(json.dumps({"id": 100 + i, "native": f"-ac slurm_shim_token=t{i}"}) + "\n"
+                           for i in range(60)))
+    b = FakeBackend(log)
+    assert agent.find_token("t59", b, "root") == 159
+    assert [c[1][0] for c in b.calls] == ["-u", "-j"]
+    assert b.calls[1][1][1].split(",")[0] == "159"
+    assert agent.find_token("t0", b, "root") == 100
+    assert agent.find_token("nope", b, "root") is None
+    with pytest.raises(agent.Unresolved):
+        agent.find_token("t1", FakeBackend(log, down=True), "root")
+
+
+# --------------------------------------------------------------------------------------------
+# Client against a real agent process
+
+
+def test_submit_through_the_agent(env, tmp_path, monkeypatch):
+    serve(env)
+    monkeypatch.chdir(tmp_path)
+    b = FakeBackend(env["log"])
+    job = agent.submit(ARGV, b"#!/bin/sh\necho hi\n", Cfg, b)
+    [rec] = jobs(env)
+    assert job == rec["id"] == 100
+    assert rec["script"] == "#!/bin/sh\necho hi\n"
+    assert rec["cwd"] == str(tmp_path)  # the agent submits from sbatch's directory (./.sge_request, sge_o_workdir)
+    assert rec["path"] == os.environ["PATH"]
+    assert " -ac slurm_shim_token=" in rec["native"]
+    assert b.calls == []  # no qstat, no qsub
+    assert os.listdir(env["dir"] / "spool") == []
+    wait_empty(env["dir"] / "tokens")  # the agent removes its journal entry just after replying
+
+
+def test_array_goes_through_run_bulk_jobs(env):
+    serve(env)
+    assert agent.submit(["-t", "1-3", *ARGV], b"#!/bin/sh\n", Cfg, FakeBackend(env["log"])) == 100
+
+
+def test_refused_means_qsub(env):
+    serve(env)
+    assert agent.submit(["-N", "a b"], b"#!/bin/sh\n", Cfg, FakeBackend(env["log"])) is None
+    assert agent.submit(["-q", "nosuch"], b"#!/bin/sh\n", Cfg, FakeBackend(env["log"])) is None
+    assert jobs(env) == []
+
+
+@pytest.mark.parametrize("moment", ["before_submit", "after_submit", "after_journal"])
+def test_agent_killed_mid_request_never_loses_or_doubles(env, moment):
+    p = serve(env)
+    b = FakeBackend(env["log"])
+    e = dict(os.environ, SLURM_SHIM_AGENT_TEST_DIE=moment)
+    job = agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b, environ=e)
+    p.wait(10)
+    assert p.returncode == -9
+    if moment == "before_submit":  # nothing submitted: the lookup says so, and sbatch will use qsub
+        assert job is None and jobs(env) == []
+        assert [c[0] for c in b.calls] == ["qstat"]
+    else:  # submitted: the journal or the context lookup finds the job, no qsub
+        [rec] = jobs(env)
+        assert job == rec["id"]
+        tools = [c[0] for c in b.calls]
+        assert "qsub" not in tools
+        assert tools == ([] if moment == "after_journal" else ["qstat", "qstat"])
+    wait_empty(env["dir"] / "tokens")
+
+
+def test_uncertain_drmaa_error_is_resolved_before_falling_back(env):
+    serve(env)
+    b = FakeBackend(env["log"])
+    assert agent.submit(["-q", "flaky"], b"#!/bin/sh\n", Cfg, b) is None
+    assert [c[0] for c in b.calls] == ["qstat"]
+
+
+def test_unresolvable_outcome_is_a_slurm_error_not_a_fallback(env):
+    p = serve(env)
+    b = FakeBackend(env["log"], down=True)
+    e = dict(os.environ, SLURM_SHIM_AGENT_TEST_DIE="after_submit")
+    with pytest.raises(BackendUnavailable) as ei:
+        agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b, environ=e)
+    p.wait(10)
+    assert ei.value.lines[0] == ("sbatch: error: Batch job submission failed: "
+                                 "Unable to contact slurm controller (connect failure)")
+    assert "qsub" not in [c[0] for c in b.calls]
+
+
+def test_hung_agent_is_killed_then_resolved(env, monkeypatch):
+    p = serve(env)
+
+    class Quick(Cfg):
+        class gridengine(Cfg.gridengine):
+            timeout = 1.0
+
+    b = FakeBackend(env["log"])
+    t0 = time.monotonic()
+    assert agent.submit(["-q", "slow"], b"#!/bin/sh\n", Quick, b) is None
+    assert time.monotonic() - t0 < 5
+    p.wait(5)
+    assert p.returncode == -9
+    assert [c[0] for c in b.calls] == ["qstat"]
+
+
+def test_no_agent_starts_one_and_uses_qsub(env, monkeypatch):
+    started = []
+    monkeypatch.setattr(proc, "popen", lambda argv, **kw: started.append((argv, kw)))
+    b = FakeBackend(env["log"])
+    assert agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None
+    assert agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None  # one is starting: no second start
+    [(argv, kw)] = started
+    assert argv == agent.serve_argv() and kw["start_new_session"] is True and kw["cwd"] == "/"
+    assert kw["env"]["SLURM_SHIM_AGENT_DIR"] == str(env["dir"])
+    assert "optional_static_tls" in kw["env"]["GLIBC_TUNABLES"]
+    assert kw["env"]["SLURM_SHIM_AGENT_IDLE"] == "600.0"
+    os.utime(env["dir"] / agent.STARTING, (time.time() - 60, time.time() - 60))  # a start that died
+    assert agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None
+    assert len(started) == 2
+
+
+def test_started_agent_serves_the_next_call(env):
+    b = FakeBackend(env["log"])
+    assert agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None
+    deadline = time.monotonic() + 20
+    while not (env["dir"] / agent.SOCKET).exists():
+        assert time.monotonic() < deadline, (env["dir"] / agent.LOG).read_text()
+        time.sleep(0.05)
+    assert agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b) == 100
+    assert not (env["dir"] / agent.STARTING).exists()
+
+
+def test_drmaa_failure_disables_the_agent_for_a_while(env, monkeypatch):
+    e = dict(os.environ, **env["env"], STUB_INIT_FAIL="1")
+    p = proc.popen(agent.serve_argv(), env=e, stdin=proc.DEVNULL, stdout=proc.DEVNULL, stderr=proc.DEVNULL)
+    assert p.wait(20) == 1
+    assert (env["dir"] / agent.DISABLED).exists()
+    started = []
+    monkeypatch.setattr(proc, "popen", lambda argv, **kw: started.append(argv))
+    assert agent.submit(ARGV, b"#!/bin/sh\n", Cfg, FakeBackend(env["log"])) is None
+    assert started == []
+
+
+def test_one_agent_per_directory(env):
+    serve(env)
+    e = dict(os.environ, **env["env"])
+    second = proc.popen(agent.serve_argv(), env=e, stdin=proc.DEVNULL, stdout=proc.DEVNULL, stderr=proc.DEVNULL)
+    assert second.wait(20) == 0
+    assert agent.request(str(env["dir"]), {"op": "ping"})["status"] == "ok"
+
+
+def test_idle_agent_exits_and_removes_its_socket(env):
+    p = serve(env, SLURM_SHIM_AGENT_IDLE="0.5")
+    assert p.wait(15) == 0
+    assert not (env["dir"] / agent.SOCKET).exists()
+
+
+@pytest.mark.parametrize("serial", ["0", "1"])
+def test_concurrent_clients_get_distinct_jobs(env, serial):
+    import threading
+
+    serve(env, SLURM_SHIM_AGENT_SERIAL=serial)
+    assert agent.request(str(env["dir"]), {"op": "ping"})["serial"] is (serial == "1")
+    out, b = [], FakeBackend(env["log"])
+
+    def one():
+        out.append(agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b))
+
+    threads = [threading.Thread(target=one) for _ in range(30)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(out) == list(range(100, 130))
+    assert b.calls == []
+
+
+def test_other_users_are_turned_away(env):
+    """The agent checks SO_PEERCRED; a peer of another uid gets no answer (needs root to fake one)."""
+    if os.getuid() != 0:
+        pytest.skip("needs root to connect as another uid")
+    serve(env)
+    os.chmod(env["dir"], 0o711)  # let uid 65534 reach the socket file, as a misconfigured dir would
+    for parent in env["dir"].parents:
+        if str(parent) in ("/", "/tmp"):
+            break
+        parent.chmod(parent.stat().st_mode | 0o711)
+    os.chmod(env["dir"] / agent.SOCKET, 0o777)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child becomes nobody and tries
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(5)
+            s.connect(str(env["dir"] / agent.SOCKET))
+            agent._send(s, {"op": "ping"})
+            try:
+                msg = s.recv(100)
+            except OSError:
+                msg = b""
+            os.write(w, b"answered" if msg else b"refused")
+        except BaseException as e:  # noqa: BLE001 - report anything to the parent
+            os.write(w, repr(e).encode()[:200])
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    assert os.read(r, 300) == b"refused"
+    os.chmod(env["dir"], 0o700)
+
+
+# --------------------------------------------------------------------------------------------
+# sbatch's routing
+
+
+NS = siteconf.NS
+
+
+def test_sbatch_routes_through_the_agent_only_when_configured(monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(agent, "submit", lambda argv, script, cfg, backend: calls.append(argv) or 4242)
+    monkeypatch.setattr(sbatch.state, "record_submit", lambda cfg, job, rec: calls.append(("record", job)))
+    from shim import backends
+
+    class GE:
+        name = "gridengine"
+
+        def run(self, tool, args, input=None, timeout=None):
+            calls.append(tool)
+            return Result((tool,), 0, "77\n", "")
+
+    backends.use(GE())
+    try:
+        sub = type("Sub", (), {"argv": ["-terse"], "payload": {"name": "x"}})()
+        agent_cfg = NS(submit=NS(method="agent"), cluster=NS(state_dir=str(tmp_path)))
+        assert sbatch.submit(sub, agent_cfg) == 4242
+        assert calls == [["-terse"], ("record", 4242)]
+        calls.clear()
+        assert sbatch.submit(sub, NS(submit=NS(method="qsub"), cluster=NS(state_dir=str(tmp_path)))) == 77
+        assert calls == ["qsub", ("record", 77)]
+        calls.clear()
+        assert sbatch.submit(sub, NS(cluster=NS(state_dir=str(tmp_path)))) == 77  # an old cached config
+        monkeypatch.setattr(agent, "submit", lambda *a: None)  # the agent did not submit: qsub
+        calls.clear()
+        assert sbatch.submit(sub, agent_cfg) == 77
+        assert calls == ["qsub", ("record", 77)]
+    finally:
+        backends.use(None)
+        siteconf.reset()
+
+
+def test_client_path_imports_stay_light():
+    """sbatch pays for the client only: no drmaa, threading or pwd until a lookup is needed."""
+    code = ("import sys, shim.agent; bad = {'drmaa', 'threading', 'fcntl', 'glob'} & set(sys.modules); "
+            "print(sorted(bad))")
+    out = proc.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(Path(agent.__file__).parents[1])))
+    assert out.stdout.strip() == "[]", out

@@ -1,0 +1,125 @@
+"""The format engine against real Slurm 22.05 layouts.
+
+The reference's ``squeue -o %all`` capture holds every field's value for every job; feeding those
+values through the engine with other formats must reproduce, byte for byte, what real squeue
+printed for the same queue with those formats (widths, justification, cutting, separators).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import SLURM_REF
+from shim.render import fmt
+from shim.render import squeue as view
+
+CASES = json.loads((SLURM_REF / "cases.json").read_text())
+ALL = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+LONG_TO_LETTER = {"jobid": "A", "jobarrayid": "i", "name": "j", "state": "T", "timeused": "M", "timelimit": "l",
+                  "numnodes": "D", "reasonlist": "R", "reason": "r", "arrayjobid": "F", "arraytaskid": "K"}
+
+
+def reference_rows() -> list[dict[str, str]]:
+    lines = CASES["squeue_o_all"]["stdout"].splitlines()
+    return [dict(zip(ALL, line.split("|"))) for line in lines[1:]]
+
+
+def value_registry() -> fmt.Registry:
+    """squeue's real letters, names and headers, with getters that read the captured values."""
+    fields = []
+    for f in view.SQUEUE_FIELDS:
+        letter = f.letter or LONG_TO_LETTER.get(f.name.lower())
+        if letter is None:
+            continue
+        fields.append(fmt.FieldSpec(f.letter, f.name, f.header, lambda row, ctx, c=letter: row[c]))
+    return fmt.Registry(fields)
+
+
+def render_percent(spec: str, header: bool = True) -> str:
+    f = fmt.parse_percent(spec, value_registry(), all_letters=ALL)
+    return "".join(line + "\n" for line in fmt.render(f, reference_rows(), header=header))
+
+
+def render_long(spec: str) -> str:
+    f = fmt.parse_long(spec, value_registry())
+    return "".join(line + "\n" for line in fmt.render(f, reference_rows()))
+
+
+@pytest.mark.parametrize("case, spec", [
+    ("squeue_default", view.DEFAULT_FORMAT),
+    ("squeue_o_default_explicit", "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"),
+    ("squeue_o_brief", "%i %j %T %M %l %D %R"),
+    ("squeue_o_array_fields", "%i|%A|%a|%F|%K|%j|%t|%T|%r|%R"),
+    ("squeue_o_misc_fields", "%i|%u|%U|%g|%a|%P|%q|%Q|%p|%C|%c|%m|%b|%W|%L|%l|%M|%S|%V|%e|%E|%Z|%o|%D|%N|%n|%y|%h|%k"),
+    ("squeue_o_all", "%all"),
+    ("squeue_env_format", "%i %T %r"),
+])
+def test_percent_layout_is_byte_exact(case, spec):
+    assert render_percent(spec) == CASES[case]["stdout"]
+
+
+def test_long_format_layout_without_its_date_line():
+    expected = CASES["squeue_l"]["stdout"].split("\n", 1)[1]
+    assert render_percent(view.LONG_FORMAT) == expected
+
+
+def test_noheader():
+    assert render_percent(view.DEFAULT_FORMAT, header=False) == CASES["squeue_h"]["stdout"]
+    assert render_percent("%i", header=False) == CASES["squeue_noheader_ids"]["stdout"]
+
+
+@pytest.mark.parametrize("case, spec", [
+    ("squeue_O", "jobid,name,state,timeused,timelimit,numnodes,reasonlist"),
+    ("squeue_O_widths", "JobID:8,Name:.12,State:.10,Reason:20"),
+    ("squeue_env_format2", "JobID:10,State:12"),
+])
+def test_long_field_layout_is_byte_exact(case, spec):
+    assert render_long(spec) == CASES[case]["stdout"]
+
+
+def test_cell_cuts_and_pads():
+    assert fmt.cell("1173_[0,2,4,6,8,10]", 18, True) == "1173_[0,2,4,6,8,10"
+    assert fmt.cell("1-00:00:00", 9, True, cut=False) == "1-00:00:00"  # squeue -l %.9l
+    assert fmt.cell("1-00:00:00", 9, False, cut=False) == "1-00:00:0"
+    assert fmt.cell("ab", 5, True) == "   ab"
+    assert fmt.cell("ab", 5, False) == "ab   "
+    assert fmt.cell("abcdefgh", 3, False) == "abc"
+    assert fmt.cell("natural", 0, True) == "natural"
+
+
+def test_percent_parser_keeps_prefix_and_suffixes():
+    reg = fmt.Registry([fmt.FieldSpec("i", "JobID", "JOBID", lambda r, c: r["i"]),
+                        fmt.FieldSpec("j", "Name", "NAME", lambda r, c: r["j"])])
+    f = fmt.parse_percent('"%.5i","%-j"', reg, errors=(errs := []))
+    assert f.prefix == '"'
+    assert [(c.field.letter, c.width, c.right) for c in f.columns] == [("i", 5, True)]
+    assert errs == ["-"]
+    f = fmt.parse_percent('"%i","%j"', reg)
+    assert fmt.render_header(f) == '"JOBID","NAME"'
+    assert fmt.render_row(f, {"i": "7", "j": "x"}) == '"7","x"'
+    with pytest.raises(fmt.FormatError):
+        fmt.parse_percent("%i %Z", reg)
+
+
+def test_long_parser_defaults_to_twenty_and_reads_suffix():
+    reg = fmt.Registry([fmt.FieldSpec("i", "JobID", "JOBID", lambda r, c: "1")])
+    f = fmt.parse_long("jobid,JOBID:.4|,JobId:", reg)
+    assert [(c.width, c.right, c.suffix) for c in f.columns] == [(20, False, ""), (4, True, "|"), (0, False, "")]
+    assert fmt.render_header(f) == "JOBID" + " " * 15 + "JOBI|JOBID"
+
+
+def test_sort_keys_parse_and_order():
+    reg = fmt.Registry([fmt.FieldSpec("i", "JobID", "JOBID", lambda r, c: str(r[0]), key=lambda r, c: r[0]),
+                        fmt.FieldSpec("p", "Priority", "PRIORITY", lambda r, c: str(r[1]), key=lambda r, c: r[1])])
+    rows = [(3, 1), (1, 2), (2, 2)]
+    assert fmt.sort_rows(rows, fmt.parse_sort("-p,i", reg)) == [(1, 2), (2, 2), (3, 1)]
+    assert fmt.sort_rows(rows, fmt.parse_sort("+jobid", reg)) == [(1, 2), (2, 2), (3, 1)]
+    with pytest.raises(fmt.FormatError):
+        fmt.parse_sort("x", reg)
+
+
+def test_every_letter_has_a_field_and_slurm_headers():
+    headers = CASES["squeue_o_all"]["stdout"].splitlines()[0].split("|")
+    assert [view.REGISTRY.letter(c).header for c in ALL] == headers
