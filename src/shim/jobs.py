@@ -224,8 +224,6 @@ def _finish_active(rec: JobRecord, cfg: SiteConfig, qmap: q.QueueMap) -> None:
     rec.priority = int(round(prio * PRIO_SCALE))
     rec.submit_time = _dt(rec.extra.get("submit_ts"))
     rec.start_time = _dt(rec.extra.get("start_ts"))
-    if rec.start_time and rec.state in ("RUNNING", "SUSPENDED", "COMPLETING") and rec.time_limit not in (None, -1):
-        rec.end_time = datetime.fromtimestamp(rec.extra["start_ts"] + rec.time_limit * 60)
     if rec.queue and qmap.ambiguous(rec.queue):
         s = submit_record(cfg, rec)
         if s and s.get("partition"):
@@ -440,7 +438,9 @@ def ended_record(cfg: SiteConfig, job_id: int, task: int | None, events: dict, s
     else:
         rec.extra["run_seconds"] = 0
     detail(rec, cfg)
-    if not s:
+    if s:
+        rec.num_cpus = max(1, rec.num_tasks * rec.cpus_per_task)
+    else:
         rec.num_cpus = _int(info.get("cpus"), 1)
     return rec
 

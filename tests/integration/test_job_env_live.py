@@ -75,13 +75,17 @@ def submitted(tmp_path_factory):
         args = SUBMIT["cases"].get(case, "--array=1-4")
         argv = args.split() if args else []
         argv = [a.replace("/srv/sref", str(d)) for a in argv]
-        out = f"{case}_%a.out" if case == "array" else f"{case}.out"
+        out = str(d / (f"{case}_%a.out" if case == "array" else f"{case}.out"))
         cp = run("env", "-i", *(f"{k}={v}" for k, v in env.items()), "sbatch", "-o", out, *argv,
                  "envdump.sh", "arg1", "arg two", cwd=d)
         assert cp.returncode == 0, f"{case}: {cp.stderr}"
         jobs[case] = int(cp.stdout.split()[-1])
     files = [d / f"{c}.out" for c in CASES] + [d / f"array_{i}.out" for i in range(1, 5)]
-    wait_until(lambda: all(f.exists() and "== end" in f.read_text() for f in files), 120, "all env dumps")
+    missing = lambda: [f.name for f in files if not (f.exists() and "== end" in f.read_text())]  # noqa: E731
+    try:
+        wait_until(lambda: not missing(), 120, f"all env dumps in {d}")
+    except BaseException:
+        pytest.fail(f"no env dump for {missing()}; qstat:\n{run('qstat', '-u', '*').stdout}")
     return d, jobs
 
 

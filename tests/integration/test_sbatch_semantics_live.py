@@ -43,7 +43,7 @@ def test_array_throttle_becomes_tc(workdir):
     job = sbatch("--array=1-4%2", "-H", "--wrap", "true", cwd=workdir)
     out = run("qstat", "-j", str(job)).stdout
     assert re.search(r"job-array tasks:\s+1-4:1", out)
-    assert re.search(r"task_concurrency:\s+2", out)
+    assert re.search(r"maximum concurrency:\s+2", out)
     run("qdel", str(job))
 
 
@@ -57,7 +57,7 @@ def test_exit_100_is_a_failure_not_an_error_state(workdir):
     cp = run("sbatch", "--wait", "--wrap", "exit 100", cwd=workdir, timeout=120)
     assert cp.returncode == 100
     job = int(cp.stdout.split()[-1])
-    assert gone(job)  # never parked in Grid Engine's Eqw
+    wait_until(lambda: gone(job), 30, "the job to leave Grid Engine (never parked in Eqw)")
 
 
 def test_afterok_runs_after_success_and_never_after_failure(workdir):

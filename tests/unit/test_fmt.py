@@ -33,7 +33,7 @@ def value_registry() -> fmt.Registry:
         letter = f.letter or LONG_TO_LETTER.get(f.name.lower())
         if letter is None:
             continue
-        fields.append(fmt.FieldSpec(f.letter, f.name, f.header, lambda row, ctx, c=letter: row[c]))
+        fields.append(fmt.FieldSpec(f.letter, f.name, f.header, lambda row, ctx, c=letter: row[c], cut=f.cut))
     return fmt.Registry(fields)
 
 

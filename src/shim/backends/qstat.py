@@ -227,12 +227,18 @@ def parse_rows(xml: str | bytes) -> list[dict[str, Any]]:
             body = m.group(2)
             if "<job_list" in body:
                 break
-            rows.append(_row(m.group(1), ((f[0], f[1], f[2]) for f in _FIELD_RE.findall(body))))
+            rows.append(_row(m.group(1), _FIELD_RE.findall(body)))
         else:
             if len(rows) == text.count("<job_list"):
                 return rows
-    return [_row(el.get("state", ""), ((c.tag, "".join(f' {k}="{v}"' for k, v in c.attrib.items()), c.text or "")
-                                      for c in el)) for el in iter_job_elements(text)]
+    return parse_rows_tree(text)
+
+
+def parse_rows_tree(xml: str | bytes) -> list[dict[str, Any]]:
+    """parse_rows through ElementTree (the reference reading, and the fallback)."""
+    return [_row(el.get("state", ""), ((c.tag, "".join(f' {k}="{html.escape(v)}"' for k, v in c.attrib.items()),
+                                        html.escape(c.text or "", quote=False)) for c in el))
+            for el in iter_job_elements(xml)]
 
 
 def record_from_row(row: dict[str, Any], qmap: QueueMap, cfg: SiteConfig) -> JobRecord:

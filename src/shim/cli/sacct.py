@@ -381,6 +381,10 @@ class Ctx:
         self._uid: dict[str, int | None] = {}
         self._gid: dict[str, int | None] = {}
         self._submit: dict[int, dict | None] = {}
+        self._ident: dict[tuple, dict[str, Any]] = {}
+        self._geom: dict[tuple, tuple] = {}
+        self._limits: dict[str, int] = {}
+        self._limit_cache: dict[tuple, int | None] = {}
         self.known_submits: set[int] | None = None
 
     def uid(self, user: str) -> int | None:
@@ -407,12 +411,37 @@ class Ctx:
                 self._submit[job] = state.load_submit(self.cfg, job)
         return self._submit[job]
 
+    def ident(self, job: int, s: dict | None, ge_name: str, owner: str, group: str, queue: str,
+              ge_account: str) -> dict[str, Any]:
+        key = (id(s) if s else None, ge_name, owner, group, queue, ge_account)
+        v = self._ident.get(key)
+        if v is None:
+            v = self._ident[key] = _ident(self, job, s, ge_name, owner, group, queue, ge_account)
+        return v
+
+    def geometry(self, job: int, s: dict | None, ncpus: int, category: str) -> tuple:
+        key = (job if s else None, ncpus, category)
+        v = self._geom.get(key)
+        if v is None:
+            v = self._geom[key] = _geometry(self, s, ncpus, category)
+        return v
+
+    @staticmethod
+    def gres_only(extra: dict[str, int]) -> dict[str, int]:
+        return {k: v for k, v in extra.items() if k.startswith("gres/")} if extra else extra
+
     def partition_of(self, queue: str) -> str:
         q = queue.split("@", 1)[0]
         return self.by_queue.get(q, q)
 
     def partition_limit(self, partition: str) -> int:
         """The time limit a job without -t gets in this partition (minutes, -1 unlimited)."""
+        if partition in self._limits:
+            return self._limits[partition]
+        self._limits[partition] = v = self._partition_limit(partition)
+        return v
+
+    def _partition_limit(self, partition: str) -> int:
         from ..options.values import time_minutes
 
         p = self.cfg.partitions.get(partition)
@@ -426,8 +455,10 @@ class Ctx:
         return -1
 
 
-def _events_index(cfg: Any, jobs: set[int] | None) -> dict[int, dict[tuple[int | None, str], str]]:
-    """{job: {(task, kind): path}} of end and cancel events (one directory listing)."""
+def _events_index(cfg: Any, jobs: set[int] | None, min_mtime: float | None = None
+                  ) -> dict[int, dict[tuple[int | None, str], str]]:
+    """{job: {(task, kind): path}} of end and cancel events (one directory listing); with
+    ``min_mtime``, only events written since then."""
     d = os.path.join(cfg.cluster.state_dir, "events")
     out: dict[int, dict[tuple[int | None, str], str]] = {}
     try:
@@ -445,6 +476,12 @@ def _events_index(cfg: Any, jobs: set[int] | None) -> dict[int, dict[tuple[int |
             job = int(parts[0])
             if jobs is not None and job not in jobs:
                 continue
+            if min_mtime is not None:
+                try:
+                    if e.stat().st_mtime < min_mtime:
+                        continue
+                except OSError:
+                    continue
             task = None if parts[1] == "x" else (int(parts[1]) if parts[1].lstrip("-").isdigit() else None)
             out.setdefault(job, {})[(task, parts[2])] = e.path
     return out
@@ -557,6 +594,13 @@ def _geometry(ctx: Ctx, s: dict | None, ncpus: int, category: str = "") -> tuple
 
 
 def _limit(ctx: Ctx, s: dict | None, category: str, partition: str, started: bool) -> int | None:
+    key = (id(s) if s else None, category, partition, started)
+    if key not in ctx._limit_cache:
+        ctx._limit_cache[key] = _limit_of(ctx, s, category, partition, started)
+    return ctx._limit_cache[key]
+
+
+def _limit_of(ctx: Ctx, s: dict | None, category: str, partition: str, started: bool) -> int | None:
     t = None
     if s and s.get("time") is not None:
         t = int(s["time"])
@@ -596,7 +640,7 @@ def _ident(ctx: Ctx, job: int, s: dict | None, ge_name: str, owner: str, group: 
 
 
 def rows_from_record(ctx: Ctx, rec: qacct.Record, s: dict | None, ev: Events, *, requeued: bool = False,
-                     order: int = 0) -> tuple[view.Row, view.Row | None]:
+                     order: int = 0, steps: bool = True) -> tuple[view.Row, view.Row | None]:
     """A finished job or array task (one accounting record) -> its job row and .batch row."""
     task = _slurm_task(rec.task, s)
     end_ev = None if requeued else ev.get(rec.job, task, "end")
@@ -609,28 +653,29 @@ def rows_from_record(ctx: Ctx, rec: qacct.Record, s: dict | None, ev: Events, *,
         oc = qacct.Outcome("REQUEUED", 0, 0, "CANCELLED", 0, 9)
     else:
         oc = qacct.outcome(rec, end_ev, cancel_ev)
-    ident = _ident(ctx, rec.job, s, rec.jobname, rec.owner, rec.group, rec.qname, rec.account)
+    ident = ctx.ident(rec.job, s, rec.jobname, rec.owner, rec.group, rec.qname, rec.account)
     ncpus = rec.slots or 1
-    nodes, mem, extra = _geometry(ctx, s, ncpus, rec.category)
+    nodes, mem, extra = ctx.geometry(rec.job, s, ncpus, rec.category)
     start, end = rec.start, rec.end
     if not start:  # never started (Grid Engine could not launch it): Slurm shows the launch moment
         start = end = end or rec.submit
     limit = _limit(ctx, s, rec.category, ident["partition"], True)
-    req_tres = view.tres_text(ncpus, mem, nodes, extra=extra)
     host = [rec.hostname] if rec.hostname else []
+    cpu = rec.utime + rec.stime
     job = view.Row(
-        job_id=rec.job, task=task, step=None, state=oc.state, cancel_uid=oc.cancel_uid, exit=oc.exit,
+        job_id=rec.job, task=task, state=oc.state, cancel_uid=oc.cancel_uid, exit=oc.exit,
         signal=oc.signal, submit=rec.submit, eligible=rec.submit, start=start, end=end, now=ctx.now,
-        ncpus=ncpus, nnodes=nodes, nodes=host, ntasks=None, time_limit=limit, req_mem_mb=mem,
-        req_tres=req_tres, alloc_tres=req_tres, total_cpu=rec.utime + rec.stime, user_cpu=rec.utime,
+        ncpus=ncpus, nnodes=nodes, nodes=host, time_limit=limit, req_mem_mb=mem,
+        tres=(ncpus, mem, nodes, extra), total_cpu=cpu, user_cpu=rec.utime,
         sys_cpu=rec.stime, reason="None", priority=rec.priority, order=order,
-        extra={"throttle": (s or {}).get("throttle"), "ge_task": rec.task}, **ident)
+        extra={"throttle": (s or {}).get("throttle")}, **ident)
+    if not steps:
+        return job, None
     batch = view.Row(
         job_id=rec.job, task=task, step="batch", state=oc.batch_state, exit=oc.batch_exit,
         signal=oc.batch_signal, submit=start, eligible=start, start=start, end=end, now=ctx.now,
-        ncpus=ncpus, nnodes=1, nodes=host, ntasks=1, alloc_tres=view.tres_text(
-            ncpus, mem, 1, billing=False, extra={k: v for k, v in extra.items() if k.startswith("gres/")}),
-        maxrss_kb=rec.maxrss_kb, maxvmem_kb=int(rec.maxvmem // 1024), total_cpu=rec.utime + rec.stime,
+        ncpus=ncpus, nnodes=1, nodes=host, ntasks=1, tres=(ncpus, mem, 1, ctx.gres_only(extra), False),
+        maxrss_kb=rec.maxrss_kb, maxvmem_kb=int(rec.maxvmem // 1024), total_cpu=cpu,
         user_cpu=rec.utime, sys_cpu=rec.stime, cluster=ctx.cluster, order=order, name="batch",
         partition=ident["partition"], account=ident["account"], user=ident["user"], uid=ident["uid"],
         group=ident["group"])
@@ -654,24 +699,23 @@ def rows_from_events(ctx: Ctx, job_id: int, task: int | None, s: dict | None, ev
     ncpus = int((s or {}).get("ntasks") or 1) * int((s or {}).get("cpus_per_task") or 1) if s else int(
         info.get("cpus") or 1)
     nodes, mem, extra = _geometry(ctx, s, ncpus)
-    submit = float((s or {}).get("submit_time") or info.get("t") or 0) or None
+    submit = int(float((s or {}).get("submit_time") or info.get("t") or 0)) or None
     if end_ev is None and info.get("was") == "PENDING":
         ran = False
     else:
         ran = end_ev is not None or start_ev is not None or info.get("was") in ("RUNNING", "SUSPENDED", "COMPLETING")
     if end_ev is not None:
         oc = qacct._from_end_event(end_ev, cancel_ev)
-        start = float(end_ev.get("start") or (start_ev or {}).get("t") or 0) or None
-        end = float(end_ev.get("t") or 0) or None
+        start = int(float(end_ev.get("start") or (start_ev or {}).get("t") or 0)) or None
+        end = int(float(end_ev.get("t") or 0)) or None
         node = end_ev.get("node") or (start_ev or {}).get("node") or ""
     else:
         oc = qacct.Outcome("CANCELLED", 0, 0, "CANCELLED", 0, 9, reason=info.get("reason") or "None",
                            cancel_uid=qacct._opt_int(info.get("uid")))
-        start = float(info.get("start") or (start_ev or {}).get("t") or 0) or None if ran else None
-        end = float(info.get("t") or 0) or None
+        start = (int(float(info.get("start") or (start_ev or {}).get("t") or 0)) or None) if ran else None
+        end = int(float(info.get("t") or 0)) or None
         node = info.get("node") or (start_ev or {}).get("node") or ""
     limit = _limit(ctx, s, "", ident["partition"], bool(start))
-    req_tres = view.tres_text(ncpus, mem, nodes, extra=extra)
     reason = oc.reason if not start else "None"
     if reason == "DependencyNeverSatisfied":
         reason = "None"
@@ -679,8 +723,8 @@ def rows_from_events(ctx: Ctx, job_id: int, task: int | None, s: dict | None, ev
     job = view.Row(
         job_id=job_id, task=task, step=None, state=oc.state, cancel_uid=oc.cancel_uid, exit=oc.exit,
         signal=oc.signal, submit=submit, eligible=submit, start=start, end=end, now=ctx.now, ncpus=ncpus,
-        nnodes=nodes, nodes=host, time_limit=limit, req_mem_mb=mem, req_tres=req_tres,
-        alloc_tres=req_tres if start else "", total_cpu=0.0, user_cpu=0.0, sys_cpu=0.0, reason=reason,
+        nnodes=nodes, nodes=host, time_limit=limit, req_mem_mb=mem, tres=(ncpus, mem, nodes, extra),
+        allocated=bool(start), total_cpu=0.0, user_cpu=0.0, sys_cpu=0.0, reason=reason,
         priority=0, order=0, extra={"throttle": (s or {}).get("throttle")}, **ident)
     if not start:
         return job, None
@@ -688,7 +732,7 @@ def rows_from_events(ctx: Ctx, job_id: int, task: int | None, s: dict | None, ev
         job_id=job_id, task=task, step="batch", state=oc.batch_state, exit=oc.batch_exit,
         signal=oc.batch_signal, submit=start, eligible=start, start=start, end=end, now=ctx.now,
         ncpus=ncpus, nnodes=1, nodes=host, ntasks=1,
-        alloc_tres=view.tres_text(ncpus, mem, 1, billing=False), total_cpu=0.0, user_cpu=0.0, sys_cpu=0.0,
+        tres=(ncpus, mem, 1, ctx.gres_only(extra), False), total_cpu=0.0, user_cpu=0.0, sys_cpu=0.0,
         cluster=ctx.cluster, name="batch", partition=ident["partition"], account=ident["account"],
         user=ident["user"], uid=ident["uid"], group=ident["group"])
     return job, batch
@@ -704,21 +748,20 @@ def rows_from_live(ctx: Ctx, rec: Any) -> tuple[view.Row, view.Row | None]:
     nodes, mem, extra = _geometry(ctx, s, ncpus)
     if not s and rec.min_memory_mb:
         mem = rec.min_memory_mb * (ncpus if rec.mem_per_cpu else 1)
-    submit = rec.submit_time.timestamp() if rec.submit_time else None
-    start = rec.start_time.timestamp() if rec.start_time and rec.state != "PENDING" else None
+    submit = int(rec.submit_time.timestamp()) if rec.submit_time else None
+    start = int(rec.start_time.timestamp()) if rec.start_time and rec.state != "PENDING" else None
     held = rec.state == "PENDING" and rec.reason in ("JobHeldUser", "JobHeldAdmin", "Dependency")
     limit = rec.time_limit if rec.time_limit not in (None, -1) else (
         (ctx.partition_limit(rec.partition) if start else None))
     if s and s.get("time") is not None and int(s["time"]) >= 0:
         limit = int(s["time"])
-    req_tres = view.tres_text(ncpus, mem, nodes, extra=extra)
     state_ = rec.state if rec.state in ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "REQUEUED") else rec.state
     array_text = rec.array_pending if rec.array_pending is not None else None
     job = view.Row(
         job_id=rec.job_id, task=rec.array_task, array_text=array_text, step=None, state=state_,
         exit=0, signal=0, submit=submit, eligible=None if held else submit, start=start, end=None,
         now=ctx.now, ncpus=ncpus, nnodes=nodes, nodes=list(rec.nodes) if start else [], time_limit=limit,
-        req_mem_mb=mem, req_tres=req_tres, alloc_tres=req_tres if start else "", total_cpu=0.0,
+        req_mem_mb=mem, tres=(ncpus, mem, nodes, extra), allocated=bool(start), total_cpu=0.0,
         user_cpu=0.0, sys_cpu=0.0, reason=rec.reason if rec.state == "PENDING" else "None",
         name=rec.name, partition=rec.partition, account=rec.account or "", user=rec.user, uid=rec.uid,
         group=rec.group or (jobs.group_name(rec.gid) if rec.gid is not None else ""), gid=rec.gid,
@@ -729,7 +772,7 @@ def rows_from_live(ctx: Ctx, rec: Any) -> tuple[view.Row, view.Row | None]:
     batch = view.Row(
         job_id=rec.job_id, task=rec.array_task, step="batch", state=state_, exit=0, signal=0, submit=start,
         eligible=start, start=start, end=None, now=ctx.now, ncpus=ncpus, nnodes=1, nodes=list(rec.nodes[:1]),
-        ntasks=1, alloc_tres=view.tres_text(ncpus, mem, 1, billing=False), total_cpu=0.0, user_cpu=0.0,
+        ntasks=1, tres=(ncpus, mem, 1, ctx.gres_only(extra), False), total_cpu=0.0, user_cpu=0.0,
         sys_cpu=0.0, cluster=ctx.cluster, name="batch", partition=rec.partition, account=rec.account or "",
         user=rec.user, uid=rec.uid, group=job.group)
     return job, batch
@@ -747,7 +790,8 @@ def _in_window(r: view.Row, qy: Query) -> bool:
         st = r.state
         for want in qy.states:
             if want == "PENDING":
-                if r.eligible and r.eligible < E and (not r.start or r.start > S):
+                waited_until = r.start or r.end  # a job cancelled while pending waited until then
+                if r.eligible and r.eligible <= E and (not waited_until or waited_until > S):
                     return True
             elif want in ("RUNNING", "SUSPENDED"):
                 if r.start and r.start < E and (not r.end or r.end >= S):
@@ -759,7 +803,7 @@ def _in_window(r: view.Row, qy: Query) -> bool:
                     r.start <= S and (not r.end or r.end >= E))):
                 return True
         return False
-    if not r.eligible or r.eligible >= E:
+    if not r.eligible or r.eligible > E:  # Slurm: eligible < end; a job of this very second counts too
         return False
     return not r.end or r.end >= S
 
@@ -972,7 +1016,7 @@ def collect(qy: Query, *, accounting: str | None = None, cfg: Any = None, backen
             ctx.known_submits = {int(n[:-5]) for n in os.listdir(jobs_dir) if n.endswith(".json") and n[:-5].isdigit()}
         except OSError:
             ctx.known_submits = set()
-    ev = Events(_events_index(cfg, job_ids))
+    ev = Events(_events_index(cfg, job_ids, (qy.start - qacct.SLACK) if (qy.window and qy.start) else None))
 
     by_key: dict[tuple[int, int | None], list[qacct.Record]] = {}
     for r in records:
@@ -989,6 +1033,11 @@ def collect(qy: Query, *, accounting: str | None = None, cfg: Any = None, backen
     for lr in live_recs:
         if job_ids is not None and lr.job_id not in job_ids:
             continue
+        if lr.array_pending is None and lr.state != "PENDING":
+            end_ev = ev.get(lr.job_id, lr.array_task, "end")
+            started = lr.start_time.timestamp() if lr.start_time else 0
+            if end_ev is not None and float(end_ev.get("t") or 0) >= started - 1:
+                continue  # the script has ended (Grid Engine is still cleaning up): the end event tells
         if lr.array_pending is not None:
             live_keys[(lr.job_id, ("pending",))] = lr  # type: ignore[index]
         else:
@@ -1014,7 +1063,7 @@ def collect(qy: Query, *, accounting: str | None = None, cfg: Any = None, backen
             earlier = rec is not final
             if earlier and not qy.duplicates:
                 continue
-            job, batch = rows_from_record(ctx, rec, s, ev, requeued=earlier, order=i)
+            job, batch = rows_from_record(ctx, rec, s, ev, requeued=earlier, order=i, steps=not qy.no_steps)
             groups.append((job, [batch] if batch else []))
         if key not in seen_requeued:
             seen.add(key)

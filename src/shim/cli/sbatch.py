@@ -19,7 +19,7 @@ from ..errors import ShimError
 from ..options import sources
 from ..options.getopt import Table, getopt
 from ..options.spec import Fate
-from ..options.table import OPTIONS
+from ..options.table import OPTIONS, command_table
 from ..translate import qsub
 
 PROG = "sbatch"
@@ -27,7 +27,7 @@ WRAP_SCRIPT = "#!/bin/sh\n# This script was created by sbatch --wrap.\n\n{}\n"
 
 
 def table() -> Table:
-    return Table(PROG, OPTIONS)
+    return command_table(PROG)
 
 
 def read_script(positional: list[str], o: sources.Options, stdin) -> tuple[bytes, str, list[str]]:

@@ -199,7 +199,8 @@ def job_lines(rec: JobRecord, s: Session, now: float) -> list[str]:
         f"SubmitTime={iso(submit)} EligibleTime={eligible}",
         f"AccrueTime={'Unknown' if held else iso(submit)}",
         f"StartTime={iso(start)} EndTime={iso(end)} Deadline=N/A",
-        f"SuspendTime={susp} SecsPreSuspend=0 LastSchedEval={iso(rec.start_time or submit)} Scheduler=Main",
+        f"SuspendTime={susp} SecsPreSuspend=0 LastSchedEval={iso(rec.start_time if ran else submit)} "
+        "Scheduler=Main",
         f"Partition={rec.partition} AllocNode:Sid={alloc}:0",
         f"ReqNodeList={_null(rec.req_nodes)} ExcNodeList={_null(rec.exc_nodes)}",
         f"NodeList={nodes_text(rec) if ran else ''}",
@@ -277,21 +278,25 @@ def _enrich_from_ge(recs: list[JobRecord], s: Session) -> None:
         d = details.get(r.job_id)
         if not d:
             continue
-        cwd = d.get("JB_cwd") or ""
+        cwd = d.get("JB_cwd") or _home(r.user)  # without -cwd a Grid Engine job runs in $HOME
         r.work_dir = r.work_dir or cwd
         script = d.get("JB_script_file") or ""
         if script:
             r.command = script if os.path.isabs(script) or not cwd else os.path.join(cwd, script)
             if d.get("args"):
                 r.command += " " + " ".join(d["args"])
-        if d.get("stdout"):
-            p = d["stdout"][0]
-            r.std_out = p if os.path.isabs(p) or not cwd else os.path.join(cwd, p)
-        if d.get("stderr"):
-            p = d["stderr"][0]
-            r.std_err = p if os.path.isabs(p) or not cwd else os.path.join(cwd, p)
-        elif r.std_out and d.get("JB_merge_stderr") in ("true", "TRUE", "1"):
-            r.std_err = r.std_out
+        # Grid Engine's default files: <name>.o<job>[.<task>] and .e in the working directory
+        task = f".{r.array_task}" if r.array_task is not None else ""
+        ge_name = d.get("JB_job_name") or r.name
+        out = d["stdout"][0] if d.get("stdout") else f"{ge_name}.o{r.job_id}{task}"
+        err = d["stderr"][0] if d.get("stderr") else f"{ge_name}.e{r.job_id}{task}"
+        if d.get("JB_merge_stderr") in ("true", "TRUE", "1"):
+            err = out
+        r.std_out = out if os.path.isabs(out) or not cwd else os.path.join(cwd, out)
+        r.std_err = err if os.path.isabs(err) or not cwd else os.path.join(cwd, err)
+        tc = d.get("JB_ja_task_concurrency") or "0"
+        if r.is_array and not r.array_max_tasks and tc.isdigit() and int(tc):
+            r.array_max_tasks = int(tc)
         if d.get("JB_account") and d["JB_account"] != "sge":
             r.account = d["JB_account"]
         if r.submit_time is None and d.get("submit_ts"):
@@ -300,6 +305,15 @@ def _enrich_from_ge(recs: list[JobRecord], s: Session) -> None:
         if begin and begin > time.time() and r.state == "PENDING" and r.reason in ("Resources", "Priority"):
             r.reason = "BeginTime"
             r.start_time = datetime.fromtimestamp(begin)
+
+
+def _home(user: str) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwnam(user).pw_dir
+    except KeyError:
+        return ""
 
 
 def show_job(s: Session, ids: list[str]) -> str:
@@ -450,14 +464,16 @@ def show_node(s: Session, names: list[str]) -> str:
     cfg = s.cfg
     queues, hosts = _cluster_info(s)
     all_hosts = sorted({x["host"] for x in queues} | set(hosts))
+    boot = _boot_time()
     out = []
     for h in all_hosts:
         if names and h not in names:
             continue
         hv = hosts.get(h, {})
         qis = [x for x in queues if x["host"] == h]
-        used = sum(x["slots_used"] for x in qis)
+        # Grid Engine counts slots per queue instance; the host offers the largest of them
         total = max([x["slots_total"] for x in qis] + [_num(hv.get("num_proc"))])
+        used = min(total, sum(x["slots_used"] for x in qis))
         parts = [n for n, p in cfg.partitions.items() if any(x["queue"] == p.queue for x in qis)]
         st = "IDLE" if used == 0 else ("ALLOCATED" if used >= total else "MIXED")
         if qis and all(any(c in x["state"] for c in "duE") for x in qis):
@@ -470,12 +486,14 @@ def show_node(s: Session, names: list[str]) -> str:
             f"CPUAlloc={used} CPUEfctv={total} CPUTot={total} CPULoad={_load(hv.get('load_avg'))}",
             "AvailableFeatures=(null)",
             "ActiveFeatures=(null)",
-            f"Gres={','.join(f'{g}:0' for g in cfg.gres) or '(null)'}",
+            "Gres=(null)",
             f"NodeAddr={h} NodeHostName={h} Version={VERSION}",
             f"OS={os.uname().sysname} {os.uname().release} ",
             f"RealMemory={mem} AllocMem=0 FreeMem={max(0, mem - used_mem)} Sockets={_num(hv.get('m_socket')) or 1} Boards=1",
             f"State={st} ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
             f"Partitions={','.join(parts)} ",
+            f"BootTime={boot} SlurmdStartTime={boot}",
+            f"LastBusyTime={iso(datetime.fromtimestamp(time.time()))}",
             f"CfgTRES=cpu={total},mem={mem}M,billing={total}",
             f"AllocTRES={'cpu=' + str(used) if used else ''}",
             "CapWatts=n/a",
@@ -489,6 +507,17 @@ def show_node(s: Session, names: list[str]) -> str:
     if names and not out:
         raise fail(f"Node {names[0]} not found")
     return "".join(out)
+
+
+def _boot_time() -> str:
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("btime "):
+                    return iso(datetime.fromtimestamp(int(line.split()[1])))
+    except OSError:
+        pass
+    return "None"
 
 
 def _num(v: str | None) -> int:
@@ -863,7 +892,7 @@ def update(s: Session, words: list[str]) -> int:
                 record["time"] = m
                 hard = dict(rec.extra.get("ge_row", {}).get("hard", {}))
                 if m == -1:
-                    hard.pop("h_rt", None)
+                    hard["h_rt"] = "INFINITY"
                 else:
                     # the shim's jobs keep Grid Engine's h_rt as a backstop behind the wrapper's limit
                     slack = 60 if sub else 0

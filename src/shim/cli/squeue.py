@@ -252,7 +252,7 @@ def parse_states(text: str) -> set[str] | None:
             return None
         if t not in names:
             raise ShimError(f"{PROG}: error: Invalid job state specified: {tok}",
-                            f"{PROG}: error: Valid job states include: {VALID_STATES}", code=1)
+                            f"{PROG}: error: Valid job states include: {VALID_STATES}", "", code=1)
         out.add(names[t])
     return out
 
@@ -382,7 +382,7 @@ def _run_once(cfg, ctx, opts, kind, ftext, states, job_ids, users, user_errors, 
     sys.stdout.write("\n".join(out) + ("\n" if out else ""))
     for u in user_errors:
         sys.stdout.flush()
-        print(f"{PROG}: error: Invalid user: {u}", file=sys.stderr)
+        print(f"{PROG}: error: Invalid user: {u}\n", file=sys.stderr)
     return 0
 
 

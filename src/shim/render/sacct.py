@@ -221,8 +221,8 @@ def mem_mb_text(mb: int | float | None) -> str:
     return convert_units(mb, 2)
 
 
-def tres_text(cpus: int | None, mem_mb: float | None, nodes: int | None, *, billing: bool = True,
-              extra: dict[str, int] | None = None) -> str:
+def tres_text(cpus: int | None, mem_mb: float | None, nodes: int | None, extra: dict[str, int] | None = None,
+              billing: bool = True) -> str:
     """``billing=1,cpu=1,mem=100M,node=1`` (alphabetical, as sacct prints TRES)."""
     items: dict[str, str] = {}
     if cpus:
@@ -244,21 +244,66 @@ def tres_text(cpus: int | None, mem_mb: float | None, nodes: int | None, *, bill
 
 class Row:
     """One output line. Times are epoch seconds (None when unknown); ``step`` is None for the job
-    row, else the step name (``batch``)."""
+    row, else the step name (``batch``). Only the given attributes are stored; the rest read as
+    the class defaults below (rows are made by the ten thousand)."""
 
-    __slots__ = (
-        "job_id", "task", "array_text", "step", "raw_id", "name", "partition", "account", "user", "uid",
-        "group", "gid", "state", "cancel_uid", "exit", "signal", "submit", "eligible", "start", "end",
-        "now", "ncpus", "nnodes", "nodes", "ntasks", "time_limit", "req_mem_mb", "req_tres", "alloc_tres",
-        "maxrss_kb", "maxvmem_kb", "total_cpu", "user_cpu", "sys_cpu", "reason", "comment", "workdir",
-        "qos", "priority", "cluster", "submit_line", "constraints", "flags", "extra", "order",
-    )
+    job_id = 0
+    task = None
+    array_text = None
+    step = None
+    raw_id = None
+    name = ""
+    partition = ""
+    account = ""
+    user = ""
+    uid = None
+    group = ""
+    gid = None
+    state = ""
+    cancel_uid = None
+    exit = 0
+    signal = 0
+    submit = None
+    eligible = None
+    start = None
+    end = None
+    now = None
+    ncpus = None
+    nnodes = None
+    nodes: list = []
+    ntasks = None
+    time_limit = None
+    req_mem_mb = None
+    tres = None  # (cpus, mem MB, nodes, extra TRES, billing) -> ReqTRES/AllocTRES text on demand
+    allocated = True  # AllocTRES only for jobs that got an allocation
+    maxrss_kb = None
+    maxvmem_kb = None
+    total_cpu = None
+    user_cpu = None
+    sys_cpu = None
+    reason = None
+    comment = ""
+    workdir = ""
+    qos = ""
+    priority = None
+    cluster = ""
+    submit_line = ""
+    constraints = ""
+    flags = ""
+    order = 0
 
     def __init__(self, **kw: Any):
-        for k in self.__slots__:
-            setattr(self, k, kw.get(k))
-        if self.extra is None:
+        self.__dict__.update(kw)
+        if "extra" not in kw:
             self.extra = {}
+
+    @property
+    def req_tres(self) -> str:
+        return tres_text(*self.tres) if self.tres else ""
+
+    @property
+    def alloc_tres(self) -> str:
+        return tres_text(*self.tres) if self.tres and self.allocated else ""
 
     # -- derived values
     @property

@@ -63,12 +63,19 @@ class Geometry:
 
 def geometry(o: Options) -> Geometry:
     """Slurm's -n/-c/-N/--ntasks-per-node as tasks, CPUs and nodes (Slurm's defaults: 1 task,
-    1 CPU per task, as few nodes as the tasks need)."""
+    1 CPU per task, as few nodes as the tasks need); --cpus-per-gpu and --ntasks-per-gpu scale
+    with the GPUs asked for."""
     c = o.cpus_per_task or 1
     nodes_min = o.nodes[0] if isinstance(o.nodes, tuple) else (o.nodes or 0)
     ntpn = o.ntasks_per_node
+    gpus = _gpu_count(o, Geometry(o.ntasks or 1, c, max(nodes_min, 1), 1, [1]))
+    per_gpu = o.ntasks_per_gpu or o.ntasks_per_tres
+    if o.cpus_per_gpu and gpus and not o.cpus_per_task:
+        c = max(1, (o.cpus_per_gpu * gpus) // max(1, o.ntasks or 1))
     if o.ntasks:
         n = o.ntasks
+    elif per_gpu and gpus:
+        n = per_gpu * gpus
     elif ntpn:
         n = ntpn * max(nodes_min, 1)
     else:
@@ -191,20 +198,20 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
             resources.append(f"{complex_}=true")
             note("--constraint", f"-l {complex_}=true", f"feature {feat}")
 
-    if o.nodelist:
-        hosts = _hosts(o.nodelist)
+    if o.nodelist or o.nodefile:
+        hosts = _hosts(o.nodelist) if o.nodelist else _hosts_from_file(o.nodefile, prog)
         argv += ["-q", ",".join(f"{part.queue}@{h}" for h in hosts)]
         note("--nodelist", f"-q {part.queue}@...", "Grid Engine picks among these hosts; it cannot require all")
     if o.exclude:
         hosts = _hosts(o.exclude)
         resources.append("h=" + "&".join(f"!{h}" for h in hosts))
         note("--exclude", "-l h=!...", "")
-    if o.exclusive:
-        if not cfg.exclusive_complex:
+    if o.exclusive and o.exclusive != "oversubscribe":  # --exclusive=oversubscribe means sharing is fine
+        if not cfg.get("exclusive_complex"):
             raise fail(prog, "--exclusive: this site's config names no exclusive complex "
                        "(Grid Engine cannot reserve whole hosts without one)")
         resources.append(f"{cfg.exclusive_complex}=true")
-        note("--exclusive", f"-l {cfg.exclusive_complex}=true", "")
+        note("--exclusive", f"-l {cfg.exclusive_complex}=true", "the whole host (user/mcs/topo modes alike)")
 
     if resources:
         argv += ["-l", ",".join(resources)]
@@ -223,6 +230,9 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
     # Dependencies: -hold_jid alone means afterany; afterok/afternotok are checked by the wrapper
     # when the job starts (a failed condition cancels the job, as kill-on-invalid-dep).
     checks: list[tuple[str, list[str]]] = []
+    if o.kill_on_invalid_dep is not None and not o.kill_on_invalid_dep:
+        raise fail(prog, "--kill-on-invalid-dep=no: on Grid Engine a job whose dependency can never be "
+                   "satisfied is always cancelled")
     if o.dependency:
         holds, holds_ad, checks = _dependencies(o.dependency, prog, name, ctx)
         if holds:
@@ -253,6 +263,11 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
     if o.mail_user:
         argv += ["-M", o.mail_user]
         note("--mail-user", f"-M {o.mail_user}", "")
+    if o.priority is not None:
+        # Slurm: --priority is for operators. Grid Engine: -p above 0 is for operators too.
+        prio = max(-1023, min(1024, int(o.priority)))
+        argv += ["-p", str(prio)]
+        note("--priority", f"-p {prio}", "Grid Engine accepts values above 0 from operators only")
     if o.nice is not None:
         # Slurm: a higher nice is a lower priority. Grid Engine users may only lower theirs (<= 0).
         prio = max(-1023, min(0, -int(o.nice)))
@@ -373,6 +388,17 @@ def _hosts(spec: Any) -> list[str]:
     from ..hostlist import expand
 
     return expand(str(spec))
+
+
+def _hosts_from_file(path: str, prog: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            words = f.read().replace(",", " ").split()
+    except OSError:
+        raise fail(prog, f"Unable to open nodefile {path}") from None
+    from ..hostlist import expand
+
+    return [h for w in words for h in expand(w)]
 
 
 def _mail_letters(types: Any) -> str:

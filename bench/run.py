@@ -1,0 +1,723 @@
+#!/usr/bin/env python3
+"""slurm-shim benchmarks: each figure is a ratio against the raw Grid Engine command doing the same
+work, measured in the same run (interleaved), median of several runs. Prints one Markdown table
+(plus the start-up and submit-agent tables) and writes the raw numbers as JSON.
+
+    sudo /opt/slurm-shim/bin/python bench/run.py            # everything (~25 min)
+    sudo /opt/slurm-shim/bin/python bench/run.py --quick    # fewer/shorter runs (~4 min)
+    sudo /opt/slurm-shim/bin/python bench/run.py --only submit,startup
+
+Needs root and the live single-host cluster (``slurm-shim cluster up``). Submissions run as a
+dedicated user (``shimbench``, created if missing) whose ``~/.sge_request`` holds ``-h``, so every
+benchmark job is held (never runs) and the clean-up is ``qdel -u shimbench``: other users' jobs are
+never touched. The sbatch state records of that user are removed at the end too.
+
+Rows:
+  submit    sbatch job.sh vs qsub job.sh (qsub path and submit-agent path), single-call latency
+  rate      N sequential sbatch vs N sequential qsub
+  burst     100 concurrent sbatch through the agent, serial vs threaded agent
+  squeue    squeue over Q queued jobs vs qstat -u '*' -xml; peak RSS
+  sacct     sacct over R accounting records vs qacct (bench/gen_accounting.py)
+  agent     the agent's own costs: cold start, runJob, token lookup, the no-double margin
+  startup   python -X importtime of every command: the top imports and who pulls them in
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pwd
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(os.environ.get("SLURM_SHIM_BIN") or ("/opt/slurm-shim/bin" if Path("/opt/slurm-shim/bin/sbatch").exists()
+                                                 else REPO / "bin"))
+PY = str(BIN / "python") if (BIN / "python").exists() else sys.executable
+USER = os.environ.get("SLURM_SHIM_BENCH_USER", "shimbench")
+BASE = Path("/tmp/slurm-shim-bench")
+SITE = Path("/etc/slurm-shim/config.toml")
+SGE = {"SGE_ROOT": os.environ.get("SGE_ROOT", "/var/lib/gridengine"), "SGE_CELL": os.environ.get("SGE_CELL", "default")}
+JOB = "#!/bin/bash\n#SBATCH --job-name=benchjob\ntrue\n"
+COMMANDS = ["sbatch", "squeue", "scancel", "scontrol", "sacct", "sinfo", "srun", "salloc", "slurm-shim"]
+COMMAND_MODULES = {c: f"shim.cli.{c}" for c in COMMANDS} | {"slurm-shim": "shim.cli.admin"}
+# A typical, read-only invocation of each command for the start-up table.
+STARTUP_ARGS = {
+    "sbatch": ["--test-only", "--wrap=true"], "squeue": [], "scancel": ["--help"], "scontrol": ["show", "partition"],
+    "sacct": ["-j", "1"], "sinfo": [], "srun": ["--help"], "salloc": ["--help"], "slurm-shim": ["--help"],
+}
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def sh(argv, **kw) -> subprocess.CompletedProcess:
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    kw.setdefault("timeout", 600)
+    return subprocess.run(argv, **kw)
+
+
+# --------------------------------------------------------------------------------------------
+# The worker: runs as the bench user, times commands that are its direct children
+
+
+def worker_env(extra: dict | None = None) -> dict:
+    pw = pwd.getpwuid(os.getuid())
+    env = {"PATH": f"{BIN}:/usr/local/bin:/usr/bin:/bin", "HOME": pw.pw_dir, "USER": pw.pw_name,
+           "LOGNAME": pw.pw_name, "SHELL": "/bin/bash", "LANG": "C.UTF-8", **SGE,
+           "SLURM_SHIM_AGENT_DIR": str(BASE / "agent")}
+    env.update(extra or {})
+    return env
+
+
+def timed(argv, env, cwd) -> tuple[float, str, int, int]:
+    """(seconds, stdout, exit code, peak RSS in KB) of one run."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = p.communicate(timeout=600)
+    dt = time.perf_counter() - t0
+    return dt, out.decode(errors="replace") + err.decode(errors="replace"), p.returncode, _rss(p)
+
+
+def _rss(p) -> int:
+    return getattr(p, "maxrss", 0)
+
+
+class RPopen(subprocess.Popen):
+    """Popen that keeps the child's peak RSS (ru_maxrss, KB) from wait4."""
+
+    maxrss = 0
+
+    def _try_wait(self, wait_flags):
+        try:
+            pid, sts, ru = os.wait4(self.pid, wait_flags)
+        except ChildProcessError:
+            return self.pid, 0
+        if pid == self.pid:
+            self.maxrss = ru.ru_maxrss
+        return pid, sts
+
+
+subprocess.Popen = RPopen  # the worker's and the root side's timed children report their peak RSS
+
+
+def w_latency(args) -> dict:
+    """Interleaved single calls: {name: [seconds...]}, plus failures."""
+    out: dict[str, list[float]] = {name: [] for name, _ in args["cmds"]}
+    errors = []
+    for _ in range(args["runs"]):
+        for name, spec in args["cmds"]:
+            dt, text, rc, _ = timed(spec["argv"], worker_env(spec.get("env")), args["cwd"])
+            if rc != 0:
+                errors.append(f"{name}: rc={rc}: {text.strip()[:300]}")
+            out[name].append(dt)
+            if spec.get("stop_agent"):
+                _stop_agent(worker_env(spec.get("env")), wait_up=True)
+    return {"times": out, "errors": errors}
+
+
+def w_rate(args) -> dict:
+    env = worker_env(args.get("env"))
+    t0 = time.perf_counter()
+    bad = 0
+    for _ in range(args["n"]):
+        if subprocess.run(args["argv"], env=env, cwd=args["cwd"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode != 0:
+            bad += 1
+    return {"seconds": time.perf_counter() - t0, "failed": bad}
+
+
+def w_burst(args) -> dict:
+    env = worker_env(args.get("env"))
+    t0 = time.perf_counter()
+    ps = [subprocess.Popen(args["argv"], env=env, cwd=args["cwd"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+          for _ in range(args["n"])]
+    outs = [p.communicate(timeout=600) for p in ps]
+    dt = time.perf_counter() - t0
+    ids = [int(m.group(1)) for o, _ in outs if (m := re.search(rb"job (\d+)", o))]
+    return {"seconds": dt, "ids": len(ids), "distinct": len(set(ids)), "failed": sum(p.returncode != 0 for p in ps)}
+
+
+def w_agent(args) -> dict:
+    env = worker_env(args.get("env"))
+    cp = sh([PY, "-m", "shim.agent", args["op"]], env=env)
+    return json.loads(cp.stdout) if cp.returncode == 0 else {"error": cp.stderr.strip()}
+
+
+def _stop_agent(env, wait_up: bool = False) -> None:
+    """Stop the agent (after waiting for one that is starting, with wait_up) and wait for its exit."""
+    deadline = time.monotonic() + (15 if wait_up else 0)
+    while True:
+        cp = sh([PY, "-m", "shim.agent", "stop"], env=env)
+        if cp.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if cp.returncode == 0:
+        pid = json.loads(cp.stdout)["pid"]
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            try:
+                if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX":
+                    break
+            except OSError:
+                break
+            time.sleep(0.02)
+
+
+def w_stop_agent(args) -> dict:
+    _stop_agent(worker_env(args.get("env")))
+    return {}
+
+
+def w_fill(args) -> dict:
+    """Submit args["n"] held jobs through one DRMAA session (this user's ~/.sge_request holds -h)."""
+    sys.path.insert(0, str(REPO / "src"))
+    from shim import agent
+
+    os.environ.setdefault("DRMAA_LIBRARY_PATH", agent.find_library())
+    import drmaa
+
+    script = Path(tempfile.mkdtemp()) / "fill.sh"
+    script.write_text("#!/bin/sh\ntrue\n")
+    t0 = time.perf_counter()
+    s = drmaa.Session()
+    s.initialize()
+    jt = s.createJobTemplate()
+    jt.remoteCommand = str(script)
+    jt.nativeSpecification = "-b n -w n -N queued -o /dev/null -j y -q debug"  # held by ~/.sge_request
+    for _ in range(args["n"]):
+        s.runJob(jt)
+    s.deleteJobTemplate(jt)
+    s.exit()
+    return {"seconds": time.perf_counter() - t0}
+
+
+def w_lookup(args) -> dict:
+    """The cost of the no-double lookup (agent.find_token) with the queue as it is."""
+    sys.path.insert(0, str(REPO / "src"))
+    from shim import agent, siteconf
+    from shim.backends.gridengine import GridEngineBackend
+
+    b = GridEngineBackend(siteconf.get())
+    out = {}
+    for what, token in (("miss", "0" * 24), ("hit", args.get("token"))):
+        if not token:
+            continue
+        ts = []
+        for _ in range(args["runs"]):
+            t0 = time.perf_counter()
+            found = agent.find_token(token, b)
+            ts.append(time.perf_counter() - t0)
+        out[what] = {"median": median(ts), "found": found}
+    return out
+
+
+def w_token_job(args) -> dict:
+    """Submit one held job through the agent path directly and return (id, token) for the lookup."""
+    sys.path.insert(0, str(REPO / "src"))
+    from shim import agent
+
+    os.environ.setdefault("DRMAA_LIBRARY_PATH", agent.find_library())
+    import drmaa
+
+    s = drmaa.Session()
+    s.initialize()
+    jt = s.createJobTemplate()
+    script = Path(tempfile.mkdtemp()) / "tok.sh"
+    script.write_text("#!/bin/sh\ntrue\n")
+    jt.remoteCommand = str(script)
+    token = os.urandom(12).hex()
+    jt.nativeSpecification = f"-b n -w n -N tokjob -o /dev/null -j y -ac {agent.TOKEN_KEY}={token}"
+    job = s.runJob(jt)
+    s.exit()
+    return {"job": int(job), "token": token}
+
+
+WORKERS = {"latency": w_latency, "rate": w_rate, "burst": w_burst, "agent": w_agent, "stop_agent": w_stop_agent,
+           "fill": w_fill, "lookup": w_lookup, "token_job": w_token_job}
+
+
+# --------------------------------------------------------------------------------------------
+# Root side: set-up, clean-up, and the rows
+
+
+class Bench:
+    def __init__(self, opts):
+        self.o = opts
+        self.raw: dict = {}
+        self.rows: list[tuple[str, str, str, str, str]] = []  # what, shim, raw, ratio, goal/note
+        self.notes: list[str] = []
+        self.pw = None
+
+    # -- plumbing
+    def worker(self, task: str, args: dict, timeout: float = 3600) -> dict:
+        env = {**SGE, "PATH": f"{BIN}:/usr/bin:/bin", "HOME": self.pw.pw_dir, "LANG": "C.UTF-8",
+               "GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=4096"}
+        argv = ["runuser", "-u", USER, "--", "env", "-i", *[f"{k}={v}" for k, v in env.items()],
+                PY, str(Path(__file__).resolve()), "--worker", task]
+        cp = sh(argv, input=json.dumps(args), timeout=timeout, cwd=str(BASE))
+        if cp.returncode != 0:
+            raise RuntimeError(f"worker {task} failed: {cp.stderr.strip()[-2000:]}")
+        return json.loads(cp.stdout.strip().splitlines()[-1])
+
+    def setup(self) -> None:
+        if os.getuid() != 0:
+            sys.exit("bench/run.py: run as root (it creates the bench user and cleans up as root)")
+        try:
+            self.pw = pwd.getpwnam(USER)
+        except KeyError:
+            sh(["useradd", "-m", "-s", "/bin/bash", USER], check=True)
+            self.pw = pwd.getpwnam(USER)
+        home = Path(self.pw.pw_dir)
+        (home / ".sge_request").write_text("-h\n")  # every job of the bench user is held: nothing runs
+        os.chown(home / ".sge_request", self.pw.pw_uid, self.pw.pw_gid)
+        BASE.mkdir(mode=0o755, exist_ok=True)
+        BASE.chmod(0o755)
+        work = BASE / "work"
+        work.mkdir(exist_ok=True)
+        (work / "job.sh").write_text(JOB)
+        os.chown(work, self.pw.pw_uid, self.pw.pw_gid)
+        agent_dir = BASE / "agent"
+        agent_dir.mkdir(mode=0o700, exist_ok=True)
+        agent_dir.chmod(0o700)
+        os.chown(agent_dir, self.pw.pw_uid, self.pw.pw_gid)
+        text = re.sub(r"(?ms)^\[submit\].*?(?=^\[|\Z)", "", SITE.read_text() if SITE.exists() else "")
+        for method in ("qsub", "agent"):
+            p = BASE / f"config-{method}.toml"
+            p.write_text(f"{text}\n[submit]\nmethod = \"{method}\"\n")
+            p.chmod(0o644)
+        self.cleanup()
+
+    def cleanup(self) -> None:
+        sh(["qdel", "-u", USER], timeout=300)
+        self.wait_empty()
+
+    def wait_empty(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not sh(["qstat", "-u", USER]).stdout.strip():
+                return
+            time.sleep(0.2)
+
+    def final_cleanup(self) -> None:
+        if self.pw is None:
+            return
+        try:
+            self.worker("stop_agent", {"env": self.env("agent")}, timeout=60)
+        except Exception:
+            pass
+        self.cleanup()
+        state = Path(self.site_state_dir()) / "jobs"
+        removed = 0
+        for p in state.glob("*.json") if state.is_dir() else ():
+            try:
+                if p.stat().st_uid == self.pw.pw_uid:
+                    p.unlink()
+                    removed += 1
+            except OSError:
+                pass
+        self.raw["cleanup_state_files"] = removed
+
+    def site_state_dir(self) -> str:
+        m = re.search(r'(?m)^state_dir\s*=\s*"([^"]+)"', SITE.read_text())
+        return m.group(1) if m else "/var/spool/slurm-shim"
+
+    def env(self, method: str, **extra) -> dict:
+        return {"SLURM_SHIM_CONFIG": str(BASE / f"config-{method}.toml"), **extra}
+
+    def row(self, what, shim, raw, ratio, goal) -> None:
+        self.rows.append((what, shim, raw, ratio, goal))
+        print(f"  {what}: {shim} vs {raw} -> {ratio} ({goal})", file=sys.stderr, flush=True)
+
+    # -- rows
+    def submit(self) -> None:
+        runs = self.o.runs_latency
+        cwd = str(BASE / "work")
+        qsub = {"argv": ["/usr/bin/qsub", "job.sh"]}
+        sb_q = {"argv": [str(BIN / "sbatch"), "job.sh"], "env": self.env("qsub")}
+        sb_a = {"argv": [str(BIN / "sbatch"), "job.sh"], "env": self.env("agent")}
+        # warm: config cache for both configs, and a running agent
+        self.worker("latency", {"runs": 2, "cwd": cwd, "cmds": [["q", qsub], ["sq", sb_q], ["sa", sb_a]]})
+        self.wait_agent()
+        r = self.worker("latency", {"runs": runs, "cwd": cwd, "cmds": [["qsub", qsub], ["sbatch_qsub", sb_q],
+                                                                       ["sbatch_agent", sb_a]]})
+        t = {k: median(v) for k, v in r["times"].items()}
+        self.raw["submit"] = r
+        self.row("`sbatch job.sh` vs `qsub job.sh` (method = qsub)", f"{t['sbatch_qsub']*1000:.0f} ms",
+                 f"{t['qsub']*1000:.0f} ms", f"{t['sbatch_qsub']/t['qsub']:.2f}×", "goal ≤ 1.25×")
+        self.row("`sbatch job.sh` vs `qsub job.sh` (method = agent, agent running)", f"{t['sbatch_agent']*1000:.0f} ms",
+                 f"{t['qsub']*1000:.0f} ms", f"{t['sbatch_agent']/t['qsub']:.2f}×", "goal ≤ 1.25×")
+        # cold: no agent running: the call starts one and uses qsub
+        cold = {"argv": sb_a["argv"], "env": sb_a["env"], "stop_agent": True}
+        self.worker("stop_agent", {"env": self.env("agent")})
+        r = self.worker("latency", {"runs": max(3, runs // 3), "cwd": cwd, "cmds": [["qsub", qsub], ["cold", cold]]})
+        t2 = {k: median(v) for k, v in r["times"].items()}
+        self.raw["submit_cold"] = r
+        self.row("`sbatch job.sh`, no agent yet (starts one, submits by qsub)", f"{t2['cold']*1000:.0f} ms",
+                 f"{t2['qsub']*1000:.0f} ms", f"{t2['cold']/t2['qsub']:.2f}×", "once per idle period")
+        self.cleanup()
+
+    def wait_agent(self, timeout: float = 30) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r = self.worker("agent", {"op": "ping", "env": self.env("agent")})
+            if "pid" in r:
+                return r
+            time.sleep(0.2)
+        raise RuntimeError("the submit agent did not start")
+
+    def rate(self) -> None:
+        n, runs = self.o.n, self.o.runs_rate
+        cwd = str(BASE / "work")
+        sides = {"qsub": {"argv": ["/usr/bin/qsub", "job.sh"]},
+                 "sbatch_qsub": {"argv": [str(BIN / "sbatch"), "job.sh"], "env": self.env("qsub")},
+                 "sbatch_agent": {"argv": [str(BIN / "sbatch"), "job.sh"], "env": self.env("agent")}}
+        res: dict[str, list[float]] = {k: [] for k in sides}
+        self.worker("latency", {"runs": 1, "cwd": cwd, "cmds": [["w", sides["sbatch_agent"]]]})
+        self.wait_agent()
+        for i in range(runs):
+            for name, spec in sides.items():
+                r = self.worker("rate", {"n": n, "cwd": cwd, **spec})
+                res[name].append(n / r["seconds"])
+                print(f"  rate run {i + 1}/{runs} {name}: {n / r['seconds']:.1f}/s ({r['failed']} failed)",
+                      file=sys.stderr, flush=True)
+                self.cleanup()
+        self.raw["rate"] = res
+        q = median(res["qsub"])
+        for name, label in (("sbatch_qsub", "method = qsub"), ("sbatch_agent", "method = agent")):
+            s = median(res[name])
+            self.row(f"{n} sequential `sbatch` vs {n} `qsub` ({label})", f"{s:.1f} jobs/s", f"{q:.1f} jobs/s",
+                     f"{s / q:.2f}× the rate", "goal ≥ 0.9×")
+
+    def burst(self) -> None:
+        cwd = str(BASE / "work")
+        out = {}
+        for mode in ("1", "0"):
+            env = self.env("agent", SLURM_SHIM_AGENT_SERIAL=mode)
+            self.worker("stop_agent", {"env": env})
+            self.worker("latency", {"runs": 1, "cwd": cwd, "cmds": [["w", {"argv": [str(BIN / "sbatch"), "job.sh"],
+                                                                         "env": env}]]})
+            self.wait_agent()
+            walls = []
+            for _ in range(self.o.runs_burst):
+                before = self.worker("agent", {"op": "ping", "env": env})
+                r = self.worker("burst", {"n": 100, "cwd": cwd, "argv": [str(BIN / "sbatch"), "job.sh"], "env": env})
+                after = self.worker("agent", {"op": "ping", "env": env})
+                r["served"] = after["served"] - before["served"]
+                r["runjob_ms"] = 1000 * (after["run_seconds"] - before["run_seconds"]) / max(1, r["served"])
+                walls.append(r)
+                self.cleanup()
+            out["serial" if mode == "1" else "threaded"] = walls
+        q = self.worker("burst", {"n": 100, "cwd": cwd, "argv": ["/usr/bin/qsub", "job.sh"]})
+        self.cleanup()
+        out["qsub"] = q
+        self.raw["burst"] = out
+        self.worker("stop_agent", {"env": self.env("agent")})
+        for mode in ("serial", "threaded"):
+            rs = out[mode]
+            wall = median([r["seconds"] for r in rs])
+            ok = all(r["distinct"] == 100 and r["failed"] == 0 for r in rs)
+            self.row(f"100 concurrent `sbatch` (agent {mode}) vs 100 concurrent `qsub`", f"{wall:.2f} s",
+                     f"{q['seconds']:.2f} s", f"{wall / q['seconds']:.2f}×",
+                     f"{median([r['served'] for r in rs]):.0f}/100 via agent; ids distinct: {ok}")
+
+    def squeue(self) -> None:
+        n = self.o.queued
+        probe = sh([str(BIN / "squeue"), "--help"])
+        if "not implemented" in probe.stderr:
+            self.row(f"`squeue` over {n} queued jobs", "—", "—", "skipped", "squeue not implemented yet")
+            return
+        t0 = time.perf_counter()
+        fill = self.worker("fill", {"n": n}, timeout=1800)
+        self.raw["squeue_fill_seconds"] = time.perf_counter() - t0
+        try:
+            count = len(sh(["qstat", "-u", USER]).stdout.splitlines()) - 2
+            sq, qs, rss_s, rss_q = [], [], [], []
+            env = dict(os.environ, **SGE)
+            for _ in range(self.o.runs_squeue):
+                dt, _, rc, rss = timed(["qstat", "-u", "*", "-xml"], env, "/")
+                qs.append(dt)
+                rss_q.append(rss)
+                dt, out, rc, rss = timed([str(BIN / "squeue")], env, "/")
+                if rc != 0:
+                    raise RuntimeError(f"squeue failed: {out[:500]}")
+                sq.append(dt)
+                rss_s.append(rss)
+            lines = len(out.splitlines())
+            self.raw["squeue"] = {"queued": count, "squeue": sq, "qstat": qs, "rss_squeue_kb": rss_s,
+                                  "rss_qstat_kb": rss_q, "lines": lines, "fill": fill}
+            s, q = median(sq), median(qs)
+            self.row(f"`squeue` over {count} queued jobs vs `qstat -u '*' -xml`", f"{s*1000:.0f} ms",
+                     f"{q*1000:.0f} ms", f"{s/q:.2f}×", "goal ≤ 1.25×")
+            self.row("  … peak RSS of `squeue`", f"{max(rss_s)/1024:.1f} MB", f"{max(rss_q)/1024:.1f} MB", "—",
+                     "goal ≤ 60 MB")
+            self.squeue_lookup()
+            if self.o.profile:
+                self.raw["squeue_profile"] = self.profile([str(BIN / "squeue")], env)
+        finally:
+            t0 = time.perf_counter()
+            self.cleanup()
+            self.raw["squeue_cleanup_seconds"] = time.perf_counter() - t0
+
+    def squeue_lookup(self) -> None:
+        """While the queue is full: the cost of the agent's no-double lookup (the rare path)."""
+        tok = self.worker("token_job", {})
+        r = self.worker("lookup", {"runs": 3, "token": tok["token"], "env": {}})
+        self.raw["lookup_full_queue"] = r
+        self.agent_rows.append(("token lookup, found (newest of the user's jobs), "
+                                f"{self.o.queued} queued", f"{r['hit']['median']*1000:.0f} ms",
+                                "found" if r["hit"]["found"] == tok["job"] else "NOT FOUND"))
+        self.agent_rows.append((f"token lookup, absent (scans all {self.o.queued} of the user's jobs)",
+                                f"{r['miss']['median']*1000:.0f} ms", "the agent-died-before-runJob path"))
+
+    def sacct(self) -> None:
+        gen = REPO / "bench" / "gen_accounting.py"
+        probe = sh([str(BIN / "sacct"), "--help"])
+        if "not implemented" in probe.stderr or not gen.exists():
+            why = "sacct not implemented yet" if gen.exists() else "bench/gen_accounting.py not there yet"
+            self.row(f"`sacct` over {self.o.records} records", "—", "—", "skipped", why)
+            return
+        path = BASE / f"accounting-{self.o.records}"
+        cp = sh([PY, str(gen), "-n", str(self.o.records), "-o", str(path)])
+        if cp.returncode != 0:
+            self.row(f"`sacct` over {self.o.records} records", "—", "—", "skipped",
+                     f"gen_accounting failed: {cp.stderr.strip()[:200]}")
+            return
+        info = dict(kv.split("=", 1) for kv in cp.stderr.split() if "=" in kv)
+        job = info.get("middle_job") or info.get("first_job") or "1000"
+        env = dict(os.environ, **SGE, SLURM_SHIM_ACCOUNTING=str(path))
+        questions = [
+            (f"one job (`sacct -j {job}` vs `qacct -j {job}`)", [str(BIN / "sacct"), "-j", job],
+             ["qacct", "-f", str(path), "-j", job]),
+            ("one user's jobs (`sacct -u alice -S 2000-01-01 -E now` vs `qacct -o alice -j`)",
+             [str(BIN / "sacct"), "-u", "alice", "-S", "2000-01-01", "-E", "now"],
+             ["qacct", "-f", str(path), "-o", "alice", "-j"]),
+        ]
+        self.raw["sacct"] = {}
+        for label, s_argv, q_argv in questions:
+            s_t, q_t, s_rss = [], [], []
+            for _ in range(self.o.runs_sacct):
+                dt, out, rc, _ = timed(q_argv, env, "/")
+                q_t.append(dt)
+                dt, out, rc, rss = timed(s_argv, env, "/")
+                if rc != 0:
+                    raise RuntimeError(f"sacct failed: {out[:500]}")
+                s_t.append(dt)
+                s_rss.append(rss)
+            s, q = median(s_t), median(q_t)
+            self.raw["sacct"][label] = {"sacct": s_t, "qacct": q_t, "rss_kb": s_rss}
+            self.row(f"`sacct` over {self.o.records} records: {label}", f"{s*1000:.0f} ms", f"{q*1000:.0f} ms",
+                     f"{s/q:.2f}×", f"goal ≤ 1.5×; peak RSS {max(s_rss)/1024:.0f} MB")
+            if self.o.profile:
+                self.raw.setdefault("sacct_profile", {})[label] = self.profile(s_argv, env)
+
+    def profile(self, argv: list[str], env: dict) -> list[tuple[str, float, float]]:
+        """cProfile of a console-script command: the top functions by cumulative time."""
+        out = BASE / "profile.out"
+        cmd = Path(argv[0]).name
+        code = (f"import sys; from shim.__main__ import dispatch; sys.argv = {[cmd, *argv[1:]]!r}; "
+                f"sys.exit(dispatch({cmd!r}, sys.argv[1:]))")
+        sh([PY, "-m", "cProfile", "-o", str(out), "-c", code], env=env, cwd="/")
+        import pstats
+
+        st = pstats.Stats(str(out))
+        rows = []
+        for (fn, line, name), (cc, nc, tt, ct, _) in st.stats.items():
+            rows.append((f"{Path(fn).name}:{line}({name})", ct, tt))
+        rows.sort(key=lambda r: -r[1])
+        return rows[:25]
+
+    def agent_costs(self) -> None:
+        cwd = str(BASE / "work")
+        env = self.env("agent")
+        # cold start: from `serve` to answering a ping
+        self.worker("stop_agent", {"env": env})
+        t0 = time.perf_counter()
+        self.worker("latency", {"runs": 1, "cwd": cwd, "cmds": [["w", {"argv": [str(BIN / "sbatch"), "job.sh"],
+                                                                     "env": env}]]})
+        ping = self.wait_agent()
+        self.agent_rows.append(("agent start-up (sbatch → agent answering), incl. worker overheads",
+                                f"{(time.perf_counter() - t0)*1000:.0f} ms", "once per idle period"))
+        # runJob inside the agent vs qsub, over a run of submissions
+        before = ping
+        self.worker("rate", {"n": 50, "cwd": cwd, "argv": [str(BIN / "sbatch"), "job.sh"], "env": env})
+        after = self.worker("agent", {"op": "ping", "env": env})
+        per = (after["run_seconds"] - before["run_seconds"]) / max(1, after["served"] - before["served"])
+        self.agent_rows.append(("DRMAA runJob inside the agent (median over 50 sbatch)", f"{per*1000:.2f} ms",
+                                "vs a qsub process: see the submit row"))
+        # the no-double margin: the lookup after a SIGKILL right after runJob
+        r = self.worker("latency", {"runs": 5, "cwd": cwd, "cmds": [
+            ["normal", {"argv": [str(BIN / "sbatch"), "job.sh"], "env": env}],
+            ["killed", {"argv": [str(BIN / "sbatch"), "job.sh"],
+                        "env": {**env, "SLURM_SHIM_AGENT_TEST_DIE": "after_submit"}}],
+        ]})
+        self.raw["agent_killed"] = r
+        self.agent_rows.append(("sbatch when the agent is SIGKILLed after runJob (journal miss → qstat lookup)",
+                                f"{median(r['times']['killed'])*1000:.0f} ms",
+                                f"normal: {median(r['times']['normal'])*1000:.0f} ms; errors: {len(r['errors'])}"))
+        self.cleanup()
+        # the shortest life of a job (submit → gone from qstat): what the lookup must beat
+        self.agent_rows.append(("shortest job life seen (submit → gone from qstat), trivial job, idle cluster",
+                                f"{self.job_life()*1000:.0f} ms", "the lookup above must finish before this"))
+        self.worker("stop_agent", {"env": env})
+
+    def job_life(self) -> float:
+        lives = []
+        env = dict(os.environ, **SGE)
+        for _ in range(3):
+            t0 = time.perf_counter()
+            job = sh(["qsub", "-terse", "-b", "y", "-o", "/dev/null", "-j", "y", "-q", "debug", "/bin/true"],
+                     env=env).stdout.strip()
+            if not job.isdigit():
+                continue
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                if sh(["qstat", "-j", job], env=env).returncode != 0:
+                    break
+            lives.append(time.perf_counter() - t0)
+        return min(lives) if lives else float("nan")
+
+    def startup(self) -> None:
+        base = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            sh([PY, "-c", "pass"])
+            base.append(time.perf_counter() - t0)
+        self.startup_rows = []
+        self.raw["python_startup_ms"] = median(base) * 1000
+        for cmd in COMMANDS:
+            args = STARTUP_ARGS.get(cmd, ["--help"])
+            code = (f"import sys; from shim.__main__ import dispatch; sys.argv = {[cmd, *args]!r}; "
+                    f"sys.exit(dispatch({cmd!r}, sys.argv[1:]))")
+            walls = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                cp = sh([PY, "-c", code], cwd="/")
+                walls.append(time.perf_counter() - t0)
+            if "not implemented" in cp.stderr:
+                self.startup_rows.append((cmd, "—", "—", "not implemented yet"))
+                continue
+            cp = sh([PY, "-X", "importtime", "-c", code], cwd="/")
+            tree = parse_importtime(cp.stderr)
+            total = sum(r["self"] for r in tree) / 1000
+            shim_ms = sum(r["self"] for r in tree if r["name"].startswith("shim")) / 1000
+            tops = top_imports(tree, 6, COMMAND_MODULES.get(cmd, cmd))
+            self.raw.setdefault("startup", {})[cmd] = {"wall_ms": median(walls) * 1000, "import_ms": total,
+                                                      "top": tops}
+            desc = "; ".join(f"`{t['name']}` {t['cum']/1000:.1f} ms"
+                             + (f" (mostly `{t['mostly']}`)" if t["mostly"] else "") + f" ← {t['why']}" for t in tops)
+            self.startup_rows.append((cmd, f"{median(walls)*1000:.0f} ms",
+                                      f"{total:.0f} ms ({shim_ms:.0f} ms in shim.*)", desc))
+
+    # -- report
+    def report(self) -> str:
+        lines = ["| what | slurm-shim | Grid Engine | ratio | goal / note |", "|---|---|---|---|---|"]
+        lines += [f"| {' | '.join(r)} |" for r in self.rows]
+        if getattr(self, "agent_rows", None):
+            lines += ["", "Submit agent internals:", "", "| what | value | note |", "|---|---|---|"]
+            lines += [f"| {' | '.join(r)} |" for r in self.agent_rows]
+        if getattr(self, "startup_rows", None):
+            lines += ["", f"Start-up (python alone: {self.raw['python_startup_ms']:.0f} ms; median of 5; imports from "
+                      "`python -X importtime`, cumulative, with the shim module that pulls each in):", "",
+                      "| command | wall | imports | top imports ← imported by |", "|---|---|---|---|"]
+            lines += [f"| {' | '.join(r)} |" for r in self.startup_rows]
+        return "\n".join(lines)
+
+
+def parse_importtime(text: str) -> list[dict]:
+    """-X importtime lines, in order, with depth; each row gets its parent (the importer)."""
+    rows = []
+    for line in text.splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)", line)
+        if m:
+            rows.append({"self": int(m.group(1)), "cum": int(m.group(2)), "depth": len(m.group(3)) // 2,
+                         "name": m.group(4)})
+    # In importtime output a module is printed after its children; its parent is the next row
+    # (further down) with a smaller depth.
+    for i, r in enumerate(rows):
+        r["parent"] = None
+        for j in range(i + 1, len(rows)):
+            if rows[j]["depth"] < r["depth"]:
+                r["parent"] = j
+                break
+    return rows
+
+
+def top_imports(rows: list[dict], k: int, cmd_module: str) -> list[dict]:
+    """The k costliest non-shim modules that a shim module imports directly, with that module.
+
+    importlib.import_module (how shim.__main__ loads the command) does not nest in -X importtime:
+    the command module's own imports print at depth 0 after shim.__main__, so those are credited to
+    the command module; depth-0 rows before shim.__main__ are the interpreter's start-up."""
+    main = next((i for i, r in enumerate(rows) if r["name"] == "shim.__main__"), None)
+    out = []
+    for i, r in enumerate(rows):
+        if r["name"].startswith("shim"):
+            continue
+        p = r["parent"]
+        if p is None:
+            if main is None or i < main:
+                continue  # python's own start-up (site, encodings, ...)
+            parent = cmd_module
+        else:
+            parent = rows[p]["name"]
+            if not parent.startswith("shim"):
+                continue  # counted in its ancestor's cumulative time
+        kids = [c for c in rows if c["parent"] == i]
+        big = max(kids, key=lambda c: c["cum"], default=None)
+        mostly = big["name"] if big and big["cum"] * 2 > r["cum"] else None
+        out.append({"name": r["name"], "cum": r["cum"], "why": parent, "mostly": mostly})
+    out.sort(key=lambda r: -r["cum"])
+    return out[:k]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--worker")
+    ap.add_argument("--quick", action="store_true", help="fewer and shorter runs")
+    ap.add_argument("--only", default="submit,rate,burst,squeue,sacct,agent,startup")
+    ap.add_argument("--n", type=int, default=1000, help="sequential submissions per rate run")
+    ap.add_argument("--queued", type=int, default=10000, help="queued jobs for squeue")
+    ap.add_argument("--records", type=int, default=100000, help="accounting records for sacct")
+    ap.add_argument("--profile", action="store_true", help="cProfile squeue and sacct (in the JSON)")
+    ap.add_argument("--json", default=str(REPO / "bench" / "results.json"))
+    o = ap.parse_args()
+    if o.worker:
+        args = json.loads(sys.stdin.read() or "{}")
+        print(json.dumps(WORKERS[o.worker](args)))
+        return 0
+    o.runs_latency, o.runs_rate, o.runs_burst, o.runs_squeue, o.runs_sacct = (15, 3, 3, 7, 7)
+    if o.quick:
+        o.n, o.queued, o.runs_latency, o.runs_rate, o.runs_burst, o.runs_squeue, o.runs_sacct = (
+            100, 2000, 7, 1, 1, 3, 3)
+    b = Bench(o)
+    b.agent_rows = []
+    only = set(o.only.split(","))
+    started = time.time()
+    try:
+        b.setup()
+        for name in ("submit", "rate", "burst", "squeue", "sacct", "agent", "startup"):
+            if name in only:
+                print(f"[{time.time() - started:6.0f} s] {name}", file=sys.stderr, flush=True)
+                getattr(b, {"agent": "agent_costs"}.get(name, name))()
+    finally:
+        b.final_cleanup()
+    b.raw["elapsed_s"] = time.time() - started
+    b.raw["options"] = {k: v for k, v in vars(o).items()}
+    Path(o.json).write_text(json.dumps({"rows": b.rows, "agent_rows": b.agent_rows,
+                                        "startup_rows": getattr(b, "startup_rows", []), "raw": b.raw}, indent=1))
+    print(b.report())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,248 @@
+"""The submit agent against the live Grid Engine: sbatch with ``[submit] method = "agent"``.
+
+Each test has its own agent directory (``SLURM_SHIM_AGENT_DIR``) and a site config that differs
+from the cluster's only by the submit method, and stops its agents at the end. Jobs that need not
+run are held by a ``.sge_request`` (``-h``) in the submit directory, which qsub and DRMAA both read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conftest import run, wait_until
+
+pytestmark = pytest.mark.gridengine
+
+SITE = Path("/etc/slurm-shim/config.toml")
+SCRIPT = "#!/bin/bash\necho \"hello from $SLURM_JOB_ID as $(id -un)\"\n"
+
+
+def site_config(d: Path, method: str, extra: str = "") -> Path:
+    text = SITE.read_text() if SITE.exists() else ""
+    text = re.sub(r"(?ms)^\[submit\].*?(?=^\[|\Z)", "", text)
+    p = d / f"config-{method}.toml"
+    p.write_text(f"{text}\n{extra}\n[submit]\nmethod = \"{method}\"\n")
+    p.chmod(0o644)
+    return p
+
+
+class Setup:
+    """Environment for one user's sbatch calls through one agent directory."""
+
+    def __init__(self, workdir: Path, user: str | None = None, method: str = "agent", extra: str = ""):
+        self.workdir, self.user = workdir, user
+        self.agent_dir = workdir / f"agent-{user or 'root'}"
+        self.env = {"SLURM_SHIM_CONFIG": str(site_config(workdir, method, extra)),
+                    "SLURM_SHIM_AGENT_DIR": str(self.agent_dir)}
+
+    def sbatch(self, *argv: str, cwd: Path | None = None, env: dict | None = None):
+        return run("sbatch", *argv, cwd=cwd or self.workdir, user=self.user, env={**self.env, **(env or {})})
+
+    def submit(self, *argv: str, **kw) -> int:
+        cp = self.sbatch(*argv, **kw)
+        assert cp.returncode == 0, cp.stderr
+        m = re.fullmatch(r"Submitted batch job (\d+)\n", cp.stdout)
+        assert m, cp.stdout
+        return int(m.group(1))
+
+    def agent(self, op: str = "ping") -> dict | None:
+        cp = run("python", "-m", "shim.agent", op, user=self.user, env=self.env)
+        return json.loads(cp.stdout) if cp.returncode == 0 else None
+
+    def ready(self, timeout: float = 30) -> dict:
+        return wait_until(self.agent, timeout, f"the submit agent in {self.agent_dir}")
+
+    def stop(self) -> None:
+        reply = self.agent("stop")
+        if reply:
+            wait_until(lambda: not Path(f"/proc/{reply['pid']}").exists() or _zombie(reply["pid"]), 30,
+                       "the agent to exit")
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+def _alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists() and not _zombie(pid)
+
+
+def held(d: Path) -> Path:
+    (d / ".sge_request").write_text("-h\n")
+    return d
+
+
+def jobs_named(name: str) -> dict[int, str]:
+    """{job id: state} of every job called name, of any user."""
+    out = run("qstat", "-u", "*", "-xml").stdout
+    found = {}
+    for jl in ET.fromstring(out).iter("job_list"):
+        if jl.findtext("JB_name") == name:
+            found[int(jl.findtext("JB_job_number"))] = jl.findtext("state")
+    return found
+
+
+def qstat_j(job: int) -> dict[str, str]:
+    out = run("qstat", "-j", str(job)).stdout
+    return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in out.splitlines()) if _}
+
+
+@pytest.fixture
+def setups():
+    made: list[Setup] = []
+    yield made
+    for s in made:
+        s.stop()
+
+
+@pytest.fixture
+def cleanup():
+    names: list[str] = []
+    yield names
+    for name in names:
+        ids = jobs_named(name)
+        if ids:
+            run("qdel", *map(str, ids))
+
+
+def test_first_call_starts_the_agent_next_calls_use_it(workdir, setups, cleanup):
+    s = Setup(workdir)
+    setups.append(s)
+    (workdir / "hello.sh").write_text(SCRIPT)
+    first = s.submit("-J", "agent-hello", "hello.sh")  # no agent yet: qsub, and an agent starts
+    cleanup.append("agent-hello")
+    ping = s.ready()
+    assert ping["served"] == 0
+    second = s.submit("-J", "agent-hello", "hello.sh")
+    assert s.agent()["served"] == 1
+    for job in (first, second):
+        out = workdir / f"slurm-{job}.out"
+        wait_until(lambda: out.exists() and "hello" in out.read_text(), 90, f"output of job {job}")
+        assert out.read_text() == f"hello from {job} as root\n"
+
+
+def test_agent_job_is_the_qsub_job(workdir, setups, cleanup):
+    """Same script, same options: Grid Engine records the same job either way, but for the script
+    file's name (DRMAA submits a spooled file; qsub reads stdin) and the agent's token."""
+    held(workdir)
+    name = f"parity-{uuid.uuid4().hex[:6]}"
+    cleanup.append(name)
+    (workdir / "job.sh").write_text(SCRIPT)
+    argv = ("-J", name, "-n", "2", "--mem=100M", "-t", "5", "--comment=x y", "-o", "out-%j.txt", "job.sh")
+    via_qsub = Setup(workdir, method="qsub").submit(*argv)
+    a = Setup(workdir)
+    setups.append(a)
+    a.submit("-J", "warmup", "--wrap=true")
+    cleanup.append("warmup")
+    a.ready()
+    via_agent = a.submit(*argv)
+    assert a.agent()["served"] == 1
+    q, d = qstat_j(via_qsub), qstat_j(via_agent)
+    assert d.pop("context").startswith("slurm_shim_token=")
+    assert q.pop("script_file") == "STDIN" and d.pop("script_file").startswith(str(a.agent_dir / "spool"))
+    for k in ("job_number", "exec_file", "submission_time"):
+        q.pop(k), d.pop(k)
+    assert d == q
+    assert q["sge_o_workdir"] == str(workdir)
+
+
+def test_plain_user_gets_a_private_agent(workdir, setups, cleanup):
+    s = Setup(workdir, user="alice")
+    setups.append(s)
+    (workdir / "hello.sh").write_text(SCRIPT)
+    name = f"alice-{uuid.uuid4().hex[:6]}"
+    cleanup.append(name)
+    first = s.submit("-J", name, "hello.sh")
+    ping = s.ready()
+    status = Path(f"/proc/{ping['pid']}/status").read_text()
+    uid = re.search(r"^Uid:\s+(\d+)", status, re.M).group(1)
+    assert uid == str(run("id", "-u", "alice").stdout.strip())
+    st = s.agent_dir.stat()
+    assert st.st_mode & 0o777 == 0o700 and str(st.st_uid) == uid
+    second = s.submit("-J", name, "hello.sh")
+    assert s.agent()["served"] == 1
+    for job in (first, second):
+        out = workdir / f"slurm-{job}.out"
+        wait_until(lambda: out.exists() and "hello" in out.read_text(), 90, f"output of job {job}")
+        assert out.read_text() == f"hello from {job} as alice\n"
+    # root's agent directory is no way in for alice
+    root = Setup(workdir)
+    setups.append(root)
+    root.submit("--hold", "-J", name, "hello.sh")
+    root.ready()
+    cp = run("python", "-m", "shim.agent", "ping", user="alice", env=root.env)
+    assert cp.returncode == 1 and "no private directory" in cp.stderr
+
+
+@pytest.mark.parametrize("moment", ["before_submit", "after_submit", "after_journal"])
+def test_agent_killed_at_the_worst_moment(workdir, setups, cleanup, moment):
+    """SIGKILL inside the request (before runJob, between runJob and the journal, between the
+    journal and the reply): sbatch still prints the id of exactly one job."""
+    held(workdir)
+    s = Setup(workdir)
+    setups.append(s)
+    name = f"kill-{uuid.uuid4().hex[:6]}"
+    cleanup.append(name)
+    s.submit("-J", name, "--wrap=true")
+    pid = s.ready()["pid"]
+    job = s.submit("-J", name, "--wrap=true", env={"SLURM_SHIM_AGENT_TEST_DIE": moment})
+    wait_until(lambda: not _alive(pid), 10, "the agent to die")
+    ids = jobs_named(name)
+    assert len(ids) == 2 and job in ids, ids
+    assert all(state == "hqw" for state in ids.values())
+    assert os.listdir(s.agent_dir / "tokens") == []
+
+
+def test_rejected_job_gets_qsubs_message(workdir, setups):
+    extra = '[partitions.nowhere]\nqueue = "no_such_queue"\n'
+    a = Setup(workdir, extra=extra)
+    setups.append(a)
+    a.submit("--hold", "-J", "warmup", "--wrap=true")
+    a.ready()
+    via_agent = a.sbatch("-p", "nowhere", "--wrap=true")
+    via_qsub = Setup(workdir, method="qsub", extra=extra).sbatch("-p", "nowhere", "--wrap=true")
+    assert via_agent.returncode == via_qsub.returncode == 1
+    assert via_agent.stderr == via_qsub.stderr
+    assert "unknown queue" in via_agent.stderr
+    ids = jobs_named("warmup")
+    run("qdel", *map(str, ids))
+
+
+def test_array_through_the_agent(workdir, setups, cleanup):
+    held(workdir)
+    s = Setup(workdir)
+    setups.append(s)
+    name = f"arr-{uuid.uuid4().hex[:6]}"
+    cleanup.append(name)
+    s.submit("-J", name, "--wrap=true")
+    s.ready()
+    job = s.submit("-J", name, "--array=1-5%2", "--wrap=true")
+    assert s.agent()["served"] == 1
+    info = qstat_j(job)
+    assert info["job-array tasks"].startswith("1-5:1")
+    assert info.get("maximum concurrency") == "2"
+
+
+def test_idle_agent_exits_then_restarts(workdir, setups, cleanup):
+    held(workdir)
+    s = Setup(workdir)
+    setups.append(s)
+    name = f"idle-{uuid.uuid4().hex[:6]}"
+    cleanup.append(name)
+    s.submit("-J", name, "--wrap=true", env={"SLURM_SHIM_AGENT_IDLE": "2"})
+    pid = s.ready()["pid"]
+    wait_until(lambda: not _alive(pid), 30, "the idle agent to exit")
+    assert not (s.agent_dir / "agent.sock").exists()
+    s.submit("-J", name, "--wrap=true")
+    assert s.ready()["pid"] != pid
+    assert len(jobs_named(name)) == 2

@@ -1,0 +1,234 @@
+"""Reliability against the live Grid Engine: bursts of concurrent commands lose and double nothing,
+through qsub and through the submit agent (also when the agent is SIGKILLed mid-burst), and with
+qmaster stopped every command fails fast with Slurm's kind of error, then works again.
+
+Submitted jobs are held (a ``.sge_request`` with ``-h`` in the submit directory; qsub and the
+agent's DRMAA both read it), so counting them never runs anything. Each test deletes its own jobs
+by id. The qmaster test is the last in this file: it stops the shared cluster's qmaster for a few
+seconds and restarts it in a finally block.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+import uuid
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conftest import run, shim_env, wait_until
+
+pytestmark = pytest.mark.gridengine
+
+N = 100
+SITE = Path("/etc/slurm-shim/config.toml")
+COMMANDS = ("sbatch", "squeue", "scancel", "scontrol", "sacct", "sinfo", "srun", "salloc")
+
+
+def site_config(d: Path, method: str) -> Path:
+    text = re.sub(r"(?ms)^\[submit\].*?(?=^\[|\Z)", "", SITE.read_text() if SITE.exists() else "")
+    p = d / f"config-{method}.toml"
+    p.write_text(f"{text}\n[submit]\nmethod = \"{method}\"\n")
+    p.chmod(0o644)
+    return p
+
+
+def env_for(workdir: Path, method: str) -> dict[str, str]:
+    return {"SLURM_SHIM_CONFIG": str(site_config(workdir, method)), "SLURM_SHIM_AGENT_DIR": str(workdir / "agent")}
+
+
+def burst(argvs: list[list[str]], env: dict[str, str], cwd: Path, timeout: float = 300) -> list[tuple[int, str, str]]:
+    """Start every argv at once; (exit code, stdout, stderr) of each."""
+    e = shim_env(env)
+    procs = [subprocess.Popen(a, cwd=cwd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for a in argvs]
+    deadline = time.monotonic() + timeout
+    out = []
+    for p in procs:
+        o, r = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        out.append((p.returncode, o.decode(errors="replace"), r.decode(errors="replace")))
+    return out
+
+
+def jobs_named(name: str) -> dict[int, str]:
+    found = {}
+    for jl in ET.fromstring(run("qstat", "-u", "*", "-xml").stdout).iter("job_list"):
+        if jl.findtext("JB_name") == name:
+            found[int(jl.findtext("JB_job_number"))] = jl.findtext("state")
+    return found
+
+
+def agent_ping(env: dict[str, str]) -> dict | None:
+    cp = run("python", "-m", "shim.agent", "ping", env=env)
+    return json.loads(cp.stdout) if cp.returncode == 0 else None
+
+
+def stop_agent(env: dict[str, str]) -> None:
+    cp = run("python", "-m", "shim.agent", "stop", env=env)
+    if cp.returncode == 0:
+        pid = json.loads(cp.stdout)["pid"]
+        wait_until(lambda: not _alive(pid), 30, "the agent to exit")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def held_dir(workdir):
+    (workdir / ".sge_request").write_text("-h\n")
+    return workdir
+
+
+@pytest.fixture
+def named():
+    """A unique job name per test; every job of that name is deleted at the end."""
+    name = f"rel-{uuid.uuid4().hex[:8]}"
+    yield name
+    ids = jobs_named(name)
+    if ids:
+        run("qdel", *map(str, ids))
+
+
+@pytest.mark.parametrize("path", ["qsub", "agent", "agent-cold", "agent-killed"])
+def test_concurrent_sbatch_lose_and_double_nothing(held_dir, named, path):
+    """100 sbatch at once -> 100 distinct ids, exactly those 100 jobs in Grid Engine.
+
+    qsub: every call forks qsub. agent: all go through a running agent. agent-cold: no agent at
+    first (calls race to start one; the first ones use qsub). agent-killed: the agent is SIGKILLed
+    while the burst is in flight, so some requests die mid-way and are resolved by token."""
+    env = env_for(held_dir, "qsub" if path == "qsub" else "agent")
+    served0, warmup = 0, set()
+    if path in ("agent", "agent-killed"):
+        cp = run("sbatch", "-J", named, "--wrap=true", cwd=held_dir, env=env)
+        assert cp.returncode == 0, cp.stderr
+        warmup = {int(cp.stdout.split()[-1])}
+        served0 = wait_until(lambda: agent_ping(env), 30, "the agent")["served"]
+    try:
+        argv = ["sbatch", "-J", named, "--wrap=true"]
+        if path == "agent-killed":
+            pid = agent_ping(env)["pid"]
+            e = shim_env(env)
+            procs = [subprocess.Popen(argv, cwd=held_dir, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                     for _ in range(N)]
+            wait_until(lambda: (agent_ping(env) or {"served": 10**9})["served"] - served0 >= 10, 120,
+                       "the agent to serve some of the burst")
+            os.kill(pid, signal.SIGKILL)
+            results = []
+            for p in procs:
+                o, r = p.communicate(timeout=300)
+                results.append((p.returncode, o.decode(errors="replace"), r.decode(errors="replace")))
+        else:
+            results = burst([argv] * N, env, held_dir)
+        failures = [(rc, err) for rc, _, err in results if rc != 0]
+        assert failures == []
+        ids = [int(re.fullmatch(r"Submitted batch job (\d+)\n", out).group(1)) for _, out, _ in results]
+        assert len(set(ids)) == N
+        queued = jobs_named(named)
+        expected = set(ids) | warmup
+        assert set(queued) == expected, f"lost: {expected - set(queued)}, extra: {set(queued) - expected}"
+        assert set(queued.values()) == {"hqw"}
+        if path == "agent":
+            assert agent_ping(env)["served"] - served0 == N  # really all through the agent
+        if path == "agent-killed":
+            assert not _alive(pid)
+    finally:
+        stop_agent(env)
+
+
+def test_concurrent_scancel_of_different_jobs(held_dir, named):
+    """100 scancel at once, each of a different job: all 100 gone, nothing else touched."""
+    probe = run("scancel", "--help")
+    if "not implemented" in probe.stderr:
+        pytest.skip("scancel is not implemented yet (python -m shim scancel says so too)")
+    qsub = burst([["qsub", "-terse", "-N", named, "-b", "y", "/bin/true"]] * (N + 1), {}, held_dir)
+    ids = [int(out.strip()) for rc, out, _ in qsub if rc == 0]
+    assert len(ids) == N + 1
+    keep, victims = ids[0], ids[1:]
+    results = burst([["scancel", str(j)] for j in victims], {}, held_dir)
+    assert [(rc, err) for rc, _, err in results if rc != 0] == []
+    assert all(out == "" for _, out, _ in results)
+    remaining = wait_until(lambda: (lambda q: q if set(q) == {keep} else None)(jobs_named(named)), 60,
+                           "exactly the 100 cancelled jobs to be gone")
+    assert remaining == {keep: "hqw"}
+
+
+# --------------------------------------------------------------------------------------------
+# Last: qmaster down. Stops the shared cluster's qmaster for a few seconds; always restarts it.
+
+
+def implemented(cmd: str) -> bool:
+    return "not implemented" not in run(cmd, "--help").stderr
+
+
+SLURM_ERROR = re.compile(r"^[a-z_-]+: (error|fatal): |^slurm_load_[a-z_]+ error: |^[a-z]+: error: ", re.M)
+
+
+def test_qmaster_down_fails_fast_and_recovers(held_dir, named):
+    from shim import cluster
+
+    if os.getuid() != 0:
+        pytest.skip("stopping qmaster needs root")
+    (held_dir / "job.sh").write_text("#!/bin/sh\ntrue\n")
+    agent_env = env_for(held_dir, "agent")
+    job = int(run("qsub", "-terse", "-N", named, "-b", "y", "/bin/true", cwd=held_dir).stdout.strip())
+    cp = run("sbatch", "-J", named, "job.sh", cwd=held_dir, env=agent_env)  # starts the agent
+    assert cp.returncode == 0, cp.stderr
+    wait_until(lambda: agent_ping(agent_env), 30, "the agent")
+    calls = {
+        "sbatch (qsub)": (["sbatch", "-J", named, "job.sh"], env_for(held_dir, "qsub")),
+        "sbatch (agent)": (["sbatch", "-J", named, "job.sh"], agent_env),
+        "squeue": (["squeue"], {}),
+        "squeue -j": (["squeue", "-j", str(job)], {}),
+        "scancel": (["scancel", str(job)], {}),
+        "scontrol show job": (["scontrol", "show", "job", str(job)], {}),
+        "sinfo": (["sinfo"], {}),
+        "sacct -j": (["sacct", "-j", str(job)], {}),
+        "srun": (["srun", "true"], {}),
+        "salloc": (["salloc", "true"], {}),
+    }
+    calls = {k: v for k, v in calls.items() if implemented(v[0][0])}
+    pid = cluster.daemon_pid("qmaster")
+    assert pid, "qmaster is not running"
+    outcomes = {}
+    try:
+        cluster.ge("qconf", "-km")
+        cluster.stop_pids([pid], grace=30)
+        for what, (argv, env) in calls.items():
+            t0 = time.monotonic()
+            cp = run(*argv, cwd=held_dir, env=env, timeout=30)
+            outcomes[what] = (time.monotonic() - t0, cp.returncode, cp.stdout, cp.stderr)
+    finally:
+        cluster.ensure_qmaster()
+        stop_agent(agent_env)
+    problems = []
+    for what, (dt, rc, out, err) in outcomes.items():
+        if dt > 5:
+            problems.append(f"{what}: took {dt:.1f} s")
+        if "Traceback" in err or "Traceback" in out:
+            problems.append(f"{what}: traceback: {err[-300:]}")
+        if what.startswith("sacct") and rc == 0:
+            continue  # the accounting file needs no qmaster (Slurm's sacct talks to slurmdbd, not slurmctld)
+        if rc != 1:
+            problems.append(f"{what}: exit {rc}: {err.strip()[:200]}")
+        elif not SLURM_ERROR.search(err):
+            problems.append(f"{what}: not a Slurm-style error: {err.strip()[:200]!r}")
+    assert problems == [], "\n".join(problems) + "\n" + json.dumps({k: v[:2] + (v[3],) for k, v in outcomes.items()},
+                                                                    indent=1)
+    # and back again
+    def works():
+        return run("squeue", "-j", str(job)).returncode == 0 and \
+            run("sbatch", "-J", named, "job.sh", cwd=held_dir, env=agent_env).returncode == 0
+
+    wait_until(works, 60, "squeue and sbatch to work again after qmaster's restart")
+    cp = run("sbatch", "-J", named, "job.sh", cwd=held_dir, env=agent_env)
+    assert cp.returncode == 0, cp.stderr
+    stop_agent(agent_env)

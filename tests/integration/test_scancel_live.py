@@ -1,0 +1,135 @@
+"""scancel against the live Grid Engine: what it deletes, suspends and refuses, its messages and exit
+codes, and the cancel records squeue and sacct read afterwards. Jobs come from raw qsub."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import run, wait_until
+
+pytestmark = pytest.mark.gridengine
+
+SLEEP = ["-b", "y", "/bin/sleep"]
+STATE_DIR = Path("/var/spool/slurm-shim")
+
+
+class Jobs:
+    def __init__(self):
+        self.tag = "ic" + uuid.uuid4().hex[:6]
+        self.ids: list[str] = []
+
+    def qsub(self, name: str, *args: str, user: str | None = None) -> str:
+        cp = run("qsub", "-terse", "-N", f"{self.tag}_{name}", *args, user=user, cwd="/tmp")
+        assert cp.returncode == 0, cp.stderr
+        jid = cp.stdout.strip().split(".")[0]
+        self.ids.append(jid)
+        return jid
+
+    def name(self, short: str) -> str:
+        return f"{self.tag}_{short}"
+
+    def ge(self, jid: str) -> list[str]:
+        """The Grid Engine state of each qstat row of a job."""
+        out = run("qstat", "-u", "*").stdout
+        return [ln.split()[4] for ln in out.splitlines()[2:] if ln.split() and ln.split()[0] == jid]
+
+    def gone(self, jid: str) -> bool:
+        return not self.ge(jid)
+
+    def cleanup(self):
+        if self.ids:
+            run("qdel", *self.ids)
+            wait_until(lambda: all(self.gone(j) for j in self.ids), 60, "test jobs to go")
+
+
+@pytest.fixture
+def jobs():
+    j = Jobs()
+    yield j
+    j.cleanup()
+
+
+def scancel(*argv: str, user: str | None = None):
+    return run("scancel", *argv, user=user)
+
+
+def cancel_event(jid: str, task: str = "x") -> dict:
+    path = STATE_DIR / "events" / f"{jid}.{task}.cancel.json"
+    return json.loads(path.read_text())
+
+
+def test_cancel_pending_and_running_by_id(jobs):
+    pend = jobs.qsub("pend", "-q", "debug", "-h", *SLEEP, "300")
+    runj = jobs.qsub("run", "-q", "debug", *SLEEP, "300")
+    wait_until(lambda: jobs.ge(runj) == ["r"], 60, "running")
+    cp = scancel(pend, runj)
+    assert (cp.returncode, cp.stdout, cp.stderr) == (0, "", "")
+    wait_until(lambda: jobs.gone(pend) and jobs.gone(runj), 60, "both gone")
+    assert cancel_event(pend)["was"] == "PENDING"
+    assert cancel_event(runj)["was"] == "RUNNING" and cancel_event(runj)["user"] == "root"
+    out = run("squeue", "-h", "-t", "all", "-j", f"{pend},{runj}", "-o", "%i %t %N").stdout
+    assert sorted(out.splitlines()) == sorted([f"{pend} CA ", f"{runj} CA vm"])
+
+
+def test_array_tasks_ranges_and_whole_array(jobs):
+    arr = jobs.qsub("arr", "-q", "debug", "-h", "-t", "1-6", *SLEEP, "300")
+    cp = scancel(f"{arr}_2", f"{arr}_[4-5]")
+    assert cp.returncode == 0, cp.stderr
+    wait_until(lambda: run("squeue", "-h", "-j", arr, "-o", "%i").stdout.strip() == f"{arr}_[1,3,6]", 30, "tasks")
+    for t in ("2", "4", "5"):
+        assert cancel_event(arr, t)["was"] == "PENDING"
+    assert scancel(arr).returncode == 0
+    wait_until(lambda: jobs.gone(arr), 30, "array gone")
+    out = run("squeue", "-h", "-t", "all", "-j", arr, "-o", "%i %t").stdout
+    assert out == f"{arr}_[1-6] CA\n"
+
+
+def test_filters(jobs):
+    a = jobs.qsub("a", "-q", "debug", "-h", *SLEEP, "300")
+    b = jobs.qsub("b", "-q", "gpu", "-h", *SLEEP, "300")
+    c = jobs.qsub("c", "-q", "debug", "-h", *SLEEP, "300", user="alice")
+    assert scancel("-n", jobs.name("b"), "-p", "debug").returncode == 0  # b is in gpu: untouched
+    assert not jobs.gone(b)
+    assert scancel("-n", jobs.name("b"), "-t", "PENDING", "-p", "gpu").returncode == 0
+    wait_until(lambda: jobs.gone(b), 30, "b gone")
+    assert scancel("--me", "-n", jobs.name("a"), user="alice").returncode == 0  # not alice's
+    assert not jobs.gone(a)
+    assert scancel("--me", "-n", jobs.name("c"), user="alice").returncode == 0
+    wait_until(lambda: jobs.gone(c), 30, "c gone")
+    assert cancel_event(c)["user"] == "alice"
+    assert scancel("-u", "root", "-n", jobs.name("a")).returncode == 0
+    wait_until(lambda: jobs.gone(a), 30, "a gone")
+
+
+def test_permission_denied_unknown_and_verbose(jobs):
+    a = jobs.qsub("root", "-q", "debug", "-h", *SLEEP, "300")
+    cp = scancel(a, user="alice")
+    assert (cp.returncode, cp.stderr) == (210, f"scancel: error: Kill job error on job id {a}: Access/permission denied\n")
+    assert not jobs.gone(a)
+    cp = scancel("999999")
+    assert (cp.returncode, cp.stdout, cp.stderr) == (0, "", "")
+    cp = scancel("-v", "999999")
+    assert (cp.returncode, cp.stderr) == (0, "scancel: Terminating job 999999\n"
+                                             "scancel: error: Kill job error on job id 999999: Invalid job id specified\n")
+    cp = scancel("-s", "KILL", "999999")
+    assert cp.returncode == 1
+    cp = scancel("-v", a)
+    assert (cp.returncode, cp.stderr) == (0, f"scancel: Terminating job {a}\n")
+    wait_until(lambda: jobs.gone(a), 30, "gone")
+
+
+def test_stop_and_continue(jobs):
+    jid = jobs.qsub("stop", "-q", "debug", *SLEEP, "300")
+    wait_until(lambda: jobs.ge(jid) == ["r"], 60, "running")
+    assert scancel("-s", "STOP", jid).returncode == 0
+    wait_until(lambda: jobs.ge(jid) == ["s"], 30, "suspended")
+    assert run("squeue", "-h", "-j", jid, "-o", "%t").stdout == "S\n"
+    assert scancel("--signal=CONT", jid).returncode == 0
+    wait_until(lambda: jobs.ge(jid) == ["r"], 30, "resumed")
+    cp = scancel("-s", "USR1", jid)
+    assert cp.returncode == 1 and "USR1" in cp.stderr
+    assert jobs.ge(jid) == ["r"]

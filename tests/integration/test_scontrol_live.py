@@ -1,0 +1,121 @@
+"""scontrol against the live Grid Engine: show job/partition/node/config/hostnames, and hold,
+release, suspend, resume, update on real jobs (raw qsub, deleted at the end)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+
+from conftest import run, wait_until
+
+pytestmark = pytest.mark.gridengine
+
+SLEEP = ["-b", "y", "/bin/sleep"]
+
+
+class Jobs:
+    def __init__(self):
+        self.tag = "ix" + uuid.uuid4().hex[:6]
+        self.ids: list[str] = []
+
+    def qsub(self, name: str, *args: str, user: str | None = None) -> str:
+        cp = run("qsub", "-terse", "-N", f"{self.tag}_{name}", *args, user=user, cwd="/tmp")
+        assert cp.returncode == 0, cp.stderr
+        jid = cp.stdout.strip().split(".")[0]
+        self.ids.append(jid)
+        return jid
+
+    def name(self, short: str) -> str:
+        return f"{self.tag}_{short}"
+
+    def ge(self, jid: str) -> list[str]:
+        out = run("qstat", "-u", "*").stdout
+        return [ln.split()[4] for ln in out.splitlines()[2:] if ln.split() and ln.split()[0] == jid]
+
+    def cleanup(self):
+        if self.ids:
+            run("qdel", *self.ids)
+            wait_until(lambda: not any(self.ge(j) for j in self.ids), 60, "test jobs to go")
+
+
+@pytest.fixture
+def jobs():
+    j = Jobs()
+    yield j
+    j.cleanup()
+
+
+def scontrol(*argv: str, user: str | None = None, env=None):
+    return run("scontrol", *argv, user=user, env=env)
+
+
+def field(text: str, key: str) -> str:
+    m = re.search(rf"(?:^|\s){re.escape(key)}=(\S*)", text)
+    assert m, f"{key} not in {text!r}"
+    return m.group(1)
+
+
+def test_show_job_running_and_pending(jobs):
+    runj = jobs.qsub("run", "-q", "gpu", "-l", "h_rt=3600", *SLEEP, "300")
+    pend = jobs.qsub("pend", "-q", "debug", "-h", "-cwd", *SLEEP, "300")
+    wait_until(lambda: jobs.ge(runj) == ["r"], 60, "running")
+    cp = scontrol("show", "job", runj)
+    assert cp.returncode == 0, cp.stderr
+    out = cp.stdout
+    assert out.startswith(f"JobId={runj} JobName={jobs.name('run')}\n   UserId=root(0) GroupId=root(0)")
+    assert (field(out, "JobState"), field(out, "Partition"), field(out, "TimeLimit")) == ("RUNNING", "gpu", "01:00:00")
+    assert field(out, "NodeList") == field(out, "BatchHost") != ""
+    assert field(out, "Command") == "/bin/sleep" and out.endswith("   Power=\n   \n\n")
+    out = scontrol("show", "job", pend).stdout
+    assert (field(out, "JobState"), field(out, "Reason")) == ("PENDING", "JobHeldUser")
+    assert field(out, "WorkDir") == "/tmp" and field(out, "StdOut") == f"/tmp/{jobs.name('pend')}.o{pend}"
+    one = scontrol("-o", "show", "job", pend).stdout
+    assert one.count("\n") == 1 and one.startswith(f"JobId={pend} ")
+    cp = scontrol("show", "job", "999999")
+    assert (cp.returncode, cp.stdout, cp.stderr) == (1, "", "slurm_load_jobs error: Invalid job id specified\n")
+
+
+def test_hold_release_and_update(jobs):
+    jid = jobs.qsub("hold", "-q", "debug", "-h", "-l", "h_rt=600", *SLEEP, "300")
+    assert scontrol("release", jid).returncode == 0
+    wait_until(lambda: jobs.ge(jid) and jobs.ge(jid)[0] in ("qw", "r", "t"), 30, "released")
+    if jobs.ge(jid) == ["qw"]:
+        assert scontrol("hold", jid).returncode == 0
+    jid2 = jobs.qsub("upd", "-q", "debug", "-h", "-l", "h_rt=600", *SLEEP, "300")
+    cp = scontrol("update", f"JobId={jid2}", "TimeLimit=00:30:00", "JobName=renamed")
+    assert (cp.returncode, cp.stdout, cp.stderr) == (0, "", "")
+    out = run("squeue", "-h", "-j", jid2, "-o", "%j %l").stdout
+    assert out == "renamed 30:00\n"
+    cp = scontrol("update", f"JobId={jid2}", "TimeLimit=abc")
+    assert (cp.returncode, cp.stderr) == (1, "scontrol: error: Invalid TimeLimit value\n")
+    cp = scontrol("hold", "999999")
+    assert (cp.returncode, cp.stderr) == (1, "Invalid job id specified for job 999999\n"
+                                             "slurm_suspend error: Invalid job id specified\n")
+    cp = scontrol("release", jid2, user="alice")
+    assert (cp.returncode, cp.stderr) == (1, f"Invalid user id for job {jid2}\nslurm_suspend error: Invalid user id\n")
+
+
+def test_suspend_resume(jobs):
+    jid = jobs.qsub("susp", "-q", "debug", *SLEEP, "300")
+    wait_until(lambda: jobs.ge(jid) == ["r"], 60, "running")
+    assert scontrol("suspend", jid).returncode == 0
+    wait_until(lambda: jobs.ge(jid) == ["s"], 30, "suspended")
+    assert field(scontrol("show", "job", jid).stdout, "JobState") == "SUSPENDED"
+    assert scontrol("resume", jid).returncode == 0
+    wait_until(lambda: jobs.ge(jid) == ["r"], 30, "resumed")
+
+
+def test_hostnames_config_partitions_nodes():
+    assert scontrol("show", "hostnames", "vm[1-3],x").stdout == "vm1\nvm2\nvm3\nx\n"
+    assert scontrol("show", "hostnames", env={"SLURM_JOB_NODELIST": "n[01-02]"}).stdout == "n01\nn02\n"
+    assert scontrol("show", "hostlist", "n1,n2,n3").stdout == "n[1-3]\n"
+    cfg = scontrol("show", "config").stdout
+    assert "MinJobAge               = 300 sec\n" in cfg and "MaxArraySize            = 1001\n" in cfg
+    parts = scontrol("show", "partition").stdout
+    assert parts.startswith("PartitionName=debug\n") and "PartitionName=gpu\n" in parts
+    assert "Nodes=vm\n" in parts and "State=UP" in parts
+    nodes = scontrol("show", "node").stdout
+    assert nodes.startswith("NodeName=vm ") and "Partitions=debug,gpu " in nodes
+    assert scontrol("ping").stdout.endswith(" is UP\n")

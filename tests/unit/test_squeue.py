@@ -1,0 +1,373 @@
+"""squeue end to end on recorded ``qstat -u '*' -r -xml`` output (fixtures/gridengine/sge-8.1.9, see
+its README), the unit-test site config and a frozen clock; messages and exit codes compared with
+the real Slurm 22.05 captures."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import datetime
+
+import pytest
+
+from conftest import FIXTURES, SLURM_REF
+from shim import backends, siteconf, state
+from shim.__main__ import dispatch
+from shim.backends.replay import ReplayBackend
+
+SGE = FIXTURES / "gridengine" / "sge-8.1.9"
+MIXED = SGE / "live-qstat-u-all-r-xml.mixed.xml"
+DR = SGE / "live-qstat-u-all-r-xml.dr.xml"
+RERUN = SGE / "live-qstat-u-all-r-xml.rerun.xml"
+EMPTY = SGE / "live-qstat-u-all-r-xml.empty.xml"
+CASES = json.loads((SLURM_REF / "cases.json").read_text())
+NOW = datetime(2026, 11, 30, 9, 20, 0).timestamp()
+HEADER = "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n"
+
+
+@pytest.fixture(autouse=True)
+def site(monkeypatch, tmp_path):
+    text = (FIXTURES / "site" / "config.toml").read_text()
+    conf = tmp_path / "config.toml"
+    conf.write_text(text.replace("/tmp/slurm-shim-unit-state", str(tmp_path / "state")))
+    monkeypatch.setenv("SLURM_SHIM_CONFIG", str(conf))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for var in list(os.environ):
+        if var.startswith("SQUEUE_") or var == "SLURM_TIME_FORMAT":
+            monkeypatch.delenv(var)
+    monkeypatch.setattr(time, "time", lambda: NOW)
+    siteconf.reset()
+    yield tmp_path / "state"
+    siteconf.reset()
+    backends.use(None)
+
+
+def squeue(capsys, fixture, *argv):
+    b = ReplayBackend()
+    b.add("qstat", ["-u", "*", "-r", "-xml"], stdout=fixture.read_text())
+    backends.use(b)
+    rc = dispatch("squeue", list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def ok(capsys, fixture, *argv) -> str:
+    rc, out, err = squeue(capsys, fixture, *argv)
+    assert (rc, err) == (0, "")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# views
+
+
+def test_default_view_of_every_state(capsys):
+    assert ok(capsys, MIXED) == HEADER + """\
+               111     debug   fx_big     root PD       0:00      1 (Resources)
+               114     debug   fx_eqw     root PD       0:00      1 (launch failed requeued held)
+               116     debug  fx_licw     root PD       0:00      1 (Licenses)
+         110_[3-5]     debug   fx_arr     root PD       0:00      1 (Priority)
+               112     debug  fx_held     root PD       0:00      1 (JobHeldUser)
+               113     debug   fx_dep     root PD       0:00      1 (Dependency)
+               115     debug fx_later     root PD       0:00      1 (Priority)
+               118     debug my job/1     root PD       0:00      1 (JobHeldUser)
+       119_[1,3-4]     debug  fx_arrh     root PD       0:00      1 (JobHeldUser)
+               105     debug  fx_run1     root  R       9:41      1 vm
+               106     debug fx_alice    alice  R       9:41      1 vm
+               109     debug  fx_lic3     root  R       9:41      1 vm
+             110_1     debug   fx_arr     root  R       9:41      1 vm
+             110_2     debug   fx_arr     root  R       9:41      1 vm
+             119_2     debug  fx_arrh     root  R       9:37      1 vm
+               107     debug  fx_susp     root  S       9:41      1 vm
+               117       gpu  fx_gpu3     root PD       0:00      1 (Resources)
+               108       gpu   fx_gpu     root  R       9:41      1 vm
+"""
+
+
+def test_long_view_has_a_date_line_and_cut_headers(capsys):
+    out = ok(capsys, DR, "-l")
+    lines = out.splitlines()
+    assert lines[0] == "Mon Nov 30 09:20:00 2026"
+    assert lines[1] == ("             JOBID PARTITION     NAME     USER    STATE       TIME TIME_LIMI  NODES "
+                        "NODELIST(REASON)")
+    assert "               105     debug  fx_run1     root  RUNNING       9:41   1:00:00      1 vm" in lines
+    # qdel'd while running, not yet gone: COMPLETING, still on its node
+    assert "               120       gpu fx_notif     root COMPLETI       9:34 UNLIMITED      1 vm" in lines
+    # a single held task of an array stays in the array's pending record
+    assert "           110_[5]     debug   fx_arr     root  PENDING       0:00 UNLIMITED      1 (JobHeldUser)" in lines
+
+
+def test_noheader_and_ids_only(capsys):
+    out = ok(capsys, MIXED, "-h", "-o", "%i")
+    assert out.splitlines()[:4] == ["111", "114", "116", "110_[3-5]"]
+    assert ok(capsys, MIXED, "--noheader", "-t", "S") == \
+        "               107     debug  fx_susp     root  S       9:41      1 vm\n"
+
+
+def test_restarted_job_is_pending_again(capsys):
+    out = ok(capsys, RERUN, "-p", "gpu")
+    assert "               121       gpu fx_rerun     root PD       0:00      1 (Priority)\n" in out
+
+
+def test_empty_queue_prints_the_header(capsys):
+    assert ok(capsys, EMPTY) == HEADER
+    assert ok(capsys, EMPTY, "-h") == ""
+
+
+def test_misc_fields(capsys):
+    out = ok(capsys, MIXED, "-o", "%i|%A|%F|%K|%t|%r|%b|%W|%l|%C|%E|%Q|%p", "-t", "PD", "-p", "debug")
+    assert out.splitlines()[:6] == [
+        "JOBID|JOBID|ARRAY_JOB_ID|ARRAY_TASK_ID|ST|REASON|TRES_PER_NODE|LICENSES|TIME_LIMIT|CPUS|DEPENDENCY|"
+        "PRIORITY|PRIORITY",
+        "111|111|111|N/A|PD|Resources|N/A|(null)|UNLIMITED|64|(null)|3221225471|0.75000000000000",
+        "114|114|114|N/A|PD|launch failed requeued held|N/A|(null)|UNLIMITED|1|(null)|1073741824|0.25000000000000",
+        "116|116|116|N/A|PD|Licenses|N/A|matlab:1|UNLIMITED|1|(null)|1073741824|0.25000000000000",
+        "110_[3-5]|110|110|3-5|PD|Priority|N/A|(null)|UNLIMITED|1|(null)|0|0.00000000000000",
+        "112|112|112|N/A|PD|JobHeldUser|N/A|(null)|UNLIMITED|1|(null)|0|0.00000000000000",
+    ]
+    assert "113|113|113|N/A|PD|Dependency|N/A|(null)|UNLIMITED|1|afterany:105(unfulfilled)|0|0.00000000000000" \
+        in out.splitlines()
+    gpu = ok(capsys, MIXED, "-h", "-o", "%i %b %l %L", "-p", "gpu")
+    assert gpu == "117 gres:gpu:3 2:00:00 2:00:00\n108 gres:gpu:1 UNLIMITED UNLIMITED\n"
+
+
+def test_format_all_has_every_field(capsys):
+    lines = ok(capsys, MIXED, "-o", "%all").splitlines()
+    assert lines[0] == CASES["squeue_o_all"]["stdout"].splitlines()[0]
+    assert all(len(line.split("|")) == 52 for line in lines)
+
+
+def test_long_format_fields_default_to_twenty_wide(capsys):
+    out = ok(capsys, MIXED, "-O", "JobArrayID,StateCompact,Reason", "-t", "all", "-u", "alice")
+    assert out == ("JOBID               ST                  REASON              \n"
+                   "106                 R                   None                \n")
+    out = ok(capsys, MIXED, "-O", "JobID:5,Name:.9,State:.8", "-j", "107")
+    assert out == "JOBID     NAME   STATE\n107    fx_suspSUSPENDE\n"
+
+
+def test_start_view(capsys):
+    lines = ok(capsys, MIXED, "--start").splitlines()
+    assert lines[0] == CASES["squeue_start"]["stdout"].splitlines()[0]
+    assert lines[1] == "         110_[3-5]     debug   fx_arr     root PD                 N/A      1 (null)" \
+                       "               (Priority)"
+    assert all(" PD " in line for line in lines[1:])
+
+
+def test_steps_show_the_batch_step_of_running_jobs(capsys):
+    out = ok(capsys, MIXED, "-s", "-p", "gpu")
+    assert out == ("         STEPID     NAME PARTITION     USER      TIME NODELIST\n"
+                   "      108.batch    batch       gpu     root      9:41 vm\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# filters
+
+
+def test_state_filter_names_codes_and_lists(capsys):
+    assert ok(capsys, MIXED, "-t", "S") == ok(capsys, MIXED, "--states=suspended")
+    out = ok(capsys, MIXED, "-h", "-o", "%i", "-t", "r,s")
+    assert out.split() == ["105", "106", "109", "110_1", "110_2", "119_2", "107", "108"]
+    assert ok(capsys, MIXED, "-t", "all") == ok(capsys, MIXED)
+
+
+def test_bad_state_is_slurms_error(capsys):
+    rc, out, err = squeue(capsys, MIXED, "-t", "FOO")
+    ref = CASES["squeue_t_bad"]
+    assert (rc, out, err) == (ref["rc"], ref["stdout"], ref["stderr"])
+
+
+def test_job_ids(capsys):
+    out = ok(capsys, MIXED, "-j", "105,113")
+    assert out == HEADER + ("               113     debug   fx_dep     root PD       0:00      1 (Dependency)\n"
+                            "               105     debug  fx_run1     root  R       9:41      1 vm\n")
+    assert ok(capsys, MIXED, "-j105") == ok(capsys, MIXED, "--jobs=105") == ok(capsys, MIXED, "--job", "105")
+    out = ok(capsys, MIXED, "-j", "110")
+    assert out.split("\n")[1:4] == ["         110_[3-5]     debug   fx_arr     root PD       0:00      1 (Priority)",
+                                    "             110_1     debug   fx_arr     root  R       9:41      1 vm",
+                                    "             110_2     debug   fx_arr     root  R       9:41      1 vm"]
+    assert ok(capsys, MIXED, "-j", "110_4") == HEADER + \
+        "             110_4     debug   fx_arr     root PD       0:00      1 (Priority)\n"
+    assert ok(capsys, MIXED, "-h", "-j", "110_2") == "             110_2     debug   fx_arr     root  R       9:41      1 vm\n"
+
+
+def test_unknown_and_bad_job_ids_as_slurm(capsys):
+    for case, argv in (("squeue_j_unknown", ["-j", "999999"]), ("squeue_j_unknown_h", ["-h", "-j", "999999"]),
+                       ("squeue_j_bad", ["-j", "abc"])):
+        rc, out, err = squeue(capsys, MIXED, *argv)
+        ref = CASES[case]
+        assert (rc, out, err) == (ref["rc"], ref["stdout"], ref["stderr"])
+    # one unknown id among known ones is no error
+    rc, out, err = squeue(capsys, MIXED, "-j", "105,999999")
+    assert (rc, err) == (0, "") and out.count("\n") == 2
+
+
+def test_users(capsys):
+    out = ok(capsys, MIXED, "-u", "alice")
+    assert out == HEADER + "               106     debug fx_alice    alice  R       9:41      1 vm\n"
+    assert ok(capsys, MIXED, "-u", "1001") == out
+    assert ok(capsys, MIXED, "--user=alice,root").count("\n") == ok(capsys, MIXED).count("\n")
+    rc, out, err = squeue(capsys, MIXED, "-u", "nosuchuser")
+    ref = CASES["squeue_u_unknown"]
+    assert (rc, out, err) == (ref["rc"], ref["stdout"], ref["stderr"])
+
+
+def test_me_is_the_calling_user(capsys, monkeypatch):
+    import shim.cli.squeue as cli
+
+    monkeypatch.setattr(cli, "current_user", lambda: "alice")
+    assert ok(capsys, MIXED, "--me") == ok(capsys, MIXED, "-u", "alice")
+
+
+def test_partition_name_license_node_filters(capsys):
+    assert ok(capsys, MIXED, "-p", "gpu").count("\n") == 3
+    rc, out, err = squeue(capsys, MIXED, "-p", "nope")
+    ref = CASES["squeue_p_unknown"]
+    assert (rc, out, err) == (ref["rc"], ref["stdout"], ref["stderr"])
+    assert ok(capsys, MIXED, "-h", "-o", "%i", "-n", "fx_run1,fx_held").split() == ["112", "105"]
+    assert ok(capsys, MIXED, "-h", "-o", "%i", "--name=my job/1").split() == ["118"]
+    assert ok(capsys, MIXED, "-h", "-o", "%i", "-L", "matlab").split() == ["116", "109"]
+    assert ok(capsys, MIXED, "-h", "-o", "%i", "-w", "vm", "-p", "gpu").split() == ["108"]
+    assert ok(capsys, MIXED, "-h", "-w", "othernode") == ""
+
+
+def test_array_flag_expands_pending_ranges(capsys):
+    out = ok(capsys, MIXED, "-r", "-h", "-o", "%i %t %r", "-n", "fx_arr")
+    assert out == "110_3 PD Priority\n110_4 PD Priority\n110_5 PD Priority\n110_1 R None\n110_2 R None\n"
+
+
+def test_sort_option(capsys):
+    out = ok(capsys, MIXED, "-h", "-o", "%i", "-S", "i")
+    assert out.split()[:6] == ["105", "106", "107", "108", "109", "110_1"]
+    out = ok(capsys, MIXED, "-h", "-o", "%i", "-S", "-p,i")
+    assert out.split()[0] == "111"
+    assert ok(capsys, MIXED, "-h", "-o", "%i", "--sort=-i").split()[0] == "119_[1,3-4]"
+
+
+def test_environment_formats_and_sort(capsys, monkeypatch):
+    monkeypatch.setenv("SQUEUE_FORMAT", "%i %T %r")
+    out = ok(capsys, MIXED, "-u", "alice")
+    assert out == "JOBID STATE REASON\n106 RUNNING None\n"
+    monkeypatch.setenv("SQUEUE_FORMAT2", "JobID:10,State:12")
+    assert ok(capsys, MIXED, "-u", "alice") == "JOBID     STATE       \n106       RUNNING     \n"
+    assert ok(capsys, MIXED, "-u", "alice", "-o", "%i") == "JOBID\n106\n"  # the command line wins
+    monkeypatch.setenv("SQUEUE_SORT", "i")
+    monkeypatch.delenv("SQUEUE_FORMAT2")
+    assert ok(capsys, MIXED, "-h", "-t", "R").split("\n")[0] == "105 RUNNING None"
+    monkeypatch.setenv("SQUEUE_USERS", "alice")
+    assert ok(capsys, MIXED, "-h") == "106 RUNNING None\n"
+
+
+def test_option_errors_are_slurms(capsys):
+    rc, out, err = squeue(capsys, MIXED, "--bogus")
+    ref = CASES["squeue_bogus_option"]
+    assert (rc, out, err) == (ref["rc"], ref["stdout"], ref["stderr"])
+    rc, out, err = squeue(capsys, MIXED, "--version")
+    assert (rc, out) == (0, "slurm-wlm 22.05.8\n")
+    rc, out, err = squeue(capsys, MIXED, "--usage")
+    assert out == CASES["squeue_bogus_option"]["stdout"] + out and out.startswith("Usage: squeue [-A account]")
+
+
+def test_cluster_option_prints_the_cluster_line(capsys):
+    out = ok(capsys, EMPTY, "-M", "cluster")
+    assert out == "CLUSTER: cluster\n" + HEADER
+
+
+# ---------------------------------------------------------------------------------------------
+# the shim's own records: array index maps, throttles, ended jobs
+
+
+def submit(state_dir, job_id, **data):
+    rec = {"name": "x", "partition": "debug", "user": "root", "uid": 0, "workdir": "/srv/x", "ntasks": 1,
+           "cpus_per_task": 1, "nodes": 1, "time": -1, "submit_time": NOW - 600}
+    rec.update(data)
+    state.record_submit(str(state_dir), job_id, rec)
+
+
+def event(state_dir, job_id, task, kind, age=10.0, **data):
+    state.record_event(str(state_dir), job_id, task, kind, {**data})
+    path = state_dir / "events" / f"{job_id}.{'x' if task is None else task}.{kind}.json"
+    d = json.loads(path.read_text())
+    d["t"] = NOW - age
+    path.write_text(json.dumps(d))
+    os.utime(path, (NOW - age, NOW - age))
+
+
+def test_array_indices_and_throttle_come_from_the_submit_record(capsys, site):
+    submit(site, 110, name="fx_arr", array=[10, 20, 30, 40, 50], throttle=2, comment="hello", account="research",
+           time=30, stdout="/srv/x/out-%A_%a.txt", licenses="matlab:1")
+    out = ok(capsys, MIXED, "-n", "fx_arr", "-o", "%.14i %.2t %r %l %k %a %W %K")
+    assert out == ("         JOBID ST REASON TIME_LIMIT COMMENT ACCOUNT LICENSES ARRAY_TASK_ID\n"
+                   "110_[30,40,50% PD JobArrayTaskLimit 30:00 hello research matlab:1 30,40,50%2\n"
+                   "        110_10  R None 30:00 hello research matlab:1 10\n"
+                   "        110_20  R None 30:00 hello research matlab:1 20\n")
+    assert ok(capsys, MIXED, "-h", "-r", "-n", "fx_arr", "-o", "%i").split() == \
+        ["110_30", "110_40", "110_50", "110_10", "110_20"]
+    assert ok(capsys, MIXED, "-h", "-j", "110_40", "-o", "%i %t") == "110_40 PD\n"
+    out = ok(capsys, MIXED, "-h", "-n", "fx_arr", "-O", "STDOUT:25,WorkDir:10")
+    assert out.splitlines()[0] == "/srv/x/out-%A_%a.txt     /srv/x    "
+
+
+def test_begin_time_from_the_submit_record(capsys, site):
+    submit(site, 115, name="fx_later", begin=NOW + 3600)
+    out = ok(capsys, MIXED, "-h", "-j", "115", "-o", "%i %r %S")
+    assert out == "115 BeginTime 2026-11-30T10:20:00\n"
+
+
+def test_ended_jobs_stay_visible_for_min_job_age(capsys, site):
+    submit(site, 200, name="okjob")
+    event(site, 200, None, "start", node="vm", age=70)
+    event(site, 200, None, "end", exit=0, signal=0, state="COMPLETED", node="vm", start=NOW - 70, age=10)
+    submit(site, 201, name="failer")
+    event(site, 201, None, "end", exit=3, signal=0, state="FAILED", node="vm", start=NOW - 20, age=15)
+    submit(site, 202, name="cancelpd")
+    event(site, 202, None, "cancel", uid=0, user="root", was="PENDING", age=5)
+    submit(site, 203, name="timeout", time=1, partition="gpu")
+    event(site, 203, None, "end", exit=0, signal=15, state="TIMEOUT", node="vm", start=NOW - 100, age=12)
+    submit(site, 204, name="arr", array=[1, 2, 3, 4])
+    event(site, 204, 3, "end", exit=0, signal=0, state="COMPLETED", node="vm", start=NOW - 40, age=30)
+    for t in (1, 2, 4):
+        event(site, 204, t, "cancel", uid=0, user="root", was="PENDING", age=3)
+    submit(site, 205, name="running_then_cancelled")
+    event(site, 205, None, "cancel", uid=0, user="root", was="RUNNING", node="vm", start=NOW - 50, age=8)
+    submit(site, 206, name="ancient")
+    event(site, 206, None, "end", exit=0, signal=0, state="COMPLETED", node="vm", start=NOW - 1000, age=400)
+
+    out = ok(capsys, EMPTY, "-t", "all")
+    assert out == HEADER + """\
+               202     debug cancelpd     root CA       0:00      1 
+         204_[1-2,4]     debug      arr     root CA       0:00      1 
+               205     debug running_     root CA       0:42      1 vm
+               200     debug    okjob     root CD       1:00      1 vm
+             204_3     debug      arr     root CD       0:10      1 vm
+               201     debug   failer     root  F       0:05      1 (NonZeroExitCode)
+               203       gpu  timeout     root TO       1:28      1 (TimeLimit)
+""".replace("         204_[1-2,4]", "       204_[1-2,4]")
+    # -j names an ended job: known, but not shown without -t (Slurm: header, exit 0)
+    assert ok(capsys, EMPTY, "-j", "200") == HEADER
+    assert ok(capsys, EMPTY, "-j", "200", "-t", "all", "-h", "-o", "%i %T %r") == "200 COMPLETED None\n"
+    assert ok(capsys, EMPTY, "-t", "CD,F", "-h", "-o", "%i").split() == ["200", "204_3", "201"]
+    rc, out, err = squeue(capsys, EMPTY, "-j", "206")  # beyond MinJobAge: forgotten
+    assert (rc, err) == (1, "slurm_load_jobs error: Invalid job id specified\n")
+
+
+def test_json_has_slurms_shape(capsys):
+    out = ok(capsys, MIXED, "--json")
+    doc = json.loads(out)
+    ref = json.loads(CASES["squeue_json"]["stdout"])
+    assert doc["meta"] == ref["meta"] and doc["errors"] == []
+    assert list(doc["jobs"][0]) == list(ref["jobs"][0])
+    assert "\\/" in out or "/" not in out.replace("\\/", "")
+    by_id = {(j["job_id"], j["array_task_id"]): j for j in doc["jobs"]}
+    assert by_id[(105, None)]["job_state"] == "RUNNING" and by_id[(105, None)]["nodes"] == "vm"
+    assert by_id[(105, None)]["time_limit"] == 60
+    assert by_id[(113, None)]["state_reason"] == "Dependency"
+    assert by_id[(110, 1)]["array_job_id"] == 110
+    # --json ignores the filters, as Slurm 22.05 does
+    assert json.loads(ok(capsys, MIXED, "--json", "-j", "105"))["jobs"] == doc["jobs"]
+
+
+def test_yaml(capsys):
+    out = ok(capsys, MIXED, "--yaml", "-u", "alice")
+    assert out.startswith("%YAML 1.1\n--- !!map\n!!str meta: !!map\n  !!str plugin: !!map\n")
+    assert "  !!str job_id: !!int 106\n" in out
