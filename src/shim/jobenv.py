@@ -56,6 +56,7 @@ def batch_env(
     uid: int,
     gid: int,
     task_pid: int | None = None,
+    gpu_ids: list[int] | None = None,
 ) -> dict[str, str]:
     """SLURM_* variables of the batch step. ``hosts`` is [(host, slots)] of the allocation."""
     from .hostlist import compress
@@ -128,7 +129,16 @@ def batch_env(
         env["SLURM_GPUS_PER_TASK"] = str(gpt[-1] if isinstance(gpt, (list, tuple)) else gpt)
     gpus = int(p.get("gpus") or 0)
     if gpus:
-        env.update(gpu_env(list(range(gpus))))
+        env.update(gpu_env(list(gpu_ids) if gpu_ids is not None else list(range(gpus))))
+    for key, var in (("gpus_opt", "SLURM_GPUS"), ("gpus_per_node_opt", "SLURM_GPUS_PER_NODE")):
+        if p.get(key):
+            env[var] = str(p[key])
+    if p.get("distribution"):
+        env["SLURM_DISTRIBUTION"] = str(p["distribution"])
+    if p.get("hint"):
+        env["SLURM_HINT"] = str(p["hint"])
+        if p["hint"] == "nomultithread":
+            env["SLURM_THREADS_PER_CORE"] = "1"
     array = p.get("array")
     if array and task is not None:
         env["SLURM_ARRAY_JOB_ID"] = str(job_id)

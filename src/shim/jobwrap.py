@@ -80,9 +80,13 @@ def _base_env(p: dict, user: pwd.struct_passwd) -> dict[str, str]:
         env = dict(p["export_file"])
     elif mode.get("all"):
         env = dict(p.get("environ", {}))
-        if p.get("get_user_env"):
+        raw = p.get("export_raw")
+        listed = raw is not None and raw.strip().upper() != "ALL"  # e.g. --export=FOO=1,ALL
+        if p.get("get_user_env") or listed:
             env = {**login_env(user), **env}
             env["SLURM_GET_USER_ENV"] = "1"
+        if listed:
+            env["SLURM_EXPORT_ENV"] = raw
     else:
         env = login_env(user)
         env["SLURM_GET_USER_ENV"] = "1"
@@ -101,6 +105,60 @@ def _keep_ge(env: dict[str, str]) -> None:
 
 
 OUTPUT_DIR_GRACE = 10.0  # seconds to wait for a missing output directory (see _open_output)
+
+
+def claim_gpus(state_dir: str, host: str, count: int, owner: str) -> list[int]:
+    """Pick device indices for a GPU job, as Slurm's gres plugin binds devices. Grid Engine counts
+    the host's GPUs as a consumable but binds none, so jobs on one host claim the lowest free
+    indices with O_EXCL files (a claim whose wrapper is gone is stale and reused)."""
+    d = os.path.join(state_dir, "gpus", host)
+    try:
+        os.makedirs(d, exist_ok=True)
+        os.chmod(d, 0o1777)
+    except OSError:
+        pass
+    ids: list[int] = []
+    i = 0
+    while len(ids) < count and i < 4096:
+        path = os.path.join(d, str(i))
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            if _stale_claim(path):
+                try:
+                    os.unlink(path)
+                    continue
+                except OSError:
+                    pass
+            i += 1
+            continue
+        except OSError:
+            return list(range(count))
+        os.write(fd, f"{os.getpid()} {owner}\n".encode())
+        os.close(fd)
+        ids.append(i)
+        i += 1
+    return ids
+
+
+def _stale_claim(path: str) -> bool:
+    try:
+        with open(path) as f:
+            pid = int(f.read().split()[0])
+        os.kill(pid, 0)
+        return False
+    except ProcessLookupError:
+        return True
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def release_gpus(state_dir: str, host: str, ids: list[int]) -> None:
+    for i in ids:
+        try:
+            os.unlink(os.path.join(state_dir, "gpus", host, str(i)))
+        except OSError:
+            pass
 
 
 def _open_output(path: str, append: bool) -> int:
@@ -205,7 +263,11 @@ def main() -> None:
     user = pwd.getpwuid(os.getuid())
     start = time.time()
 
+    gpu_ids: list[int] | None = None
+
     def finish(exit_code: int, sig: int, st: str, reason: str = "None") -> None:
+        if gpu_ids:
+            release_gpus(sdir, this_host, gpu_ids)
         state.record_event(sdir, job_id, task, "end", {
             "exit": exit_code, "signal": sig, "state": st, "reason": reason, "node": this_host, "start": start,
         })
@@ -220,8 +282,9 @@ def main() -> None:
     env = _base_env(p, user)
     _keep_ge(env)
     hosts = _hosts(this_host)
+    gpu_ids = claim_gpus(sdir, this_host, int(p.get("gpus") or 0), f"{job_id}.{task}") if p.get("gpus") else None
     env.update(jobenv.batch_env(p, job_id=job_id, task=task, hosts=hosts, this_host=this_host,
-                                user=user.pw_name, uid=user.pw_uid, gid=os.getgid()))
+                                user=user.pw_name, uid=user.pw_uid, gid=os.getgid(), gpu_ids=gpu_ids))
 
     # Slurm: a working directory that does not exist fails the launch (ExitCode 0:53), with no output.
     workdir = p["workdir"]

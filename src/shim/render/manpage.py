@@ -61,7 +61,8 @@ def render(prog: str) -> str:
         out.append(".TP")
         out.append(f"{short}\\fB\\-\\-{_esc(s.long)}\\fR{arg}")
         text = _esc(s.help) if s.help else ""
-        out.append(f"{text}. {FATE_TEXT[s.fate]}" + (f" {_esc(s.note)}" if s.note else "").rstrip())
+        note = _esc(s.note).rstrip(".") + "." if s.note else ""
+        out.append(f"{text}. {FATE_TEXT[s.fate]} {note}".rstrip())
         names = s.env.get(prog, ())
         if names:
             out.append(f"Input variable: {', '.join(names)}.")
