@@ -141,6 +141,7 @@ def prepare(argv: list[str], environ: dict[str, str], stdin=None, cwd: str | Non
                        environ=environ)
     warnings = apply_fates(o, t)
     sub = qsub.build(o, cfg, ctx)
+    check_hosts(o, cfg)
     sub.payload.update({
         "script": base64.b64encode(data).decode("ascii"),
         "args": args,
@@ -153,6 +154,7 @@ def prepare(argv: list[str], environ: dict[str, str], stdin=None, cwd: str | Non
         "user": user.pw_name,
         "uid": user.pw_uid,
         "submit_time": time.time(),
+        "command": os.path.abspath(positional[0]) if positional and o.wrap is None else None,
     })
     sub.warnings = warnings
     return o, sub, cfg
@@ -200,8 +202,7 @@ def submit(sub: qsub.Submission, cfg) -> int:
             return job_id
     res = backend.run("qsub", sub.argv, input=script)
     if res.returncode != 0:
-        msg = " ".join(l for l in (res.stderr + res.stdout).splitlines() if l and l != "Exiting.")
-        raise ShimError(f"{PROG}: error: Batch job submission failed: {msg or 'qsub failed'}", code=1)
+        raise submit_error(res.stderr + res.stdout, sub.payload.get("asked") or {})
     try:
         job_id = parse_job_id(res.stdout)
     except ValueError:
@@ -210,6 +211,36 @@ def submit(sub: qsub.Submission, cfg) -> int:
     record = {k: v for k, v in sub.payload.items() if k not in ("script", "environ", "args")}
     state.record_submit(cfg, job_id, record)
     return job_id
+
+
+def submit_error(text: str, asked: dict) -> ShimError:
+    """qsub's refusal in Slurm's words. With -w e Grid Engine only says "no suitable queues";
+    what was asked for tells which of Slurm's messages applies."""
+    msg = " ".join(line for line in text.splitlines() if line and line != "Exiting.")
+    if "no suitable queues" in msg:
+        if asked.get("licenses") and not (asked.get("mem") or asked.get("gpus")):
+            return ShimError(f"{PROG}: error: Batch job submission failed: Invalid license specification", code=1)
+        lines = [f"{PROG}: error: Memory specification can not be satisfied"] if asked.get("mem") else []
+        lines.append(f"{PROG}: error: Batch job submission failed: Requested node configuration is not available")
+        return ShimError(*lines, code=1)
+    return ShimError(f"{PROG}: error: Batch job submission failed: {msg or 'qsub failed'}", code=1)
+
+
+def check_hosts(o: sources.Options, cfg) -> None:
+    """-w/-x name hosts Grid Engine must know (Slurm: "Invalid node name specified")."""
+    names = []
+    for key in ("nodelist", "exclude"):
+        v = o.get(key)
+        if v:
+            from ..hostlist import expand
+
+            names += v if isinstance(v, list) else expand(str(v))
+    if not names:
+        return
+    res = backends.get(cfg).run("qconf", ["-sel"])
+    known = {h.split(".")[0] for h in res.stdout.split()} | set(res.stdout.split())
+    if res.returncode == 0 and any(n not in known for n in names):
+        raise ShimError(f"{PROG}: error: Batch job submission failed: Invalid node name specified", code=1)
 
 
 def wait_for(job_id: int, sub: qsub.Submission, cfg) -> int:

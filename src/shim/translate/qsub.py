@@ -215,6 +215,10 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
 
     if resources:
         argv += ["-l", ",".join(resources)]
+    if total_mb or gpus or o.gres or o.licenses:
+        # Slurm refuses at submission what no node (or license pool) could ever hold; Grid Engine
+        # does the same only when asked to verify (-w e).
+        argv += ["-w", "e"]
 
     # Arrays: Grid Engine task ids start at 1 and only allow one range with a step, so tasks are
     # numbered 1..K and the wrapper maps task k to Slurm's k-th index.
@@ -329,6 +333,8 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
         "gres": o.raw.get("gres"),
         "requeue": o.requeue,
         "nice": o.nice,
+        "begin": o.begin.timestamp() if o.begin is not None else None,
+        "asked": {"mem": bool(total_mb), "gpus": bool(gpus or o.gres), "licenses": bool(o.licenses)},
     }
     return Submission(argv, payload, notes, array)
 
