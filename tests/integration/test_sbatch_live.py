@@ -29,11 +29,6 @@ def wait_output(path: Path, marker: str, timeout: float = 60) -> str:
     return path.read_text()
 
 
-def queue_ids() -> set[str]:
-    out = run("qstat", "-u", "*").stdout
-    return {line.split()[0] for line in out.splitlines()[2:] if line.strip()}
-
-
 def env_of(text: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in text.splitlines() if re.match(r"^[A-Z_][A-Z0-9_]*=", line))
 
@@ -80,13 +75,12 @@ def test_job_sees_slurm_variables(workdir):
 
 
 def test_unknown_option_is_refused_and_nothing_submitted(workdir):
-    (workdir / "x.sh").write_text("#!/bin/sh\ntrue\n")
-    before = queue_ids()
+    (workdir / "x.sh").write_text("#!/bin/sh\n#SBATCH -J bogustest\ntrue\n")
     cp = run("sbatch", "--bogus-option", "x.sh", cwd=workdir)
     assert cp.returncode == 255
     assert cp.stderr == "sbatch: unrecognized option '--bogus-option'\nTry \"sbatch --help\" for more information\n"
     assert cp.stdout == ""
-    assert queue_ids() == before
+    assert "<JB_name>bogustest</JB_name>" not in run("qstat", "-u", "*", "-xml").stdout
 
 
 def test_parsable_and_stdin_script(workdir):
@@ -105,3 +99,16 @@ def test_plain_user_submits_and_owns_output(workdir):
     uid = run("id", "-u", "alice").stdout.strip()
     assert f"alice {uid}" in text
     assert out.owner() == "alice"
+
+
+def test_hostile_text_is_never_interpreted(workdir):
+    canary = workdir / "pwned"
+    evil = f"$(touch {canary})`touch {canary}`;touch {canary}"
+    wrap = f"printf '%s\\n' \"$SLURM_JOB_NAME\" \"$EVIL\"; echo END"
+    job = submit("-J", evil, "--export", f"ALL,EVIL={evil}", "-o", "out %j 'q'.txt", "--wrap", wrap, cwd=workdir,
+                 env={"EVIL": "x"})
+    text = wait_output(workdir / f"out {job} 'q'.txt", "END")
+    assert text.splitlines()[:2] == [evil, evil]
+    assert not canary.exists()
+    squeue = run("squeue", "-h", "-j", str(job), "-t", "all", "-o", "%j")
+    assert squeue.stdout.strip() == evil[: len(squeue.stdout.strip())] and squeue.stdout.strip()
