@@ -273,14 +273,17 @@ def main(argv: list[str]) -> int:
         return usage(o)
     for w in sub.warnings:
         print(w, file=sys.stderr)
-    if o.test_only:
-        slots = sub.payload["ntasks"] * sub.payload["cpus_per_task"]
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        print(f"{PROG}: Job 0 to start at {stamp} using {slots} processors on nodes "
-              f"{os.uname().nodename.split('.')[0]} in partition {sub.payload['partition']}", file=sys.stderr)
-        return 0
-    job_id = submit(sub, cfg)
     cluster = o.clusters or o.cluster
+    if cluster and cluster != cfg.cluster.name:
+        raise ShimError(f"{PROG}: error: No cluster '{cluster}' known; this site has only {cfg.cluster.name}",
+                        code=1)
+    if o.verbose:
+        print_defined_options(o, table())
+    if o.test_only:
+        return test_only(sub, cfg)
+    job_id = submit(sub, cfg)
+    if o.verbose:
+        print(f"{PROG}: qsub {' '.join(sub.argv)}", file=sys.stderr)
     if o.parsable:
         print(f"{job_id};{cluster}" if cluster else str(job_id))
     elif not o.quiet:
@@ -289,6 +292,38 @@ def main(argv: list[str]) -> int:
     sys.stdout.flush()
     if o.wait:
         return wait_for(job_id, sub, cfg)
+    return 0
+
+
+def print_defined_options(o: sources.Options, t: Table) -> None:
+    """-v: the options in force, as Slurm lists them."""
+    rule = f"{PROG}: -------------------- --------------------"
+    lines = [f"{PROG}: defined options", rule]
+    for spec in t.specs:
+        if spec.key in o.source:
+            raw = o.raw.get(spec.key)
+            value = o[spec.key] if spec.count else ("set" if raw is None else raw)
+            lines.append(f"{PROG}: {spec.long:<20}: {value}")
+    lines += [rule, f"{PROG}: end of defined options"]
+    print("\n".join(dict.fromkeys(lines)), file=sys.stderr)
+
+
+def test_only(sub: qsub.Submission, cfg) -> int:
+    """--test-only: Grid Engine checks the job can ever run (-w e) and gives it an id, which is
+    released at once (Slurm, too, spends a job id on a test)."""
+    backend = backends.get(cfg)
+    argv = [a for a in sub.argv if a != "-h"]
+    if "-w" not in argv:
+        argv += ["-w", "e"]
+    res = backend.run("qsub", ["-h", *argv], input=wrapper_script(sub.payload))
+    if res.returncode != 0:
+        raise submit_error(res.stderr + res.stdout, sub.payload.get("asked") or {})
+    job_id = parse_job_id(res.stdout)
+    backend.run("qdel", [str(job_id)])
+    slots = sub.payload["ntasks"] * sub.payload["cpus_per_task"]
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+    print(f"{PROG}: Job {job_id} to start at {stamp} using {slots} processors on nodes "
+          f"{os.uname().nodename.split('.')[0]} in partition {sub.payload['partition']}", file=sys.stderr)
     return 0
 
 
