@@ -26,7 +26,7 @@ class GridEngine(_Model):
     sge_root: str = "/var/lib/gridengine"
     sge_cell: str = "default"
     bin_dir: str = Field("", description="directory of qsub/qstat/...; empty means PATH")
-    timeout: float = Field(10.0, gt=0, description="seconds before a q* command counts as hung")
+    timeout: float = Field(30.0, gt=0, description="seconds before a q* command counts as hung")
 
 
 class Partition(_Model):
