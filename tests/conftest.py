@@ -100,3 +100,17 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("gridengine") or item.get_closest_marker("interactive"):
             item.fixturenames.insert(0, "live_cluster") if "live_cluster" not in item.fixturenames else None
+
+
+def use_site_config(monkeypatch, tmp_path: Path) -> Path:
+    """Point the shim at the unit-test site config (fixtures/site/config.toml) with a private
+    state directory and config cache under tmp_path; returns the state directory."""
+    from shim import siteconf
+
+    text = (FIXTURES / "site" / "config.toml").read_text()
+    conf = tmp_path / "config.toml"
+    conf.write_text(text.replace("/tmp/slurm-shim-unit-state", str(tmp_path / "state")))
+    monkeypatch.setenv("SLURM_SHIM_CONFIG", str(conf))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    siteconf.reset()
+    return tmp_path / "state"

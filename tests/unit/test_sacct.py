@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, SLURM_REF
+from conftest import FIXTURES, SLURM_REF, use_site_config
 from shim import siteconf, state
 from shim.cli import sacct as cli
 from shim.errors import ShimError
@@ -49,11 +49,7 @@ SUBMIT = ts("2026-11-30T07:48:11")
 
 @pytest.fixture
 def site(monkeypatch, tmp_path):
-    text = (FIXTURES / "site" / "config.toml").read_text()
-    conf = tmp_path / "config.toml"
-    conf.write_text(text.replace("/tmp/slurm-shim-unit-state", str(tmp_path / "state")))
-    monkeypatch.setenv("SLURM_SHIM_CONFIG", str(conf))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    use_site_config(monkeypatch, tmp_path)
     monkeypatch.setenv("TZ", "UTC")
     monkeypatch.delenv("SACCT_FORMAT", raising=False)
     monkeypatch.delenv("SLURM_TIME_FORMAT", raising=False)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, use_site_config
 from shim import backends, siteconf, state
 from shim.backends.replay import ReplayBackend
 from shim.cli import sbatch
@@ -18,11 +18,7 @@ SCRIPT = "#!/bin/bash\n#SBATCH --job-name=fromdirective\n#SBATCH -t 10\necho hi\
 
 @pytest.fixture(autouse=True)
 def site(monkeypatch, tmp_path):
-    text = (FIXTURES / "site" / "config.toml").read_text()
-    conf = tmp_path / "config.toml"
-    conf.write_text(text.replace("/tmp/slurm-shim-unit-state", str(tmp_path / "state")))
-    monkeypatch.setenv("SLURM_SHIM_CONFIG", str(conf))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    use_site_config(monkeypatch, tmp_path)
     siteconf.reset()
     yield
     siteconf.reset()

@@ -11,7 +11,7 @@ from datetime import datetime
 
 import pytest
 
-from conftest import FIXTURES, SLURM_REF
+from conftest import FIXTURES, SLURM_REF, use_site_config
 from shim import backends, siteconf, state
 from shim.__main__ import dispatch
 from shim.backends.replay import ReplayBackend
@@ -24,11 +24,7 @@ NOW = datetime(2026, 11, 30, 9, 20, 0).timestamp()
 
 @pytest.fixture(autouse=True)
 def site(monkeypatch, tmp_path):
-    text = (FIXTURES / "site" / "config.toml").read_text()
-    conf = tmp_path / "config.toml"
-    conf.write_text(text.replace("/tmp/slurm-shim-unit-state", str(tmp_path / "state")))
-    monkeypatch.setenv("SLURM_SHIM_CONFIG", str(conf))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    use_site_config(monkeypatch, tmp_path)
     for var in list(os.environ):
         if var.startswith("SCANCEL_"):
             monkeypatch.delenv(var)

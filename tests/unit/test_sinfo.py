@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, SLURM_REF
+from conftest import FIXTURES, SLURM_REF, use_site_config
 from shim import backends, siteconf
 from shim.backends import qhost as Q
 from shim.backends.replay import ReplayBackend
@@ -33,11 +33,7 @@ def with_usage(xml: str, debug_used: int, gpu_used: int = 0, debug_state: str = 
 
 @pytest.fixture
 def site(monkeypatch, tmp_path):
-    text = (FIXTURES / "site" / "config.toml").read_text()
-    conf = tmp_path / "config.toml"
-    conf.write_text(text.replace("/tmp/slurm-shim-unit-state", str(tmp_path / "state")))
-    monkeypatch.setenv("SLURM_SHIM_CONFIG", str(conf))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    use_site_config(monkeypatch, tmp_path)
     monkeypatch.delenv("SINFO_FORMAT", raising=False)
     monkeypatch.delenv("SINFO_PARTITION", raising=False)
     siteconf.reset()
