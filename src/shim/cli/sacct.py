@@ -756,7 +756,8 @@ def rows_from_live(ctx: Ctx, rec: Any) -> tuple[view.Row, view.Row | None]:
     if s and s.get("time") is not None and int(s["time"]) >= 0:
         limit = int(s["time"])
     state_ = rec.state if rec.state in ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "REQUEUED") else rec.state
-    array_text = rec.array_pending if rec.array_pending is not None else None
+    # pending tasks not yet split out: one row, <id>_[<indices>[%<throttle>]] as Slurm prints it
+    array_text = f"[{rec.array_pending}]" if rec.array_pending is not None else None
     job = view.Row(
         job_id=rec.job_id, task=rec.array_task, array_text=array_text, step=None, state=state_,
         exit=0, signal=0, submit=submit, eligible=None if held else submit, start=start, end=None,
