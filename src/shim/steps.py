@@ -546,6 +546,22 @@ def outcome(code: int | None, sig: int | None) -> int:
     return 128 + sig if sig else (code or 0)
 
 
+def global_rc(results: Iterable[tuple[int, int]]) -> int:
+    """srun's exit code from its tasks' (exit code, signal) pairs, by Slurm's rule: a task killed
+    by a signal outweighs every exit code (the highest signal wins, as 128+signal); otherwise the
+    highest exit code."""
+    results = list(results)
+    sigs = [s for _, s in results if s]
+    if sigs:
+        return 128 + max(sigs)
+    return max((c for c, _ in results), default=0)
+
+
+def from_rc(rc: int) -> tuple[int, int]:
+    """A launcher's exit code back as (exit code, signal): above 128 reads as 128+signal."""
+    return (0, rc - 128) if 128 < rc < 160 else (rc, 0)
+
+
 def _signame(sig: int) -> str:
     try:
         return signal.strsignal(sig) or f"Signal {sig}"
@@ -553,13 +569,16 @@ def _signame(sig: int) -> str:
         return f"Signal {sig}"
 
 
-def summary_lines(host: str, statuses: Mapping[int, tuple[int, int]], prog: str = "srun") -> list[str]:
+def summary_lines(host: str, statuses: Mapping[int, tuple[int, int]], prog: str = "srun",
+                  signals: bool = True) -> list[str]:
     """srun's lines for tasks that failed on one host, one line per distinct outcome:
-    ``srun: error: vm: tasks 0-1: Exited with exit code 1``, ``srun: error: vm: task 0: Killed``."""
+    ``srun: error: vm: tasks 0-1: Exited with exit code 1``, ``srun: error: vm: task 0: Killed``.
+    Tasks killed after srun itself was interrupted are not reported (``signals=False``), as in
+    Slurm, where those lines are verbose-only."""
     groups: dict[tuple[int, int], list[int]] = {}
     for tid in sorted(statuses):
         code, sig = statuses[tid]
-        if sig or code:
+        if (sig and signals) or (code and not sig):
             groups.setdefault((code, sig), []).append(tid)
     lines = []
     for (code, sig), tids in groups.items():
@@ -993,6 +1012,7 @@ def remote_main() -> None:
     """One host of a step, started by srun through ``qrsh -inherit``: start this host's tasks,
     print srun's lines for the ones that failed, exit with the highest task outcome."""
     spec = read_payload(sys.argv[1] if len(sys.argv) > 1 else None)
+    keep_ge_vars(spec["env"], os.environ)
     events: queue.Queue = queue.Queue()
     launch = HostLaunch(spec, events)
     handlers = _forward_signals(lambda sig: launch.kill(sig))
@@ -1020,14 +1040,36 @@ def remote_main() -> None:
             _, tid, code, sig = ev
             launch.done(tid, code, sig)
             pending.discard(tid)
+            if (code or sig) and spec.get("kill_on_bad_exit") and killed_at is None and pending:
+                killed_at = time.time()
+                launch.kill(signal.SIGTERM)
     launch.finish()
     _restore(handlers)
     lines = summary_lines(launch.host, launch.statuses) + launch.late_errors
     if lines:
         _write_all(2, ("\n".join(lines) + "\n").encode())
-    rc = max((outcome(c, s) for c, s in launch.statuses.values()), default=0)
+    rc = global_rc(launch.statuses.values())
+    if spec.get("status_file"):
+        try:  # tells srun the launcher ran, and how each task ended
+            state._write(spec["status_file"], {"rc": rc, "statuses": {str(t): list(v) for t, v in
+                                                                     launch.statuses.items()}})
+        except OSError:
+            pass
     sys.stdout.flush()
     os._exit(rc)
+
+
+GE_PREFIXES = ("SGE_", "PE", "JOB_")
+GE_NAMES = ("NSLOTS", "NHOSTS", "NQUEUES", "QUEUE", "RESTARTED", "TMP", "TMPDIR")
+
+
+def keep_ge_vars(env: dict[str, str], ge_environ: Mapping[str, str]) -> None:
+    """Grid Engine's variables of the job on this host (JOB_ID, PE_HOSTFILE, TMPDIR, ...): tasks
+    started through qrsh -inherit are part of the job, and an srun inside them finds it so."""
+    for k, v in ge_environ.items():
+        if k.startswith(GE_PREFIXES) or k in GE_NAMES:
+            if k in ("TMP", "TMPDIR") or k not in env:
+                env[k] = v
 
 
 def _forward_signals(action: Callable[[int], None]) -> dict[int, Any]:
@@ -1096,7 +1138,12 @@ def run_step(req: StepRequest, alloc: Allocation, *, base_env: Mapping[str, str]
     prog = req.get("prog") or "srun"
     plan = plan_step(req, alloc)
     if step_id is None:
-        step_id = next_step_id(state_dir, alloc.key)
+        try:
+            step_id = next_step_id(state_dir, alloc.key)
+        except OSError as e:  # the shim's bookkeeping must not fail the user's step
+            print(f"{prog}: warning: step ids unavailable ({e.strerror}: {getattr(e, 'filename', '')}); "
+                  "using step 0", file=sys.stderr)
+            step_id = 0
     this_host = short_host()
     local_here = alloc.inside and any(h == this_host for h, _, _ in plan)
     cpt_env = int(req["cpus_per_task"]) if req.get("cpus_per_task_set") else None
@@ -1113,9 +1160,10 @@ def run_step(req: StepRequest, alloc: Allocation, *, base_env: Mapping[str, str]
             "a": base_env.get("SLURM_ARRAY_TASK_ID", NO_VAL), "x": base_env.get("SLURM_JOB_NAME", req.get("name") or ""),
             "u": user}
     out_mode, err_mode, in_mode = io_mode(req.get("output")), io_mode(req.get("error")), io_mode(req.get("input"))
-    if req.get("pty"):
+    if req.get("pty"):  # Slurm: only task 0 talks to the terminal
         out_mode = out_mode if out_mode[0] != "inherit" else ("task", 0)
         err_mode = err_mode if err_mode[0] != "inherit" else ("task", 0)
+        in_mode = in_mode if in_mode[0] != "inherit" else ("task", 0)
     shared = {}
     for which, (mode, pattern) in (("stdout", out_mode), ("stderr", err_mode)):
         if mode == "file" and not varies_per_task(pattern):
@@ -1155,7 +1203,8 @@ def run_step(req: StepRequest, alloc: Allocation, *, base_env: Mapping[str, str]
     extra_sinks: list[int] = []
     for node, (host, slots, tids) in enumerate(plan):
         henv = host_env(common, host, node, slots, tids)
-        spec = dict(spec_base, env=henv, tasks=tids, host=host, node=node)
+        spec = dict(spec_base, env=henv, tasks=tids, host=host, node=node,
+                    kill_on_bad_exit=bool(req.get("kill_on_bad_exit")))
         if local_here and host == this_host:
             spec["own_group"] = not stdin_tty and not req.get("pty")
             spec["pty"] = bool(req.get("pty"))
@@ -1164,6 +1213,7 @@ def run_step(req: StepRequest, alloc: Allocation, *, base_env: Mapping[str, str]
         if qrsh is None:
             raise StepError("Requested node configuration is not available")
         spec["own_group"] = True
+        spec["status_file"] = os.path.join(state_dir, "steps", f"{alloc.key}.{step_id}.{host}.status.json")
         if req.get("pty") and 0 in tids:
             spec["emulate_pty"] = True
             spec["winsize"] = get_winsize(0)
@@ -1181,7 +1231,9 @@ def run_step(req: StepRequest, alloc: Allocation, *, base_env: Mapping[str, str]
         else:
             stdin, feed = os.pipe()
         try:
-            p = proc.popen(qrsh(words), env=env, stdin=stdin, close_fds=True)
+            # its own session: a hangup or Ctrl-C of srun's terminal reaches the remote tasks
+            # through srun (which ends the qrsh), never half of them directly
+            p = proc.popen(qrsh(words), env=env, stdin=stdin, close_fds=True, start_new_session=True)
         finally:
             if feed is not None:
                 os.close(stdin)
@@ -1294,6 +1346,8 @@ def run_step(req: StepRequest, alloc: Allocation, *, base_env: Mapping[str, str]
                 first_end = time.time()
             if bad and req.get("kill_on_bad_exit") and not bad_exit_seen:
                 bad_exit_seen = True
+                if (pending_tasks or pending_remote) and not req.get("quiet"):
+                    print(f"{prog}: Terminating StepId={alloc.job_id}.{step_id}", file=sys.stderr, flush=True)
                 kill_all(signal.SIGTERM)
                 state_flags["killed_at"] = time.time()
             if local is not None:
@@ -1305,12 +1359,30 @@ def run_step(req: StepRequest, alloc: Allocation, *, base_env: Mapping[str, str]
         if raw_tty is not None:
             _restore_tty(0, raw_tty)
     statuses = dict(local.statuses) if local is not None else {}
-    lines = summary_lines(this_host, statuses, prog) + (local.late_errors if local is not None else [])
+    lines = summary_lines(this_host, statuses, prog, signals=not state_flags["cancel"])
+    lines += local.late_errors if local is not None else []
     if lines:
         sys.stderr.write("\n".join(lines) + "\n")
         sys.stderr.flush()
-    rc = max([outcome(c, s) for c, s in statuses.values()] + list(remote_rc.values()) + [0])
-    signaled = any(s for _, s in statuses.values()) or any(v > 128 for v in remote_rc.values())
+    remote_results: list[tuple[int, int]] = []
+    for host, rrc in remote_rc.items():
+        path = os.path.join(state_dir, "steps", f"{alloc.key}.{step_id}.{host}.status.json")
+        got = state._read(path)
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        if got is not None:
+            remote_results += [(int(c), int(g)) for c, g in (got.get("statuses") or {}).values()]
+        elif state_flags["cancel"] or state_flags["timed_out"] or bad_exit_seen:
+            remote_results.append(from_rc(rrc))
+        else:  # qrsh -inherit did not start the launcher (the job ended, no free task slot, ...)
+            print(f"{prog}: error: Task launch for StepId={alloc.job_id}.{step_id} failed on node {host}: "
+                  f"Grid Engine did not start the tasks (qrsh -inherit exit code {rrc})", file=sys.stderr)
+            remote_results.append((max(rrc, 1), 0))
+    results = list(statuses.values()) + remote_results
+    rc = global_rc(results)
+    signaled = any(s for _, s in results) and not bad_exit_seen
     if signaled and not state_flags["timed_out"] and not state_flags["cancel"] and not req.get("quiet"):
         print(f"{prog}: Force Terminated StepId={alloc.job_id}.{step_id}", file=sys.stderr)
     st = "TIMEOUT" if state_flags["timed_out"] else "CANCELLED" if state_flags["cancel"] else \
@@ -1383,6 +1455,10 @@ def hold_main() -> None:
     hosts = hosts_from_ge_env(os.environ, host)
     key = str(job_id)
     job_env = {k: v for k, v in os.environ.items() if k.startswith(("SLURM_", "SLURMD_"))}
+    try:
+        os.unlink(release_path(state_dir, key))  # a stale release (a reused job id) must not end this one
+    except OSError:
+        pass
     save_allocation(state_dir, key, {"job_id": job_id, "task": None, "ge_task": os.environ.get("SGE_TASK_ID", "undefined"),
                                      "hosts": hosts, "env": job_env, "holder_host": host, "holder_pid": os.getpid(),
                                      "start": time.time()})
@@ -1415,6 +1491,32 @@ def hold_main() -> None:
         except OSError:
             pass
     os._exit(max(0, min(255, int(stop["rc"] or 0))))
+
+
+def descendants(pid: int) -> list[int]:
+    """pid and every process below it (one pass over /proc), parents first."""
+    children: dict[int, list[int]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return [pid]
+    for name in names:
+        if name.isdigit():
+            children.setdefault(_parent(int(name)), []).append(int(name))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, []))
+    return out
+
+
+def signal_tree(pid: int, sig: int) -> None:
+    for p in descendants(pid):
+        try:
+            os.kill(p, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _alive(pid: int) -> bool:
@@ -1457,18 +1559,8 @@ def job_main() -> None:
     user = pwd_entry()
     gpus = int(record.get("gpus") or 0)
     gpu_ids = jobwrap.claim_gpus(sdir, host, gpus, f"{job_id}.x") if gpus else None
-    env = dict(pl["environ"])
-    job = jobenv.batch_env(record, job_id=job_id, task=None, hosts=hosts, this_host=host, user=user[0],
-                           uid=user[1], gid=os.getgid(), gpu_ids=gpu_ids)
-    for k in ("ENVIRONMENT", "HOSTNAME", "SLURM_NODE_ALIASES", "SLURM_JOB_GPUS", "SLURM_TASK_PID"):
-        job.pop(k, None)
-    if not record.get("mem_per_cpu_mb"):
-        job.pop("SLURM_MEM_PER_CPU", None)  # srun's tasks see only an explicit memory request
-    env.update(job)
-    for k, v in os.environ.items():  # Grid Engine's own variables: srun inside the tasks needs them
-        if k.startswith(("SGE_", "PE", "JOB_")) or k in ("NSLOTS", "NHOSTS", "NQUEUES", "QUEUE", "RESTARTED"):
-            env.setdefault(k, v)
-    env["TMPDIR"] = os.environ.get("TMPDIR", "/tmp")
+    env = new_job_env(pl["environ"], record, job_id=job_id, hosts=hosts, host=host, user=user[0], uid=user[1],
+                      gid=os.getgid(), gpu_ids=gpu_ids, ge_environ=os.environ)
     alloc = Allocation(job_id, hosts, ge_task=os.environ.get("SGE_TASK_ID", "undefined"), record=record,
                        inside=True)
     limit = int(record.get("time") or -1)
@@ -1497,6 +1589,29 @@ def job_main() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(1 if rc in (99, 100) else rc)
+
+
+def new_job_env(environ: Mapping[str, str], record: Mapping[str, Any], *, job_id: int, hosts: list[tuple[str, int]],
+                host: str, user: str, uid: int, gid: int, gpu_ids: list[int] | None = None,
+                ge_environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment (before step and task variables) of the tasks of a job srun made: srun's
+    exported environment and the job's SLURM_* variables as Slurm's srun gives them, which are
+    a batch job's minus the batch-only ones (ENVIRONMENT, HOSTNAME, SLURM_NODE_ALIASES,
+    SLURM_JOB_GPUS, the default SLURM_MEM_PER_CPU); Grid Engine's own variables stay, so that an
+    srun inside a task finds the job."""
+    env = dict(environ)
+    job = jobenv.batch_env(record, job_id=job_id, task=None, hosts=hosts, this_host=host, user=user,
+                           uid=uid, gid=gid, gpu_ids=gpu_ids)
+    for k in ("ENVIRONMENT", "HOSTNAME", "SLURM_NODE_ALIASES", "SLURM_JOB_GPUS", "SLURM_TASK_PID"):
+        job.pop(k, None)
+    if not record.get("mem_per_cpu_mb"):
+        job.pop("SLURM_MEM_PER_CPU", None)  # srun's tasks see only an explicit memory request
+    env.update(job)
+    for k, v in (ge_environ or {}).items():
+        if k.startswith(("SGE_", "PE", "JOB_")) or k in ("NSLOTS", "NHOSTS", "NQUEUES", "QUEUE", "RESTARTED"):
+            env.setdefault(k, v)
+    env["TMPDIR"] = (ge_environ or {}).get("TMPDIR", "/tmp")
+    return env
 
 
 def pwd_entry() -> tuple[str, int]:

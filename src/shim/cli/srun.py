@@ -35,9 +35,11 @@ def fates(o: sources.Options, t: Table, prog: str = PROG) -> list[str]:
     on the command line count: inside a job, srun's input variables are mostly the job's own
     output variables (SLURM_DISTRIBUTION, SLURM_CPU_BIND, ...), which must not fail every srun."""
     warnings = []
+    seen: set[str] = set()
     for spec in t.specs:
-        if o.source.get(spec.key) != "cli":
+        if o.source.get(spec.key) != "cli" or spec.key in seen:
             continue
+        seen.add(spec.key)  # one row per option (--cpu-bind and --cpu_bind are one)
         if spec.fate is Fate.REFUSE:
             why = f": {spec.note}" if spec.note else ""
             raise ShimError(f"{prog}: error: --{spec.long} is not supported on Grid Engine{why}", code=1)

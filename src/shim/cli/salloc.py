@@ -1,0 +1,306 @@
+"""salloc: obtain an allocation and run a command in it, as Slurm's salloc, on Grid Engine.
+
+The allocation is a Grid Engine job (submitted like sbatch's, through the job wrapper, so squeue,
+scancel and sacct know it) whose batch script holds the slots: ``shim.steps.hold_main`` records
+the job's hosts in the state directory and waits to be released. salloc waits for that record,
+prints ``salloc: Granted job allocation N``, runs the command (or the user's shell) here with the
+allocation's SLURM_* variables, then releases the job with the command's exit code and prints
+``salloc: Relinquishing job allocation N``. srun inside reaches the hosts with ``qrsh -inherit``.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shlex
+import signal
+import sys
+import threading
+import time
+
+from .. import backends, proc, siteconf, state, steps
+from ..errors import ShimError
+from ..options import sources
+from ..options.getopt import Table, getopt
+from ..options.table import OPTIONS, command_table
+from .srun import fates
+
+PROG = "salloc"
+PENDING_NOTICE = 2.0
+"""Seconds before salloc says the job is queued: Grid Engine starts even an idle cluster's jobs
+about a second after submission, which Slurm would not call pending."""
+
+ALLOC_VARS = (
+    "SLURM_CLUSTER_NAME", "SLURM_JOBID", "SLURM_JOB_ACCOUNT", "SLURM_JOB_CPUS_PER_NODE", "SLURM_JOB_ID",
+    "SLURM_JOB_NAME", "SLURM_JOB_NODELIST", "SLURM_JOB_NUM_NODES", "SLURM_JOB_PARTITION", "SLURM_JOB_QOS",
+    "SLURM_NNODES", "SLURM_NODELIST", "SLURM_NODE_ALIASES", "SLURM_NPROCS", "SLURM_NTASKS", "SLURM_SUBMIT_DIR",
+    "SLURM_SUBMIT_HOST", "SLURM_TASKS_PER_NODE", "SLURM_CPUS_PER_TASK", "SLURM_NTASKS_PER_NODE",
+    "SLURM_JOB_DEPENDENCY", "SLURM_GPUS", "SLURM_GPUS_PER_NODE", "SLURM_GPUS_PER_TASK", "SLURM_DISTRIBUTION",
+    "SLURM_HINT", "SLURM_THREADS_PER_CORE", "SLURM_MEM_PER_NODE", "SLURM_MEM_PER_CPU", "SLURM_MEM_PER_GPU",
+)
+"""What the command of ``salloc -n1 env`` sees from Slurm (the reference capture), plus the
+variables of options that were given."""
+
+
+def table() -> Table:
+    return command_table(PROG)
+
+
+def info(o, text: str) -> None:
+    if not o.quiet:
+        print(f"{PROG}: {text}", file=sys.stderr, flush=True)
+
+
+def holder_script(state_dir: str, watch_pid: bool = True) -> bytes:
+    """The allocation job's batch script: shim.steps.hold_main, told where salloc runs (so that an
+    allocation whose salloc died on the same host ends; --no-shell allocations outlive salloc)."""
+    import shim
+
+    src = os.path.dirname(os.path.dirname(os.path.abspath(shim.__file__)))
+    py = sys.executable or "/usr/bin/python3"
+    code = f"import sys; sys.path.insert(0, {src!r}); from shim.steps import hold_main; hold_main()"
+    words = [py, "-c", code, state_dir, steps.short_host(), str(os.getpid() if watch_pid else 0)]
+    return ("#!/bin/sh\n# slurm-shim: this job holds a salloc allocation until salloc releases it.\nexec "
+            + " ".join(shlex.quote(w) for w in words) + "\n").encode()
+
+
+def first_task_pe(backend, names: list[str]) -> str | None:
+    """The first of these parallel environments with job_is_first_task FALSE: there a one-slot
+    job may still start one task with qrsh -inherit (with TRUE, the job script holds the slot)."""
+    for name in names:
+        res = backend.run("qconf", ["-sp", name])
+        for line in res.stdout.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "job_is_first_task" and value.strip().upper() == "FALSE":
+                return name
+    return None
+
+
+def ensure_pe(argv: list[str], cfg, partition: str, backend) -> list[str]:
+    """srun reaches an allocation with qrsh -inherit, which only works in a parallel environment:
+    a one-slot allocation (no -pe from the translation) gets one, preferably one whose job script
+    does not count as a task; otherwise it asks one more slot than Slurm would."""
+    if "-pe" in argv:
+        return argv
+    part = cfg.partitions[partition]
+    names = list(dict.fromkeys([part.pe, part.pe_multinode]))
+    pe = first_task_pe(backend, names)
+    extra = ["-pe", pe, "1"] if pe else ["-pe", part.pe, "2"]
+    i = argv.index("-q") + 2 if "-q" in argv else 1
+    return argv[:i] + extra + argv[i:]
+
+
+def submit_error(text: str, asked: dict) -> ShimError:
+    msg = " ".join(line for line in text.splitlines() if line and line != "Exiting.")
+    if "no suitable queues" in msg:
+        if asked.get("licenses") and not (asked.get("mem") or asked.get("gpus")):
+            return ShimError(f"{PROG}: error: Job submit/allocate failed: Invalid license specification", code=1)
+        lines = [f"{PROG}: error: Memory specification can not be satisfied"] if asked.get("mem") else []
+        lines.append(f"{PROG}: error: Job submit/allocate failed: Requested node configuration is not available")
+        return ShimError(*lines, code=1)
+    return ShimError(f"{PROG}: error: Job submit/allocate failed: {msg or 'qsub failed'}", code=1)
+
+
+def allocate(o: sources.Options, environ: dict[str, str], cfg) -> tuple[int, dict]:
+    """Submit the allocation job; (job id, its payload)."""
+    from ..translate import qsub
+    from .sbatch import parse_job_id, wrapper_script
+
+    user = pwd.getpwuid(os.getuid())
+    ctx = qsub.Context(prog=PROG, cwd=os.getcwd(), script_name="interactive", user=user.pw_name, uid=user.pw_uid,
+                       gid=os.getgid(), host=steps.short_host(), environ=environ)
+    sub = qsub.build(o, cfg, ctx)
+    backend = backends.get(cfg)
+    argv = ensure_pe(list(sub.argv), cfg, sub.payload["partition"], backend)
+    payload = dict(sub.payload)
+    umask = os.umask(0o022)
+    os.umask(umask)
+    import base64
+
+    payload.update({
+        "script": base64.b64encode(holder_script(cfg.cluster.state_dir, not o.no_shell)).decode("ascii"),
+        "args": [],
+        "environ": environ,
+        "export": {"all": True, "vars": {}},
+        "export_raw": None,
+        "stdout": "/dev/null",
+        "stderr": None,
+        "stdin": None,
+        "umask": umask,
+        "user": user.pw_name,
+        "uid": user.pw_uid,
+        "submit_time": time.time(),
+        "command": "salloc",
+        "interactive": True,
+    })
+    if o.verbose:
+        print(f"{PROG}: qsub {' '.join(argv)}", file=sys.stderr)
+    res = backend.run("qsub", argv, input=wrapper_script(payload))
+    if res.returncode != 0:
+        raise submit_error(res.stderr + res.stdout, payload.get("asked") or {})
+    try:
+        job_id = parse_job_id(res.stdout)
+    except ValueError:
+        raise ShimError(f"{PROG}: error: Job submit/allocate failed: unexpected qsub output {res.stdout!r}",
+                        code=1) from None
+    state.record_submit(cfg, job_id, {k: v for k, v in payload.items() if k not in ("script", "environ", "args")})
+    return job_id, payload
+
+
+STALE = 300.0
+"""An allocation record older than the submission by this much is another job's (a reused id)."""
+
+
+def wait_granted(o, job_id: int, cfg, immediate: int | None, submitted: float | None = None) -> dict:
+    """Wait until the allocation job runs and has recorded its hosts; Slurm's messages on the way."""
+    submitted = time.time() if submitted is None else submitted
+    backend = backends.get(cfg)
+    sdir = cfg.cluster.state_dir
+    path = steps.alloc_path(sdir, str(job_id))
+    start = time.monotonic()
+    delay = 0.05
+    said_pending = False
+    next_check = start + 2.0
+    interrupted: dict[str, int] = {}
+    old = {s: signal.signal(s, lambda sig, f: interrupted.setdefault("sig", sig))
+           for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        while True:
+            data = state._read(path)
+            if data and data.get("hosts") and float(data.get("start") or 0) >= submitted - STALE:
+                if said_pending:
+                    info(o, f"job {job_id} has been allocated resources")
+                return data
+            now = time.monotonic()
+            if interrupted:
+                backend.run("qdel", [str(job_id)])
+                info(o, f"Job allocation {job_id} has been revoked.")
+                raise ShimError(code=1)
+            if immediate is not None and now - start > immediate:
+                backend.run("qdel", [str(job_id)])
+                if said_pending:
+                    info(o, f"Job allocation {job_id} has been revoked.")
+                raise ShimError(f"{PROG}: error: Unable to allocate resources: Requested nodes are busy", code=1)
+            if not said_pending and now - start > PENDING_NOTICE and immediate is None:
+                info(o, f"Pending job allocation {job_id}")
+                info(o, f"job {job_id} queued and waiting for resources")
+                said_pending = True
+            if now >= next_check:
+                next_check = now + 2.0
+                if backend.run("qstat", ["-j", str(job_id)]).returncode != 0 and not state._read(path):
+                    info(o, f"Job allocation {job_id} has been revoked.")
+                    raise ShimError(code=1)
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.25)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def command_env(environ: dict[str, str], alloc: dict, o) -> dict[str, str]:
+    env = dict(environ)
+    job = alloc.get("env") or {}
+    explicit_mem = o.mem is not None or o.mem_per_cpu is not None or o.mem_per_gpu is not None
+    for k in ALLOC_VARS:
+        if k in job:
+            if k.startswith("SLURM_MEM_PER") and not explicit_mem:
+                continue
+            env[k] = job[k]
+    return env
+
+
+def release(cfg, job_id: int, rc: int) -> None:
+    path = steps.release_path(cfg.cluster.state_dir, str(job_id))
+    try:
+        with open(path + ".tmp", "w", encoding="utf-8") as f:
+            f.write(str(rc))
+        os.replace(path + ".tmp", path)
+    except OSError:
+        backends.get(cfg).run("qdel", [str(job_id)])
+
+
+def watch(o, cfg, job_id: int, child, kill_sig: int | None, stop: threading.Event) -> None:
+    """The allocation ending under the command (scancel, time limit): Slurm's notice, and the
+    --kill-command signal for the command."""
+    path = steps.alloc_path(cfg.cluster.state_dir, str(job_id))
+    while not stop.wait(1.0):
+        if not os.path.exists(path):
+            if stop.is_set():
+                return
+            info(o, f"Job allocation {job_id} has been revoked.")
+            if kill_sig and child.poll() is None:
+                steps.signal_tree(child.pid, kill_sig)  # the command and what it started
+            return
+
+
+def main(argv: list[str]) -> int:
+    environ = dict(os.environ)
+    t = table()
+    cli, positional = getopt(t, argv)
+    first = sources.Options()
+    sources.apply(first, t, [(s, v) for s, v in cli if s.long in ("help", "usage", "version")], "cli")
+    if first.help or first.usage or first.version:
+        return usage(first)
+    o = sources.collect(t, argv, environ=environ, cli=cli)
+    for w in fates(o, t, PROG):
+        if not o.quiet:
+            print(w, file=sys.stderr)
+    cfg = siteconf.get()
+    cluster = o.clusters
+    if cluster and cluster != cfg.cluster.name:
+        raise ShimError(f"{PROG}: error: No cluster '{cluster}' known; this site has only {cfg.cluster.name}",
+                        code=1)
+    if o.verbose:
+        from .srun import print_defined_options
+
+        print_defined_options(o, t)
+    command = positional or [environ.get("SHELL") or pwd.getpwuid(os.getuid()).pw_shell or "/bin/sh"]
+    submitted = time.time()
+    job_id, _payload = allocate(o, environ, cfg)
+    alloc = wait_granted(o, job_id, cfg, o.immediate, submitted)
+    info(o, f"Granted job allocation {job_id}")
+    if o.bell:
+        sys.stderr.write("\a")
+    if o.no_shell:
+        return 0
+    env = command_env(environ, alloc, o)
+    try:
+        child = proc.popen(command, env=env)
+    except (proc.SpawnError, OSError) as e:
+        print(f"{PROG}: error: {command[0]}: {getattr(e, 'strerror', None) or e}", file=sys.stderr)
+        release(cfg, job_id, 1)
+        info(o, f"Relinquishing job allocation {job_id}")
+        return 1
+    stop = threading.Event()
+    threading.Thread(target=watch, args=(o, cfg, job_id, child, o.kill_command, stop), daemon=True).start()
+
+    def forward(sig, frame):
+        if child.poll() is None:
+            try:
+                child.send_signal(sig)
+            except ProcessLookupError:
+                pass
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)}
+    old[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the command in the foreground has it
+    old[signal.SIGQUIT] = signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+    try:
+        status = child.wait()
+    finally:
+        stop.set()
+        for s, h in old.items():
+            signal.signal(s, h)
+    rc = status if status >= 0 else 128 - status
+    release(cfg, job_id, rc)
+    info(o, f"Relinquishing job allocation {job_id}")
+    return rc
+
+
+def usage(o) -> int:
+    from ..render import help as help_render
+
+    if o.version:
+        print("slurm 22.05.8 (slurm-shim)")
+        return 0
+    sys.stdout.write(help_render.usage(PROG, OPTIONS) if o.usage else help_render.help(PROG, OPTIONS))
+    return 0

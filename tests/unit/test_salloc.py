@@ -1,0 +1,95 @@
+"""salloc without Grid Engine: the allocation job's request and script, the command's environment."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from conftest import FIXTURES, SLURM_REF
+from shim import backends, siteconf, steps
+from shim.__main__ import dispatch
+from shim.backends.replay import ReplayBackend
+from shim.cli import salloc
+from shim.options import sources
+from shim.options.getopt import getopt
+
+
+@pytest.fixture(autouse=True)
+def site(monkeypatch, tmp_path):
+    text = (FIXTURES / "site" / "config.toml").read_text()
+    conf = tmp_path / "config.toml"
+    conf.write_text(text.replace("/tmp/slurm-shim-unit-state", str(tmp_path / "state")))
+    monkeypatch.setenv("SLURM_SHIM_CONFIG", str(conf))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    siteconf.reset()
+    yield
+    siteconf.reset()
+    backends.use(None)
+
+
+PE_FALSE = "pe_name mpi\nallocation_rule $round_robin\ncontrol_slaves TRUE\njob_is_first_task FALSE\n"
+PE_TRUE = "pe_name smp\nallocation_rule $pe_slots\ncontrol_slaves TRUE\njob_is_first_task TRUE\n"
+
+
+def test_one_slot_allocation_gets_a_pe_where_qrsh_inherit_can_start_a_task():
+    cfg = siteconf.get()
+    rb = ReplayBackend()
+    rb.add("qconf", ["-sp", "smp"], PE_TRUE)
+    rb.add("qconf", ["-sp", "mpi"], PE_FALSE)
+    argv = ["-terse", "-q", "debug", "-N", "interactive", "-o", "/dev/null"]
+    assert salloc.ensure_pe(argv, cfg, "debug", rb) == ["-terse", "-q", "debug", "-pe", "mpi", "1", "-N",
+                                                        "interactive", "-o", "/dev/null"]
+    rb2 = ReplayBackend()
+    rb2.add("qconf", ["-sp", "smp"], PE_TRUE)
+    rb2.add("qconf", ["-sp", "mpi"], PE_TRUE.replace("smp", "mpi"))
+    assert salloc.ensure_pe(argv, cfg, "debug", rb2)[3:6] == ["-pe", "smp", "2"]
+    with_pe = ["-q", "debug", "-pe", "smp", "4"]
+    assert salloc.ensure_pe(with_pe, cfg, "debug", rb) == with_pe
+
+
+def test_holder_script_runs_the_holder_with_salloc_whereabouts(tmp_path):
+    text = salloc.holder_script(str(tmp_path / "st ate")).decode()
+    assert text.startswith("#!/bin/sh\n")
+    words = shlex.split(text.splitlines()[-1])
+    assert words[0] == "exec" and "hold_main" in words[3]
+    assert words[4] == str(tmp_path / "st ate") and words[5] == steps.short_host() and words[6].isdigit()
+
+
+def test_command_environment_is_slurms_salloc_set():
+    text = (SLURM_REF / "salloc_env.txt").read_text()
+    body = text.split("# --- stdout", 1)[1].split("\n", 1)[1].split("# --- stderr", 1)[0]
+    want = {k: v for k, _, v in (ln.partition("=") for ln in body.splitlines()) if k.startswith("SLURM_")}
+    job_env = dict(want, SLURM_MEM_PER_CPU="100", SLURM_CPUS_ON_NODE="1", SLURM_TASK_PID="1", SLURM_PROCID="0",
+                   SLURMD_NODENAME="vm", SLURM_GTIDS="0")  # what the allocation's own batch step sees
+    t = salloc.table()
+    cli, _ = getopt(t, ["-n1"])
+    o = sources.collect(t, ["-n1"], environ={}, cli=cli)
+    env = salloc.command_env({"HOME": "/root"}, {"env": job_env}, o)
+    got = {k: v for k, v in env.items() if k.startswith("SLURM_")}
+    config = {"SLURM_CONF", "SLURM_JOB_ACCOUNT"}
+    assert {k: v for k, v in got.items() if k not in config} == {k: v for k, v in want.items() if k not in config}
+    cli, _ = getopt(t, ["--mem=200"])
+    o = sources.collect(t, ["--mem=200"], environ={}, cli=cli)
+    env = salloc.command_env({}, {"env": dict(job_env, SLURM_MEM_PER_NODE="200")}, o)
+    assert env["SLURM_MEM_PER_NODE"] == "200"
+
+
+def test_submission_errors_in_slurms_words():
+    e = salloc.submit_error("Unable to run job: error: no suitable queues.\nExiting.\n", {"gpus": True})
+    assert e.lines == ["salloc: error: Job submit/allocate failed: Requested node configuration is not available"]
+    e = salloc.submit_error("error: no suitable queues\n", {"mem": True})
+    assert e.lines[0] == "salloc: error: Memory specification can not be satisfied"
+
+
+def test_invalid_partition(capsys):
+    assert dispatch("salloc", ["-p", "nope", "true"]) == 1
+    assert capsys.readouterr().err == ("salloc: error: invalid partition specified: nope\n"
+                                       "salloc: error: Unable to allocate resources: Invalid partition name specified\n")
+
+
+def test_allocation_release_file(tmp_path):
+    cfg = siteconf.get()
+    (tmp_path / "state" / "steps").mkdir(parents=True)
+    salloc.release(cfg, 77, 5)
+    assert (tmp_path / "state" / "steps" / "77.release").read_text() == "5"

@@ -1,0 +1,184 @@
+"""srun's command line, on the unit-test site config, with no Grid Engine involved: Slurm's errors
+and exit codes, options as a step request, the qrsh variant of sbatch's translation."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from conftest import FIXTURES
+from shim import backends, siteconf, steps
+from shim.__main__ import dispatch
+from shim.backends.replay import ReplayBackend
+from shim.cli import srun
+from shim.errors import ShimError
+from shim.options import sources
+from shim.options.getopt import getopt
+
+
+@pytest.fixture(autouse=True)
+def site(monkeypatch, tmp_path):
+    text = (FIXTURES / "site" / "config.toml").read_text()
+    conf = tmp_path / "config.toml"
+    conf.write_text(text.replace("/tmp/slurm-shim-unit-state", str(tmp_path / "state")))
+    monkeypatch.setenv("SLURM_SHIM_CONFIG", str(conf))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for k in ("SLURM_JOB_ID", "SLURM_NTASKS", "SLURM_JOB_NUM_NODES", "SLURM_CPUS_PER_TASK"):
+        monkeypatch.delenv(k, raising=False)
+    siteconf.reset()
+    yield
+    siteconf.reset()
+    backends.use(None)
+
+
+def opts(argv, environ=None):
+    t = srun.table()
+    cli, positional = getopt(t, argv)
+    return sources.collect(t, argv, environ=environ or {}, cli=cli), positional, t
+
+
+def req(argv, environ=None):
+    o, positional, _t = opts(argv, environ)
+    return srun.request(o, positional, environ or {})
+
+
+def test_no_command_is_fatal(capsys):
+    assert dispatch("srun", []) == 1
+    assert capsys.readouterr().err == "srun: fatal: No command given to execute.\n"
+
+
+def test_unknown_option(capsys):
+    assert dispatch("srun", ["--bogus", "hostname"]) == 255
+    assert capsys.readouterr().err == "srun: unrecognized option '--bogus'\nTry \"srun --help\" for more information\n"
+
+
+def test_invalid_partition(capsys):
+    assert dispatch("srun", ["-p", "nope", "hostname"]) == 1
+    assert capsys.readouterr().err == ("srun: error: invalid partition specified: nope\n"
+                                       "srun: error: Unable to allocate resources: Invalid partition name specified\n")
+
+
+def test_bad_values_fail_as_slurm(capsys):
+    assert dispatch("srun", ["-n", "0", "hostname"]) == 1
+    assert "Invalid numeric value" in capsys.readouterr().err
+
+
+def test_help_and_version(capsys):
+    assert dispatch("srun", ["--help"]) == 0
+    assert "--label" in capsys.readouterr().out
+    assert dispatch("srun", ["--version"]) == 0
+    assert "22.05" in capsys.readouterr().out
+
+
+def test_options_become_a_step_request():
+    r = req(["-n2", "-c3", "-l", "-o", "out-%t", "-e", "err", "-i", "none", "-K", "-W", "5", "-t", "2",
+             "--open-mode=append", "-D", "/tmp", "-N1", "--export=NONE,FOO=1", "prog", "a b"])
+    assert r.argv == ["prog", "a b"] and r.ntasks == 2 and r.cpus_per_task == 3 and r.cpus_per_task_set
+    assert r.label and r.output == "out-%t" and r.error == "err" and r.input == "none"
+    assert r.kill_on_bad_exit and r.wait == 5 and r.time == 2 and r.append and r.chdir == "/tmp"
+    assert r.nodes == 1 and r.export == {"all": False, "vars": {"FOO": "1"}} and r.name == "prog"
+
+
+def test_inside_a_job_srun_inherits_the_jobs_geometry():
+    env = {"SLURM_JOB_ID": "5", "SLURM_NTASKS": "4", "SLURM_CPUS_PER_TASK": "2", "SLURM_JOB_NUM_NODES": "1",
+           "SLURM_JOB_NAME": "batchname"}
+    o, positional, _t = opts(["hostname"], env)
+    r = srun.request(o, positional, env)
+    assert o.jobid == "5" and r.ntasks == 4 and r.cpus_per_task == 2 and r.nodes == 1
+    assert r.name == "hostname"  # the step's name; SLURM_JOB_NAME is the job's
+    r = req(["-K0", "x"])
+    assert not r.kill_on_bad_exit
+
+
+def test_fates_only_for_the_command_line():
+    o, _p, t = opts(["--cpu-bind=cores", "x"])
+    assert srun.fates(o, t) == ["srun: warning: --cpu-bind has no effect on Grid Engine "
+                                "(binding is left to the operating system)"]
+    o, _p, t = opts(["x"], {"SLURM_CPU_BIND": "cores", "SLURM_DISTRIBUTION": "cyclic"})
+    assert srun.fates(o, t) == []
+    o, _p, t = opts(["--x11", "x"])
+    with pytest.raises(ShimError, match="--x11 is not supported"):
+        srun.fates(o, t)
+
+
+def test_qrsh_flags_keep_the_resource_translation():
+    argv = ["-terse", "-q", "debug", "-N", "job", "-pe", "smp", "4", "-l", "mem_free=100M,h_rt=120", "-w", "e",
+            "-hold_jid", "7", "-h", "-A", "acct", "-p", "-10", "-o", "/dev/null", "-j", "y", "-wd", "/tmp",
+            "-S", "/bin/sh", "-notify", "-r", "y", "-a", "202601010000.00"]
+    assert srun.qrsh_flags(argv) == ["-q", "debug", "-N", "job", "-pe", "smp", "4", "-l", "mem_free=100M,h_rt=120",
+                                     "-hold_jid", "7", "-h", "-A", "acct", "-p", "-10", "-notify", "-wd", "/tmp"]
+
+
+def test_unsatisfiable_requests_in_slurms_words():
+    e = srun.unsatisfiable("verification: no suitable queues\n", {"gpus": True})
+    assert e.lines == ["srun: error: Unable to allocate resources: Requested node configuration is not available"]
+    e = srun.unsatisfiable("verification: no suitable queues\n", {"mem": True})
+    assert e.lines[0] == "srun: error: Memory specification can not be satisfied"
+    e = srun.unsatisfiable("verification: no suitable queues\n", {"licenses": True})
+    assert e.lines == ["srun: error: Unable to allocate resources: Invalid license specification"]
+
+
+def test_new_job_runs_qrsh_with_the_translation(monkeypatch, tmp_path):
+    """Outside an allocation: one qrsh -now no with sbatch's resource flags, the step launcher's
+    payload quoted word by word, and the exit code srun gets back through the state directory."""
+    rb = ReplayBackend(default=steps_result())
+    backends.use(rb)
+    started = {}
+
+    class FakeProc:
+        def __init__(self, argv, **kw):
+            started["argv"] = argv
+            words = shlex.split(" ".join(argv[argv.index("-pty") + 2:]))
+            payload = steps.read_payload(words[3])
+            started["payload"] = payload
+            steps.state._write(srun.token_path(payload["state_dir"], payload["token"]), {"job_id": 5, "rc": 3})
+
+        def wait(self):
+            return 0
+
+        def poll(self):
+            return 0
+
+    monkeypatch.setattr(srun.proc, "popen", FakeProc)
+    assert dispatch("srun", ["-n2", "-c2", "--mem=100", "-J", "named", "echo", "a b"]) == 3
+    argv = started["argv"]
+    assert argv[:1] == ["qrsh"] and "-now" in argv and argv[argv.index("-now") + 1] == "no"
+    assert argv[argv.index("-pe") + 1:argv.index("-pe") + 3] == ["smp", "4"]
+    assert argv[argv.index("-pty") + 1] == "n"
+    p = started["payload"]
+    assert p["req"]["argv"] == ["echo", "a b"] and p["req"]["ntasks"] == 2 and p["record"]["name"] == "named"
+    assert any(c[0][:3] == ("qrsh", "-w", "v") for c in rb.calls)  # --mem: checked before queueing
+
+
+def steps_result():
+    from shim.proc import Result
+
+    return Result(("x",), 0, "", "")
+
+
+def test_pty_and_immediate(monkeypatch):
+    backends.use(ReplayBackend(default=steps_result()))
+    seen = {}
+
+    class FakeProc:
+        def __init__(self, argv, **kw):
+            seen["argv"] = argv
+
+        def wait(self):
+            return 1
+
+        def poll(self):
+            return 1
+
+    monkeypatch.setattr(srun.proc, "popen", FakeProc)
+    with pytest.raises(ShimError, match="Requested nodes are busy"):
+        srun.main(["--pty", "-I", "bash"])
+    argv = seen["argv"]
+    assert argv[argv.index("-pty") + 1] == "y" and argv[argv.index("-now") + 1] == "yes"
+
+
+def test_job_id_forms():
+    assert srun.job_id_of("12") == 12 and srun.job_id_of("12_3") == 12 and srun.job_id_of("12.0") == 12
+    with pytest.raises(ShimError):
+        srun.job_id_of("abc")

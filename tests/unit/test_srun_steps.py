@@ -1,0 +1,369 @@
+"""srun's step launcher (shim.steps) without Grid Engine: layout, environments against the real
+Slurm captures, file name patterns, srun's messages and exit codes, step ids, allocation discovery."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from conftest import SLURM_REF
+from shim import steps
+
+VOLATILE = {"SLURM_TASK_PID", "SLURM_SRUN_COMM_PORT", "SLURM_STEP_LAUNCHER_PORT", "SHLVL", "_"}
+
+
+def ref_env(name: str) -> dict[str, str]:
+    text = (SLURM_REF / name).read_text()
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
+
+
+def case_stdout_env(name: str) -> dict[str, str]:
+    text = (SLURM_REF / f"{name}.txt").read_text()
+    body = text.split("# --- stdout", 1)[1].split("\n", 1)[1].split("# --- stderr", 1)[0]
+    return dict(line.split("=", 1) for line in body.splitlines() if "=" in line)
+
+
+# --- layout ----------------------------------------------------------------------------------
+
+
+def test_layout_one_host_all_tasks():
+    assert steps.layout([("vm", 2)], 2, 1, 1) == [("vm", 2, [0, 1])]
+
+
+def test_layout_block_spreads_counts_round_robin_and_numbers_by_node():
+    plan = steps.layout([("a", 8), ("b", 8)], 4, 1, 2)
+    assert plan == [("a", 8, [0, 1]), ("b", 8, [2, 3])]
+    plan = steps.layout([("a", 8), ("b", 8)], 5, 1, 2)
+    assert [t for _, _, t in plan] == [[0, 1, 2], [3, 4]]
+
+
+def test_layout_respects_each_hosts_cpus():
+    plan = steps.layout([("a", 3), ("b", 1)], 4, 1, 2)
+    assert plan == [("a", 3, [0, 1, 2]), ("b", 1, [3])]
+    plan = steps.layout([("a", 4), ("b", 4)], 2, 2, 2)
+    assert [t for _, _, t in plan] == [[0], [1]]
+
+
+def test_layout_ntasks_per_node_and_relative():
+    assert [t for _, _, t in steps.layout([("a", 8), ("b", 8)], 4, 1, 2, ntasks_per_node=2)] == [[0, 1], [2, 3]]
+    assert steps.layout([("a", 2), ("b", 2)], 1, 1, 1, relative=1) == [("b", 2, [0])]
+
+
+def test_layout_refuses_more_cpus_than_the_allocation():
+    with pytest.raises(steps.StepError, match="More processors requested than permitted"):
+        steps.layout([("vm", 2)], 5, 1, 1)
+    with pytest.raises(steps.StepError, match="More processors requested than permitted"):
+        steps.layout([("vm", 2)], 2, 2, 1)
+    with pytest.raises(steps.StepError, match="Requested node configuration is not available"):
+        steps.layout([("vm", 2)], 2, 1, 2)
+
+
+def test_plan_defaults_follow_the_allocation():
+    alloc = steps.Allocation(5, [("a", 2), ("b", 2)])
+    assert [t for _, _, t in steps.plan_step({}, alloc)] == [[0], [1]]  # one task per node
+    assert [t for _, _, t in steps.plan_step({"ntasks": 3}, alloc)] == [[0, 1], [2]]
+    assert [t for _, _, t in steps.plan_step({"ntasks": 1, "nodes": 2}, alloc)] == [[0]]  # nnodes <= ntasks
+    assert [t for _, _, t in steps.plan_step({"ntasks_per_node": 2}, alloc)] == [[0, 1], [2, 3]]
+
+
+def test_ranges():
+    assert steps.ranges([0]) == "0"
+    assert steps.ranges([1, 0]) == "0-1"
+    assert steps.ranges([0, 1, 3, 5, 6, 7]) == "0-1,3,5-7"
+
+
+# --- messages and exit codes ------------------------------------------------------------------
+
+
+def test_summary_lines_as_slurm_prints_them():
+    assert steps.summary_lines("vm", {0: (3, 0)}) == ["srun: error: vm: task 0: Exited with exit code 3"]
+    assert steps.summary_lines("vm", {0: (1, 0), 1: (1, 0)}) == ["srun: error: vm: tasks 0-1: Exited with exit code 1"]
+    assert steps.summary_lines("vm", {0: (0, 0), 1: (1, 0)}) == ["srun: error: vm: task 1: Exited with exit code 1"]
+    assert steps.summary_lines("vm", {0: (0, 9)}) == ["srun: error: vm: task 0: Killed"]
+    assert steps.summary_lines("vm", {0: (0, 15), 1: (0, 15)}) == ["srun: error: vm: tasks 0-1: Terminated"]
+    assert steps.summary_lines("vm", {0: (0, 15)}, signals=False) == []
+    assert steps.summary_lines("vm", {0: (0, 0)}) == []
+
+
+def test_global_rc_signals_outweigh_exit_codes():
+    assert steps.global_rc([]) == 0
+    assert steps.global_rc([(0, 0), (3, 0), (1, 0)]) == 3
+    assert steps.global_rc([(0, 9)]) == 137
+    assert steps.global_rc([(200, 0), (0, 15)]) == 143
+    assert steps.global_rc([(0, 15), (0, 9)]) == 143
+    assert steps.from_rc(137) == (0, 9) and steps.from_rc(3) == (3, 0)
+
+
+# --- file name patterns -----------------------------------------------------------------------
+
+
+def test_expand_io_patterns():
+    vals = {"j": 42, "s": 3, "x": "job", "u": "alice"}
+    assert steps.expand_io("out-%j-%t.txt", vals, tid=1) == "out-42-1.txt"
+    assert steps.expand_io("%J.%s.%n.%N", vals, node=2, host="vm") == "42.3.3.2.vm"
+    assert steps.expand_io("%A_%a_%3t", vals, tid=7) == f"42_{steps.NO_VAL}_007"
+    assert steps.expand_io("%A_%a", dict(vals, A=40, a=2)) == "40_2"
+    assert steps.expand_io("%x-%u-%%-%q-%", vals) == "job-alice-%-%q-%"
+
+
+def test_per_task_patterns_and_io_modes():
+    assert steps.varies_per_task("o-%t") and steps.varies_per_task("o-%2n") and steps.varies_per_task("%N")
+    assert not steps.varies_per_task("o-%j.%s") and not steps.varies_per_task("100%%t")
+    assert steps.io_mode(None) == ("inherit", None)
+    assert steps.io_mode("none") == ("none", None)
+    assert steps.io_mode("1") == ("task", 1)
+    assert steps.io_mode("f-%t") == ("file", "f-%t")
+
+
+# --- environments, against the real Slurm captures --------------------------------------------
+
+
+def _task_env_for(base: dict[str, str], plan, step_id: int, tid: int, *, cpt=None, in_alloc=True, gpu=None):
+    common = steps.step_env(base, job_id=int(base["SLURM_JOB_ID"]), step_id=step_id, plan=plan, cpus_per_task=cpt,
+                            in_allocation=in_alloc, port=41051, address="127.0.0.1", gpu_ids=gpu)
+    for node, (host, slots, tids) in enumerate(plan):
+        if tid in tids:
+            henv = steps.host_env(common, host, node, slots, tids)
+            return steps.task_env(henv, tid, tids.index(tid))
+    raise AssertionError(tid)
+
+
+@pytest.mark.parametrize("ref,step_id,ntasks,tid,cpt", [
+    ("env-srun-in-sbatch-step0.task0.txt", 0, 2, 0, None),
+    ("env-srun-in-sbatch-step0.task1.txt", 0, 2, 1, None),
+    ("env-srun-in-sbatch-step1_c2.task0.txt", 1, 1, 0, 2),
+    ("env-srun-in-sbatch-step_gpu.task0.txt", 3, 1, 0, None),
+])
+def test_step_environment_equals_slurms(ref, step_id, ntasks, tid, cpt):
+    batch = ref_env("env-srun-in-sbatch-batch.txt")
+    plan = steps.layout([("vm", 2)], ntasks, cpt or 1, 1)
+    got = _task_env_for(batch, plan, step_id, tid, cpt=cpt)
+    want = ref_env(ref)
+    keys = (set(got) | set(want)) - VOLATILE
+    assert {k: got.get(k) for k in keys} == {k: want.get(k) for k in keys}
+
+
+def test_new_job_environment_equals_standalone_sruns():
+    """srun env (a job srun makes): the reference's environment, but for Slurm's configuration."""
+    want = case_stdout_env("srun_env_single")
+    environ = {k: want[k] for k in ("HOME", "LANG", "LOGNAME", "MYVAR", "PATH", "PWD", "SHELL", "SHLVL", "USER")}
+    record = {"name": "env", "partition": "debug", "submit_dir": "/srv/sref", "submit_host": "vm", "ntasks": 1,
+              "cpus_per_task": 1, "nodes": 1, "tasks_per_node": [1], "default_mem_per_cpu": 100,
+              "cluster": "cluster"}
+    base = steps.new_job_env(environ, record, job_id=80, hosts=[("vm", 1)], host="vm", user="root", uid=0, gid=0,
+                             ge_environ={"TMPDIR": "/tmp"})
+    got = _task_env_for(base, [("vm", 1, [0])], 0, 0, in_alloc=False)
+    config = {"SLURM_CONF", "SLURM_WORKING_CLUSTER", "SLURM_JOB_ACCOUNT"}  # Slurm's config, not srun's doing
+    keys = (set(got) | set(want)) - VOLATILE - config
+    assert {k: got.get(k) for k in keys} == {k: want.get(k) for k in keys}
+
+
+def test_new_job_gpu_environment():
+    want = case_stdout_env("srun_gpu_env")
+    environ = {k: want[k] for k in ("HOME", "LANG", "LOGNAME", "MYVAR", "PATH", "PWD", "SHELL", "SHLVL", "USER")}
+    record = {"name": "env", "partition": "gpu", "submit_dir": "/srv/sref", "submit_host": "vm", "ntasks": 1,
+              "cpus_per_task": 1, "nodes": 1, "tasks_per_node": [1], "gpus": 1, "cluster": "cluster"}
+    base = steps.new_job_env(environ, record, job_id=81, hosts=[("vm", 1)], host="vm", user="root", uid=0, gid=0,
+                             gpu_ids=[0], ge_environ={"TMPDIR": "/tmp"})
+    got = _task_env_for(base, [("vm", 1, [0])], 0, 0, in_alloc=False, gpu="0")
+    keys = (set(got) | set(want)) - VOLATILE - {"SLURM_CONF", "SLURM_WORKING_CLUSTER", "SLURM_JOB_ACCOUNT"}
+    assert {k: got.get(k) for k in keys} == {k: want.get(k) for k in keys}
+
+
+def test_two_task_standalone_environment():
+    text = (SLURM_REF / "srun_n2_env.txt").read_text()
+    lines = text.split("# --- stdout", 1)[1].split("\n", 1)[1].split("# --- stderr", 1)[0].splitlines()
+    want_procids = sorted(v for k, _, v in (ln.partition("=") for ln in lines) if k == "SLURM_PROCID")
+    record = {"name": "env", "partition": "debug", "submit_dir": "/srv/sref", "submit_host": "vm", "ntasks": 2,
+              "ntasks_set": True, "cpus_per_task": 1, "nodes": 1, "tasks_per_node": [2], "cluster": "cluster"}
+    base = steps.new_job_env({}, record, job_id=78, hosts=[("vm", 2)], host="vm", user="root", uid=0, gid=0)
+    plan = [("vm", 2, [0, 1])]
+    envs = [_task_env_for(base, plan, 0, t, in_alloc=False) for t in (0, 1)]
+    assert sorted(e["SLURM_PROCID"] for e in envs) == want_procids == ["0", "1"]
+    for e in envs:
+        assert e["SLURM_GTIDS"] == "0,1" and e["SLURM_CPUS_ON_NODE"] == "2" and e["SLURM_NTASKS"] == "2"
+        assert e["SLURM_STEP_TASKS_PER_NODE"] == "2" and "SLURM_DISTRIBUTION" not in e
+
+
+def test_step_on_two_hosts():
+    base = {"SLURM_JOB_ID": "9", "SLURM_JOB_NODELIST": "n[1-2]", "SLURM_JOB_CPUS_PER_NODE": "2(x2)"}
+    plan = steps.layout([("n1", 2), ("n2", 2)], 3, 1, 2)
+    e2 = _task_env_for(base, plan, 4, 2)
+    assert e2["SLURM_NODEID"] == "1" and e2["SLURM_LOCALID"] == "0" and e2["SLURMD_NODENAME"] == "n2"
+    assert e2["SLURM_STEP_NODELIST"] == "n[1-2]" and e2["SLURM_STEP_TASKS_PER_NODE"] == "2,1"
+    assert e2["SLURM_GTIDS"] == "2" and e2["SLURM_STEP_NUM_NODES"] == "2" and e2["SLURM_DISTRIBUTION"] == "block"
+
+
+def test_export_modes():
+    env = {"A": "1", "SLURM_JOB_ID": "3", "SRUN_X": "y"}
+    assert steps.export_env(env, {"all": True, "vars": {"B": "2"}}) == dict(env, B="2")
+    assert steps.export_env(env, {"all": False, "vars": {}}) == {"SLURM_JOB_ID": "3", "SRUN_X": "y"}
+    assert steps.export_env(env, {"all": False, "vars": {"A": "1"}}) == {"SLURM_JOB_ID": "3", "SRUN_X": "y", "A": "1"}
+
+
+# --- step ids -----------------------------------------------------------------------------------
+
+
+def test_step_ids_count_up_per_job(tmp_path):
+    assert [steps.next_step_id(str(tmp_path), "7") for _ in range(3)] == [0, 1, 2]
+    assert steps.next_step_id(str(tmp_path), "8") == 0
+    assert steps.next_step_id(str(tmp_path), "7_2") == 0
+    assert (tmp_path / "steps" / "7").read_text() == "3"
+
+
+def test_concurrent_sruns_get_distinct_step_ids(tmp_path):
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from shim import steps; "
+            "print(steps.next_step_id(sys.argv[2], '11'))")
+    src = os.path.dirname(os.path.dirname(steps.__file__))
+    procs = [subprocess.Popen([sys.executable, "-c", code, src, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+             for _ in range(8)]
+    ids = sorted(int(p.communicate(timeout=30)[0]) for p in procs)
+    assert ids == list(range(8))
+
+
+# --- the allocation -----------------------------------------------------------------------------
+
+
+def test_allocation_from_the_jobs_own_environment(tmp_path):
+    hf = tmp_path / "pe_hostfile"
+    hf.write_text("vm 2 debug@vm UNDEFINED\nnode2.example 1 debug@node2 UNDEFINED\n")
+    env = {"JOB_ID": "12", "PE_HOSTFILE": str(hf), "SGE_TASK_ID": "undefined", "SLURM_JOB_ID": "12",
+           "SLURM_NTASKS": "3"}
+    alloc = steps.find_allocation(str(tmp_path), 12, env)
+    assert alloc.inside and alloc.hosts == [("vm", 2), ("node2", 1)] and alloc.key == "12"
+    assert alloc.job_env["SLURM_NTASKS"] == "3"
+    # remembered for sruns outside the job
+    again = steps.find_allocation(str(tmp_path), 12, {"SLURM_JOB_ID": "12"})
+    assert not again.inside and again.hosts == [("vm", 2), ("node2", 1)]
+
+
+def test_allocation_of_an_array_task(tmp_path):
+    env = {"JOB_ID": "20", "NSLOTS": "1", "SGE_TASK_ID": "2"}
+    alloc = steps.find_allocation(str(tmp_path), 20, env, record={"array": [5, 7, 9]})
+    assert alloc.task == 7 and alloc.ge_task == "2" and alloc.key == "20_7" and alloc.hosts == [(steps.short_host(), 1)]
+
+
+def test_allocation_from_an_ancestors_environment():
+    """snakemake strips the environment; the processes above srun still carry the job's."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
+                             env={"JOB_ID": "4242", "NSLOTS": "3", "SLURM_JOB_NODELIST": "vm", "PATH": os.defpath})
+    try:
+        env = None
+        for _ in range(50):
+            env = steps.ancestor_job_env(4242, start=child.pid)
+            if env:
+                break
+            threading.Event().wait(0.05)
+        assert env and env["NSLOTS"] == "3" and env["SLURM_JOB_NODELIST"] == "vm"
+        assert steps.ancestor_job_env(4243, start=child.pid) is None
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_unknown_allocation(tmp_path):
+    assert steps.find_allocation(str(tmp_path), 999, {"SLURM_JOB_ID": "999"}) is None
+
+
+QSTAT_GT = """<?xml version='1.0'?>
+<job_info><queue_info>
+<job_list state="running"><JB_job_number>43</JB_job_number><queue_name>debug@vm</queue_name><master>MASTER</master><slots>1</slots></job_list>
+<job_list state="running"><JB_job_number>43</JB_job_number><queue_name>debug@vm</queue_name><master>SLAVE</master><slots>1</slots></job_list>
+<job_list state="running"><JB_job_number>43</JB_job_number><queue_name>debug@node2</queue_name><master>SLAVE</master><slots>1</slots></job_list>
+<job_list state="running"><JB_job_number>44</JB_job_number><queue_name>debug@vm</queue_name><master>MASTER</master><slots>1</slots></job_list>
+</queue_info><job_info></job_info></job_info>"""
+
+
+def test_hosts_from_qstat():
+    # $round_robin with job_is_first_task FALSE: the MASTER line holds no slot
+    assert steps.hosts_from_qstat(QSTAT_GT, 43, "undefined", 2) == [("vm", 1), ("node2", 1)]
+    # job_is_first_task TRUE: every line is a slot
+    assert steps.hosts_from_qstat(QSTAT_GT, 43, "undefined", 3) == [("vm", 2), ("node2", 1)]
+    assert steps.hosts_from_qstat(QSTAT_GT, 44, "undefined", 1) == [("vm", 1)]
+    assert steps.hosts_from_qstat(QSTAT_GT, 45, "undefined", 1) == []
+
+
+# --- multi-prog, payloads -----------------------------------------------------------------------
+
+
+def test_multi_prog():
+    text = "# comment\n0 echo zero\n1-2 echo r%t o%o\n* hostname\n"
+    got = steps.parse_multi_prog(text, 4)
+    assert got == {0: ["echo", "zero"], 1: ["echo", "r1", "o0"], 2: ["echo", "r2", "o1"], 3: ["hostname"]}
+
+
+def test_boot_command_survives_qrsh_word_joining():
+    """qrsh joins words with blanks and a shell splits them again: each word arrives intact."""
+    import shlex
+
+    payload = {"argv": ["printf", "[%s]\\n", "a b", "c'd", "$HOME", "`x`"]}
+    words = steps.quoted(steps.boot_argv(payload))
+    again = shlex.split(" ".join(words))
+    assert steps.read_payload(again[3]) == payload
+    assert again[:2] == [sys.executable, "-c"]
+
+
+# --- the host launcher, with real processes but no Grid Engine ---------------------------------
+
+
+def _launch(tmp_path, argv, tasks=(0, 1), **extra):
+    import queue
+
+    r, w = os.pipe()
+    er, ew = os.pipe()
+    spec = {"argv": argv, "cwd": str(tmp_path), "env": {"PATH": os.defpath}, "tasks": list(tasks), "host": "h",
+            "node": 0, "label": True, "width": 1, "stdout": ("inherit", None), "stderr": ("inherit", None),
+            "stdin": ("none", None), "vals": {"j": 1, "s": 0}, "own_group": True, **extra}
+    events: queue.Queue = queue.Queue()
+    launch = steps.HostLaunch(spec, events, stdin=os.open(os.devnull, os.O_RDONLY), stdout=w, stderr=ew)
+    launch.start()
+    pending = set(tasks)
+    while pending:
+        _, tid, code, sig = events.get(timeout=30)
+        launch.done(tid, code, sig)
+        pending.discard(tid)
+    launch.finish()
+    os.close(w)
+    os.close(ew)
+    with os.fdopen(r) as f, os.fdopen(er) as g:
+        return launch, f.read(), g.read()
+
+
+def test_host_launch_labels_and_statuses(tmp_path):
+    launch, out, err = _launch(tmp_path, ["sh", "-c", 'echo "out $SLURM_PROCID $SLURM_LOCALID $SLURM_TASK_PID $$"; '
+                                                  'echo err >&2; exit $((SLURM_PROCID + 3))'])
+    lines = sorted(out.splitlines())
+    assert [ln.split()[:4] for ln in lines] == [["0:", "out", "0", "0"], ["1:", "out", "1", "1"]]
+    assert all(ln.split()[4] == ln.split()[5] for ln in lines)  # SLURM_TASK_PID is the task's own pid
+    assert sorted(err.splitlines()) == ["0: err", "1: err"]
+    assert launch.statuses == {0: (3, 0), 1: (4, 0)}
+
+
+def test_host_launch_exec_error_and_files(tmp_path):
+    launch, out, err = _launch(tmp_path, ["no-such-program-xyz"], tasks=(0,))
+    assert launch.statuses == {0: (2, 0)} and out == ""
+    assert launch.late_errors == ["slurmstepd-h: error: execve(): no-such-program-xyz: No such file or directory"]
+    launch, out, err = _launch(tmp_path, ["sh", "-c", "echo o$SLURM_PROCID; echo e$SLURM_PROCID >&2"],
+                               label=False, stdout=("file", "o-%j-%t.txt"), stderr=("inherit", None))
+    assert out == "" and err == ""
+    assert (tmp_path / "o-1-0.txt").read_text() == "o0\ne0\n" and (tmp_path / "o-1-1.txt").read_text() == "o1\ne1\n"
+
+
+def test_label_pump_keeps_lines_whole_and_unbuffered_mode():
+    for unbuffered, chunks, want in ((False, [b"ab", b"c\nd", b"e\n", b"tail"], b"7: abc\n7: de\n7: tail"),
+                                     (True, [b"ab", b"c\nd", b"e\n"], b"7: abc\n7: de\n")):
+        r, w = os.pipe()
+        r2, w2 = os.pipe()
+        pump = steps.LabelPump(r, w2, b"7: ", unbuffered)
+        pump.start()
+        for c in chunks:
+            os.write(w, c)
+        os.close(w)
+        pump.join(10)
+        os.close(w2)
+        with os.fdopen(r2, "rb") as f:
+            assert f.read() == want
