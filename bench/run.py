@@ -3,7 +3,7 @@
 work, measured in the same run (interleaved), median of several runs. Prints one Markdown table
 (plus the start-up and submit-agent tables) and writes the raw numbers as JSON.
 
-    sudo /opt/slurm-shim/bin/python bench/run.py            # everything (~25 min)
+    sudo /opt/slurm-shim/bin/python bench/run.py            # everything (~16 min on 2 cores)
     sudo /opt/slurm-shim/bin/python bench/run.py --quick    # fewer/shorter runs (~4 min)
     sudo /opt/slurm-shim/bin/python bench/run.py --only submit,startup
 
@@ -29,7 +29,6 @@ import json
 import os
 import pwd
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -441,25 +440,28 @@ class Bench:
         self.raw["squeue_fill_seconds"] = time.perf_counter() - t0
         try:
             count = len(sh(["qstat", "-u", USER]).stdout.splitlines()) - 2
-            sq, qs, rss_s, rss_q = [], [], [], []
+            sq, qs, qr, rss_s, rss_q = [], [], [], [], []
             env = dict(os.environ, **SGE)
             for _ in range(self.o.runs_squeue):
                 dt, _, rc, rss = timed(["qstat", "-u", "*", "-xml"], env, "/")
                 qs.append(dt)
                 rss_q.append(rss)
+                qr.append(timed(["qstat", "-u", "*", "-r", "-xml"], env, "/")[0])
                 dt, out, rc, rss = timed([str(BIN / "squeue")], env, "/")
                 if rc != 0:
                     raise RuntimeError(f"squeue failed: {out[:500]}")
                 sq.append(dt)
                 rss_s.append(rss)
             lines = len(out.splitlines())
-            self.raw["squeue"] = {"queued": count, "squeue": sq, "qstat": qs, "rss_squeue_kb": rss_s,
+            self.raw["squeue"] = {"queued": count, "squeue": sq, "qstat": qs, "qstat_r": qr, "rss_squeue_kb": rss_s,
                                   "rss_qstat_kb": rss_q, "lines": lines, "fill": fill}
             s, q = median(sq), median(qs)
             self.row(f"`squeue` over {count} queued jobs vs `qstat -u '*' -xml`", f"{s*1000:.0f} ms",
                      f"{q*1000:.0f} ms", f"{s/q:.2f}×", "goal ≤ 1.25×")
             self.row("  … peak RSS of `squeue`", f"{max(rss_s)/1024:.1f} MB", f"{max(rss_q)/1024:.1f} MB", "—",
                      "goal ≤ 60 MB")
+            self.row("  … the qstat squeue runs (`qstat -u '*' -r -xml`) alone", "—", f"{median(qr)*1000:.0f} ms",
+                     f"{median(qr)/q:.2f}× of the baseline", "part of the gap that is Grid Engine's")
             self.squeue_lookup()
             if self.o.profile:
                 self.raw["squeue_profile"] = self.profile([str(BIN / "squeue")], env)
@@ -524,9 +526,13 @@ class Bench:
         """cProfile of a console-script command: the top functions by cumulative time."""
         out = BASE / "profile.out"
         cmd = Path(argv[0]).name
-        code = (f"import sys; from shim.__main__ import dispatch; sys.argv = {[cmd, *argv[1:]]!r}; "
-                f"sys.exit(dispatch({cmd!r}, sys.argv[1:]))")
-        sh([PY, "-m", "cProfile", "-o", str(out), "-c", code], env=env, cwd="/")
+        script = BASE / "profile_main.py"
+        script.write_text(f"import sys\nfrom shim.__main__ import dispatch\nsys.argv = {[cmd, *argv[1:]]!r}\n"
+                          f"sys.exit(dispatch({cmd!r}, sys.argv[1:]))\n")
+        _unlink_quiet(out)
+        cp = sh([PY, "-m", "cProfile", "-o", str(out), str(script)], env=env, cwd="/")
+        if not out.exists():
+            return [(f"profile failed: {cp.stderr.strip()[-300:]}", 0.0, 0.0)]
         import pstats
 
         st = pstats.Stats(str(out))
@@ -615,10 +621,15 @@ class Bench:
                                                       "top": tops}
             desc = "; ".join(f"`{t['name']}` {t['cum']/1000:.1f} ms"
                              + (f" (mostly `{t['mostly']}`)" if t["mostly"] else "") + f" ← {t['why']}" for t in tops)
-            self.startup_rows.append((cmd, f"{median(walls)*1000:.0f} ms",
+            self.startup_rows.append((f"{cmd} {' '.join(args)}".strip(), f"{median(walls)*1000:.0f} ms",
                                       f"{total:.0f} ms ({shim_ms:.0f} ms in shim.*)", desc))
 
     # -- report
+    def save(self, path: str) -> None:
+        Path(path).write_text(json.dumps({"rows": self.rows, "agent_rows": self.agent_rows,
+                                          "startup_rows": getattr(self, "startup_rows", []), "raw": self.raw},
+                                         indent=1))
+
     def report(self) -> str:
         lines = ["| what | slurm-shim | Grid Engine | ratio | goal / note |", "|---|---|---|---|---|"]
         lines += [f"| {' | '.join(r)} |" for r in self.rows]
@@ -628,9 +639,16 @@ class Bench:
         if getattr(self, "startup_rows", None):
             lines += ["", f"Start-up (python alone: {self.raw['python_startup_ms']:.0f} ms; median of 5; imports from "
                       "`python -X importtime`, cumulative, with the shim module that pulls each in):", "",
-                      "| command | wall | imports | top imports ← imported by |", "|---|---|---|---|"]
+                      "| command (args) | wall, incl. its q* calls | imports | top imports ← imported by |", "|---|---|---|---|"]
             lines += [f"| {' | '.join(r)} |" for r in self.startup_rows]
         return "\n".join(lines)
+
+
+def _unlink_quiet(p: Path) -> None:
+    try:
+        p.unlink()
+    except OSError:
+        pass
 
 
 def parse_importtime(text: str) -> list[dict]:
@@ -708,13 +726,19 @@ def main() -> int:
         for name in ("submit", "rate", "burst", "squeue", "sacct", "agent", "startup"):
             if name in only:
                 print(f"[{time.time() - started:6.0f} s] {name}", file=sys.stderr, flush=True)
-                getattr(b, {"agent": "agent_costs"}.get(name, name))()
+                try:
+                    getattr(b, {"agent": "agent_costs"}.get(name, name))()
+                except Exception as e:  # one broken section must not lose the others
+                    import traceback
+
+                    traceback.print_exc()
+                    b.row(f"section {name}", "—", "—", "failed", f"{type(e).__name__}: {e}"[:200])
+                b.save(o.json)
     finally:
         b.final_cleanup()
     b.raw["elapsed_s"] = time.time() - started
     b.raw["options"] = {k: v for k, v in vars(o).items()}
-    Path(o.json).write_text(json.dumps({"rows": b.rows, "agent_rows": b.agent_rows,
-                                        "startup_rows": getattr(b, "startup_rows", []), "raw": b.raw}, indent=1))
+    b.save(o.json)
     print(b.report())
     return 0
 

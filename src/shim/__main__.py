@@ -39,6 +39,9 @@ def dispatch(cmd: str, argv: list[str]) -> int:
         for line in e.lines:
             print(line, file=sys.stderr)
         return e.code
+    except OSError as e:  # proc.SpawnError included: a Grid Engine command missing or hung
+        print(f"{cmd}: error: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -33,9 +33,11 @@ to qsub only when it KNOWS the agent did not submit:
     file, else the user's jobs in Grid Engine whose context holds T (``qstat -u`` + ``qstat -j``).
     Found: that id is the job. Not found: qsub. Grid Engine not answering: exit 1 with Slurm's
     error, no fallback (as a hung qsub).
-What the lookup cannot see: a job that already ENDED (gone from qstat) when sbatch looks, i.e.
-one scheduled, run and finished within the ~0.1 s between the agent's death and the lookup, and a
-request still in qmaster's queue after the agent died. bench/RESULTS.md gives both margins.
+What the lookup cannot see (measured in bench/RESULTS.md): a job that already ENDED and left
+qstat when sbatch looks (the lookup ends ~50-60 ms after the agent's death, 0.3 s with 10,000 of
+the user's jobs queued; the shortest submit-to-gone life of a trivial job was ~1 s), and a request
+qmaster had not yet processed when the agent died (runJob's whole round trip is ~2 ms; the lookup's
+first qstat starts tens of ms after the death).
 """
 
 from __future__ import annotations
@@ -285,7 +287,11 @@ def parse_contexts(text: str) -> list[tuple[int, list[str]]]:
 
 
 def start(d: str, cfg, environ) -> bool:
-    """Start an agent for directory d, detached, unless one is starting or DRMAA was found wanting."""
+    """Start an agent for directory d, detached, unless one is starting or DRMAA was found wanting.
+
+    Not from inside a Grid Engine job: the execd kills what a job leaves behind when it ends."""
+    if "JOB_ID" in environ and environ.get("ENVIRONMENT") == "BATCH":
+        return False
     now = time.time()
     try:
         with open(os.path.join(d, DISABLED), encoding="ascii") as f:
@@ -570,6 +576,11 @@ class Agent:
         except OSError:
             _unlink(os.path.join(self.d, STARTING))
             return 0  # another agent serves this directory
+        try:
+            if os.fstat(2).st_size > (1 << 20) and stat.S_ISREG(os.fstat(2).st_mode):
+                os.ftruncate(2, 0)  # the log: a line per start and exit, and errors; kept small
+        except OSError:
+            pass
         for sub in ("spool", "tokens"):
             os.makedirs(os.path.join(self.d, sub), mode=0o700, exist_ok=True)
         _sweep(os.path.join(self.d, "spool"), 0)
@@ -633,14 +644,22 @@ class Agent:
                 self.active += 1
             self.handle(conn)
         sock.close()
+        os.close(lockf)  # a new agent may start now; this one only finishes what it has
         for t in threads:
-            t.join(60)
+            t.join(30)
+        self.log(f"exit after {self.served} submissions")
+        # drmaa_exit deregisters the session's event client at qmaster; with qmaster gone it can
+        # block forever (seen), so it gets 5 s, and the process ends without libdrmaa's atexit.
+        closer = threading.Thread(target=self._close_session, daemon=True)
+        closer.start()
+        closer.join(5)
+        os._exit(0)
+
+    def _close_session(self) -> None:
         try:
             self.session.exit()
         except Exception:
             pass
-        self.log(f"exit after {self.served} submissions")
-        return 0
 
     def dispatch(self, conn: socket.socket, threads: list) -> None:
         import threading

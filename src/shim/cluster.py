@@ -293,6 +293,9 @@ scope = "job"
 [licenses.anthropic_api]
 complex = "anthropic_api"
 scope = "job"
+
+[submit]
+method = "agent"  # a per-user DRMAA agent; sbatch falls back to qsub whenever it is unavailable
 """
 
 

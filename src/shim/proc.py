@@ -28,7 +28,7 @@ class Result:
         return isinstance(other, Result) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
 
 
-class SpawnError(Exception):
+class SpawnError(OSError):
     """The program could not be started at all, or did not finish in time."""
 
 

@@ -169,7 +169,8 @@ def implemented(cmd: str) -> bool:
     return "not implemented" not in run(cmd, "--help").stderr
 
 
-SLURM_ERROR = re.compile(r"^[a-z_-]+: (error|fatal): |^slurm_load_[a-z_]+ error: |^[a-z]+: error: ", re.M)
+# Slurm's shapes: "sbatch: error: ...", "slurm_load_jobs error: ...", "slurm_load_partitions: ..."
+SLURM_ERROR = re.compile(r"^(s[a-z]+|slurm-shim): (error|fatal): |^slurm_load_[a-z_]+( error)?: Unable to contact", re.M)
 
 
 def test_qmaster_down_fails_fast_and_recovers(held_dir, named):
@@ -221,14 +222,18 @@ def test_qmaster_down_fails_fast_and_recovers(held_dir, named):
             problems.append(f"{what}: exit {rc}: {err.strip()[:200]}")
         elif not SLURM_ERROR.search(err):
             problems.append(f"{what}: not a Slurm-style error: {err.strip()[:200]!r}")
-    assert problems == [], "\n".join(problems) + "\n" + json.dumps({k: v[:2] + (v[3],) for k, v in outcomes.items()},
-                                                                    indent=1)
-    # and back again
+    # and back again (checked before reporting the outage's problems, so both are seen)
     def works():
         return run("squeue", "-j", str(job)).returncode == 0 and \
             run("sbatch", "-J", named, "job.sh", cwd=held_dir, env=agent_env).returncode == 0
 
-    wait_until(works, 60, "squeue and sbatch to work again after qmaster's restart")
-    cp = run("sbatch", "-J", named, "job.sh", cwd=held_dir, env=agent_env)
-    assert cp.returncode == 0, cp.stderr
-    stop_agent(agent_env)
+    try:
+        wait_until(works, 60, "squeue and sbatch to work again after qmaster's restart")
+        served = wait_until(lambda: agent_ping(agent_env), 30, "a fresh agent after the outage")["served"]
+        cp = run("sbatch", "-J", named, "job.sh", cwd=held_dir, env=agent_env)
+        assert cp.returncode == 0, cp.stderr
+        assert agent_ping(agent_env)["served"] == served + 1  # submitted through the fresh agent
+    finally:
+        stop_agent(agent_env)
+    assert problems == [], "\n".join(problems) + "\n" + json.dumps(
+        {k: v[:2] + (v[3],) for k, v in outcomes.items()}, indent=1)

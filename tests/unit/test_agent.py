@@ -50,7 +50,9 @@ STUB = textwrap.dedent('''
                 raise errors.DrmCommunicationException("no qmaster")
         def createJobTemplate(self): return JobTemplate()
         def deleteJobTemplate(self, jt): pass
-        def exit(self): pass
+        def exit(self):
+            if os.environ.get("STUB_EXIT_HANG"):
+                time.sleep(3600)
         def _submit(self, jt):
             if "-q nosuch" in jt.nativeSpecification:
                 raise errors.DeniedByDrmException('Job was rejected because job requests unknown queue "nosuch"')
@@ -365,6 +367,14 @@ def test_no_agent_starts_one_and_uses_qsub(env, monkeypatch):
     assert len(started) == 2
 
 
+def test_no_agent_is_started_inside_a_grid_engine_job(env, monkeypatch):
+    started = []
+    monkeypatch.setattr(proc, "popen", lambda argv, **kw: started.append(argv))
+    e = dict(os.environ, JOB_ID="42", ENVIRONMENT="BATCH")
+    assert agent.submit(ARGV, b"#!/bin/sh\n", Cfg, FakeBackend(env["log"]), environ=e) is None
+    assert started == []
+
+
 def test_started_agent_serves_the_next_call(env):
     b = FakeBackend(env["log"])
     assert agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None
@@ -399,6 +409,14 @@ def test_idle_agent_exits_and_removes_its_socket(env):
     p = serve(env, SLURM_SHIM_AGENT_IDLE="0.5")
     assert p.wait(15) == 0
     assert not (env["dir"] / agent.SOCKET).exists()
+
+
+def test_agent_exits_even_when_drmaa_exit_hangs(env):
+    """drmaa_exit blocks while qmaster is unreachable: the agent still ends, lock released first."""
+    p = serve(env, SLURM_SHIM_AGENT_IDLE="0.3", STUB_EXIT_HANG="1")
+    assert p.wait(20) == 0
+    serve(env)  # the lock is free again
+    assert agent.request(str(env["dir"]), {"op": "ping"})["status"] == "ok"
 
 
 @pytest.mark.parametrize("serial", ["0", "1"])

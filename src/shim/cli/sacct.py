@@ -171,7 +171,7 @@ def parse_states(text: str) -> set[str]:
 
 def _split_list(text: str) -> list[str]:
     """Slurm's comma lists: an optional surrounding quote, empty items dropped."""
-    if text[:1] in "\"'":
+    if text and text[0] in "\"'":
         q = text[0]
         text = text[1:]
         if q in text:
