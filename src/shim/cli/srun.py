@@ -213,6 +213,11 @@ def new_job(o: sources.Options, req: steps.StepRequest, environ: dict[str, str],
                        user=user.pw_name, uid=user.pw_uid, gid=os.getgid(), host=host, environ=environ)
     sub = qsub.build(o, cfg, ctx)
     backend = backends.get(cfg)
+    # qrsh prints Grid Engine's own commlib errors to the terminal when qmaster is away; ask a
+    # cheap question first so that srun can say it as Slurm does.
+    if backend.run("qconf", ["-ss"]).returncode != 0:
+        raise ShimError(f"{PROG}: error: Unable to allocate resources: Unable to contact slurm controller "
+                        "(connect failure)", code=1)
     flags = qrsh_flags(sub.argv)
     asked = sub.payload.get("asked") or {}
     if any(asked.values()) or o.test_only:
