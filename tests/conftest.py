@@ -84,6 +84,15 @@ def live_cluster():
     return True
 
 
+@pytest.fixture(scope="session")
+def plain_user() -> str:
+    """A non-root user of the tests' own, created if missing (real users are not root)."""
+    name = "shimtester"
+    if subprocess.run(["id", "-u", name], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "-m", "-s", "/bin/bash", name], check=True, capture_output=True)
+    return name
+
+
 @pytest.fixture
 def workdir(tmp_path_factory):
     """A submit directory every user can write (jobs of a plain user write their output there)."""

@@ -90,15 +90,25 @@ def test_parsable_and_stdin_script(workdir):
     assert "from-stdin" in wait_output(workdir / f"out-{job}.txt", "from-stdin")
 
 
-def test_plain_user_submits_and_owns_output(workdir):
+def test_plain_user_submits_sees_and_owns_only_their_jobs(workdir, plain_user):
     (workdir / "me.sh").write_text("#!/bin/sh\nid -un\necho \"$SLURM_JOB_USER $SLURM_JOB_UID\"\necho END\n")
-    job = submit("me.sh", cwd=workdir, user="alice")
+    job = submit("me.sh", cwd=workdir, user=plain_user)
     out = workdir / f"slurm-{job}.out"
     text = wait_output(out, "END")
-    assert text.splitlines()[0] == "alice"
-    uid = run("id", "-u", "alice").stdout.strip()
-    assert f"alice {uid}" in text
-    assert out.owner() == "alice"
+    assert text.splitlines()[0] == plain_user
+    uid = run("id", "-u", plain_user).stdout.strip()
+    assert f"{plain_user} {uid}" in text
+    assert out.owner() == plain_user
+    # another user's job: visible as in Slurm (no PrivateData), not cancellable
+    held = submit("-H", "--wrap", "true", cwd=workdir)
+    try:
+        cp = run("scancel", str(held), user=plain_user)
+        assert (cp.returncode, cp.stderr) == (
+            210, f"scancel: error: Kill job error on job id {held}: Access/permission denied\n")
+        assert run("squeue", "-h", "-j", str(held), "-o", "%i %T", user=plain_user).stdout.split() == [
+            str(held), "PENDING"]
+    finally:
+        run("scancel", str(held))
 
 
 def test_hostile_text_is_never_interpreted(workdir):
