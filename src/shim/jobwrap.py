@@ -25,7 +25,8 @@ import time
 
 from . import jobenv, proc, state
 
-LAUNCH_FAILED_SIGNAL = 53  # Slurm shows a job whose launch failed as ExitCode 0:53
+LAUNCH_FAILED_SIGNAL = 53
+LIMIT_RECHECK = 15.0  # seconds between looks at the job's record for a changed time limit  # Slurm shows a job whose launch failed as ExitCode 0:53
 
 
 def read_payload() -> dict:
@@ -343,11 +344,20 @@ def main() -> None:
     for fd in {out_fd, err_fd, in_fd}:
         os.close(fd)
     r.schedule(start)
+    next_look = time.time() + LIMIT_RECHECK
     while True:
+        timeout = r.next_timeout()
+        timeout = LIMIT_RECHECK if timeout is None else min(timeout, LIMIT_RECHECK)
         try:
-            status = r.child.wait(timeout=r.next_timeout())
+            status = r.child.wait(timeout=timeout)
             break
         except proc.TimeoutExpired:
+            if time.time() >= next_look:  # scontrol update TimeLimit=... changes the record
+                next_look = time.time() + LIMIT_RECHECK
+                rec = state.load_submit(sdir, job_id) or {}
+                if "time" in rec and rec["time"] != p.get("time") and not r.timed_out:
+                    p["time"] = rec["time"]
+                    r.schedule(start)
             r.fire()
     signal.alarm(0)
     sig = -status if status < 0 else 0
