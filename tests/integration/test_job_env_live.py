@@ -109,7 +109,7 @@ def test_job_environment_matches_real_slurm(case, submitted):
     ref_job = ref["SLURM_JOB_ID"]
     ref_array_job = ref.get("SLURM_ARRAY_JOB_ID", ref_job)
     assert head["args"] == ref_head["args"]
-    assert head["pwd"] == normalise(ref_head["pwd"], job, ref_job, str(d))
+    assert head["pwd"] == ref_head["pwd"].replace("/srv/sref", str(d))
     compared = {k for k in ref if COMPARED.match(k)} - CONFIG_DEPENDENT
     if "SLURM_GET_USER_ENV" in ref:
         compared -= LOGIN_ENV  # the login environment of that machine's root
