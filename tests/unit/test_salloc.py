@@ -10,7 +10,7 @@ from conftest import FIXTURES, SLURM_REF
 from shim import backends, siteconf, steps
 from shim.__main__ import dispatch
 from shim.backends.replay import ReplayBackend
-from shim.cli import salloc
+from shim.cli import common, salloc
 from shim.options import sources
 from shim.options.getopt import getopt
 
@@ -76,9 +76,9 @@ def test_command_environment_is_slurms_salloc_set():
 
 
 def test_submission_errors_in_slurms_words():
-    e = salloc.submit_error("Unable to run job: error: no suitable queues.\nExiting.\n", {"gpus": True})
+    e = common.refusal("salloc", "Job submit/allocate failed", "Unable to run job: error: no suitable queues.\nExiting.\n", {"gpus": True})
     assert e.lines == ["salloc: error: Job submit/allocate failed: Requested node configuration is not available"]
-    e = salloc.submit_error("error: no suitable queues\n", {"mem": True})
+    e = common.refusal("salloc", "Job submit/allocate failed", "error: no suitable queues\n", {"mem": True})
     assert e.lines[0] == "salloc: error: Memory specification can not be satisfied"
 
 

@@ -11,7 +11,7 @@ from conftest import FIXTURES
 from shim import backends, siteconf, steps
 from shim.__main__ import dispatch
 from shim.backends.replay import ReplayBackend
-from shim.cli import srun
+from shim.cli import common, srun
 from shim.errors import ShimError
 from shim.options import sources
 from shim.options.getopt import getopt
@@ -93,13 +93,13 @@ def test_inside_a_job_srun_inherits_the_jobs_geometry():
 
 def test_fates_only_for_the_command_line():
     o, _p, t = opts(["--cpu-bind=cores", "x"])
-    assert srun.fates(o, t) == ["srun: warning: --cpu-bind has no effect on Grid Engine "
+    assert common.fates(o, t, "srun", srun.CLI_ONLY) == ["srun: warning: --cpu-bind has no effect on Grid Engine "
                                 "(binding is left to the operating system)"]
     o, _p, t = opts(["x"], {"SLURM_CPU_BIND": "cores", "SLURM_DISTRIBUTION": "cyclic"})
-    assert srun.fates(o, t) == []
+    assert common.fates(o, t, "srun", srun.CLI_ONLY) == []
     o, _p, t = opts(["--x11", "x"])
     with pytest.raises(ShimError, match="--x11 is not supported"):
-        srun.fates(o, t)
+        common.fates(o, t, "srun", srun.CLI_ONLY)
 
 
 def test_qrsh_flags_keep_the_resource_translation():
@@ -111,11 +111,11 @@ def test_qrsh_flags_keep_the_resource_translation():
 
 
 def test_unsatisfiable_requests_in_slurms_words():
-    e = srun.unsatisfiable("verification: no suitable queues\n", {"gpus": True})
+    e = common.refusal("srun", "Unable to allocate resources", "verification: no suitable queues\n", {"gpus": True})
     assert e.lines == ["srun: error: Unable to allocate resources: Requested node configuration is not available"]
-    e = srun.unsatisfiable("verification: no suitable queues\n", {"mem": True})
+    e = common.refusal("srun", "Unable to allocate resources", "verification: no suitable queues\n", {"mem": True})
     assert e.lines[0] == "srun: error: Memory specification can not be satisfied"
-    e = srun.unsatisfiable("verification: no suitable queues\n", {"licenses": True})
+    e = common.refusal("srun", "Unable to allocate resources", "verification: no suitable queues\n", {"licenses": True})
     assert e.lines == ["srun: error: Unable to allocate resources: Invalid license specification"]
 
 

@@ -13,13 +13,13 @@ import sys
 from tabulate import tabulate
 
 from .. import jobenv
-from . import sbatch
+from . import common, sbatch
 
 
 def main(argv: list[str]) -> int:
     o, sub, cfg = sbatch.prepare(argv, dict(os.environ))
     if sub is None:
-        return sbatch.usage(o)
+        return common.usage(o, "sbatch")
     print("qsub command (the job wrapper script goes on stdin):")
     print("  " + shlex.join(["qsub", *sub.argv]))
     print()

@@ -14,6 +14,7 @@ Sources, merged per job (or array task):
 
 from __future__ import annotations
 
+import gc
 import grp
 import os
 import pwd
@@ -289,6 +290,15 @@ class Query:
         self.duplicates = False
         self.truncate = False
         self.now = time.time()
+        self._sels: dict[int, list[JobSel]] | None = None
+
+    def sels(self, job: int) -> list[JobSel]:
+        """The -j selections naming this job (jobs must be set)."""
+        if self._sels is None:
+            self._sels = {}
+            for s in self.jobs or ():
+                self._sels.setdefault(s.job, []).append(s)
+        return self._sels.get(job, [])
 
 
 def build_query(o: Options, uid: int, me: str) -> Query:
@@ -385,6 +395,9 @@ class Ctx:
         self._geom: dict[tuple, tuple] = {}
         self._limits: dict[str, int] = {}
         self._limit_cache: dict[tuple, int | None] = {}
+        self._outcomes: dict[tuple[int, int], qacct.Outcome] = {}
+        self._templates: dict[tuple, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self._group_of_uid: dict[int, str] = {}
         self.known_submits: set[int] | None = None
 
     def uid(self, user: str) -> int | None:
@@ -402,6 +415,29 @@ class Ctx:
             except KeyError:
                 self._gid[group] = None
         return self._gid[group]
+
+    def group_of_uid(self, uid: int) -> str:
+        """The name of the user's primary group ("" when unknown)."""
+        g = self._group_of_uid.get(uid)
+        if g is None:
+            try:
+                g = grp.getgrgid(pwd.getpwuid(uid).pw_gid).gr_name
+            except KeyError:
+                g = ""
+            self._group_of_uid[uid] = g
+        return g
+
+    def outcome(self, rec: qacct.Record) -> qacct.Outcome:
+        """qacct.outcome of a record without shim events; shared by the records with the same
+        failed/exit_status pair when nothing else of the record decides it."""
+        f = rec.failed
+        if f == qacct.KILLED_CODE or f == qacct.LIMIT_CODE:
+            return qacct.outcome(rec)
+        key = (f, rec.exit_status)
+        oc = self._outcomes.get(key)
+        if oc is None:
+            oc = self._outcomes[key] = qacct.outcome(rec)
+        return oc
 
     def submit(self, job: int) -> dict | None:
         if job not in self._submit:
@@ -627,10 +663,7 @@ def _ident(ctx: Ctx, job: int, s: dict | None, ge_name: str, owner: str, group: 
     if uid is None and s and s.get("uid") is not None:
         uid = int(s["uid"])
     if not group and uid is not None:
-        try:
-            group = grp.getgrgid(pwd.getpwuid(uid).pw_gid).gr_name
-        except KeyError:
-            group = ""
+        group = ctx.group_of_uid(uid)
     return {
         "name": name, "partition": partition, "account": account, "user": user, "uid": uid,
         "group": group, "gid": ctx.gid(group) if group else None,
@@ -639,47 +672,99 @@ def _ident(ctx: Ctx, job: int, s: dict | None, ge_name: str, owner: str, group: 
     }
 
 
+_REQUEUED = qacct.Outcome("REQUEUED", 0, 0, "CANCELLED", 0, 9)
+_new_row = object.__new__
+
+
+def _row(d: dict[str, Any]) -> view.Row:
+    """A Row holding exactly the attributes of ``d`` (as ``view.Row(**d)``, without the copy)."""
+    r = _new_row(view.Row)
+    r.__dict__ = d
+    return r
+
+
+def _templates(ctx: Ctx, rec: qacct.Record, s: dict | None, ncpus: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What the job row and the batch row of a record share with every record of the same submit
+    record, names, owner, queue, slots and request: (job attributes, batch attributes)."""
+    ident = ctx.ident(rec.job, s, rec.jobname, rec.owner, rec.group, rec.qname, rec.account)
+    nodes, mem, extra = ctx.geometry(rec.job, s, ncpus, rec.category)
+    limit = _limit(ctx, s, rec.category, ident["partition"], True)
+    job = dict(ident)
+    job.update(now=ctx.now, ncpus=ncpus, nnodes=nodes, time_limit=limit, req_mem_mb=mem,
+               tres=(ncpus, mem, nodes, extra), reason="None")
+    batch = {"step": "batch", "now": ctx.now, "ncpus": ncpus, "nnodes": 1, "ntasks": 1,
+             "tres": (ncpus, mem, 1, ctx.gres_only(extra), False), "cluster": ctx.cluster, "name": "batch",
+             "partition": ident["partition"], "account": ident["account"], "user": ident["user"],
+             "uid": ident["uid"], "group": ident["group"]}
+    return job, batch
+
+
 def rows_from_record(ctx: Ctx, rec: qacct.Record, s: dict | None, ev: Events, *, requeued: bool = False,
                      order: int = 0, steps: bool = True) -> tuple[view.Row, view.Row | None]:
     """A finished job or array task (one accounting record) -> its job row and .batch row."""
     task = _slurm_task(rec.task, s)
-    end_ev = None if requeued else ev.get(rec.job, task, "end")
-    cancel_ev = None if requeued else ev.get(rec.job, task, "cancel")
-    if end_ev is not None and rec.end and abs(float(end_ev.get("t") or 0) - rec.end) > STALE:
-        end_ev = None  # a record of an earlier job with the same number (Grid Engine reinstalled)
-    if cancel_ev is not None and abs(float(cancel_ev.get("t") or 0) - (rec.end or rec.submit)) > STALE:
-        cancel_ev = None
+    end_ev = cancel_ev = None
+    if not requeued and rec.job in ev.index:
+        end_ev = ev.get(rec.job, task, "end")
+        cancel_ev = ev.get(rec.job, task, "cancel")
+        if end_ev is not None and rec.end and abs(float(end_ev.get("t") or 0) - rec.end) > STALE:
+            end_ev = None  # a record of an earlier job with the same number (Grid Engine reinstalled)
+        if cancel_ev is not None and abs(float(cancel_ev.get("t") or 0) - (rec.end or rec.submit)) > STALE:
+            cancel_ev = None
     if requeued:
-        oc = qacct.Outcome("REQUEUED", 0, 0, "CANCELLED", 0, 9)
+        oc = _REQUEUED
+    elif end_ev is None and cancel_ev is None:
+        oc = ctx.outcome(rec)
     else:
         oc = qacct.outcome(rec, end_ev, cancel_ev)
-    ident = ctx.ident(rec.job, s, rec.jobname, rec.owner, rec.group, rec.qname, rec.account)
     ncpus = rec.slots or 1
-    nodes, mem, extra = ctx.geometry(rec.job, s, ncpus, rec.category)
+    key = (id(s) if s else None, rec.jobname, rec.owner, rec.group, rec.qname, rec.account, ncpus, rec.category)
+    tmpl = ctx._templates.get(key)
+    if tmpl is None:
+        tmpl = ctx._templates[key] = _templates(ctx, rec, s, ncpus)
     start, end = rec.start, rec.end
     if not start:  # never started (Grid Engine could not launch it): Slurm shows the launch moment
         start = end = end or rec.submit
-    limit = _limit(ctx, s, rec.category, ident["partition"], True)
     host = [rec.hostname] if rec.hostname else []
-    cpu = rec.utime + rec.stime
-    job = view.Row(
-        job_id=rec.job, task=task, state=oc.state, cancel_uid=oc.cancel_uid, exit=oc.exit,
-        signal=oc.signal, submit=rec.submit, eligible=rec.submit, start=start, end=end, now=ctx.now,
-        ncpus=ncpus, nnodes=nodes, nodes=host, time_limit=limit, req_mem_mb=mem,
-        tres=(ncpus, mem, nodes, extra), total_cpu=cpu, user_cpu=rec.utime,
-        sys_cpu=rec.stime, reason="None", priority=rec.priority, order=order,
-        extra={"throttle": (s or {}).get("throttle")}, **ident)
+    utime, stime = rec.utime, rec.stime
+    cpu = utime + stime
+    d = tmpl[0].copy()
+    d["job_id"] = rec.job
+    d["task"] = task
+    d["state"] = oc.state
+    d["cancel_uid"] = oc.cancel_uid
+    d["exit"] = oc.exit
+    d["signal"] = oc.signal
+    d["submit"] = d["eligible"] = rec.submit
+    d["start"] = start
+    d["end"] = end
+    d["nodes"] = host
+    d["total_cpu"] = cpu
+    d["user_cpu"] = utime
+    d["sys_cpu"] = stime
+    d["priority"] = rec.priority
+    d["order"] = order
+    d["extra"] = {"throttle": s.get("throttle") if s else None}
+    job = _row(d)
     if not steps:
         return job, None
-    batch = view.Row(
-        job_id=rec.job, task=task, step="batch", state=oc.batch_state, exit=oc.batch_exit,
-        signal=oc.batch_signal, submit=start, eligible=start, start=start, end=end, now=ctx.now,
-        ncpus=ncpus, nnodes=1, nodes=host, ntasks=1, tres=(ncpus, mem, 1, ctx.gres_only(extra), False),
-        maxrss_kb=rec.maxrss_kb, maxvmem_kb=int(rec.maxvmem // 1024), total_cpu=cpu,
-        user_cpu=rec.utime, sys_cpu=rec.stime, cluster=ctx.cluster, order=order, name="batch",
-        partition=ident["partition"], account=ident["account"], user=ident["user"], uid=ident["uid"],
-        group=ident["group"])
-    return job, batch
+    d = tmpl[1].copy()
+    d["job_id"] = rec.job
+    d["task"] = task
+    d["state"] = oc.batch_state
+    d["exit"] = oc.batch_exit
+    d["signal"] = oc.batch_signal
+    d["submit"] = d["eligible"] = d["start"] = start
+    d["end"] = end
+    d["nodes"] = host
+    d["maxrss_kb"] = rec.maxrss_kb
+    d["maxvmem_kb"] = int(rec.maxvmem // 1024)
+    d["total_cpu"] = cpu
+    d["user_cpu"] = utime
+    d["sys_cpu"] = stime
+    d["order"] = order
+    d["extra"] = {}
+    return job, _row(d)
 
 
 def rows_from_events(ctx: Ctx, job_id: int, task: int | None, s: dict | None, ev: Events
@@ -840,12 +925,13 @@ def _match(r: view.Row, qy: Query) -> bool:
                 return False
         elif not (lo <= lim_v <= hi):
             return False
-    if qy.jobs is not None and not _job_selected(r, qy.jobs):
+    if qy.jobs is not None and not _job_selected(r, qy.sels(r.job_id)):
         return False
     return _in_window(r, qy)
 
 
 def _job_selected(r: view.Row, sels: list[JobSel]) -> bool:
+    """Whether one of the selections (those of the row's job, or all) names the row."""
     for s in sels:
         if s.job != r.job_id:
             continue
@@ -938,35 +1024,70 @@ def main(argv: list[str]) -> int:
     if o.verbose:
         end = time.ctime(qy.end) if qy.end else "Now"
         print(f"{PROG}: Jobs eligible from {time.ctime(qy.start)} - {end}", file=sys.stderr)
+    # Tens of thousands of rows are made and dropped, none of them in a reference cycle: the cyclic
+    # collector would only walk them again and again.
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        return _output(o, qy, cols)
+    finally:
+        if gc_was_on:
+            gc.enable()
 
-    groups = collect(qy, accounting=o.file, cfg=None)
-    if qy.truncate and qy.window:
-        for job, steps in groups:
-            for r in (job, *steps):
-                if r.start and r.start < qy.start:
-                    r.start = qy.start
-                if r.end and qy.end and r.end > qy.end:
-                    r.end = qy.end
-    if o.json:
-        sys.stdout.write(view.json_document(groups))
+
+def _output(o: Options, qy: Query, cols: list[view.Column]) -> int:
+    view.reset()
+    clip = qy.truncate and qy.window
+    if o.json or o.yaml:
+        groups = collect(qy, accounting=o.file, cfg=None)
+        if clip:
+            for job, steps in groups:
+                _clip(qy, job, steps)
+        sys.stdout.write(view.json_document(groups) if o.json else view.yaml_document(groups))
         return 0
-    if o.yaml:
-        sys.stdout.write(view.yaml_document(groups))
-        return 0
-    rows: list[view.Row] = []
-    for job, steps in groups:
-        if job is not None:
-            rows.append(job)
-        rows.extend(steps)
+    unit_error = None
     if o.noconvert or o.units:
-        _units(rows, cols, o)
+        try:
+            _units(cols, o)
+        except ShimError as e:
+            unit_error = e  # reported where Slurm does: after the records were read
     parsable = o.layout
     delim = o.delimiter if (parsable and o.delimiter is not None) else "|"
-    sys.stdout.write(view.render(rows, cols, header=not o.noheader, parsable=parsable, delimiter=delim))
+    line = view.line_function(cols, parsable=parsable, delimiter=delim)
+
+    def emit(item: tuple[view.Row | None, list[view.Row]]) -> str:
+        """One job (or its selected steps) as text, made as soon as it is known: only text is kept."""
+        job, steps = item
+        if clip:
+            _clip(qy, job, steps)
+        if job is None:
+            return "".join([line(r) + "\n" for r in steps])
+        if not steps:
+            return line(job) + "\n"
+        return "".join([line(job) + "\n", *[line(r) + "\n" for r in steps]])
+
+    texts = collect(qy, accounting=o.file, cfg=None, emit=emit)
+    if unit_error is not None:
+        raise unit_error
+    head = view.header_lines(cols, parsable=parsable, delimiter=delim) if not o.noheader else []
+    out = sys.stdout
+    if head:
+        out.write("".join(h + "\n" for h in head))
+    for i in range(0, len(texts), 4096):
+        out.write("".join(texts[i:i + 4096]))
     return 0
 
 
-def _units(rows: list[view.Row], cols: list[view.Column], o: Options) -> None:
+def _clip(qy: Query, job: view.Row | None, steps: list[view.Row]) -> None:
+    """-T: start and end times clipped to the window."""
+    for r in (job, *steps) if job is not None else steps:
+        if r.start and r.start < qy.start:
+            r.start = qy.start
+        if r.end and qy.end and r.end > qy.end:
+            r.end = qy.end
+
+
+def _units(cols: list[view.Column], o: Options) -> None:
     """--noconvert / --units: memory fields in one unit."""
     target = (o.units or "").upper()[:1]
     order = "KMGTP"
@@ -991,14 +1112,37 @@ def _units(rows: list[view.Row], cols: list[view.Column], o: Options) -> None:
             c.get = lambda r: "" if not r.step or r.maxvmem_kb is None else conv(r.maxvmem_kb, 1)
 
 
+LIVE_STATES = frozenset({"PENDING", "RUNNING", "SUSPENDED", "REQUEUED"})
+
+
 def collect(qy: Query, *, accounting: str | None = None, cfg: Any = None, backend: Any = None,
-            live: list | None = None) -> list[tuple[view.Row | None, list[view.Row]]]:
-    """Every matching job with its step rows, in job order."""
+            live: list | None = None, emit: Any = None) -> list:
+    """Every matching job with its step rows, in job order: ``(job, steps)`` pairs (``job`` None when
+    only steps were asked for). With ``emit``, each pair is handed to ``emit`` as soon as it is
+    complete and its results are returned instead, in the same order (the rows themselves are not
+    kept)."""
     cfg = cfg if cfg is not None else siteconf.get()
     ctx = Ctx(cfg, qy.now)
     path = accounting or qacct.accounting_path(cfg)
     job_ids = {s.job for s in qy.jobs} if qy.jobs is not None else None
+    jobs_dir = os.path.join(cfg.cluster.state_dir, "jobs")
+    if job_ids is None:
+        try:
+            ctx.known_submits = {int(n[:-5]) for n in os.listdir(jobs_dir) if n.endswith(".json") and n[:-5].isdigit()}
+        except OSError:
+            ctx.known_submits = set()
+    # the qstat this will need is started now and runs while the file is read
+    pending = _prefetch(qy, ctx, job_ids, backend) if live is None else None
+    try:
+        return _collect(qy, ctx, path, job_ids, backend, live, emit, pending)
+    finally:
+        if pending is not None:
+            pending.close()
 
+
+def _collect(qy: Query, ctx: Ctx, path: str, job_ids: set[int] | None, backend: Any, live: list | None,
+             emit: Any, pending: _Pending | None) -> list:
+    cfg = ctx.cfg
     # 1. Grid Engine's accounting, filtered while reading
     ge_names = None
     if qy.names is not None:
@@ -1011,25 +1155,33 @@ def collect(qy: Query, *, accounting: str | None = None, cfg: Any = None, backen
                                qy.end if qy.window else None, backend)
 
     # 2. the shim's records
-    jobs_dir = os.path.join(cfg.cluster.state_dir, "jobs")
-    if job_ids is None:
-        try:
-            ctx.known_submits = {int(n[:-5]) for n in os.listdir(jobs_dir) if n.endswith(".json") and n[:-5].isdigit()}
-        except OSError:
-            ctx.known_submits = set()
     ev = Events(_events_index(cfg, job_ids, (qy.start - qacct.SLACK) if (qy.window and qy.start) else None))
 
     by_key: dict[tuple[int, int | None], list[qacct.Record]] = {}
+    submit = ctx.submit
     for r in records:
-        s = fresh_submit(ctx.submit(r.job), r)
-        by_key.setdefault((r.job, _slurm_task(r.task, s)), []).append(r)
+        s = fresh_submit(submit(r.job), r)
+        key = (r.job, _slurm_task(r.task, s))
+        same = by_key.get(key)
+        if same is None:
+            by_key[key] = [r]
+        else:
+            same.append(r)
+    del records
+    for recs in by_key.values():
+        if len(recs) > 1:
+            recs.sort(key=_written)
 
     # 3. the live queue, unless nothing live can match
     live_recs: list = []
     if live is not None:
         live_recs = live
-    elif _need_live(qy, by_key, ev, ctx):
-        live_recs = _live(cfg, backend)
+    else:
+        need = _need_live(qy, by_key, ev, ctx)
+        if need is True:
+            live_recs = _live(cfg, _Prefetched(pending) if pending is not None and pending.listing else backend)
+        elif need:
+            live_recs = _live_if_any(cfg, backend, need, pending)
     live_keys: dict[tuple[int, int | None], Any] = {}
     for lr in live_recs:
         if job_ids is not None and lr.job_id not in job_ids:
@@ -1044,18 +1196,46 @@ def collect(qy: Query, *, accounting: str | None = None, cfg: Any = None, backen
         else:
             live_keys[(lr.job_id, lr.array_task)] = lr
 
-    groups: list[tuple[view.Row, list[view.Row]]] = []
+    out: list = []
+    add = out.append
+    no_steps = qy.no_steps
+    step_jobs = {s.job for s in qy.jobs if s.step} if qy.jobs is not None else set()
+
+    def finish(job: view.Row, steps: list[view.Row]) -> None:
+        """Keep a job that matches, with the steps asked for."""
+        if not _match(job, qy):
+            return
+        shown_steps: list[view.Row] = []
+        if not no_steps:
+            for st in steps:
+                sel = _step_selected(st, qy.sels(st.job_id)) if qy.jobs is not None else None
+                if sel is None or sel:
+                    shown_steps.append(st)
+        item: tuple[view.Row | None, list[view.Row]] = (job, shown_steps)
+        if job.job_id in step_jobs:
+            sels = qy.sels(job.job_id)
+            if all(s.step for s in sels if s.task is None or s.task == job.task):
+                if not shown_steps:
+                    return
+                item = (None, shown_steps)
+        if emit is None:
+            add(item)
+        else:
+            add((_order(item), emit(item)))
+
     seen: set[tuple[int, int | None]] = set()
     seen_requeued: set[tuple[int, int | None]] = set()
+    steps_too = not no_steps
     for key, recs in by_key.items():
-        recs.sort(key=lambda x: x.key)
-        s = fresh_submit(ctx.submit(key[0]), recs[-1])
-        lr = live_keys.get(key)
+        final = recs[-1]
+        s = fresh_submit(submit(key[0]), final)
+        lr = live_keys.get(key) if live_keys else None
         if lr is not None and "E" in (lr.ge_state or "") and lr.state == "PENDING":
             live_keys.pop(key)  # Eqw after a failed start: the accounting record tells what happened
             lr = None
-        final = recs[-1] if lr is None else None
-        c = ev.get(key[0], key[1], "cancel")
+        if lr is not None:
+            final = None
+        c = ev.get(key[0], key[1], "cancel") if key[0] in ev.index else None
         if final is not None and c is not None and c.get("was") == "PENDING" and float(c.get("t") or 0) > (
                 final.end or final.submit) + 1:
             final = None  # requeued, then cancelled while pending again: the events tell the end
@@ -1064,31 +1244,32 @@ def collect(qy: Query, *, accounting: str | None = None, cfg: Any = None, backen
             earlier = rec is not final
             if earlier and not qy.duplicates:
                 continue
-            job, batch = rows_from_record(ctx, rec, s, ev, requeued=earlier, order=i, steps=not qy.no_steps)
-            groups.append((job, [batch] if batch else []))
+            job, batch = rows_from_record(ctx, rec, s, ev, requeued=earlier, order=i, steps=steps_too)
+            finish(job, [batch] if batch else [])
         if key not in seen_requeued:
             seen.add(key)
+    del by_key
+    pending_tasks: dict[int, set[int]] = {}
     for key, lr in live_keys.items():
         job, batch = rows_from_live(ctx, lr)
         if key[1] == ("pending",):
             job.extra["indices"] = lr.extra.get("pending_indices") or []
-        groups.append((job, [batch] if batch else []))
+            pending_tasks.setdefault(key[0], set()).update(lr.extra.get("pending_indices") or ())
+        finish(job, [batch] if batch else [])
         seen.add(key)
     # events without a Grid Engine record: cancelled while pending, or the record is not there yet
     never_ran: dict[int, list[tuple[view.Row, list[view.Row]]]] = {}
     for job_id in sorted(ev.index):
         if job_ids is not None and job_id not in job_ids:
             continue
-        s = ctx.submit(job_id)
         tasks = ev.tasks(job_id)
         if any(t is not None for t in tasks):
             tasks.discard(None)
-        for t in sorted(tasks, key=lambda x: -1 if x is None else x):
-            if (job_id, t) in seen:
-                continue
-            if any(k[0] == job_id and k[1] == ("pending",) and t in (v.extra.get("pending_indices") or ())
-                   for k, v in live_keys.items()):
-                continue
+        todo = [t for t in tasks if (job_id, t) not in seen and t not in pending_tasks.get(job_id, ())]
+        if not todo:
+            continue
+        s = ctx.submit(job_id)
+        for t in sorted(todo, key=lambda x: -1 if x is None else x):
             made = rows_from_events(ctx, job_id, t, s, ev)
             if made is None:
                 continue
@@ -1096,10 +1277,10 @@ def collect(qy: Query, *, accounting: str | None = None, cfg: Any = None, backen
             if t is not None and batch is None and job.state == "CANCELLED":
                 never_ran.setdefault(job_id, []).append((job, []))
             else:
-                groups.append((job, [batch] if batch else []))
+                finish(job, [batch] if batch else [])
     for job_id, items in never_ran.items():
         if len(items) == 1:
-            groups.extend(items)
+            finish(*items[0])
             continue
         # array tasks cancelled before they ran stay one row, as Slurm's array record
         from ..jobs import compress_indices
@@ -1109,27 +1290,21 @@ def collect(qy: Query, *, accounting: str | None = None, cfg: Any = None, backen
         first.array_text = f"[{compress_indices(idx)}]"
         first.extra["indices"] = idx
         first.task = None
-        groups.append((first, []))
+        finish(first, [])
 
-    out: list[tuple[view.Row, list[view.Row]]] = []
-    for job, steps in groups:
-        if not _match(job, qy):
-            continue
-        shown_steps: list[view.Row] = []
-        if not qy.no_steps:
-            for st in steps:
-                sel = _step_selected(st, qy.jobs)
-                if sel is None or sel:
-                    shown_steps.append(st)
-        if qy.jobs is not None and any(s.step for s in qy.jobs if s.job == job.job_id):
-            if all(s.step for s in qy.jobs if s.job == job.job_id and (s.task is None or s.task == job.task)):
-                if not shown_steps:
-                    continue
-                out.append((None, shown_steps))  # type: ignore[arg-type]
-                continue
-        out.append((job, shown_steps))
-    out.sort(key=_order)
-    return out
+    if emit is None:
+        out.sort(key=_order)
+        return out
+    out.sort(key=_first)
+    return [text for _key, text in out]
+
+
+def _written(rec: qacct.Record) -> int:
+    return rec.end or rec.submit
+
+
+def _first(item: tuple) -> Any:
+    return item[0]
 
 
 def _order(item: tuple[view.Row | None, list[view.Row]]) -> tuple:
@@ -1144,39 +1319,52 @@ def _order(item: tuple[view.Row | None, list[view.Row]]) -> tuple:
     return (r.job_id, t, r.order or 0, r.end or float("inf"))
 
 
-def _need_live(qy: Query, by_key: dict, ev: Events, ctx: Ctx) -> bool:
-    """Whether a qstat call can add anything: not when every requested job has ended, nor when the
-    state filter asks only for ended states."""
-    if qy.states is not None and not (qy.states & {"PENDING", "RUNNING", "SUSPENDED", "REQUEUED"}):
+# Grid Engine's failed codes after which the same job can run again (rescheduled): its accounting
+# record is not its end.
+_RUNS_AGAIN = qacct.RESCHEDULED_CODES
+
+
+def _need_live(qy: Query, by_key: dict, ev: Events, ctx: Ctx) -> bool | set[int]:
+    """Whether a qstat call can add anything: not when the state filter asks only for ended states,
+    nor when every requested job has ended.
+
+    True: list the queue. A set: the ids (of jobs that sbatch did not submit) that only Grid Engine
+    can tell about -- an array whose tasks in the file may not be all of them, a job the file and the
+    shim's records do not know; asking qstat about them alone says whether to list the queue.
+    ``by_key``'s lists must be in file order."""
+    if qy.states is not None and not (qy.states & LIVE_STATES):
         return False
-    if qy.window and qy.end and qy.end < ctx.now - 60 and qy.states is None:
-        pass  # jobs still running now were eligible then: they can still match
     if qy.jobs is None:
         return True
-    done_keys = set(by_key)
-    for job_id in {s.job for s in qy.jobs}:
+    ask: set[int] = set()
+    of_job: dict[int, dict[tuple[int, int | None], list[qacct.Record]]] = {}
+    for k, recs in by_key.items():
+        of_job.setdefault(k[0], {})[k] = recs
+    for job_id in sorted({s.job for s in qy.jobs}):
+        keys = of_job.get(job_id, {})
         s = ctx.submit(job_id)
-        array = (s or {}).get("array")
-        tasks_needed: set[int | None]
-        if array:
-            tasks_needed = {int(x) for x in array}
-        elif s is not None:
-            tasks_needed = {None}
-        else:
-            found = {k[1] for k in done_keys if k[0] == job_id}
-            if not found or any(t is not None for t in found):
-                return True  # unknown job, or a Grid Engine array whose size only qstat knows
-            tasks_needed = {None}
-        for t in tasks_needed:
-            if (job_id, t) in done_keys:
-                continue
-            if ev.get(job_id, t, "end") is not None:
-                continue
-            c = ev.get(job_id, t, "cancel")
-            if c is not None and c.get("was") in ("PENDING", None):
-                continue
-            return True
-    return False
+        if s is not None:
+            # sbatch's record names every task; records of an older job with the same number do not count
+            done = {k for k, recs in keys.items() if fresh_submit(s, recs[-1]) is not None
+                    and recs[-1].failed not in _RUNS_AGAIN}
+            array = s.get("array")
+            tasks_needed: set[int | None] = {int(x) for x in array} if array else {None}
+            for t in tasks_needed:
+                if (job_id, t) in done:
+                    continue
+                if ev.get(job_id, t, "end") is not None:
+                    continue
+                c = ev.get(job_id, t, "cancel")
+                if c is not None and c.get("was") in ("PENDING", None):
+                    continue
+                return True
+            continue
+        if not keys or any(k[1] is not None for k in keys):
+            ask.add(job_id)  # unknown here, or a Grid Engine array whose size only qstat knows
+            continue
+        if any(recs[-1].failed in _RUNS_AGAIN for recs in keys.values()):
+            ask.add(job_id)
+    return ask or False
 
 
 def _live(cfg: Any, backend: Any) -> list:
@@ -1191,19 +1379,144 @@ def _live(cfg: Any, backend: Any) -> list:
         return []
 
 
+_LIVE_QSTAT = _live
+
+
+def _live_if_any(cfg: Any, backend: Any, ids: set[int], pending: _Pending | None) -> list:
+    """The live queue, if Grid Engine still has one of these jobs (``qstat -j``, started earlier)."""
+    if pending is None or pending.probe is None or not ids <= pending.probe:
+        return _live(cfg, backend)
+    try:
+        res = pending.result()
+    except ShimError as e:  # no answer in time: the listing would not answer either
+        for line in e.lines:
+            print(line, file=sys.stderr)
+        return []
+    live_ids = _probe_answer(res)
+    if live_ids is not None and not (live_ids & ids):
+        return []
+    return _live(cfg, backend)
+
+
+_JOB_NUMBER_RE = re.compile(r"^job_number:\s+(\d+)\s*$", re.M)
+
+
+def _probe_answer(res: Any) -> set[int] | None:
+    """The ids ``qstat -j <ids>`` found; None when its answer is not one of the two expected."""
+    if res.returncode == 0:
+        found = {int(x) for x in _JOB_NUMBER_RE.findall(res.stdout)}
+        return found or None
+    if res.returncode == 1 and "do not exist" in res.stderr and "job_number:" not in res.stdout:
+        return set()
+    return None
+
+
+def _prefetch(qy: Query, ctx: Ctx, job_ids: set[int] | None, backend: Any) -> _Pending | None:
+    """Start the qstat that the live part will need, if it can be known now and Grid Engine's own
+    commands are what answers (not a replaced ``_live`` or backend): the listing of the queue, or,
+    for -j, ``qstat -j`` about the ids sbatch did not submit."""
+    if _live is not _LIVE_QSTAT or (qy.states is not None and not (qy.states & LIVE_STATES)):
+        return None
+    from .. import backends
+    from ..backends.gridengine import GridEngineBackend
+
+    b = backend or backends.get(ctx.cfg)
+    if not isinstance(b, GridEngineBackend):
+        return None
+    if job_ids is None:
+        from ..backends import qstat
+
+        return _Pending.start(b, list(qstat.QSTAT_ARGS))
+    unsure = sorted(j for j in job_ids if ctx.submit(j) is None)
+    if not unsure:
+        return None
+    return _Pending.start(b, ["-j", ",".join(str(j) for j in unsure)], probe=set(unsure))
+
+
+class _Pending:
+    """A qstat started ahead of time; ``result()`` is what ``backend.run`` would have returned."""
+
+    def __init__(self, backend: Any, popen: Any, argv: list[str], args: list[str], timeout: float,
+                 probe: set[int] | None):
+        self.backend = backend
+        self.popen = popen
+        self.argv = argv
+        self.args = args
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self.probe = probe
+        self.listing = probe is None
+
+    @classmethod
+    def start(cls, b: Any, args: list[str], probe: set[int] | None = None) -> _Pending | None:
+        from .. import proc
+
+        argv = b.argv("qstat", args)
+        try:
+            p = proc.popen(argv, stdin=proc.subprocess.DEVNULL, stdout=proc.subprocess.PIPE,
+                           stderr=proc.subprocess.PIPE, env=dict(b.env))
+        except OSError:
+            return None  # the ordinary call reports it
+        return cls(b, p, [str(a) for a in argv], args, b.timeout, probe)
+
+    def result(self) -> Any:
+        from .. import proc
+        from ..errors import BackendUnavailable
+
+        p = self.popen
+        try:
+            out, err = p.communicate(timeout=max(0.0, self.deadline - time.monotonic()))
+        except proc.subprocess.TimeoutExpired:
+            self.close()
+            raise BackendUnavailable("slurm_load_jobs error: Unable to contact slurm controller "
+                                     f"({self.argv[0]}: no answer within {self.timeout:g} s)") from None
+        self.popen = None
+        return proc.Result(tuple(self.argv), p.returncode, out.decode("utf-8", "replace"),
+                           err.decode("utf-8", "replace"))
+
+    def close(self) -> None:
+        p = self.popen
+        if p is None:
+            return
+        self.popen = None
+        if p.poll() is None:
+            p.kill()
+        p.communicate()
+
+
+class _Prefetched:
+    """The backend, except that the queue listing already started is the answer to its first
+    ``qstat`` with the same arguments."""
+
+    def __init__(self, pending: _Pending):
+        self._pending: _Pending | None = pending
+        self._real = pending.backend
+
+    def run(self, tool: str, args: Any, *, input: Any = None, timeout: float | None = None) -> Any:
+        p = self._pending
+        if p is not None and tool == "qstat" and list(args) == p.args and input is None:
+            self._pending = None
+            return p.result()
+        return self._real.run(tool, args, input=input, timeout=timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
 def _read_accounting(path: str, cfg: Any, job_ids: set[int] | None, users: set[str] | None,
                      ge_names: set[str] | None, not_before: int | None, not_after: int | None,
                      backend: Any) -> list[qacct.Record]:
     try:
-        data = qacct.read(path)
+        f = open(path, "rb")
     except FileNotFoundError:
         if os.environ.get(qacct.ENV):
             raise error(f"{path}: no such file") from None
         return _qacct_fallback(cfg, job_ids, users, backend, path)
     except (PermissionError, IsADirectoryError):
         return _qacct_fallback(cfg, job_ids, users, backend, path)
-    return qacct.scan(data, jobs=job_ids, owners=users, ge_names=ge_names, not_before=not_before,
-                      not_after=not_after)
+    with f:  # read block by block, never whole
+        return qacct.scan(f, jobs=job_ids, owners=users, ge_names=ge_names, not_before=not_before,
+                          not_after=not_after)
 
 
 def _qacct_fallback(cfg: Any, job_ids: set[int] | None, users: set[str] | None, backend: Any,

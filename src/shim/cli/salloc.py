@@ -22,8 +22,8 @@ from .. import backends, proc, siteconf, state, steps
 from ..errors import ShimError
 from ..options import sources
 from ..options.getopt import Table, getopt
-from ..options.table import OPTIONS, command_table
-from .srun import fates
+from ..options.table import command_table
+from . import common
 
 PROG = "salloc"
 PENDING_NOTICE = 2.0
@@ -90,17 +90,6 @@ def ensure_pe(argv: list[str], cfg, partition: str, backend) -> list[str]:
     return argv[:i] + extra + argv[i:]
 
 
-def submit_error(text: str, asked: dict) -> ShimError:
-    msg = " ".join(line for line in text.splitlines() if line and line != "Exiting.")
-    if "no suitable queues" in msg:
-        if asked.get("licenses") and not (asked.get("mem") or asked.get("gpus")):
-            return ShimError(f"{PROG}: error: Job submit/allocate failed: Invalid license specification", code=1)
-        lines = [f"{PROG}: error: Memory specification can not be satisfied"] if asked.get("mem") else []
-        lines.append(f"{PROG}: error: Job submit/allocate failed: Requested node configuration is not available")
-        return ShimError(*lines, code=1)
-    return ShimError(f"{PROG}: error: Job submit/allocate failed: {msg or 'qsub failed'}", code=1)
-
-
 def allocate(o: sources.Options, environ: dict[str, str], cfg) -> tuple[int, dict]:
     """Submit the allocation job; (job id, its payload)."""
     from ..translate import qsub
@@ -137,7 +126,7 @@ def allocate(o: sources.Options, environ: dict[str, str], cfg) -> tuple[int, dic
         print(f"{PROG}: qsub {' '.join(argv)}", file=sys.stderr)
     res = backend.run("qsub", argv, input=wrapper_script(payload))
     if res.returncode != 0:
-        raise submit_error(res.stderr + res.stdout, payload.get("asked") or {})
+        raise common.refusal(PROG, "Job submit/allocate failed", res.stderr + res.stdout, payload.get("asked") or {})
     try:
         job_id = parse_job_id(res.stdout)
     except ValueError:
@@ -240,9 +229,9 @@ def main(argv: list[str]) -> int:
     first = sources.Options()
     sources.apply(first, t, [(s, v) for s, v in cli if s.long in ("help", "usage", "version")], "cli")
     if first.help or first.usage or first.version:
-        return usage(first)
+        return common.usage(first, PROG)
     o = sources.collect(t, argv, environ=environ, cli=cli)
-    for w in fates(o, t, PROG):
+    for w in common.fates(o, t, PROG, ("cli",)):
         if not o.quiet:
             print(w, file=sys.stderr)
     cfg = siteconf.get()
@@ -251,9 +240,8 @@ def main(argv: list[str]) -> int:
         raise ShimError(f"{PROG}: error: No cluster '{cluster}' known; this site has only {cfg.cluster.name}",
                         code=1)
     if o.verbose:
-        from .srun import print_defined_options
 
-        print_defined_options(o, t)
+        common.print_defined_options(o, t, PROG, ("cli",))
     command = positional or [environ.get("SHELL") or pwd.getpwuid(os.getuid()).pw_shell or "/bin/sh"]
     submitted = time.time()
     job_id, _payload = allocate(o, environ, cfg)
@@ -296,11 +284,3 @@ def main(argv: list[str]) -> int:
     return rc
 
 
-def usage(o) -> int:
-    from ..render import help as help_render
-
-    if o.version:
-        print("slurm 22.05.8 (slurm-shim)")
-        return 0
-    sys.stdout.write(help_render.usage(PROG, OPTIONS) if o.usage else help_render.help(PROG, OPTIONS))
-    return 0

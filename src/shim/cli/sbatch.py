@@ -18,11 +18,12 @@ from .. import backends, siteconf, state
 from ..errors import ShimError
 from ..options import sources
 from ..options.getopt import Table, getopt
-from ..options.spec import Fate
-from ..options.table import OPTIONS, command_table
+from ..options.table import command_table
 from ..translate import qsub
+from . import common
 
 PROG = "sbatch"
+FAILED = "Batch job submission failed"
 WRAP_SCRIPT = "#!/bin/sh\n# This script was created by sbatch --wrap.\n\n{}\n"
 
 
@@ -103,21 +104,6 @@ def read_export_file(spec: str | None) -> dict[str, str] | None:
     return env
 
 
-def apply_fates(o: sources.Options, t: Table) -> list[str]:
-    """Refuse what Grid Engine cannot honour; collect warnings for what changes nothing."""
-    warnings = []
-    for spec in t.specs:
-        if spec.key not in o or o.source.get(spec.key) is None:
-            continue
-        if spec.fate is Fate.REFUSE:
-            why = f": {spec.note}" if spec.note else ""
-            raise ShimError(f"{PROG}: error: --{spec.long} is not supported on Grid Engine{why}", code=1)
-        if spec.fate is Fate.WARN:
-            why = f" ({spec.note})" if spec.note else ""
-            warnings.append(f"{PROG}: warning: --{spec.long} has no effect on Grid Engine{why}")
-    return warnings
-
-
 def prepare(argv: list[str], environ: dict[str, str], stdin=None, cwd: str | None = None):
     """Everything up to the qsub call: (options, submission, script args). Pure but for reading the script."""
     t = table()
@@ -139,7 +125,7 @@ def prepare(argv: list[str], environ: dict[str, str], stdin=None, cwd: str | Non
     ctx = qsub.Context(prog=PROG, cwd=cwd or os.getcwd(), script_name=default_name, user=user.pw_name,
                        uid=user.pw_uid, gid=os.getgid(), host=os.uname().nodename.split(".")[0],
                        environ=environ)
-    warnings = apply_fates(o, t)
+    warnings = common.fates(o, t, PROG)
     sub = qsub.build(o, cfg, ctx)
     check_hosts(o, cfg)
     sub.payload.update({
@@ -202,7 +188,7 @@ def submit(sub: qsub.Submission, cfg) -> int:
             return job_id
     res = backend.run("qsub", sub.argv, input=script)
     if res.returncode != 0:
-        raise submit_error(res.stderr + res.stdout, sub.payload.get("asked") or {})
+        raise common.refusal(PROG, FAILED, res.stderr + res.stdout, sub.payload.get("asked") or {})
     try:
         job_id = parse_job_id(res.stdout)
     except ValueError:
@@ -211,19 +197,6 @@ def submit(sub: qsub.Submission, cfg) -> int:
     record = {k: v for k, v in sub.payload.items() if k not in ("script", "environ", "args")}
     state.record_submit(cfg, job_id, record)
     return job_id
-
-
-def submit_error(text: str, asked: dict) -> ShimError:
-    """qsub's refusal in Slurm's words. With -w e Grid Engine only says "no suitable queues";
-    what was asked for tells which of Slurm's messages applies."""
-    msg = " ".join(line for line in text.splitlines() if line and line != "Exiting.")
-    if "no suitable queues" in msg:
-        if asked.get("licenses") and not (asked.get("mem") or asked.get("gpus")):
-            return ShimError(f"{PROG}: error: Batch job submission failed: Invalid license specification", code=1)
-        lines = [f"{PROG}: error: Memory specification can not be satisfied"] if asked.get("mem") else []
-        lines.append(f"{PROG}: error: Batch job submission failed: Requested node configuration is not available")
-        return ShimError(*lines, code=1)
-    return ShimError(f"{PROG}: error: Batch job submission failed: {msg or 'qsub failed'}", code=1)
 
 
 def check_hosts(o: sources.Options, cfg) -> None:
@@ -270,7 +243,7 @@ def main(argv: list[str]) -> int:
     environ = dict(os.environ)
     o, sub, cfg = prepare(argv, environ)
     if sub is None:
-        return usage(o)
+        return common.usage(o, PROG)
     for w in sub.warnings:
         print(w, file=sys.stderr)
     cluster = o.clusters or o.cluster
@@ -278,7 +251,7 @@ def main(argv: list[str]) -> int:
         raise ShimError(f"{PROG}: error: No cluster '{cluster}' known; this site has only {cfg.cluster.name}",
                         code=1)
     if o.verbose:
-        print_defined_options(o, table())
+        common.print_defined_options(o, table(), PROG)
     if o.test_only:
         return test_only(sub, cfg)
     job_id = submit(sub, cfg)
@@ -295,19 +268,6 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def print_defined_options(o: sources.Options, t: Table) -> None:
-    """-v: the options in force, as Slurm lists them."""
-    rule = f"{PROG}: -------------------- --------------------"
-    lines = [f"{PROG}: defined options", rule]
-    for spec in t.specs:
-        if spec.key in o.source:
-            raw = o.raw.get(spec.key)
-            value = o[spec.key] if spec.count else ("set" if raw is None else raw)
-            lines.append(f"{PROG}: {spec.long:<20}: {value}")
-    lines += [rule, f"{PROG}: end of defined options"]
-    print("\n".join(dict.fromkeys(lines)), file=sys.stderr)
-
-
 def test_only(sub: qsub.Submission, cfg) -> int:
     """--test-only: Grid Engine checks the job can ever run (-w e) and gives it an id, which is
     released at once (Slurm, too, spends a job id on a test)."""
@@ -317,7 +277,7 @@ def test_only(sub: qsub.Submission, cfg) -> int:
         argv += ["-w", "e"]
     res = backend.run("qsub", ["-h", *argv], input=wrapper_script(sub.payload))
     if res.returncode != 0:
-        raise submit_error(res.stderr + res.stdout, sub.payload.get("asked") or {})
+        raise common.refusal(PROG, FAILED, res.stderr + res.stdout, sub.payload.get("asked") or {})
     job_id = parse_job_id(res.stdout)
     backend.run("qdel", [str(job_id)])
     slots = sub.payload["ntasks"] * sub.payload["cpus_per_task"]
@@ -327,11 +287,3 @@ def test_only(sub: qsub.Submission, cfg) -> int:
     return 0
 
 
-def usage(o) -> int:
-    from ..render import help as help_render
-
-    if o.version:
-        print("slurm 22.05.8 (slurm-shim)")
-        return 0
-    sys.stdout.write(help_render.usage(PROG, OPTIONS) if o.usage else help_render.help(PROG, OPTIONS))
-    return 0

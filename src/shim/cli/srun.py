@@ -19,34 +19,18 @@ from .. import backends, jobenv, proc, siteconf, state, steps
 from ..errors import ShimError
 from ..options import sources
 from ..options.getopt import Table, getopt
-from ..options.spec import Fate
-from ..options.table import OPTIONS, command_table
+from ..options.table import command_table
 from ..options.values import INFINITE
+from . import common
 
 PROG = "srun"
+# Inside a job, srun's input variables are mostly the job's own output variables
+# (SLURM_DISTRIBUTION, SLURM_CPU_BIND, ...): only the command line counts for fates and -v.
+CLI_ONLY = ("cli",)
 
 
 def table() -> Table:
     return command_table(PROG)
-
-
-def fates(o: sources.Options, t: Table, prog: str = PROG) -> list[str]:
-    """Refuse what Grid Engine cannot honour, warn about what changes nothing. Only options given
-    on the command line count: inside a job, srun's input variables are mostly the job's own
-    output variables (SLURM_DISTRIBUTION, SLURM_CPU_BIND, ...), which must not fail every srun."""
-    warnings = []
-    seen: set[str] = set()
-    for spec in t.specs:
-        if o.source.get(spec.key) != "cli" or spec.key in seen:
-            continue
-        seen.add(spec.key)  # one row per option (--cpu-bind and --cpu_bind are one)
-        if spec.fate is Fate.REFUSE:
-            why = f": {spec.note}" if spec.note else ""
-            raise ShimError(f"{prog}: error: --{spec.long} is not supported on Grid Engine{why}", code=1)
-        if spec.fate is Fate.WARN:
-            why = f" ({spec.note})" if spec.note else ""
-            warnings.append(f"{prog}: warning: --{spec.long} has no effect on Grid Engine{why}")
-    return list(dict.fromkeys(warnings))
 
 
 def export_mode(raw: str | None, environ: dict[str, str]) -> dict:
@@ -188,18 +172,6 @@ def qrsh_flags(qsub_argv: list[str]) -> list[str]:
     return out + ["-wd", "/tmp"]
 
 
-def unsatisfiable(text: str, asked: dict) -> ShimError:
-    msg = " ".join(line for line in text.splitlines() if line and line != "Exiting.")
-    if asked.get("licenses") and not (asked.get("mem") or asked.get("gpus")):
-        return ShimError(f"{PROG}: error: Unable to allocate resources: Invalid license specification", code=1)
-    lines = [f"{PROG}: error: Memory specification can not be satisfied"] if asked.get("mem") else []
-    if "no suitable queues" not in msg and msg:
-        lines.append(f"{PROG}: error: Unable to allocate resources: {msg}")
-    else:
-        lines.append(f"{PROG}: error: Unable to allocate resources: Requested node configuration is not available")
-    return ShimError(*lines, code=1)
-
-
 def token_path(state_dir: str, token: str) -> str:
     return os.path.join(state_dir, "srun", f"{token}.json")
 
@@ -223,7 +195,7 @@ def new_job(o: sources.Options, req: steps.StepRequest, environ: dict[str, str],
     if any(asked.values()) or o.test_only:
         res = backend.run("qrsh", ["-w", "v", *flags, "-now", "no", "true"])
         if res.returncode != 0:
-            raise unsatisfiable(res.stderr + res.stdout, asked)
+            raise common.refusal(PROG, "Unable to allocate resources", res.stderr + res.stdout, asked)
     if o.test_only:
         slots = sub.payload["ntasks"] * sub.payload["cpus_per_task"]
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
@@ -294,28 +266,6 @@ def _umask() -> int:
 # ---------------------------------------------------------------------------------------------
 
 
-def print_defined_options(o: sources.Options, t: Table) -> None:
-    rule = f"{PROG}: -------------------- --------------------"
-    lines = [f"{PROG}: defined options", rule]
-    for spec in t.specs:
-        if o.source.get(spec.key) == "cli":
-            raw = o.raw.get(spec.key)
-            value = o[spec.key] if spec.count else ("set" if raw is None else raw)
-            lines.append(f"{PROG}: {spec.long:<20}: {value}")
-    lines += [rule, f"{PROG}: end of defined options"]
-    print("\n".join(dict.fromkeys(lines)), file=sys.stderr)
-
-
-def usage(o) -> int:
-    from ..render import help as help_render
-
-    if o.version:
-        print("slurm 22.05.8 (slurm-shim)")
-        return 0
-    sys.stdout.write(help_render.usage(PROG, OPTIONS) if o.usage else help_render.help(PROG, OPTIONS))
-    return 0
-
-
 def main(argv: list[str]) -> int:
     environ = dict(os.environ)
     t = table()
@@ -323,16 +273,16 @@ def main(argv: list[str]) -> int:
     first = sources.Options()
     sources.apply(first, t, [(s, v) for s, v in cli if s.long in ("help", "usage", "version")], "cli")
     if first.help or first.usage or first.version:
-        return usage(first)
+        return common.usage(first, PROG)
     o = sources.collect(t, argv, environ=environ, cli=cli)
-    warnings = fates(o, t)
+    warnings = common.fates(o, t, PROG, CLI_ONLY)
     if not positional:
         raise ShimError(f"{PROG}: fatal: No command given to execute.", code=1)
     if not o.quiet:
         for w in warnings:
             print(w, file=sys.stderr)
     if o.verbose:
-        print_defined_options(o, t)
+        common.print_defined_options(o, t, PROG, CLI_ONLY)
     cfg = siteconf.get()
     cluster = o.clusters
     if cluster and cluster != cfg.cluster.name:

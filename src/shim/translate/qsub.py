@@ -138,7 +138,6 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
     # Memory: Slurm's --mem is per node, --mem-per-cpu per CPU; a Grid Engine consumable is charged
     # per slot (YES), per job (JOB) or per host, so the request is rescaled to the complex's scope.
     mem = cfg.memory
-    slots_per_node = max(1, math.ceil(g.slots / g.nodes))
     total_mb = None
     if o.mem is not None:
         total_mb = o.mem * g.nodes if o.mem else None
