@@ -49,6 +49,7 @@ def quiet_cluster(monkeypatch, tmp_path):
     empty = tmp_path / "nobin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))  # a command that tries the real Grid Engine finds none
+    monkeypatch.chdir(tmp_path)  # and whatever a command writes lands here
     monkeypatch.setenv("SLURM_SHIM_ACCOUNTING", str(FIXTURES / "gridengine" / "sge-8.1.9" / "qacct-accounting-file-records.txt"))
     for var in ("SLURM_JOB_ID", "SLURM_JOBID", "SLURM_JOB_NODELIST", "SQUEUE_FORMAT", "SACCT_FORMAT"):
         monkeypatch.delenv(var, raising=False)
