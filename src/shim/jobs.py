@@ -10,6 +10,7 @@ fields a format asks for (``detail``).
 
 from __future__ import annotations
 
+import gc
 import grp
 import os
 import pwd
@@ -110,9 +111,45 @@ def _int(v: Any, default: int) -> int:
 
 def submit_record(cfg: SiteConfig, rec: JobRecord) -> dict[str, Any] | None:
     """The shim's submit record of the job (cached on the record); None for non-shim jobs."""
-    if "submit" not in rec.extra:
-        rec.extra["submit"] = state.load_submit(cfg, rec.job_id)
-    return rec.extra["submit"]
+    extra = rec.extra
+    if "submit" not in extra:
+        known = extra.get("submit_records")
+        extra["submit"] = known.load(rec.job_id) if known is not None else state.load_submit(cfg, rec.job_id)
+    return extra["submit"]
+
+
+class SubmitRecords:
+    """The submit records of one listing's jobs. A job without one (not submitted by the shim)
+    costs a failed open() each (~5 us); once many have failed, one listing of the directory
+    answers for the rest, unless the directory holds far more records than the listing has jobs."""
+
+    MISSES = 64  # failed lookups before the directory is listed
+    PER_JOB = 20  # list it only if it holds at most this many files per job of the listing (by its size)
+
+    def __init__(self, cfg: SiteConfig, jobs_: int):
+        self.cfg = cfg
+        self.jobs = jobs_
+        self.misses = 0
+        self.ids: set[int] | None = None
+
+    def load(self, job_id: int) -> dict[str, Any] | None:
+        if self.ids is not None and job_id not in self.ids:
+            return None
+        s = state.load_submit(self.cfg, job_id)
+        if s is None and self.ids is None:
+            self.misses += 1
+            if self.misses % self.MISSES == 0:
+                self._list()
+        return s
+
+    def _list(self) -> None:
+        try:
+            size = os.stat(os.path.join(self.cfg.cluster.state_dir, "jobs")).st_size
+            if size // 16 > self.PER_JOB * self.jobs:  # an entry takes 16 bytes or more
+                return
+            self.ids = set(state.list_submitted(self.cfg))
+        except OSError:
+            pass
 
 
 def detail(rec: JobRecord, cfg: SiteConfig) -> JobRecord:
@@ -194,20 +231,60 @@ def query(cfg: SiteConfig, backend=None):
 
 
 def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float | None = None,
-              xml: str | None = None) -> JobList:
+              xml: str | None = None, started: q.Query | None = None) -> JobList:
     """Every job Grid Engine knows, as Slurm sees it; with ``ended``, also those that ended or were
-    cancelled within ``cluster.min_job_age`` seconds (from the shim's event records)."""
+    cancelled within ``cluster.min_job_age`` seconds (from the shim's event records).
+
+    The qstat call (``started`` if the caller started it already, see ``q.start``) is read while
+    it runs: each completed job element becomes a record at once, so the parse overlaps qstat's
+    own output, and the document is never held as a tree."""
     now = time.time() if now is None else now
-    if xml is None:
-        xml = query(cfg, backend)
     qmap = q.QueueMap(cfg)
+    cache = q.RowCache(qmap, cfg)
     records: list[JobRecord] = []
     by_job: dict[int, list[JobRecord]] = {}
-    for row in q.parse_rows(xml):
-        rec = q.record_from_row(row, qmap, cfg)
-        _finish_active(rec, cfg, qmap)
-        records.append(rec)
-        by_job.setdefault(rec.job_id, []).append(rec)
+
+    submits = SubmitRecords(cfg, 0)
+
+    def take(items: list[Any]) -> None:
+        append = records.append
+        from_match, from_row = q.record_from_match, q.record_from_row
+        for x in items:
+            rec = from_match(x, cache) if type(x) is tuple else from_row(x, qmap, cfg, cache)
+            rec.extra["submit_records"] = submits
+            _finish_active(rec, cfg, qmap, cache)
+            append(rec)
+            same = by_job.get(rec.job_id)
+            if same is None:
+                by_job[rec.job_id] = [rec]
+            else:
+                same.append(rec)
+        submits.jobs = len(records)
+
+    # Tens of thousands of small containers, none in a cycle: the cyclic collector would only
+    # walk the growing heap again and again (a third of the time). It is off while they are made.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        reader = q.RowReader()
+        if xml is not None:
+            take(reader.feed(xml))
+        else:
+            qy = started if started is not None else q.start(cfg, backend=backend)
+            try:
+                for data in qy.chunks():
+                    take(reader.feed(data))
+            finally:
+                qy.close()
+            qy.check(reader.blank)
+        rows, again = reader.finish()
+        if again:
+            records.clear()
+            by_job.clear()
+        take(rows)
+    finally:
+        if collecting:
+            gc.enable()
     _refine_reasons(records, by_job, cfg, now)
     out = JobList(records, set(by_job), now)
     if ended:
@@ -215,23 +292,41 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
     return out
 
 
-def _finish_active(rec: JobRecord, cfg: SiteConfig, qmap: q.QueueMap) -> None:
+_prio_cache: dict[float, int] = {}  # Slurm's priority of a qstat priority (many jobs share one)
+
+
+def _finish_active(rec: JobRecord, cfg: SiteConfig, qmap: q.QueueMap, cache: q.RowCache | None = None) -> None:
     """What qstat alone leaves open: ids, times, priority, and array indices from the record."""
-    row = rec.extra["ge_row"]
-    rec.uid, rec.gid = user_ids(rec.user)
+    extra = rec.extra
+    row = extra["ge_row"]
+    ids = _uid_cache.get(rec.user)
+    rec.uid, rec.gid = ids if ids is not None else user_ids(rec.user)
     prio = float(rec.priority)
-    rec.extra["prio"] = prio
-    rec.priority = int(round(prio * PRIO_SCALE))
-    rec.submit_time = _dt(rec.extra.get("submit_ts"))
-    rec.start_time = _dt(rec.extra.get("start_ts"))
-    if rec.queue and qmap.ambiguous(rec.queue):
+    extra["prio"] = prio
+    try:
+        rec.priority = _prio_cache[prio]
+    except KeyError:
+        rec.priority = _prio_cache[prio] = int(round(prio * PRIO_SCALE))
+    # one datetime per second of a listing serves all its jobs (datetimes are immutable)
+    dts = cache.dts if cache is not None else {}
+    ts = extra.get("submit_ts")
+    try:
+        rec.submit_time = dts[ts]
+    except KeyError:
+        rec.submit_time = dts[ts] = _dt(ts)
+    ts = extra.get("start_ts")
+    try:
+        rec.start_time = dts[ts]
+    except KeyError:
+        rec.start_time = dts[ts] = _dt(ts)
+    if rec.queue and qmap.shared and qmap.ambiguous(rec.queue):
         s = submit_record(cfg, rec)
         if s and s.get("partition"):
             rec.partition = s["partition"]
     pe = row.get("pe")
     if pe and any(pe == p.pe_multinode for p in cfg.partitions.values()):
         detail(rec, cfg)
-    if "ge_tasks" in rec.extra or "ge_task" in rec.extra:
+    if "ge_tasks" in extra or "ge_task" in extra:
         s = submit_record(cfg, rec)
         array = (s or {}).get("array") or []
         throttle = (s or {}).get("throttle")
@@ -240,11 +335,11 @@ def _finish_active(rec: JobRecord, cfg: SiteConfig, qmap: q.QueueMap) -> None:
         def idx(t: int) -> int:
             return int(array[t - 1]) if array and 1 <= t <= len(array) else t
 
-        if "ge_task" in rec.extra:
-            rec.array_task = idx(rec.extra["ge_task"])
+        if "ge_task" in extra:
+            rec.array_task = idx(extra["ge_task"])
         else:
-            indices = [idx(t) for t in rec.extra["ge_tasks"]]
-            rec.extra["pending_indices"] = indices
+            indices = [idx(t) for t in extra["ge_tasks"]]
+            extra["pending_indices"] = indices
             if len(indices) == 1 and rec.state != "PENDING":
                 rec.array_task = indices[0]
             else:
@@ -252,8 +347,8 @@ def _finish_active(rec: JobRecord, cfg: SiteConfig, qmap: q.QueueMap) -> None:
     if rec.state == "SUSPENDED":
         ev = state.load_events(cfg, rec.job_id)
         sus = ev.get((rec.array_task, "suspend"))
-        if sus and rec.extra.get("start_ts"):
-            rec.extra["run_seconds"] = max(0, int(sus["t"] - rec.extra["start_ts"]))
+        if sus and extra.get("start_ts"):
+            extra["run_seconds"] = max(0, int(sus["t"] - extra["start_ts"]))
 
 
 BEGIN_LOOKUPS = 200  # submit records read per listing to find jobs waiting for --begin

@@ -67,6 +67,84 @@ def run(
     )
 
 
+class Stream:
+    """A started command whose stdout is read while it runs (``stream``): ``chunks()`` yields
+    stdout as it arrives; afterwards ``returncode`` and ``stderr`` (decoded) are set. The
+    command gets ``timeout`` seconds from its start; a slower one is killed (SpawnError)."""
+
+    def __init__(self, argv: list[str], popen_: subprocess.Popen, timeout: float | None):
+        import time
+
+        self.argv = tuple(argv)
+        self.popen = popen_
+        self.deadline = time.monotonic() + timeout if timeout else None
+        self.timeout = timeout
+        self.returncode: int | None = None
+        self.stderr = ""
+
+    def chunks(self, size: int = 1 << 20):
+        import select
+        import time
+
+        p = self.popen
+        out_fd, err_fd = p.stdout.fileno(), p.stderr.fileno()
+        poller = select.poll()
+        poller.register(out_fd, select.POLLIN)
+        poller.register(err_fd, select.POLLIN)
+        live = 2
+        err: list[bytes] = []
+        late = SpawnError(f"{self.argv[0]}: no answer within {self.timeout:g} s")
+        try:
+            while live:
+                wait = None
+                if self.deadline is not None:
+                    wait = int((self.deadline - time.monotonic()) * 1000) + 1
+                    if wait <= 0:
+                        raise late
+                events = poller.poll(wait)
+                if not events:
+                    raise late
+                for fd, _ev in events:
+                    data = os.read(fd, size)
+                    if not data:
+                        poller.unregister(fd)
+                        live -= 1
+                    elif fd == out_fd:
+                        yield data
+                    else:
+                        err.append(data)
+            try:
+                wait_s = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+                self.returncode = p.wait(wait_s)
+            except subprocess.TimeoutExpired:
+                raise late from None
+            self.stderr = b"".join(err).decode("utf-8", "replace")
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the command if it still runs (the reader gave up early) and release the pipes."""
+        p = self.popen
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stdout.close()
+        p.stderr.close()
+
+
+def stream(argv: Sequence[str], *, timeout: float | None = 30, env: Mapping[str, str] | None = None) -> Stream:
+    """Start argv with its stdout and stderr on pipes, for reading while it runs (Stream.chunks)."""
+    argv = [str(a) for a in argv]
+    try:
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=dict(env) if env is not None else None)
+    except FileNotFoundError as e:
+        raise SpawnError(f"{argv[0]}: command not found") from e
+    except OSError as e:
+        raise SpawnError(f"{argv[0]}: {e.strerror}") from e
+    return Stream(argv, p, timeout)
+
+
 def popen(argv: Sequence[str], **kwargs) -> subprocess.Popen:
     """Start argv without waiting (streaming output, interactive sessions, task fan-out)."""
     try:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import SLURM_REF
 from shim.render import fmt
@@ -123,3 +125,63 @@ def test_sort_keys_parse_and_order():
 def test_every_letter_has_a_field_and_slurm_headers():
     headers = CASES["squeue_o_all"]["stdout"].splitlines()[0].split("|")
     assert [view.REGISTRY.letter(c).header for c in ALL] == headers
+
+
+# ---------------------------------------------------------------------------------------------
+# the compiled line function: the same text as render_row's cell by cell reading
+
+
+def _reference_row(f: fmt.Format, row, ctx=None) -> str:
+    return f.prefix + "".join(fmt.cell(c.field.get(row, ctx), c.width, c.right, c.field.cut) + c.suffix
+                              for c in f.columns)
+
+
+_TEXT = st.text(alphabet=st.sampled_from("ab {}'\"\\%|é漢\n\t"), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(prefix=_TEXT, cols=st.lists(st.tuples(st.integers(0, 14), st.booleans(), st.booleans(), _TEXT, _TEXT,
+                                             st.booleans()), max_size=6))
+def test_compiled_line_equals_cell_by_cell(prefix, cols):
+    ns = {}
+    columns = []
+    row = {}
+    for i, (width, right, cut, suffix, value, inline) in enumerate(cols):
+        row[i] = value
+        get = fmt.getter(f"r[{i}]", ns) if inline else (lambda r, c, i=i: r[i])
+        columns.append(fmt.Column(fmt.FieldSpec("x", f"F{i}", "H", get, cut=cut), width, right, suffix))
+    f = fmt.Format(columns, prefix)
+    line = fmt.compile_row(f)
+    assert line(row, None) == _reference_row(f, row) == fmt.render_row(f, row)
+    assert list(fmt.render(f, [row], header=False)) == [_reference_row(f, row)]
+    assert fmt.render_lines(f, [row, row]) == [fmt.render_header(f), _reference_row(f, row), _reference_row(f, row)]
+
+
+def test_getters_inline_only_from_one_namespace():
+    a, b = {"K": "a"}, {"K": "b"}
+    cols = [fmt.Column(fmt.FieldSpec("x", "X", "X", fmt.getter("K + r", ns)), 0) for ns in (a, b)]
+    line = fmt.compile_row(fmt.Format(cols, ""))
+    assert line("!", None) == "a!b!"  # the second getter is called, not inlined with the first one's names
+    assert fmt.getter("K + r", a)("?", None) == "a?"
+
+
+def test_squeue_getters_inline_to_the_same_text():
+    """Every squeue field, in every width and justification, renders the same compiled as cell by cell."""
+    from datetime import datetime
+
+    from shim.model import JobRecord
+
+    class Cfg(dict):
+        __getattr__ = dict.__getitem__
+
+    rec = JobRecord(job_id=7, array_pending="3-5%2", name="a name", user="alice", state="PENDING",
+                    reason="Priority", partition="gpu", submit_time=datetime(2026, 11, 30, 9), num_nodes=2)
+    run = JobRecord(job_id=8, array_task=4, name="r", user="bob", state="RUNNING", partition="debug",
+                    nodes=["vm", "vm2"], start_time=datetime(2026, 11, 30, 9), extra={"start_ts": 1.0})
+    ctx = view.Ctx(Cfg(cluster=Cfg(name="c"), partitions={}), now=100.0)
+    letters = "ijuPtTrRDAMN"
+    for spec in (" ".join(f"%{c}" for c in letters), "|".join(f"%.5{c}" for c in letters),
+                 "|".join(f"%3{c}x" for c in letters)):
+        f = fmt.parse_percent(spec, view.REGISTRY)
+        for r in (rec, run):
+            assert fmt.compile_row(f)(r, ctx) == _reference_row(f, r, ctx)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import FIXTURES, SGE_REF, SHARED
 from shim import siteconf
@@ -240,3 +242,193 @@ def test_queue_list_and_hosts():
     ocs = q.parse_queues((OCS / "9.1.4_qstat-xml-f.xml").read_text())
     assert [x["host"] for x in ocs] == ["ocs-master", "ocs-worker1", "ocs-worker2"]
     assert ocs[0]["slots_total"] == 14
+
+
+# ---------------------------------------------------------------------------------------------
+# reading qstat's output while it runs: RowReader, record_from_match, Query
+
+
+def _reader_rows(data, size):
+    """parse_rows through a RowReader fed ``size`` bytes at a time (as qstat's pipe delivers them)."""
+    r = q.RowReader()
+    items = []
+    for i in range(0, len(data), size):
+        items += r.feed(data[i:i + size])
+    more, again = r.finish()
+    return more if again else [q._layout_row(x) if type(x) is tuple else x for x in items] + more, r
+
+
+def _records(items, cfg):
+    cache = q.RowCache(q.QueueMap(cfg), cfg)
+    return [q.record_from_match(x, cache) if type(x) is tuple else q.record_from_row(x, cache.qmap, cfg, cache)
+            for x in items]
+
+
+@pytest.mark.parametrize("path", XMLS, ids=lambda p: p.name)
+@pytest.mark.parametrize("size", [1, 13, 4096, 1 << 20])
+def test_reader_in_pieces_equals_elementtree(path, size):
+    data = path.read_bytes()
+    rows, r = _reader_rows(data, size)
+    assert rows == q.parse_rows_tree(data)
+    assert r.plain and not r.blank
+
+
+@pytest.mark.parametrize("path", XMLS, ids=lambda p: p.name)
+def test_records_from_matches_equal_records_from_rows(path, cfg):
+    text = path.read_text()
+    r = q.RowReader()
+    items = r.feed(text)
+    assert r.finish() == ([], False)
+    if path.name.startswith(("live-qstat-u-all", "qstat-u-all")):  # the job list: all in the fast layout
+        assert all(type(x) is tuple for x in items)
+    want = [q.record_from_row(row, q.QueueMap(cfg), cfg) for row in q.parse_rows_tree(text)]
+    assert _records(items, cfg) == want
+    assert [x.extra for x in _records(items, cfg)] == [x.extra for x in want]
+
+
+# A job element as qstat -r writes it, with the variations the fast reading must keep exact or
+# hand to the general one: entities, attributes, repeated and unknown elements, odd spacing.
+_PARTS = st.sampled_from([
+    "<tasks>3-5:1</tasks>", "<tasks>2</tasks>", "<full_job_name>a&amp;b</full_job_name>",
+    "<full_job_name>x</full_job_name>", '<requested_pe name="mpi">2-4</requested_pe>',
+    '<granted_pe name="smp">2</granted_pe>', '<hard_request name="h_rt" resource_contribution="0.0">60</hard_request>',
+    '<hard_request name="gpu" resource_contribution="0.0">1</hard_request>',
+    '<hard_request name="matlab" resource_contribution="0.0">2</hard_request>',
+    '<soft_request name="x">1</soft_request>', "<hard_req_queue>gpu</hard_req_queue>",
+    "<hard_req_queue>debug@vm</hard_req_queue>", "<predecessor_jobs_req>a</predecessor_jobs_req>",
+    "<predecessor_jobs>5</predecessor_jobs>", "<predecessor_jobs>6,7</predecessor_jobs>",
+    "<binding>NONE</binding>", "<JB_name>again</JB_name>", "<master>MASTER</master>", "<slots>3</slots>",
+    "<empty></empty>", "<self/>", "<!-- note -->", "<pe>raw</pe>", "<section>s</section>",
+    "<JAT_submission_time>2026-11-30T08:00:00.5</JAT_submission_time>", "<hard_request>9</hard_request>",
+])
+
+
+@st.composite
+def _job(draw):
+    state = draw(st.sampled_from(["r", "qw", "hqw", "Eqw", "dr", "s", "t", "dqw"]))
+    running = state in ("r", "dr", "s", "t")
+    name = draw(st.sampled_from(["queued", "a&amp;b", "sx_mfrggzdf", "x y", "&lt;n&gt;"]))
+    head = [f"<JB_job_number>{draw(st.integers(1, 99))}</JB_job_number>",
+            f"<JAT_prio>{draw(st.sampled_from(['0.25000', '0.00000', 'nan', '']))}</JAT_prio>",
+            f"<JB_name>{name}</JB_name>", f"<JB_owner>{draw(st.sampled_from(['root', 'alice']))}</JB_owner>",
+            f"<state>{state}</state>",
+            "<JAT_start_time>2026-11-30T09:10:19</JAT_start_time>" if running
+            else "<JB_submission_time>2026-11-30T09:00:00</JB_submission_time>",
+            f"<queue_name>{draw(st.sampled_from(['debug@vm', 'gpu@vm', 'all.q@h2'])) if running else ''}</queue_name>",
+            f"<slots>{draw(st.sampled_from(['1', '2', 'x']))}</slots>"]
+    if draw(st.booleans()):
+        head = draw(st.permutations(head))  # a layout the regex does not know
+    body = head + draw(st.lists(_PARTS, max_size=6))
+    sep = draw(st.sampled_from(["\n      ", "", " ", "\t"]))
+    section = "running" if running else "pending"
+    return f'    <job_list state="{section}">' + sep + sep.join(body) + sep + "</job_list>\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(jobs=st.lists(_job(), max_size=8), size=st.integers(1, 400), cfgs=st.just(None))
+def test_any_job_list_reads_as_elementtree_reads_it(jobs, size, cfgs):
+    doc = ("<?xml version='1.0'?>\n<job_info>\n  <queue_info>\n" + "".join(jobs) +
+           "  </queue_info>\n  <job_info>\n  </job_info>\n</job_info>\n")
+    data = doc.encode()
+    rows, _ = _reader_rows(data, size)
+    assert rows == q.parse_rows_tree(data)
+    assert q.parse_rows(doc) == rows
+    cfg = _site()
+    r = q.RowReader()
+    items = r.feed(doc)
+    more, again = r.finish()
+    if not again:
+        want = [q.record_from_row(row, q.QueueMap(cfg), cfg) for row in rows]
+        assert repr(_records(items, cfg)) == repr(want)  # repr: a "nan" priority is not equal to itself
+
+
+_SITE = []
+
+
+def _site():
+    if not _SITE:
+        import os
+
+        os.environ.setdefault("SLURM_SHIM_CONFIG", str(FIXTURES / "site" / "config.toml"))
+        siteconf.reset()
+        _SITE.append(siteconf.get())
+        siteconf.reset()
+    return _SITE[0]
+
+
+def test_irregular_document_is_read_again_whole():
+    doc = ('<job_info><queue_info><job_list state="running"><JB_job_number>7</JB_job_number>'
+           '<JB_name><![CDATA[a<b]]></JB_name></job_list>'
+           '<job_list state="pending"><JB_job_number>8</JB_job_number></job_list></queue_info></job_info>')
+    rows, r = _reader_rows(doc.encode(), 20)
+    assert not r.plain and [x["JB_job_number"] for x in rows] == ["7", "8"] and rows[0]["JB_name"] == "a<b"
+    nested = doc.replace("<![CDATA[a<b]]>", "x").replace("</job_list><job_list", "<job_list", 1).replace(
+        "</job_list></queue_info>", "</job_list></job_list></queue_info>")
+    rows, r = _reader_rows(nested.encode(), 7)
+    assert not r.plain and rows == q.parse_rows_tree(nested) and len(rows) == 2
+
+
+def _fake_qstat(tmp_path, script):
+    from shim.backends.gridengine import GridEngineBackend
+
+    (tmp_path / "qstat").write_text("#!/bin/sh\n" + script)
+    (tmp_path / "qstat").chmod(0o755)
+    cfg = _site()
+    b = GridEngineBackend(cfg)
+    b.bin_dir, b.timeout = str(tmp_path), 10
+    return cfg, b
+
+
+def test_query_streams_the_real_command(tmp_path):
+    fixture = LIVE / "live-qstat-u-all-r-xml.mixed.xml"
+    # written in three bursts, as qstat's buffered output arrives
+    cfg, b = _fake_qstat(tmp_path, f'echo "$@" > {tmp_path}/args\nhead -c 3000 {fixture}\nsleep 0.1\n'
+                                   f'tail -c +3001 {fixture} | head -c 5000\nsleep 0.1\ntail -c +8001 {fixture}\n')
+    qy = q.start(cfg, backend=b)
+    assert qy.stream is not None
+    r = q.RowReader()
+    items = [x for data in qy.chunks() for x in r.feed(data)]
+    qy.check(r.blank)
+    assert (tmp_path / "args").read_text().split() == ["-u", "*", "-r", "-xml"]
+    assert [q._layout_row(x) for x in items] == q.parse_rows_tree(fixture.read_bytes())
+
+
+def test_query_failures_are_slurms_controller_errors(tmp_path):
+    from shim.errors import BackendUnavailable, ShimError
+
+    cfg, b = _fake_qstat(tmp_path, "echo 'error: commlib error: got select error (Connection refused)' >&2\n"
+                                   "echo 'unable to contact qmaster' >&2\nexit 1\n")
+    qy = q.start(cfg, backend=b)
+    r = q.RowReader()
+    for data in qy.chunks():
+        r.feed(data)
+    with pytest.raises(ShimError) as e:
+        qy.check(r.blank)
+    assert e.value.lines == ["slurm_load_jobs error: Unable to contact slurm controller (connect failure): "
+                             "unable to contact qmaster"]
+    cfg, b = _fake_qstat(tmp_path, "sleep 5\n")
+    b.timeout = 0.3
+    with pytest.raises(BackendUnavailable, match=r"controller \(\S*/qstat: no answer within 0.3 s\)"):
+        list(q.start(cfg, backend=b).chunks())
+    b.bin_dir = str(tmp_path / "nowhere")
+    qy = q.start(cfg, backend=b)  # a spawn failure surfaces where the output is read
+    with pytest.raises(BackendUnavailable, match="command not found"):
+        list(qy.chunks())
+
+
+def test_query_close_stops_an_unread_qstat(tmp_path):
+    cfg, b = _fake_qstat(tmp_path, "sleep 30\n")
+    qy = q.start(cfg, backend=b)
+    p = qy.stream.popen
+    qy.close()
+    assert p.poll() is not None
+
+
+def test_importing_the_reader_compiles_no_regex():
+    import subprocess
+    import sys
+
+    code = ("import sys; import shim.backends.qstat as q; "
+            "print(type(q._LAYOUT_RE).__name__, 'xml.etree.ElementTree' in sys.modules, 'shim.model' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["_Lazy", "False", "False"]

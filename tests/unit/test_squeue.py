@@ -367,3 +367,93 @@ def test_yaml(capsys):
     out = ok(capsys, MIXED, "--yaml", "-u", "alice")
     assert out.startswith("%YAML 1.1\n--- !!map\n!!str meta: !!map\n  !!str plugin: !!map\n")
     assert "  !!str job_id: !!int 106\n" in out
+
+
+# ---------------------------------------------------------------------------------------------
+# the real backend: qstat started at once and read while it runs
+
+
+def fake_qstat(tmp_path, script: str) -> None:
+    """A ``qstat`` in a directory the site config names as Grid Engine's bin_dir."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    (bindir / "qstat").write_text("#!/bin/sh\n" + script)
+    (bindir / "qstat").chmod(0o755)
+    conf = tmp_path / "config.toml"
+    conf.write_text(conf.read_text().replace("[gridengine]\n", f'[gridengine]\nbin_dir = "{bindir}"\n', 1))
+    siteconf.reset()
+    backends.use(None)
+
+
+def test_listing_streams_from_the_real_qstat(capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("SLURM_SHIM_REPLAY", raising=False)
+    want = {argv: ok(capsys, MIXED, *argv) for argv in [(), ("-l",), ("-t", "all", "-o", "%all"), ("--json",)]}
+    # the document in bursts, as a pipe delivers it
+    fake_qstat(tmp_path, f'[ "$*" = "-u * -r -xml" ] || exit 9\nhead -c 2500 {MIXED}\nsleep 0.05\n'
+                         f'tail -c +2501 {MIXED} | head -c 4000\nsleep 0.05\ntail -c +6501 {MIXED}\n')
+    import gc
+
+    for argv, text in want.items():
+        assert dispatch("squeue", list(argv)) == 0
+        assert capsys.readouterr() == (text, "")
+        assert gc.isenabled()
+
+
+def test_unreachable_qmaster_through_the_stream(capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("SLURM_SHIM_REPLAY", raising=False)
+    fake_qstat(tmp_path, "echo 'error: commlib error: got select error (Connection refused)' >&2\n"
+                         "echo 'error: unable to send message to qmaster using port 6444 on host \"vm\"' >&2\nexit 1\n")
+    assert dispatch("squeue", []) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == ("slurm_load_jobs error: Unable to contact slurm controller (connect failure): "
+                   "error: unable to send message to qmaster using port 6444 on host \"vm\"\n")
+    # an option error still wins over the failing qstat, as before
+    rc, out, err = squeue(capsys, MIXED, "--bogus")
+    assert rc == 1 and "unrecognized option" in err.lower()
+
+
+def test_qstat_starts_before_the_listing_code_is_imported(tmp_path):
+    """squeue spawns qstat first, and imports records, renderers and the rest while it runs."""
+    import subprocess
+    import sys
+
+    fake_qstat(tmp_path, f"cat {EMPTY}\n")
+    siteconf.get()  # the validated config is cached (a cold cache imports the validator)
+    driver = ("import sys, shim.proc as p\n"
+              "real = p.stream\n"
+              "def stream(*a, **k):\n"
+              "    print(sorted(m for m in ('shim.jobs', 'shim.model', 'shim.render.squeue', 'shim.render.fmt',\n"
+              "                             'xml.etree.ElementTree', 'dataclasses') if m in sys.modules))\n"
+              "    return real(*a, **k)\n"
+              "p.stream = stream\n"
+              "from shim.__main__ import dispatch\n"
+              "sys.exit(dispatch('squeue', []))\n")
+    env = {k: v for k, v in os.environ.items() if k != "SLURM_SHIM_REPLAY"}
+    cp = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, env=env)
+    assert (cp.returncode, cp.stderr) == (0, "")
+    assert cp.stdout == "[]\n" + HEADER
+
+
+def test_submit_records_of_a_long_listing_come_from_one_directory_listing(capsys, site, monkeypatch):
+    from shim import jobs
+
+    job = ('<job_list state="pending"><JB_job_number>{n}</JB_job_number><JAT_prio>0.5</JAT_prio><JB_name>j{n}</JB_name>'
+           '<JB_owner>root</JB_owner><state>qw</state><JB_submission_time>2026-11-30T09:00:00</JB_submission_time>'
+           '<queue_name></queue_name><slots>1</slots></job_list>\n')
+    doc = "<job_info><queue_info></queue_info><job_info>\n" + "".join(job.format(n=n) for n in range(1, 301)) + \
+        "</job_info></job_info>\n"
+    for n in range(1, 301, 7):
+        submit(site, n, comment=f"c{n}")
+    fixture = site.parent / "long.xml"
+    fixture.write_text(doc)
+    want = "".join(f"{n} {f'c{n}' if n % 7 == 1 else '(null)'}\n" for n in range(1, 301))
+    opened = []
+    real = state.load_submit
+    monkeypatch.setattr(state, "load_submit", lambda cfg, job_id: opened.append(job_id) or real(cfg, job_id))
+    assert ok(capsys, fixture, "-h", "-o", "%i %k", "-S", "i") == want
+    assert len(opened) < 150  # 64 misses, then only the jobs that have a record
+    opened.clear()
+    monkeypatch.setattr(jobs.SubmitRecords, "PER_JOB", 0)  # a directory too large to list: one open per job
+    assert ok(capsys, fixture, "-h", "-o", "%i %k", "-S", "i") == want
+    assert len(opened) == 300

@@ -173,20 +173,64 @@ def render(fmt: Format, rows: Iterable[Any], ctx: Any = None, *, header: bool = 
     """Lines (without newline): the header unless ``header`` is false, then one line per row."""
     if header:
         yield render_header(fmt)
-    cols = [(c.field.get, c.width, c.right, c.field.cut or not c.right, c.suffix) for c in fmt.columns]
-    prefix = fmt.prefix
+    line = compile_row(fmt)
     for row in rows:
-        parts = [prefix]
-        for get, width, right, cut, suffix in cols:
-            text = get(row, ctx)
-            if width:
-                if cut:
-                    text = text[:width]
-                text = text.rjust(width) if right else text.ljust(width)
-            parts.append(text)
-            if suffix:
-                parts.append(suffix)
-        yield "".join(parts)
+        yield line(row, ctx)
+
+
+def render_lines(fmt: Format, rows: Iterable[Any], ctx: Any = None, *, header: bool = True) -> list[str]:
+    """render() as a list, built in one pass (the fast way for many rows)."""
+    line = compile_row(fmt)
+    out = [render_header(fmt)] if header else []
+    out += [line(row, ctx) for row in rows]
+    return out
+
+
+def compile_row(fmt: Format) -> Callable[[Any, Any], str]:
+    """One function ``line(row, ctx)`` that renders a row as render_row does, compiled for the
+    format: a join of the cells, each its getter's text cut and padded in place (``t[:W].rjust(W)``,
+    twice as fast as format specs). A getter made by ``getter`` (the same getter as an expression
+    over ``r`` and ``c``) is inlined, which saves a call per cell."""
+    own: dict[str, Any] = {"P": fmt.prefix}
+    names: dict[str, Any] | None = None  # the namespace of the inlined getters (one, shared)
+    parts = ["P"] if fmt.prefix else []
+    for i, c in enumerate(fmt.columns):
+        get = c.field.get
+        expr = getattr(get, "expr", None)
+        if expr is not None and (names is None or get.__globals__ is names):
+            names = get.__globals__
+            value = f"({expr})"
+        else:
+            own[f"g{i}"] = get
+            value = f"g{i}(r, c)"
+        w = c.width
+        if not w:
+            parts.append(value)
+        elif c.right:
+            parts.append(f"{value}[:{w}].rjust({w})" if c.field.cut else f"{value}.rjust({w})")
+        else:
+            parts.append(f"{value}[:{w}].ljust({w})")
+        if c.suffix:
+            own[f"s{i}"] = c.suffix
+            parts.append(f"s{i}")
+    if not parts:
+        body = '""'
+    elif len(parts) == 1:
+        body = f"str.__str__({parts[0]})"
+    else:
+        body = '"".join((' + ", ".join(parts) + "))"
+    src = f"def line(r, c):\n    return {body}\n"
+    code: dict[str, Any] = {}
+    exec(compile(src, "<format>", "exec"), {**(names or {}), **own}, code)
+    return code["line"]
+
+
+def getter(expr: str, namespace: dict[str, Any]) -> Getter:
+    """A getter written as an expression over the row ``r`` and the context ``c`` (names resolved in
+    ``namespace``); compile_row inlines it into the line function."""
+    get = eval(compile(f"lambda r, c: {expr}", "<field>", "eval"), namespace)
+    get.expr = expr
+    return get
 
 
 def parse_sort(spec: str, registry: Registry) -> list[tuple[FieldSpec, bool]]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..backends.qstat import STATE_CODES
 from ..model import JobRecord
-from .fmt import FieldSpec, Registry
+from .fmt import FieldSpec, Registry, getter
 
 if TYPE_CHECKING:
     from ..config import SiteConfig
@@ -49,6 +49,8 @@ class Ctx:
 
 def secs_text(t: int) -> str:
     """squeue's ``_print_secs``: M:SS, H:MM:SS, D-HH:MM:SS; INVALID if negative or over a year."""
+    if t == 0:
+        return "0:00"
     if t < 0 or t > 365 * 24 * 3600:
         return "INVALID"
     days, rem = divmod(t, 86400)
@@ -113,12 +115,19 @@ def state_code(rec: JobRecord) -> str:
     return STATE_CODES.get(rec.state, rec.state[:2])
 
 
+_NODES_TEXT: dict[tuple[str, ...], str] = {}
+
+
 def nodes_text(rec: JobRecord) -> str:
     if not rec.nodes:
         return ""
-    from ..hostlist import compress
+    key = tuple(rec.nodes)
+    text = _NODES_TEXT.get(key)
+    if text is None:
+        from ..hostlist import compress
 
-    return compress(list(rec.nodes))
+        text = _NODES_TEXT[key] = compress(list(rec.nodes))
+    return text
 
 
 def reason_list(rec: JobRecord, ctx: Ctx) -> str:
@@ -255,6 +264,14 @@ def _ts(attr: str) -> Callable[[JobRecord, Any], float]:
     return key
 
 
+# Getters of the busiest fields as expressions (fmt.getter): a compiled line inlines them.
+_XNS = {"STATE_CODES": STATE_CODES, "secs_text": secs_text, "run_secs": run_secs, "reason_list": reason_list}
+
+
+def _x(expr: str) -> Callable[[JobRecord, Ctx], str]:
+    return getter(expr, _XNS)
+
+
 F = FieldSpec
 SQUEUE_FIELDS: tuple[FieldSpec, ...] = (
     F("a", "Account", "ACCOUNT", _d("account")),
@@ -265,8 +282,8 @@ SQUEUE_FIELDS: tuple[FieldSpec, ...] = (
     F("f", "Feature", "FEATURES", _d("features"), aliases=("features",)),
     F("g", "GroupName", "GROUP", lambda r, c: jobs.group_name(r.gid) or "(null)"),
     F("h", "OverSubscribe", "OVER_SUBSCRIBE", _c("OK"), aliases=("shared",)),
-    F("i", "JobArrayID", "JOBID", lambda r, c: r.display_id, key=_id_key),
-    F("j", "Name", "NAME", lambda r, c: r.name),
+    F("i", "JobArrayID", "JOBID", _x("r.display_id"), key=_id_key),
+    F("j", "Name", "NAME", _x("r.name")),
     F("k", "Comment", "COMMENT", _d("comment")),
     F("l", "TimeLimit", "TIME_LIMIT", time_limit, key=lambda r, c: _limit_key(r, c), cut=False),
     F("m", "MinMemory", "MIN_MEMORY", _min_mem, key=lambda r, c: jobs.detail(r, c.cfg).min_memory_mb or 0),
@@ -275,19 +292,19 @@ SQUEUE_FIELDS: tuple[FieldSpec, ...] = (
     F("p", "Priority", "PRIORITY", lambda r, c: f"{r.extra.get('prio', r.priority / jobs.PRIO_SCALE):.14f}",
       key=lambda r, c: r.priority),
     F("q", "QOS", "QOS", _d("qos", "normal")),
-    F("r", "Reason", "REASON", lambda r, c: r.reason),
+    F("r", "Reason", "REASON", _x("r.reason")),
     F("s", "SelectJobInfo", "", _c("")),
-    F("t", "StateCompact", "ST", lambda r, c: state_code(r)),
-    F("u", "UserName", "USER", lambda r, c: r.user, aliases=("user",)),
+    F("t", "StateCompact", "ST", _x("STATE_CODES.get(r.state, r.state[:2])")),
+    F("u", "UserName", "USER", _x("r.user"), aliases=("user",)),
     F("v", "Reservation", "RESERVATION", _c("(null)")),
     F("w", "WCKey", "WCKEY", _c("(null)")),
     F("x", "ExcNodes", "EXC_NODES", _d("exc_nodes", "")),
     F("y", "Nice", "NICE", _d("nice", "0"), key=lambda r, c: r.nice),
     F("z", "SCT", "S:C:T", _c("*:*:*")),
-    F("A", "JobID", "JOBID", lambda r, c: str(r.job_id), key=_id_key),
+    F("A", "JobID", "JOBID", _x("str(r.job_id)"), key=_id_key),
     F("B", "BatchHost", "EXEC_HOST", lambda r, c: r.batch_host or "n/a"),
     F("C", "NumCPUs", "CPUS", _cpus, key=lambda r, c: r.num_cpus),
-    F("D", "NumNodes", "NODES", lambda r, c: str(r.num_nodes), key=lambda r, c: r.num_nodes),
+    F("D", "NumNodes", "NODES", _x("str(r.num_nodes)"), key=lambda r, c: r.num_nodes),
     F("E", "Dependency", "DEPENDENCY", dependency_text),
     F("F", "ArrayJobID", "ARRAY_JOB_ID", lambda r, c: str(r.job_id), key=lambda r, c: r.job_id),
     F("G", "GroupID", "GROUP", lambda r, c: "" if r.gid is None else str(r.gid), key=lambda r, c: r.gid or 0),
@@ -296,15 +313,14 @@ SQUEUE_FIELDS: tuple[FieldSpec, ...] = (
     F("J", "Threads", "THREADS_PER_CORE", _c("*")),
     F("K", "ArrayTaskID", "ARRAY_TASK_ID", lambda r, c: array_task_text(r)),
     F("L", "TimeLeft", "TIME_LEFT", time_left, cut=False),
-    F("M", "TimeUsed", "TIME", lambda r, c: secs_text(run_secs(r, c)), key=lambda r, c: run_secs(r, c),
-      cut=False),
+    F("M", "TimeUsed", "TIME", _x("secs_text(run_secs(r, c))"), key=lambda r, c: run_secs(r, c), cut=False),
     F("N", "NodeList", "NODELIST", lambda r, c: nodes_text(r), aliases=("nodes",), cut=False),
     F("O", "Contiguous", "CONTIGUOUS", _c("0")),
-    F("P", "Partition", "PARTITION", lambda r, c: r.partition),
+    F("P", "Partition", "PARTITION", _x("r.partition")),
     F("Q", "PriorityLong", "PRIORITY", lambda r, c: str(r.priority), key=lambda r, c: r.priority),
-    F("R", "ReasonList", "NODELIST(REASON)", reason_list),
+    F("R", "ReasonList", "NODELIST(REASON)", _x("reason_list(r, c)")),
     F("S", "StartTime", "START_TIME", lambda r, c: time_text(r.start_time, c), key=_ts("start_time")),
-    F("T", "State", "STATE", lambda r, c: r.state),
+    F("T", "State", "STATE", _x("r.state")),
     F("U", "UserID", "UID", lambda r, c: "" if r.uid is None else str(r.uid), key=lambda r, c: r.uid or 0),
     F("V", "SubmitTime", "SUBMIT_TIME", submit_time, key=_ts("submit_time")),
     F("W", "Licenses", "LICENSES", _d("licenses")),
