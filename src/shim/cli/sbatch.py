@@ -42,7 +42,7 @@ def read_script(positional: list[str], o: sources.Options, stdin) -> tuple[bytes
         try:
             with open(path, "rb") as f:
                 data = f.read()
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL in the name
             raise ShimError(f"{PROG}: error: Unable to open file {path}", code=1) from None
         return data, os.path.basename(path), positional[1:]
     data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read()
