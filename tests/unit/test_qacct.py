@@ -182,3 +182,51 @@ def test_accounting_path_override(monkeypatch):
 def test_qacct_args():
     assert qacct.qacct_args(12) == ["-j", "12"]
     assert qacct.qacct_args(owner="alice", path="/f") == ["-f", "/f", "-o", "alice", "-j"]
+
+
+@pytest.mark.parametrize("block", [7, 64, 300, 1 << 20])
+def test_scan_of_a_file_reads_blocks_of_whole_lines(tmp_path, monkeypatch, block):
+    """The file is read block by block (not whole): every block size gives the in-memory result,
+    with lines longer than a block, a comment, a CRLF line and no newline at the end."""
+    data = _synthetic(tmp_path, 400)
+    lines = data.split(b"\n")
+    lines[10] = lines[10] + b"\r"
+    lines.insert(20, b"# a comment in the middle")
+    data = b"\n".join(lines).rstrip(b"\n")
+    path = tmp_path / "acct2"
+    path.write_bytes(data)
+    monkeypatch.setattr(qacct, "_BLOCK", block)
+    every = qacct.scan(data)
+    job = every[200].job
+    cut = every[300].end
+    for kw in ({}, {"jobs": [job]}, {"jobs": [job, every[5].job]}, {"owners": ["alice"]},
+               {"ge_names": ["merge"], "owners": ["bob"]}, {"not_before": cut}, {"not_after": cut},
+               {"jobs": [1]}, {"owners": ["alice"], "not_before": cut}):
+        want = [(r.job, r.task, r.owner, r.end, r.maxvmem, r.category) for r in qacct.scan(data, **kw)]
+        got = [(r.job, r.task, r.owner, r.end, r.maxvmem, r.category) for r in qacct.scan(str(path), **kw)]
+        with open(path, "rb") as f:
+            got_f = [(r.job, r.task, r.owner, r.end, r.maxvmem, r.category) for r in qacct.scan(f, **kw)]
+        assert got == got_f == want, kw
+    assert len(qacct.scan(str(path))) == 400
+
+
+def test_scan_keeps_the_old_records_out_by_bisecting_the_file(tmp_path):
+    data = _synthetic(tmp_path, 3000)
+    path = tmp_path / "acct"
+    cut = qacct.scan(data)[2500].end
+    with open(path, "rb") as f:
+        assert qacct._start_offset(f, cut) > len(data) // 2
+    assert [r.job for r in qacct.scan(str(path), not_before=cut)] == [
+        r.job for r in qacct.scan(data) if (r.end or r.submit) >= cut]
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    assert qacct.scan(str(empty), not_before=cut) == []
+
+
+def test_repeated_text_fields_are_shared():
+    recs = file_records()
+    assert len({id(r.owner) for r in recs if r.owner == "alice"}) == 1
+    assert qacct.category_requests("-l h_rt=3") == {"h_rt": "3"}
+    d = qacct.category_requests("-l h_rt=3")
+    d["x"] = "1"  # the public function gives the caller its own dict
+    assert qacct.category_requests("-l h_rt=3") == {"h_rt": "3"}

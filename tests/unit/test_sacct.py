@@ -443,3 +443,50 @@ def test_delimiter(reference_jobs, capsys, monkeypatch):
     rc, out, _ = run_sacct(["-n", "-p", "--delimiter=,", "-o", "JobID,State", "-X", "-j", "136"], capsys,
                            monkeypatch=monkeypatch)
     assert out == "136,FAILED,\n"
+
+
+def _render_by_field(rows, cols, parsable=None, delimiter="|"):
+    """The layout rules, spelled out one value at a time (the compiled layout must agree)."""
+    out = []
+    for r in rows:
+        if parsable:
+            line = delimiter.join(c.get(r) for c in cols)
+            out.append(line + delimiter if parsable == "ending" else line)
+            continue
+        parts = []
+        for c in cols:
+            w, v = abs(c.width), c.get(r)
+            if c.name not in view.NUMERIC and len(v) > w:
+                v = v[:w - 1] + "+" if w > 0 else ""
+            parts.append((v.ljust(w) if c.width < 0 else v.rjust(w)) + " ")
+        out.append("".join(parts))
+    return out
+
+
+@pytest.mark.parametrize("spec", ["jobid,jobname,partition,account,alloccpus,state,exitcode", "ALL",
+                                  "jobid%3,jobname%0,state%-4,alloccpus%1,exitcode%-0,user%2,account%-1",
+                                  "jobidraw%-30,nodelist%5,reqtres%-8,elapsed%2,cputimeraw%1,submit%4", ","])
+@pytest.mark.parametrize("parsable", [None, "ending", "no_ending"])
+def test_compiled_layout_matches_the_rules(spec, parsable, reference_jobs, monkeypatch):
+    qy = cli.build_query(cli.parse_args(["-j", IDS])[0], 0, "root")
+    rows = [r for job, steps in cli.collect(qy) for r in ([job] if job else []) + steps]
+    rows.append(view.Row(job_id=7, name="a name longer than its column", partition=None, ncpus=123456789012))
+    cols = view.parse_fields(spec)
+    line = view.line_function(cols, parsable=parsable, delimiter="::")
+    assert [line(r) for r in rows] == _render_by_field(rows, cols, parsable, "::")
+    head = view.header_lines(cols, parsable=parsable, delimiter="::")
+    assert view.render(rows, cols, parsable=parsable, delimiter="::").splitlines() == head + [line(r) for r in rows]
+
+
+def test_dates_are_formatted_once_per_time_zone(monkeypatch):
+    view.reset()
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    assert view.date_text(0) == "1970-01-01T00:00:00"
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    view.reset()
+    assert view.date_text(0) == "1970-01-01T09:00:00"
+    view.reset()
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()

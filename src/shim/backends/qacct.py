@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 if TYPE_CHECKING:
     from ..config import SiteConfig
@@ -62,7 +62,7 @@ class Record:
 
     def request(self, name: str) -> str | None:
         """A ``-l name=value`` request from the category string, or None."""
-        return category_requests(self.category or "").get(name)
+        return _requests(self.category or "").get(name)
 
 
 def _f(b: bytes) -> float:
@@ -115,40 +115,59 @@ def parse_line(line: bytes | str) -> Record | None:
         return _record_slow(p)
 
 
-def _record(p: list[bytes]) -> Record:
-    r = Record.__new__(Record)
-    r.qname = p[0].decode()
-    r.hostname = p[1].decode()
-    r.group = p[2].decode()
-    r.owner = p[3].decode()
-    r.jobname = p[4].decode()
-    r.job = int(p[5])
-    r.account = p[6].decode()
+def _record(p: list[bytes], text: dict[bytes, str] | None = None) -> Record:
+    """A Record from the 45 fields of a well-formed line (raises ValueError/UnicodeDecodeError
+    otherwise). ``text``: a cache of decoded field values shared by the lines of one scan (queue,
+    host, user, group, job name, account and category repeat from line to line)."""
+    if text is None:
+        text = {}
+    r = _new_record(Record)
+    (q, h, g, o, n, job, acct, _prio, sub, st, en, failed, status, wall, ut, stime, rss) = p[:17]
+    pe, slots, task, cpu = p[33:37]
+    cat = p[39]
+    v = text.get(q)
+    r.qname = v if v is not None else text.setdefault(q, q.decode())
+    v = text.get(h)
+    r.hostname = v if v is not None else text.setdefault(h, h.decode())
+    v = text.get(g)
+    r.group = v if v is not None else text.setdefault(g, g.decode())
+    v = text.get(o)
+    r.owner = v if v is not None else text.setdefault(o, o.decode())
+    v = text.get(n)
+    r.jobname = v if v is not None else text.setdefault(n, n.decode())
+    r.job = int(job)
+    v = text.get(acct)
+    r.account = v if v is not None else text.setdefault(acct, acct.decode())
     r.priority = 0
-    sub = int(p[8])
+    sub = int(sub)
     if sub > 100_000_000_000:  # milliseconds (OCS/UGE 8.2 and later)
-        r.submit, r.start, r.end = sub // 1000, int(p[9]) // 1000, int(p[10]) // 1000
+        r.submit, r.start, r.end = sub // 1000, int(st) // 1000, int(en) // 1000
     else:
-        r.submit, r.start, r.end = sub, int(p[9]), int(p[10])
-    r.failed = int(p[11])
-    r.exit_status = int(p[12])
-    r.wallclock = int(float(p[13]))
-    r.utime = float(p[14])
-    r.stime = float(p[15])
-    r.maxrss_kb = int(float(p[16]))
+        r.submit, r.start, r.end = sub, int(st), int(en)
+    r.failed = int(failed)
+    r.exit_status = int(status)
+    r.wallclock = int(float(wall))
+    r.utime = float(ut)
+    r.stime = float(stime)
+    r.maxrss_kb = int(float(rss))
     r.project = ""
     r.department = ""
-    r.granted_pe = p[33].decode()
-    r.slots = int(p[34]) or 1
-    r.task = int(p[35])
-    r.cpu = float(p[36])
+    v = text.get(pe)
+    r.granted_pe = v if v is not None else text.setdefault(pe, pe.decode())
+    r.slots = int(slots) or 1
+    r.task = int(task)
+    r.cpu = float(cpu)
     r.mem = 0.0
     r.io = 0.0
-    r.category = p[39].decode()
+    v = text.get(cat)
+    r.category = v if v is not None else text.setdefault(cat, cat.decode())
     r.iow = 0.0
     r.maxvmem = float(p[42])
     r.arid = ""
     return r
+
+
+_new_record = object.__new__
 
 
 def _record_slow(p: list[bytes]) -> Record:
@@ -228,43 +247,109 @@ def read(path: str) -> bytes:
         return f.read()
 
 
-def _regex_lines(data: bytes, start: int, jobs_b, owners_b, names_b) -> Iterable[bytes]:
+# The file is read in blocks of whole lines, so that a 100,000-line file never sits in memory at once.
+_BLOCK = 1 << 20
+
+
+def _blocks(src, start: int) -> Iterator[tuple[bytes, int, int]]:
+    """The text from offset ``start`` (a line start) as ``(buf, pos, end)`` pieces: ``buf[pos]`` is a
+    newline (the one before the piece's first line) and ``buf[pos + 1:end]`` holds whole lines only.
+    ``src``: the file's bytes, or the file open in binary mode."""
+    if isinstance(src, (bytes, bytearray)):
+        if start == 0:
+            buf = b"\n" + src
+            yield buf, 0, len(buf)
+        else:
+            yield src, start - 1, len(src)
+        return
+    src.seek(start)
+    carry = b"\n"  # the newline before the line that the last read cut, and its start
+    while True:
+        chunk = src.read(_BLOCK)
+        if not chunk:
+            if len(carry) > 1:
+                yield carry, 0, len(carry)
+            return
+        first = chunk.find(b"\n")
+        if first < 0:  # no line ends in this chunk
+            carry += chunk
+            continue
+        if len(carry) > 1 or first > 0:  # the line that straddles the two reads
+            head = carry + chunk[:first]
+            yield head, 0, len(head)
+        last = chunk.rfind(b"\n")
+        if last > first:
+            yield chunk, first, last
+        carry = chunk[last:]
+
+
+def _line_regex(jobs_b, owners_b, names_b) -> "re.Pattern[bytes]":
     any_field = b"[^:\n]*"
     # a leading '\n' literal lets the regex engine jump from line start to line start
-    rx = re.compile(b"\n(?:[^:\n]*:){3}" + (_alt(owners_b) if owners_b is not None else any_field) + b":"
-                    + (_alt(names_b) if names_b is not None else any_field) + b":"
-                    + (_alt(jobs_b) if jobs_b is not None else any_field) + b":[^\n]*")
-    found = rx.finditer(b"\n" + data) if start == 0 else rx.finditer(data, start - 1)
-    return [m.group(0)[1:] for m in found]
+    return re.compile(b"\n((?:[^:\n]*:){3}" + (_alt(owners_b) if owners_b is not None else any_field) + b":"
+                      + (_alt(names_b) if names_b is not None else any_field) + b":"
+                      + (_alt(jobs_b) if jobs_b is not None else any_field) + b":[^\n]*)")
 
 
-def _find_jobs(data: bytes, start: int, jobs_b: set[bytes]) -> list[bytes]:
-    """Lines whose job number is one of jobs_b: a substring search for ``:N:`` checked against the
-    field position; a number that is too common elsewhere on the lines falls back to the regex."""
+def _job_lines(buf: bytes, pos: int, end: int, needles: list[bytes]) -> list[bytes] | None:
+    """Lines of one piece whose job number is one of the ``:N:`` needles: a substring search checked
+    against the field position. None when a number is too common elsewhere on the lines (then the
+    regular expression is faster)."""
     hits: list[tuple[int, bytes]] = []
-    for jb in jobs_b:
-        needle = b":" + jb + b":"
-        i = start
+    for needle in needles:
+        i = pos
         misses = 0
         while True:
-            i = data.find(needle, i)
+            i = buf.find(needle, i, end)
             if i < 0:
                 break
-            ls = data.rfind(b"\n", 0, i) + 1
-            if data.count(b":", ls, i) == 4:
-                le = data.find(b"\n", i)
-                hits.append((ls, data[ls:le if le >= 0 else len(data)]))
-                i = le if le >= 0 else len(data)
+            ls = buf.rfind(b"\n", pos, i) + 1
+            if buf.count(b":", ls, i) == 4:
+                le = buf.find(b"\n", i, end)
+                if le < 0:
+                    le = end
+                hits.append((ls, buf[ls:le]))
+                i = le
             else:
                 misses += 1
                 if misses > 256:
-                    return _regex_lines(data, start, jobs_b, None, None)
+                    return None
                 i += 1
     hits.sort()
     return [line for _pos, line in hits]
 
 
-def scan(path_or_data: str | bytes, *, jobs: Iterable[int] | None = None, owners: Iterable[str] | None = None,
+def _pick(buf: bytes, pos: int, end: int, jobs_b, owners_b, names_b, rx: list) -> list[bytes]:
+    """The candidate lines of one piece (``rx``: a one-item list caching the compiled regex)."""
+    if jobs_b is None and owners_b is None and names_b is None:
+        return buf[pos + 1:end].split(b"\n")
+    if rx[0] is None and jobs_b is not None and owners_b is None and names_b is None and len(jobs_b) <= 8:
+        lines = _job_lines(buf, pos, end, [b":" + j + b":" for j in sorted(jobs_b)])
+        if lines is not None:
+            return lines
+    if rx[0] is None:
+        rx[0] = _line_regex(jobs_b, owners_b, names_b)
+    return rx[0].findall(buf, pos, end)
+
+
+def _start_offset(src, not_before: int | None) -> int:
+    if not not_before:
+        return 0
+    if isinstance(src, (bytes, bytearray)):
+        return _first_offset(src, 0, not_before)
+    import mmap
+
+    try:
+        mm = mmap.mmap(src.fileno(), 0, access=mmap.ACCESS_READ)
+    except (ValueError, OSError):  # an empty file, or one that cannot be mapped: read it all
+        return 0
+    try:
+        return _first_offset(mm, 0, not_before)  # touches a few pages only
+    finally:
+        mm.close()
+
+
+def scan(path_or_data: Any, *, jobs: Iterable[int] | None = None, owners: Iterable[str] | None = None,
          ge_names: Iterable[str] | None = None, not_before: int | None = None,
          not_after: int | None = None) -> list[Record]:
     """The records that can match, in file order.
@@ -272,45 +357,55 @@ def scan(path_or_data: str | bytes, *, jobs: Iterable[int] | None = None, owners
     jobs / owners / ge_names: exact job numbers, owner names, Grid Engine job names (None = any).
     not_before: drop records written (ended) before this time; never-started records count by
     their submission time. not_after: drop records submitted after this time.
+    A path (or a file open in binary mode) is read block by block (OSError when it cannot be opened);
+    bytes are the file's text.
     """
-    data = read(path_or_data) if isinstance(path_or_data, str) else path_or_data
-    start = 0
-    if not_before:
-        start = _first_offset(data, 0, not_before)
+    if isinstance(path_or_data, str):
+        with open(path_or_data, "rb") as f:
+            return _scan(f, jobs, owners, ge_names, not_before, not_after)
+    return _scan(path_or_data, jobs, owners, ge_names, not_before, not_after)
+
+
+def _scan(src, jobs, owners, ge_names, not_before, not_after) -> list[Record]:
     jobs_b = {str(int(j)).encode() for j in jobs} if jobs is not None else None
     owners_b = {o.encode() for o in owners} if owners is not None else None
     names_b = {n.encode() for n in ge_names} if ge_names is not None else None
     if (jobs_b is not None and not jobs_b) or (owners_b is not None and not owners_b) or (
             names_b is not None and not names_b):
         return []
+    start = _start_offset(src, not_before)
     out: list[Record] = []
-    if jobs_b is None and owners_b is None and names_b is None:
-        lines: Iterable[bytes] = data[start:].split(b"\n")
-    elif jobs_b is not None and owners_b is None and names_b is None and len(jobs_b) <= 8:
-        lines = _find_jobs(data, start, jobs_b)
-    else:
-        lines = _regex_lines(data, start, jobs_b, owners_b, names_b)
-    for line in lines:
-        if not line or line[:1] == b"#":
-            continue
-        r = parse_line(line)
-        if r is None:
-            continue
-        if not_before and (r.end or r.submit) < not_before:
-            continue
-        if not_after and r.submit > not_after:
-            continue
-        out.append(r)
+    append = out.append
+    text: dict[bytes, str] = {}
+    rx: list = [None]
+    for buf, pos, end in _blocks(src, start):
+        for line in _pick(buf, pos, end, jobs_b, owners_b, names_b, rx):
+            if not line or line[:1] == b"#":
+                continue
+            p = line.split(b":")
+            if len(p) == 45 and line[-1:] != b"\r":
+                try:
+                    r = _record(p, text)
+                except (ValueError, UnicodeDecodeError):
+                    r = _record_slow(p)
+            else:
+                r = parse_line(line)
+                if r is None:
+                    continue
+            if not_before and (r.end or r.submit) < not_before:
+                continue
+            if not_after and r.submit > not_after:
+                continue
+            append(r)
     return out
 
 
 def scan_file(path: str, **kw) -> list[Record]:
     """scan() of a file; a missing or unreadable file reads as no records."""
     try:
-        data = read(path)
+        return scan(path, **kw)
     except (FileNotFoundError, PermissionError, IsADirectoryError):
         return []
-    return scan(data, **kw)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -409,12 +504,25 @@ _REQ_RE = re.compile(r"-l\s+(\S+)")
 
 def category_requests(category: str) -> dict[str, str]:
     """``-l a=1,b=2 -l c=x`` in a category string -> {"a": "1", "b": "2", "c": "x"}."""
-    out: dict[str, str] = {}
+    return dict(_requests(category))
+
+
+_REQUESTS: dict[str, dict[str, str]] = {}
+
+
+def _requests(category: str) -> dict[str, str]:
+    """category_requests, shared by the records of one category (the caller must not change it)."""
+    out = _REQUESTS.get(category)
+    if out is not None:
+        return out
+    out = {}
     for m in _REQ_RE.finditer(category):
         for item in m.group(1).split(","):
             k, _, v = item.partition("=")
             if k:
                 out[k] = v
+    if len(_REQUESTS) < 4096:
+        _REQUESTS[category] = out
     return out
 
 

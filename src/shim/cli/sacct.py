@@ -9,22 +9,27 @@ Sources, merged per job (or array task):
    real exit code and signal, TIMEOUT) and scancel's cancel events (who cancelled; a job cancelled
    while pending has no Grid Engine record at all);
 3. the live queue (``shim.jobs``, one qstat call) for PENDING/RUNNING/SUSPENDED jobs, asked only
-   when the selection can contain such jobs.
+   when the selection can contain such jobs: not for -j of jobs that have ended (the file and the
+   shim's records tell). A Grid Engine array that sbatch did not submit, or an id nothing here
+   knows, is first asked about alone (``qstat -j``); the qstat is started before the file is read.
+
+Output is made job by job as the rows are complete (only text is kept), then sorted by job id.
 """
 
 from __future__ import annotations
 
 import gc
 import grp
+import json
 import os
 import pwd
 import re
 import sys
 import time
-from typing import Any, Iterable
+from typing import Any
 
 from .. import names as jobnames
-from .. import siteconf, state
+from .. import siteconf
 from ..backends import qacct
 from ..errors import ShimError
 from ..options.getopt import Table, getopt
@@ -379,6 +384,9 @@ def build_query(o: Options, uid: int, me: str) -> Query:
 # assembling rows
 
 
+_UNREAD: Any = object()
+
+
 class Ctx:
     def __init__(self, cfg: Any, now: float):
         self.cfg = cfg
@@ -440,12 +448,16 @@ class Ctx:
         return oc
 
     def submit(self, job: int) -> dict | None:
-        if job not in self._submit:
-            if self.known_submits is not None and job not in self.known_submits:
-                self._submit[job] = None
-            else:
-                self._submit[job] = state.load_submit(self.cfg, job)
-        return self._submit[job]
+        """sbatch's record of the job (state.load_submit, cached)."""
+        s = self._submit.get(job, _UNREAD)
+        if s is not _UNREAD:
+            return s
+        if self.known_submits is not None and job not in self.known_submits:
+            s = None
+        else:
+            s = _read_submit(os.path.join(self.cfg.cluster.state_dir, "jobs", f"{job}.json"))
+        self._submit[job] = s
+        return s
 
     def ident(self, job: int, s: dict | None, ge_name: str, owner: str, group: str, queue: str,
               ge_account: str) -> dict[str, Any]:
@@ -523,12 +535,35 @@ def _events_index(cfg: Any, jobs: set[int] | None, min_mtime: float | None = Non
     return out
 
 
-def _load_json(path: str) -> dict | None:
-    import json
-
+def _json_file(path: str) -> Any:
+    """The JSON document in a (small) file, read without a file object."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        data = os.read(fd, 65536)
+        if len(data) == 65536:
+            parts = [data]
+            while True:
+                more = os.read(fd, 65536)
+                if not more:
+                    break
+                parts.append(more)
+            data = b"".join(parts)
+    finally:
+        os.close(fd)
+    return json.loads(data.decode("utf-8"))
+
+
+def _read_submit(path: str) -> dict | None:
+    """state.load_submit of the file itself, with its errors."""
+    try:
+        return _json_file(path)
+    except (FileNotFoundError, ValueError, PermissionError):
+        return None
+
+
+def _load_json(path: str) -> dict | None:
+    try:
+        return _json_file(path)
     except (OSError, ValueError):
         return None
 
@@ -823,6 +858,13 @@ def rows_from_events(ctx: Ctx, job_id: int, task: int | None, s: dict | None, ev
     return job, batch
 
 
+def _events_user(ev: Events, job_id: int, task: int | None, s: dict | None) -> str:
+    """The user of the row rows_from_events would make, without making it."""
+    info = ev.get(job_id, task, "cancel") or {}
+    owner = info.get("owner", "") or (s or {}).get("user", "")
+    return owner or (s or {}).get("user") or ""
+
+
 def rows_from_live(ctx: Ctx, rec: Any) -> tuple[view.Row, view.Row | None]:
     """A pending, running or suspended job from the live queue (a shim.jobs JobRecord)."""
     from .. import jobs
@@ -1060,11 +1102,13 @@ def _output(o: Options, qy: Query, cols: list[view.Column]) -> int:
         job, steps = item
         if clip:
             _clip(qy, job, steps)
-        if job is None:
-            return "".join([line(r) + "\n" for r in steps])
-        if not steps:
-            return line(job) + "\n"
-        return "".join([line(job) + "\n", *[line(r) + "\n" for r in steps]])
+        if job is not None:
+            if not steps:
+                return line(job) + "\n"
+            if len(steps) == 1:
+                return f"{line(job)}\n{line(steps[0])}\n"
+            steps = [job, *steps]
+        return "".join(line(r) + "\n" for r in steps)
 
     texts = collect(qy, accounting=o.file, cfg=None, emit=emit)
     if unit_error is not None:
@@ -1125,23 +1169,29 @@ def collect(qy: Query, *, accounting: str | None = None, cfg: Any = None, backen
     ctx = Ctx(cfg, qy.now)
     path = accounting or qacct.accounting_path(cfg)
     job_ids = {s.job for s in qy.jobs} if qy.jobs is not None else None
-    jobs_dir = os.path.join(cfg.cluster.state_dir, "jobs")
-    if job_ids is None:
-        try:
-            ctx.known_submits = {int(n[:-5]) for n in os.listdir(jobs_dir) if n.endswith(".json") and n[:-5].isdigit()}
-        except OSError:
-            ctx.known_submits = set()
-    # the qstat this will need is started now and runs while the file is read
-    pending = _prefetch(qy, ctx, job_ids, backend) if live is None else None
+    # the shim's end and cancel events (one directory listing), and the qstat this will likely
+    # need, started now to run while the file is read (-j looks at the events first)
+    since = (qy.start - qacct.SLACK) if (qy.window and qy.start) else None
+    ev = Events(_events_index(cfg, job_ids, since)) if job_ids is not None else None
+    pending = _prefetch(qy, ctx, job_ids, backend, ev) if live is None else None
     try:
-        return _collect(qy, ctx, path, job_ids, backend, live, emit, pending)
+        if ev is None:
+            ev = Events(_events_index(cfg, job_ids, since))
+        if job_ids is None:
+            jobs_dir = os.path.join(cfg.cluster.state_dir, "jobs")
+            try:
+                ctx.known_submits = {int(n[:-5]) for n in os.listdir(jobs_dir)
+                                     if n.endswith(".json") and n[:-5].isdigit()}
+            except OSError:
+                ctx.known_submits = set()
+        return _collect(qy, ctx, path, job_ids, backend, live, emit, pending, ev)
     finally:
         if pending is not None:
             pending.close()
 
 
 def _collect(qy: Query, ctx: Ctx, path: str, job_ids: set[int] | None, backend: Any, live: list | None,
-             emit: Any, pending: _Pending | None) -> list:
+             emit: Any, pending: _Pending | None, ev: Events) -> list:
     cfg = ctx.cfg
     # 1. Grid Engine's accounting, filtered while reading
     ge_names = None
@@ -1154,14 +1204,15 @@ def _collect(qy: Query, ctx: Ctx, path: str, job_ids: set[int] | None, backend: 
     records = _read_accounting(path, cfg, job_ids, qy.users, ge_names, not_before,
                                qy.end if qy.window else None, backend)
 
-    # 2. the shim's records
-    ev = Events(_events_index(cfg, job_ids, (qy.start - qacct.SLACK) if (qy.window and qy.start) else None))
-
+    # 2. with the shim's records
     by_key: dict[tuple[int, int | None], list[qacct.Record]] = {}
     submit = ctx.submit
     for r in records:
-        s = fresh_submit(submit(r.job), r)
-        key = (r.job, _slurm_task(r.task, s))
+        s = submit(r.job)
+        if s is not None:
+            s = fresh_submit(s, r)
+        t = r.task
+        key = (r.job, (t or None) if s is None else _slurm_task(t, s))
         same = by_key.get(key)
         if same is None:
             by_key[key] = [r]
@@ -1178,10 +1229,10 @@ def _collect(qy: Query, ctx: Ctx, path: str, job_ids: set[int] | None, backend: 
         live_recs = live
     else:
         need = _need_live(qy, by_key, ev, ctx)
-        if need is True:
-            live_recs = _live(cfg, _Prefetched(pending) if pending is not None and pending.listing else backend)
-        elif need:
+        if need is not True and need and pending is not None and pending.probe is not None:
             live_recs = _live_if_any(cfg, backend, need, pending)
+        elif need:
+            live_recs = _live_listed(cfg, pending) if pending is not None and pending.listing else _live(cfg, backend)
     live_keys: dict[tuple[int, int | None], Any] = {}
     for lr in live_recs:
         if job_ids is not None and lr.job_id not in job_ids:
@@ -1205,12 +1256,12 @@ def _collect(qy: Query, ctx: Ctx, path: str, job_ids: set[int] | None, backend: 
         """Keep a job that matches, with the steps asked for."""
         if not _match(job, qy):
             return
-        shown_steps: list[view.Row] = []
-        if not no_steps:
-            for st in steps:
-                sel = _step_selected(st, qy.sels(st.job_id)) if qy.jobs is not None else None
-                if sel is None or sel:
-                    shown_steps.append(st)
+        if no_steps:
+            shown_steps: list[view.Row] = []
+        elif qy.jobs is None:
+            shown_steps = steps  # a list of its own
+        else:
+            shown_steps = [st for st in steps if _step_selected(st, qy.sels(st.job_id)) is not False]
         item: tuple[view.Row | None, list[view.Row]] = (job, shown_steps)
         if job.job_id in step_jobs:
             sels = qy.sels(job.job_id)
@@ -1228,7 +1279,9 @@ def _collect(qy: Query, ctx: Ctx, path: str, job_ids: set[int] | None, backend: 
     steps_too = not no_steps
     for key, recs in by_key.items():
         final = recs[-1]
-        s = fresh_submit(submit(key[0]), final)
+        s = submit(key[0])
+        if s is not None:
+            s = fresh_submit(s, final)
         lr = live_keys.get(key) if live_keys else None
         if lr is not None and "E" in (lr.ge_state or "") and lr.state == "PENDING":
             live_keys.pop(key)  # Eqw after a failed start: the accounting record tells what happened
@@ -1269,6 +1322,8 @@ def _collect(qy: Query, ctx: Ctx, path: str, job_ids: set[int] | None, backend: 
         if not todo:
             continue
         s = ctx.submit(job_id)
+        if qy.users is not None and not any(_events_user(ev, job_id, t, s) in qy.users for t in todo):
+            continue  # none of its rows could match (their user is decided as rows_from_events does)
         for t in sorted(todo, key=lambda x: -1 if x is None else x):
             made = rows_from_events(ctx, job_id, t, s, ev)
             if made is None:
@@ -1307,16 +1362,18 @@ def _first(item: tuple) -> Any:
     return item[0]
 
 
+_NEVER = float("inf")
+
+
 def _order(item: tuple[view.Row | None, list[view.Row]]) -> tuple:
+    """Output order: job id, array index (a pending array's first), run (-D), end."""
     job, steps = item
     r = job if job is not None else steps[0]
-    if r.task is not None:
-        t = r.task
-    elif r.extra.get("indices"):
-        t = min(r.extra["indices"])
-    else:
-        t = -1
-    return (r.job_id, t, r.order or 0, r.end or float("inf"))
+    t = r.task
+    if t is None:
+        indices = r.extra.get("indices")
+        t = min(indices) if indices else -1
+    return (r.job_id, t, r.order or 0, r.end or _NEVER)
 
 
 # Grid Engine's failed codes after which the same job can run again (rescheduled): its accounting
@@ -1331,7 +1388,7 @@ def _need_live(qy: Query, by_key: dict, ev: Events, ctx: Ctx) -> bool | set[int]
     True: list the queue. A set: the ids (of jobs that sbatch did not submit) that only Grid Engine
     can tell about -- an array whose tasks in the file may not be all of them, a job the file and the
     shim's records do not know; asking qstat about them alone says whether to list the queue.
-    ``by_key``'s lists must be in file order."""
+    ``by_key``'s lists must be in the order the records were written (the last is the latest)."""
     if qy.states is not None and not (qy.states & LIVE_STATES):
         return False
     if qy.jobs is None:
@@ -1398,6 +1455,7 @@ def _live_if_any(cfg: Any, backend: Any, ids: set[int], pending: _Pending | None
     return _live(cfg, backend)
 
 
+_PROBE_MAX = 500  # more ids than this: list the queue instead of naming them all to qstat -j
 _JOB_NUMBER_RE = re.compile(r"^job_number:\s+(\d+)\s*$", re.M)
 
 
@@ -1411,10 +1469,12 @@ def _probe_answer(res: Any) -> set[int] | None:
     return None
 
 
-def _prefetch(qy: Query, ctx: Ctx, job_ids: set[int] | None, backend: Any) -> _Pending | None:
-    """Start the qstat that the live part will need, if it can be known now and Grid Engine's own
-    commands are what answers (not a replaced ``_live`` or backend): the listing of the queue, or,
-    for -j, ``qstat -j`` about the ids sbatch did not submit."""
+def _prefetch(qy: Query, ctx: Ctx, job_ids: set[int] | None, backend: Any, ev: Events | None) -> _Pending | None:
+    """Start the qstat that the live part will likely need, while the file is read, if Grid Engine's
+    own commands are what answers (not a replaced ``_live`` or backend): the listing of the queue
+    (a time window; or -j of an sbatch job the job wrapper has not yet seen end), else for -j
+    ``qstat -j`` about the ids sbatch did not submit. Whether it is needed is decided afterwards
+    (_need_live); one not needed is stopped."""
     if _live is not _LIVE_QSTAT or (qy.states is not None and not (qy.states & LIVE_STATES)):
         return None
     from .. import backends
@@ -1423,14 +1483,26 @@ def _prefetch(qy: Query, ctx: Ctx, job_ids: set[int] | None, backend: Any) -> _P
     b = backend or backends.get(ctx.cfg)
     if not isinstance(b, GridEngineBackend):
         return None
-    if job_ids is None:
+    if job_ids is None or any(_running_maybe(ctx.submit(j), j, ev) for j in job_ids):  # type: ignore[arg-type]
         from ..backends import qstat
 
         return _Pending.start(b, list(qstat.QSTAT_ARGS))
     unsure = sorted(j for j in job_ids if ctx.submit(j) is None)
-    if not unsure:
+    if not unsure or len(unsure) > _PROBE_MAX:
         return None
     return _Pending.start(b, ["-j", ",".join(str(j) for j in unsure)], probe=set(unsure))
+
+
+def _running_maybe(s: dict | None, job_id: int, ev: Events) -> bool:
+    """An sbatch job with a task that has neither ended nor been cancelled, as far as the shim's
+    events tell: most likely still pending or running."""
+    if s is None:
+        return False
+    array = s.get("array")
+    for t in ({int(x) for x in array} if array else {None}):
+        if ev.get(job_id, t, "end") is None and ev.get(job_id, t, "cancel") is None:
+            return True
+    return False
 
 
 class _Pending:
@@ -1475,28 +1547,45 @@ class _Pending:
                            err.decode("utf-8", "replace"))
 
     def close(self) -> None:
+        """Stop it if it still runs (its answer is not needed), without waiting for anything it
+        started: its pipes are closed, the process reaped."""
         p = self.popen
         if p is None:
             return
         self.popen = None
         if p.poll() is None:
             p.kill()
-        p.communicate()
+        p.stdout.close()
+        p.stderr.close()
+        p.wait()
+
+
+def _live_listed(cfg: Any, pending: _Pending) -> list:
+    """_live, with the queue listing started earlier as its qstat's answer."""
+    try:
+        res = pending.result()
+    except ShimError as e:  # no answer in time: as _live reports it
+        for line in e.lines:
+            print(line, file=sys.stderr)
+        return []
+    if res.returncode == 0 and "<job_info" in res.stdout and "<job_list" not in res.stdout:
+        return []  # nothing queued at all: nothing to read
+    return _live(cfg, _Prefetched(pending.backend, pending.args, res))
 
 
 class _Prefetched:
-    """The backend, except that the queue listing already started is the answer to its first
+    """The backend, except that the queue listing already made is the answer to its first
     ``qstat`` with the same arguments."""
 
-    def __init__(self, pending: _Pending):
-        self._pending: _Pending | None = pending
-        self._real = pending.backend
+    def __init__(self, real: Any, args: list[str], result: Any):
+        self._real = real
+        self._args: list[str] | None = args
+        self._result = result
 
     def run(self, tool: str, args: Any, *, input: Any = None, timeout: float | None = None) -> Any:
-        p = self._pending
-        if p is not None and tool == "qstat" and list(args) == p.args and input is None:
-            self._pending = None
-            return p.result()
+        if self._args is not None and tool == "qstat" and list(args) == self._args and input is None:
+            self._args = None
+            return self._result
         return self._real.run(tool, args, input=input, timeout=timeout)
 
     def __getattr__(self, name: str) -> Any:

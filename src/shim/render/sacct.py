@@ -188,17 +188,29 @@ def limit_text(minutes: int | None) -> str:
 
 
 _TIME_FORMAT: str | None = None
+_DATES: dict[float | int, str] = {}  # time stamp -> text: a job's times recur on its step's row
+
+
+def reset() -> None:
+    """Forget the dates already formatted (the time zone may have changed since)."""
+    _DATES.clear()
 
 
 def date_text(ts: float | int | None) -> str:
     """A date as sacct prints it (SLURM_TIME_FORMAT honoured); callers handle None/0."""
+    text = _DATES.get(ts)  # type: ignore[arg-type]
+    if text is not None:
+        return text
     global _TIME_FORMAT
     if _TIME_FORMAT is None:
         import os
 
         f = os.environ.get("SLURM_TIME_FORMAT", "")
         _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S" if f in ("", "standard", "iso8601", "relative") else f
-    return time.strftime(_TIME_FORMAT, time.localtime(ts))
+    text = time.strftime(_TIME_FORMAT, time.localtime(ts))
+    if len(_DATES) < 65536:
+        _DATES[ts] = text  # type: ignore[index]
+    return text
 
 
 def convert_units(value: float, unit: int = 0, exact: bool = True) -> str:
@@ -487,36 +499,70 @@ GETTERS.update({
 # layouts
 
 
+def header_lines(cols: list[Column], *, parsable: str | None = None, delimiter: str = "|") -> list[str]:
+    """The header: the names (and, in the fixed-width layout, a line of dashes)."""
+    if parsable:
+        line = delimiter.join(c.name for c in cols)
+        return [line + delimiter if parsable == "ending" else line]
+    return ["".join((c.name[:abs(c.width)].ljust(abs(c.width)) if c.width < 0
+                     else c.name[:abs(c.width)].rjust(abs(c.width))) + " " for c in cols),
+            "".join("-" * abs(c.width) + " " for c in cols)]
+
+
+# The commonest fields written out in the compiled layout (each the same as its GETTERS function).
+_INLINE = {
+    "JobID": "r.job_text",
+    "JobIDRaw": "r.raw_text",
+    "JobName": '"batch" if r.step == "batch" else (r.name or "")',
+    "Partition": '"" if r.step else (r.partition or "")',
+    "Account": 'r.account or ""',
+    "AllocCPUS": '"" if r.ncpus is None else str(r.ncpus)',
+    "NCPUS": '"" if r.ncpus is None else str(r.ncpus)',
+    "State": "r.state_text",
+    "ExitCode": 'f"{r.exit or 0}:{r.signal or 0}"',
+    "User": '"" if r.step else (r.user or "")',
+    "Group": '"" if r.step else (r.group or "")',
+    "Cluster": 'r.cluster or ""',
+}
+
+
+def line_function(cols: list[Column], *, parsable: str | None = None, delimiter: str = "|") -> Callable[[Row], str]:
+    """The layout of one row, compiled once: a function of the row that returns its line (no newline).
+
+    Fixed width: a value longer than its column is cut to ``width - 1`` characters and ``+`` (not a
+    number: those are printed in full), then padded. -p/-P: the values joined by the delimiter."""
+    ns: dict[str, Any] = {"D": delimiter}
+    body: list[str] = []
+    fmt: list[str] = []
+    for i, c in enumerate(cols):
+        if c.name in _INLINE and c.get is GETTERS.get(c.name):
+            body.append(f"    v{i} = {_INLINE[c.name]}\n")
+        else:
+            ns[f"g{i}"] = c.get
+            body.append(f"    v{i} = g{i}(r)\n")
+        if parsable:
+            fmt.append(("{D}" if i else "") + f"{{v{i}}}")
+            continue
+        w = abs(c.width)
+        if c.name not in NUMERIC:
+            if w > 0:
+                body.append(f"    if len(v{i}) > {w}:\n        v{i} = v{i}[:{w - 1}] + '+'\n")
+            else:
+                body.append(f"    if v{i}:\n        v{i} = ''\n")
+        fmt.append(f"{{v{i}:{'<' if c.width < 0 else '>'}{w}}} " if w else f"{{v{i}}} ")
+    if parsable == "ending":
+        fmt.append("{D}")
+    code = "def line(r):\n" + "".join(body) + "    return f" + repr("".join(fmt)) + "\n"
+    exec(compile(code, "<sacct layout>", "exec"), ns)
+    return ns["line"]
+
+
 def render(rows: Iterable[Row], cols: list[Column], *, header: bool = True, parsable: str | None = None,
            delimiter: str = "|") -> str:
     """The whole output. parsable: None (fixed width), "ending" (-p) or "no_ending" (-P)."""
-    out: list[str] = []
-    if parsable:
-        ending = parsable == "ending"
-        getters = [c.get for c in cols]
-        if header:
-            line = delimiter.join(c.name for c in cols)
-            out.append(line + delimiter if ending else line)
-        for r in rows:
-            line = delimiter.join([g(r) for g in getters])
-            out.append(line + delimiter if ending else line)
-        return "\n".join(out) + "\n" if out else ""
-    specs = []
-    for c in cols:
-        w = abs(c.width)
-        specs.append((c.get, w, c.width < 0, c.name in NUMERIC))
-    if header:
-        out.append("".join((c.name[:abs(c.width)].ljust(abs(c.width)) if c.width < 0
-                            else c.name[:abs(c.width)].rjust(abs(c.width))) + " " for c in cols))
-        out.append("".join("-" * abs(c.width) + " " for c in cols))
-    for r in rows:
-        parts = []
-        for get, w, left, numeric in specs:
-            v = get(r)
-            if not numeric and len(v) > w:
-                v = v[:w - 1] + "+" if w > 0 else ""
-            parts.append((v.ljust(w) if left else v.rjust(w)) + " ")
-        out.append("".join(parts))
+    out = header_lines(cols, parsable=parsable, delimiter=delimiter) if header else []
+    line = line_function(cols, parsable=parsable, delimiter=delimiter)
+    out.extend(line(r) for r in rows)
     return "\n".join(out) + "\n" if out else ""
 
 
