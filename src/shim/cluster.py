@@ -262,7 +262,7 @@ max_array_size = 1001
 [gridengine]
 sge_root = "{SGE_ROOT}"
 sge_cell = "{SGE_CELL}"
-bin_dir = "/usr/bin"
+bin_dir = "/usr/lib/gridengine"  # the binaries themselves: the /usr/bin wrappers cost ~0.1 s a call
 
 [partitions.debug]
 queue = "debug"
