@@ -41,7 +41,8 @@ def ref_env(name: str) -> dict[str, str]:
 
 
 def slurm_keys(env: dict[str, str]) -> set[str]:
-    return {k for k in env if k.startswith(("SLURM", "SRUN"))} - CONFIG_KEYS
+    # SLURM_SHIM_* are the shim's own settings, passed on like any exported variable
+    return {k for k in env if k.startswith(("SLURM", "SRUN")) and not k.startswith("SLURM_SHIM_")} - CONFIG_KEYS
 
 
 def sbatch(*argv, cwd, user=None, env=None) -> int:
