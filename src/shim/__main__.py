@@ -39,13 +39,13 @@ def dispatch(cmd: str, argv: list[str]) -> int:
         for line in e.lines:
             print(line, file=sys.stderr)
         return e.code
+    except BrokenPipeError:  # e.g. squeue | head -1
+        return 0
     except OSError as e:  # proc.SpawnError included: a Grid Engine command missing or hung
         print(f"{cmd}: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return 0
     except Exception as e:  # the last line of defence: no traceback reaches a user
         if os.environ.get("SLURM_SHIM_DEBUG"):
             raise
