@@ -39,6 +39,13 @@ def dispatch(cmd: str, argv: list[str]) -> int:
         for line in e.lines:
             print(line, file=sys.stderr)
         return e.code
+    except ValueError as e:
+        from .hostlist import HostlistError
+
+        if isinstance(e, HostlistError):  # a user's bad host list, wherever it was read
+            print(f"{cmd}: error: {e}", file=sys.stderr)
+            return 1
+        return _internal(cmd, e)
     except BrokenPipeError:  # e.g. squeue | head -1
         return 0
     except OSError as e:  # proc.SpawnError included: a Grid Engine command missing or hung
@@ -47,10 +54,14 @@ def dispatch(cmd: str, argv: list[str]) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # the last line of defence: no traceback reaches a user
-        if os.environ.get("SLURM_SHIM_DEBUG"):
-            raise
-        print(f"{cmd}: error: internal error: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
+        return _internal(cmd, e)
+
+
+def _internal(cmd: str, e: Exception) -> int:
+    if os.environ.get("SLURM_SHIM_DEBUG"):
+        raise e
+    print(f"{cmd}: error: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+    return 1
 
 
 def _entry(cmd: str):

@@ -30,6 +30,10 @@ class _Range:
     single: bool = False
 
 
+
+class HostlistError(ValueError):
+    """A host list Slurm's grammar does not allow; commands report it as ``<cmd>: error: ...``."""
+
 def _split_host(host: str) -> _Range:
     m = re.match(r"^(.*?)(\d+)$", host, re.ASCII)
     if not m:
@@ -148,10 +152,10 @@ def _range_list(spec: str, expr: str) -> list[str]:
     for item in spec.split(","):
         lo, dash, hi = item.partition("-")
         if not lo.isdigit() or not lo.isascii() or (dash and not (hi.isdigit() and hi.isascii())):
-            raise ValueError(f"Invalid hostlist: {expr}")
+            raise HostlistError(f"Invalid hostlist: {expr}")
         first, last = int(lo), int(hi) if dash else int(lo)
         if last < first or last - first >= MAX_HOSTS:
-            raise ValueError(f"Invalid hostlist: {expr}")
+            raise HostlistError(f"Invalid hostlist: {expr}")
         out.extend(f"{n:0{len(lo)}d}" for n in range(first, last + 1))
     return out
 
@@ -169,14 +173,14 @@ def expand(expr: str) -> list[str]:
             if piece.startswith("[") and piece.endswith("]") and len(piece) >= 2:
                 choices.append(_range_list(piece[1:-1], expr))
             elif "[" in piece or "]" in piece:
-                raise ValueError(f"Invalid hostlist: {expr}")
+                raise HostlistError(f"Invalid hostlist: {expr}")
             elif piece:
                 choices.append([piece])
         total = 1
         for c in choices:
             total *= len(c)
         if len(hosts) + total > MAX_HOSTS:
-            raise ValueError(f"Too many hosts in hostlist: {expr}")
+            raise HostlistError(f"Too many hosts in hostlist: {expr}")
         hosts.extend("".join(parts) for parts in itertools.product(*choices))
     return hosts
 
