@@ -48,11 +48,8 @@ def run(*argv: str, user: str | None = None, input: str | bytes | None = None, c
     e = shim_env(env)
     args = list(argv)
     if user:
-        keep = ",".join(k for k in ("PATH", "SGE_ROOT", "SGE_CELL", "SLURM_SHIM_CONFIG", "SLURM_SHIM_PYTHON")
-                        if k in e)
         args = ["runuser", "-u", user, "--", "env", f"PATH={e['PATH']}", f"SGE_ROOT={e['SGE_ROOT']}",
                 f"SGE_CELL={e['SGE_CELL']}", *args]
-        del keep
     data = input.encode() if isinstance(input, str) else input
     cp = subprocess.run(args, input=data, capture_output=True, cwd=cwd, env=e, timeout=timeout)
     return subprocess.CompletedProcess(args, cp.returncode, cp.stdout.decode("utf-8", "replace"),
@@ -123,3 +120,46 @@ def use_site_config(monkeypatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     siteconf.reset()
     return tmp_path / "state"
+
+
+class RawJobs:
+    """Jobs a test submits with raw qsub (names tagged per test), deleted at teardown."""
+
+    def __init__(self, prefix: str = "it"):
+        import uuid
+
+        self.tag = prefix + uuid.uuid4().hex[:6]
+        self.ids: list[str] = []
+
+    def qsub(self, name: str, *args: str, user: str | None = None) -> str:
+        cp = run("qsub", "-terse", "-N", f"{self.tag}_{name}", *args, user=user, cwd="/tmp")
+        assert cp.returncode == 0, cp.stderr
+        jid = cp.stdout.strip().split(".")[0]
+        self.ids.append(jid)
+        return jid
+
+    def name(self, short: str) -> str:
+        return f"{self.tag}_{short}"
+
+    def ge(self, jid: str) -> list[str]:
+        """The Grid Engine state of each qstat row of a job."""
+        out = run("qstat", "-u", "*").stdout
+        return [ln.split()[4] for ln in out.splitlines()[2:] if ln.split() and ln.split()[0] == jid]
+
+    def ge_state(self, jid: str) -> str:
+        return ",".join(self.ge(jid))
+
+    def gone(self, jid: str) -> bool:
+        return not self.ge(jid)
+
+    def cleanup(self):
+        if self.ids:
+            run("qdel", *self.ids)
+            wait_until(lambda: all(self.gone(j) for j in self.ids), 60, "test jobs to go")
+
+
+@pytest.fixture
+def jobs():
+    j = RawJobs()
+    yield j
+    j.cleanup()

@@ -4,7 +4,6 @@ codes, and the cancel records squeue and sacct read afterwards. Jobs come from r
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 
 import pytest
@@ -17,40 +16,6 @@ SLEEP = ["-b", "y", "/bin/sleep"]
 STATE_DIR = Path("/var/spool/slurm-shim")
 
 
-class Jobs:
-    def __init__(self):
-        self.tag = "ic" + uuid.uuid4().hex[:6]
-        self.ids: list[str] = []
-
-    def qsub(self, name: str, *args: str, user: str | None = None) -> str:
-        cp = run("qsub", "-terse", "-N", f"{self.tag}_{name}", *args, user=user, cwd="/tmp")
-        assert cp.returncode == 0, cp.stderr
-        jid = cp.stdout.strip().split(".")[0]
-        self.ids.append(jid)
-        return jid
-
-    def name(self, short: str) -> str:
-        return f"{self.tag}_{short}"
-
-    def ge(self, jid: str) -> list[str]:
-        """The Grid Engine state of each qstat row of a job."""
-        out = run("qstat", "-u", "*").stdout
-        return [ln.split()[4] for ln in out.splitlines()[2:] if ln.split() and ln.split()[0] == jid]
-
-    def gone(self, jid: str) -> bool:
-        return not self.ge(jid)
-
-    def cleanup(self):
-        if self.ids:
-            run("qdel", *self.ids)
-            wait_until(lambda: all(self.gone(j) for j in self.ids), 60, "test jobs to go")
-
-
-@pytest.fixture
-def jobs():
-    j = Jobs()
-    yield j
-    j.cleanup()
 
 
 def scancel(*argv: str, user: str | None = None):

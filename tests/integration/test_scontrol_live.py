@@ -4,7 +4,6 @@ release, suspend, resume, update on real jobs (raw qsub, deleted at the end)."""
 from __future__ import annotations
 
 import re
-import uuid
 
 import pytest
 
@@ -15,36 +14,6 @@ pytestmark = pytest.mark.gridengine
 SLEEP = ["-b", "y", "/bin/sleep"]
 
 
-class Jobs:
-    def __init__(self):
-        self.tag = "ix" + uuid.uuid4().hex[:6]
-        self.ids: list[str] = []
-
-    def qsub(self, name: str, *args: str, user: str | None = None) -> str:
-        cp = run("qsub", "-terse", "-N", f"{self.tag}_{name}", *args, user=user, cwd="/tmp")
-        assert cp.returncode == 0, cp.stderr
-        jid = cp.stdout.strip().split(".")[0]
-        self.ids.append(jid)
-        return jid
-
-    def name(self, short: str) -> str:
-        return f"{self.tag}_{short}"
-
-    def ge(self, jid: str) -> list[str]:
-        out = run("qstat", "-u", "*").stdout
-        return [ln.split()[4] for ln in out.splitlines()[2:] if ln.split() and ln.split()[0] == jid]
-
-    def cleanup(self):
-        if self.ids:
-            run("qdel", *self.ids)
-            wait_until(lambda: not any(self.ge(j) for j in self.ids), 60, "test jobs to go")
-
-
-@pytest.fixture
-def jobs():
-    j = Jobs()
-    yield j
-    j.cleanup()
 
 
 def scontrol(*argv: str, user: str | None = None, env=None):

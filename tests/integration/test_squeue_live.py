@@ -5,49 +5,16 @@ the end; other people's jobs on the cluster are filtered away by name or id."""
 from __future__ import annotations
 
 import json
-import uuid
 
 import pytest
 
-from conftest import run, wait_until
+from conftest import RawJobs, run, wait_until
 
 pytestmark = pytest.mark.gridengine
 
 SLEEP = ["-b", "y", "/bin/sleep"]
 
 
-class Jobs:
-    """Raw qsub submissions of one test, deleted at teardown."""
-
-    def __init__(self):
-        self.tag = "it" + uuid.uuid4().hex[:6]
-        self.ids: list[str] = []
-
-    def qsub(self, name: str, *args: str, user: str | None = None) -> str:
-        cp = run("qsub", "-terse", "-N", f"{self.tag}_{name}", *args, user=user, cwd="/tmp")
-        assert cp.returncode == 0, cp.stderr
-        jid = cp.stdout.strip().split(".")[0]
-        self.ids.append(jid)
-        return jid
-
-    def name(self, short: str) -> str:
-        return f"{self.tag}_{short}"
-
-    def ge_state(self, jid: str) -> str:
-        out = run("qstat", "-u", "*").stdout
-        return ",".join(ln.split()[4] for ln in out.splitlines()[2:] if ln.split() and ln.split()[0] == jid)
-
-    def cleanup(self):
-        if self.ids:
-            run("qdel", *self.ids)
-            wait_until(lambda: not any(self.ge_state(j) for j in self.ids), 60, "test jobs to go")
-
-
-@pytest.fixture
-def jobs():
-    j = Jobs()
-    yield j
-    j.cleanup()
 
 
 def squeue(*argv: str, user: str | None = None) -> str:
@@ -56,7 +23,7 @@ def squeue(*argv: str, user: str | None = None) -> str:
     return cp.stdout
 
 
-def rows(jobs: Jobs, *argv: str) -> dict[str, str]:
+def rows(jobs: RawJobs, *argv: str) -> dict[str, str]:
     """{jobid: "ST REASON/NODES"} of this test's jobs."""
     out = squeue("-h", "-o", "%i %t %R", "-u", "root,alice", *argv)
     res = {}
