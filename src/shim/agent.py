@@ -345,9 +345,9 @@ def start(d: str, cfg, environ) -> bool:
 
 def serve_argv() -> list[str]:
     """The command that runs an agent, with this checkout's package on the path (as the job wrapper)."""
-    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    code = f"import sys; sys.path.insert(0, {src!r}); from shim.agent import main; sys.exit(main(['serve']))"
-    return [sys.executable or "/usr/bin/python3", "-c", code]
+    from . import proc
+
+    return proc.shim_python("agent", "main", "sys.exit(main(['serve']))")
 
 
 def _tls(env: dict) -> None:

@@ -171,3 +171,18 @@ DEVNULL = subprocess.DEVNULL
 STDOUT = subprocess.STDOUT
 Popen = subprocess.Popen
 TimeoutExpired = subprocess.TimeoutExpired
+
+
+def shim_python(module: str, name: str, call: str | None = None) -> list[str]:
+    """argv that runs ``from shim.<module> import <name>; <call or name()>`` in this installation's Python,
+    isolated (``-I``): no cwd or script directory on ``sys.path``, no ``PYTHON*`` variables, no
+    user site-packages. Job wrappers, step launchers, salloc's holder and the agent start in
+    directories other users can write (a job's cwd, a shared project directory), so nothing
+    there may be imported."""
+    import sys
+
+    import shim
+
+    src = os.path.dirname(os.path.dirname(os.path.abspath(shim.__file__)))
+    code = f"import sys; sys.path.insert(0, {src!r}); from shim.{module} import {name}; {call or name + '()'}"
+    return [sys.executable or "/usr/bin/python3", "-I", "-c", code]

@@ -988,13 +988,8 @@ class PtyRelay(threading.Thread):
 def boot_argv(payload: Mapping[str, Any], entry: str = "remote_main") -> list[str]:
     """The command that runs ``shim.steps.<entry>`` with a payload, on any host of the cluster
     (the shim is installed at the same path everywhere, as for the job wrapper)."""
-    import shim
-
-    src = os.path.dirname(os.path.dirname(os.path.abspath(shim.__file__)))
-    py = sys.executable or "/usr/bin/python3"
-    code = f"import sys; sys.path.insert(0, {src!r}); from shim.steps import {entry}; {entry}()"
     body = base64.b64encode(json.dumps(payload, separators=(",", ":")).encode()).decode("ascii")
-    return [py, "-c", code, body]
+    return [*proc.shim_python("steps", entry), body]
 
 
 def quoted(words: Sequence[str]) -> list[str]:

@@ -166,10 +166,22 @@ def env(tmp_path, monkeypatch):
             p.wait()
 
 
+def stub_serve_argv(env) -> list[str]:
+    """agent.serve_argv() with the stub drmaa first on sys.path (the agent runs isolated, -I, so
+    PYTHONPATH cannot bring it in)."""
+    return _stub_argv(agent.serve_argv(), env)
+
+
+def _stub_argv(argv, env) -> list[str]:
+    assert argv[1:3] == ["-I", "-c"]
+    stub = str(env["tmp"] / "stub")
+    return [argv[0], "-I", "-c", f"import sys; sys.path.insert(0, {stub!r}); " + argv[3]]
+
+
 def serve(env, **extra) -> proc.Popen:
     """Run an agent process on the fixture's directory and wait until it answers."""
     e = {**os.environ, **env["env"], **extra}
-    p = proc.popen(agent.serve_argv(), env=e, stdin=proc.DEVNULL, stdout=proc.DEVNULL, stderr=proc.DEVNULL)
+    p = proc.popen(stub_serve_argv(env), env=e, stdin=proc.DEVNULL, stdout=proc.DEVNULL, stderr=proc.DEVNULL)
     env["procs"].append(p)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -375,7 +387,9 @@ def test_no_agent_is_started_inside_a_grid_engine_job(env, monkeypatch):
     assert started == []
 
 
-def test_started_agent_serves_the_next_call(env):
+def test_started_agent_serves_the_next_call(env, monkeypatch):
+    real_serve_argv = agent.serve_argv()
+    monkeypatch.setattr(agent, "serve_argv", lambda: _stub_argv(real_serve_argv, env))
     b = FakeBackend(env["log"])
     assert agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None
     deadline = time.monotonic() + 20
@@ -388,7 +402,7 @@ def test_started_agent_serves_the_next_call(env):
 
 def test_drmaa_failure_disables_the_agent_for_a_while(env, monkeypatch):
     e = dict(os.environ, **env["env"], STUB_INIT_FAIL="1")
-    p = proc.popen(agent.serve_argv(), env=e, stdin=proc.DEVNULL, stdout=proc.DEVNULL, stderr=proc.DEVNULL)
+    p = proc.popen(stub_serve_argv(env), env=e, stdin=proc.DEVNULL, stdout=proc.DEVNULL, stderr=proc.DEVNULL)
     assert p.wait(20) == 1
     assert (env["dir"] / agent.DISABLED).exists()
     started = []
@@ -400,7 +414,7 @@ def test_drmaa_failure_disables_the_agent_for_a_while(env, monkeypatch):
 def test_one_agent_per_directory(env):
     serve(env)
     e = dict(os.environ, **env["env"])
-    second = proc.popen(agent.serve_argv(), env=e, stdin=proc.DEVNULL, stdout=proc.DEVNULL, stderr=proc.DEVNULL)
+    second = proc.popen(stub_serve_argv(env), env=e, stdin=proc.DEVNULL, stdout=proc.DEVNULL, stderr=proc.DEVNULL)
     assert second.wait(20) == 0
     assert agent.request(str(env["dir"]), {"op": "ping"})["status"] == "ok"
 

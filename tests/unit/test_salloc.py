@@ -52,8 +52,8 @@ def test_holder_script_runs_the_holder_with_salloc_whereabouts(tmp_path):
     text = salloc.holder_script(str(tmp_path / "st ate")).decode()
     assert text.startswith("#!/bin/sh\n")
     words = shlex.split(text.splitlines()[-1])
-    assert words[0] == "exec" and "hold_main" in words[3]
-    assert words[4] == str(tmp_path / "st ate") and words[5] == steps.short_host() and words[6].isdigit()
+    assert words[0] == "exec" and words[2] == "-I" and "hold_main" in words[4]
+    assert words[5] == str(tmp_path / "st ate") and words[6] == steps.short_host() and words[7].isdigit()
 
 
 def test_command_environment_is_slurms_salloc_set():

@@ -107,7 +107,7 @@ def test_qrsh_flags_keep_the_resource_translation():
             "-hold_jid", "7", "-h", "-A", "acct", "-p", "-10", "-o", "/dev/null", "-j", "y", "-wd", "/tmp",
             "-S", "/bin/sh", "-notify", "-r", "y", "-a", "202601010000.00"]
     assert srun.qrsh_flags(argv) == ["-q", "debug", "-N", "job", "-pe", "smp", "4", "-l", "mem_free=100M,h_rt=120",
-                                     "-hold_jid", "7", "-h", "-A", "acct", "-p", "-10", "-notify", "-wd", "/tmp"]
+                                     "-hold_jid", "7", "-h", "-A", "acct", "-p", "-10", "-notify", "-wd", "/"]
 
 
 def test_unsatisfiable_requests_in_slurms_words():
@@ -130,7 +130,7 @@ def test_new_job_runs_qrsh_with_the_translation(monkeypatch, tmp_path):
         def __init__(self, argv, **kw):
             started["argv"] = argv
             words = shlex.split(" ".join(argv[argv.index("-pty") + 2:]))
-            payload = steps.read_payload(words[3])
+            payload = steps.read_payload(words[4])
             started["payload"] = payload
             steps.state._write(srun.token_path(payload["state_dir"], payload["token"]), {"job_id": 5, "rc": 3})
 

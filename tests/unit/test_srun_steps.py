@@ -303,8 +303,8 @@ def test_boot_command_survives_qrsh_word_joining():
     payload = {"argv": ["printf", "[%s]\\n", "a b", "c'd", "$HOME", "`x`"]}
     words = steps.quoted(steps.boot_argv(payload))
     again = shlex.split(" ".join(words))
-    assert steps.read_payload(again[3]) == payload
-    assert again[:2] == [sys.executable, "-c"]
+    assert steps.read_payload(again[4]) == payload
+    assert again[:3] == [sys.executable, "-I", "-c"]
 
 
 # --- the host launcher, with real processes but no Grid Engine ---------------------------------

@@ -54,12 +54,7 @@ def info(o, text: str) -> None:
 def holder_script(state_dir: str, watch_pid: bool = True) -> bytes:
     """The allocation job's batch script: shim.steps.hold_main, told where salloc runs (so that an
     allocation whose salloc died on the same host ends; --no-shell allocations outlive salloc)."""
-    import shim
-
-    src = os.path.dirname(os.path.dirname(os.path.abspath(shim.__file__)))
-    py = sys.executable or "/usr/bin/python3"
-    code = f"import sys; sys.path.insert(0, {src!r}); from shim.steps import hold_main; hold_main()"
-    words = [py, "-c", code, state_dir, steps.short_host(), str(os.getpid() if watch_pid else 0)]
+    words = [*proc.shim_python("steps", "hold_main"), state_dir, steps.short_host(), str(os.getpid() if watch_pid else 0)]
     return ("#!/bin/sh\n# slurm-shim: this job holds a salloc allocation until salloc releases it.\nexec "
             + " ".join(shlex.quote(w) for w in words) + "\n").encode()
 

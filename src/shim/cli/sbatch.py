@@ -14,7 +14,7 @@ import shlex
 import sys
 import time
 
-from .. import backends, siteconf, state
+from .. import backends, proc, siteconf, state
 from ..errors import ShimError
 from ..options import sources
 from ..options.getopt import Table, getopt
@@ -154,17 +154,12 @@ def _umask() -> int:
 
 def wrapper_script(payload: dict) -> bytes:
     """The script Grid Engine runs: the shim's job wrapper with the payload on its stdin."""
-    import shim
-
-    src = os.path.dirname(os.path.dirname(os.path.abspath(shim.__file__)))
-    py = sys.executable or "/usr/bin/python3"
     body = base64.b64encode(json.dumps(payload, separators=(",", ":")).encode()).decode("ascii")
     lines = [body[i:i + 76] for i in range(0, len(body), 76)]
-    code = f"import sys; sys.path.insert(0, {src!r}); from shim.jobwrap import run; run()"
     return (
         "#!/bin/sh\n"
         "# slurm-shim job wrapper: runs the Slurm batch script carried below as Slurm would.\n"
-        f"exec {shlex.quote(py)} -c {shlex.quote(code)} <<'__SLURM_SHIM_PAYLOAD__'\n"
+        f"exec {' '.join(shlex.quote(w) for w in proc.shim_python('jobwrap', 'run'))} <<'__SLURM_SHIM_PAYLOAD__'\n"
         + "\n".join(lines)
         + "\n__SLURM_SHIM_PAYLOAD__\n"
     ).encode()

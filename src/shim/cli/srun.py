@@ -151,7 +151,7 @@ QRSH_DROPPED = frozenset({"-o", "-e", "-j", "-wd", "-S", "-w", "-t", "-tc", "-r"
 def qrsh_flags(qsub_argv: list[str]) -> list[str]:
     """qsub's resource translation, as qrsh flags: qrsh takes the same -q/-N/-pe/-l/-hold_jid/-A/
     -P/-p/-m/-M/-h/-notify; the batch-only ones (output files, shell, array, rerun, start time)
-    go; the job's own process chdirs itself, so Grid Engine starts it in /tmp."""
+    go; the job's own process chdirs itself, so Grid Engine starts it in / (never a directory others can write)."""
     out: list[str] = []
     i = 0
     while i < len(qsub_argv):
@@ -169,7 +169,7 @@ def qrsh_flags(qsub_argv: list[str]) -> list[str]:
         else:
             out += qsub_argv[i:i + 2]
             i += 2
-    return out + ["-wd", "/tmp"]
+    return out + ["-wd", "/"]
 
 
 def token_path(state_dir: str, token: str) -> str:

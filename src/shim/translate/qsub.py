@@ -282,7 +282,7 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
 
     # I/O: the wrapper opens Slurm's output files itself (patterns, truncation, merged stderr), so
     # Grid Engine's own files go nowhere and a missing directory never parks the job in Eqw.
-    argv += ["-o", "/dev/null", "-j", "y", "-wd", "/tmp", "-S", "/bin/sh", "-notify"]
+    argv += ["-o", "/dev/null", "-j", "y", "-wd", "/", "-S", "/bin/sh", "-notify"]
     note("--output/--error", "-o /dev/null -j y", "the job wrapper writes Slurm's files")
     note("(signals)", "-notify", "scancel: SIGTERM first, SIGKILL after the queue's notify time")
 
