@@ -119,6 +119,9 @@ def use_site_config(monkeypatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("SLURM_SHIM_CONFIG", str(conf))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     siteconf.reset()
+    from shim import state
+
+    assert state.make_layout(str(tmp_path / "state")) == []  # as cluster up does (the tests run as root)
     return tmp_path / "state"
 
 

@@ -1,102 +1,444 @@
 """What the shim remembers that Grid Engine does not: the Slurm side of each job.
 
-One directory (site config ``cluster.state_dir``, mode 1777 like /tmp) holds small JSON files:
-``jobs/<id>.json`` written by sbatch at submission (name, comment, array index map, requested
-geometry, ...), and ``events/<id>.<task>.<kind>.json`` written by the job wrapper (start, end with
-the real exit code) and by scancel (a cancel, which Grid Engine does not account for pending
-jobs). Each file is written to a temporary name and renamed, so concurrent writers never see or
-leave a torn record.
+Layout under the site config's ``cluster.state_dir`` (made by ``cluster up``/``install`` as root)::
+
+    <state_dir>/                 root, 0755
+    <state_dir>/users/           root, 1777 (sticky): each user makes their own directory here
+    <state_dir>/users/<uid>/     that user, 0755: nobody else can add, replace or remove a file
+        jobs/<id>.json           sbatch's record of the job (name, array index map, geometry, ...)
+        events/<id>.<task>.<kind>.json   start/end (job wrapper), cancel/suspend (scancel, scontrol)
+        steps/, srun/, env/      0700: step counters and records, allocations, srun tokens and
+                                 payloads, a job's environment (files 0600)
+    <state_dir>/gpus/            root, 1777: GPU device claims (see jobwrap.claim_gpus)
+
+Trust rule: a record about a job is believed only when it sits in the directory of the job's
+owner (as Grid Engine reports the owner) or of root, that directory is owned by that uid and
+writable by nobody else, and the file is a regular file owned by that uid, opened without
+following links or blocking, and at most ``MAX_BYTES``. Anything else is treated as absent (with
+a debug line when ``SLURM_SHIM_DEBUG`` is set). Records carry ``sub``, the submitting command's
+clock when the job was submitted, so a reader that knows Grid Engine's submission time can tell a
+record of an older job with the same id (ids wrap; a spool may be reset).
+
+Writes are atomic: ``mkstemp`` in the target directory, ``fchmod``, then ``os.replace``. Writers
+report failure by returning False; bookkeeping never fails a job or a submission.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import stat
+import sys
+import tempfile
 import time
-from typing import Any
-
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Union
 
 if TYPE_CHECKING:
     from .config import SiteConfig
 
 Where = Union["SiteConfig", str]  # a site config, or the state directory itself
+Owner = Union[int, str, None]     # a uid, a user name, or None for the calling user
+
+MAX_BYTES = 1 << 20
+PUBLIC = ("jobs", "events")       # other users' squeue/sacct read these
+PRIVATE = ("steps", "srun", "env")  # only the owner's own commands and jobs read these (0700/0600)
+SKEW = 300                        # seconds a record's "sub" may differ from Grid Engine's time
+_NAME = re.compile(r"([0-9]{1,12})\.([0-9]{1,12}|x)\.([a-z]{1,16})\.json")
+_DIGITS = re.compile(r"[0-9]{1,12}")
 
 
-def _dir(cfg: Where, sub: str) -> str:
-    root = cfg if isinstance(cfg, str) else cfg.cluster.state_dir
-    return os.path.join(root, sub)
+def debug(msg: str) -> None:
+    if os.environ.get("SLURM_SHIM_DEBUG"):
+        print(f"slurm-shim: state: {msg}", file=sys.stderr)
 
 
-def _write(path: str, data: dict[str, Any]) -> None:
-    d = os.path.dirname(path)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        f = open(tmp, "w", encoding="utf-8")
-    except FileNotFoundError:
-        _make_shared_dir(d)
-        f = open(tmp, "w", encoding="utf-8")
-    with f:
-        json.dump(data, f, separators=(",", ":"))
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+def root_of(cfg: Where) -> str:
+    return cfg if isinstance(cfg, str) else cfg.cluster.state_dir
 
 
-def _make_shared_dir(d: str) -> None:
-    """Like /tmp: every user may add files, none may remove another's (mode 1777, umask aside)."""
-    for path in (os.path.dirname(d), d):
+_uids: dict[str, int | None] = {}
+
+
+def uid_of(owner: Owner) -> int | None:
+    """A uid for a uid, a user name (None when unknown) or None (the calling user)."""
+    if owner is None:
+        return os.getuid()
+    if isinstance(owner, int):
+        return owner
+    if owner.isascii() and owner.isdigit():
+        return int(owner)
+    if owner not in _uids:
+        import pwd
+
         try:
-            os.mkdir(path)
-            os.chmod(path, 0o1777)
-        except FileExistsError:
-            pass
+            _uids[owner] = pwd.getpwnam(owner).pw_uid
+        except (KeyError, OverflowError, ValueError):
+            _uids[owner] = None
+    return _uids[owner]
 
 
-def _read(path: str) -> dict[str, Any] | None:
+def _trusted_dir(path: str, uid: int) -> bool:
+    """A real directory owned by ``uid`` that nobody else may write to."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (FileNotFoundError, ValueError, PermissionError):
+        st = os.lstat(path)
+    except (OSError, ValueError):
+        return False
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or st.st_mode & 0o022:
+        debug(f"ignoring {path}: not a directory of uid {uid} closed to others")
+        return False
+    return True
+
+
+def _shared_parent(path: str) -> bool:
+    """``users/`` or ``gpus/``: root's, and sticky where others may write (so nobody can remove
+    or rename what another user made there)."""
+    try:
+        st = os.lstat(path)
+    except (OSError, ValueError):
+        return False
+    ok = stat.S_ISDIR(st.st_mode) and st.st_uid == 0 and (not st.st_mode & 0o002 or st.st_mode & stat.S_ISVTX)
+    if not ok:
+        debug(f"ignoring {path}: not root's sticky directory")
+    return bool(ok)
+
+
+def user_dir(cfg: Where, owner: Owner) -> str | None:
+    """The verified directory of a user's records, or None (absent, or not to be trusted)."""
+    uid = uid_of(owner)
+    if uid is None:
         return None
+    users = os.path.join(root_of(cfg), "users")
+    d = os.path.join(users, str(uid))
+    return d if _shared_parent(users) and _trusted_dir(d, uid) else None
 
 
-def record_submit(cfg: Where, job_id: int, data: dict[str, Any]) -> None:
-    _write(os.path.join(_dir(cfg, "jobs"), f"{job_id}.json"), data)
-
-
-def load_submit(cfg: Where, job_id: int) -> dict[str, Any] | None:
-    return _read(os.path.join(_dir(cfg, "jobs"), f"{job_id}.json"))
-
-
-def record_event(cfg: Where, job_id: int, task: int | None, kind: str, data: dict[str, Any]) -> None:
-    """kind: "start", "end" (job wrapper), "cancel" (scancel). task: Slurm's array index or None."""
-    t = "x" if task is None else str(task)
-    data = {"t": time.time(), **data}
-    _write(os.path.join(_dir(cfg, "events"), f"{job_id}.{t}.{kind}.json"), data)
-
-
-def load_events(cfg: Where, job_id: int) -> dict[tuple[int | None, str], dict[str, Any]]:
-    """All events of a job: {(task, kind): data}."""
-    out: dict[tuple[int | None, str], dict[str, Any]] = {}
-    d = _dir(cfg, "events")
-    prefix = f"{job_id}."
+def own_dir(cfg: Where, sub: str) -> str | None:
+    """The calling user's ``<sub>`` directory, made on first use; None if the state directory was
+    not set up by an admin or someone else squats the user's name in it."""
+    uid = os.getuid()
+    users = os.path.join(root_of(cfg), "users")
+    if not _shared_parent(users):
+        return None
+    d = os.path.join(users, str(uid))
     try:
-        names = [n for n in os.listdir(d) if n.startswith(prefix) and n.endswith(".json")]
-    except FileNotFoundError:
-        return out
-    for n in names:
-        parts = n[:-5].split(".")
-        if len(parts) != 3:
+        os.mkdir(d, 0o755)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        debug(f"cannot make {d}: {e}")
+        return None
+    if not _trusted_dir(d, uid):
+        return None
+    s = os.path.join(d, sub)
+    try:
+        os.mkdir(s, 0o700 if sub in PRIVATE else 0o755)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        debug(f"cannot make {s}: {e}")
+        return None
+    return s if _trusted_dir(s, uid) else None
+
+
+def owners(owner: Owner) -> list[int]:
+    """Whose directories may speak about a job of ``owner``: the owner's, then root's."""
+    uid = uid_of(owner)
+    return [u for u in dict.fromkeys((uid, 0)) if u is not None]
+
+
+# ---------------------------------------------------------------------------------------------
+# files
+
+
+def read_json(path: str, uid: int | None = None) -> dict[str, Any] | None:
+    """A JSON object from a regular file of ``uid`` (or root) no larger than MAX_BYTES; None for
+    anything else. Never follows a link, never blocks on a FIFO, never raises."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+            debug(f"ignoring {path}: not a regular file of at most {MAX_BYTES} bytes")
+            return None
+        if uid is not None and st.st_uid not in (uid, 0):
+            debug(f"ignoring {path}: owned by uid {st.st_uid}, not {uid}")
+            return None
+        raw = os.read(fd, MAX_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_json(path: str, data: dict[str, Any], mode: int = 0o644) -> bool:
+    """Atomically replace ``path`` (in a directory of the caller's own) with ``data``."""
+    d, base = os.path.split(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=d)
+    except OSError as e:
+        debug(f"cannot write {path}: {e}")
+        return False
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            os.fchmod(f.fileno(), mode)
+            json.dump(data, f, separators=(",", ":"))
+        os.replace(tmp, path)
+        return True
+    except (OSError, TypeError, ValueError) as e:
+        debug(f"cannot write {path}: {e}")
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return False
+
+
+def own_path(cfg: Where, sub: str, name: str) -> str | None:
+    d = own_dir(cfg, sub)
+    return None if d is None else os.path.join(d, name)
+
+
+def write_own(cfg: Where, sub: str, name: str, data: dict[str, Any]) -> bool:
+    path = own_path(cfg, sub, name)
+    return path is not None and write_json(path, data, 0o600 if sub in PRIVATE else 0o644)
+
+
+def read_from(cfg: Where, owner: Owner, sub: str, name: str) -> dict[str, Any] | None:
+    """``<sub>/<name>`` from the owner's directory (not root's: for per-user files such as steps)."""
+    uid = uid_of(owner)
+    d = user_dir(cfg, uid)
+    return None if d is None else read_json(os.path.join(d, sub, name), uid)
+
+
+# ---------------------------------------------------------------------------------------------
+# submit records and events
+
+
+def matches(data: dict[str, Any], ge_submit: float | None) -> bool:
+    """Does a record belong to the Grid Engine job submitted at ``ge_submit`` (when known)?"""
+    if ge_submit is None:
+        return True
+    sub = data.get("sub")
+    if not isinstance(sub, (int, float)):
+        return True  # written before records were stamped; pruned in time
+    return abs(sub - ge_submit) <= SKEW
+
+
+def record_submit(cfg: Where, job_id: int, data: dict[str, Any]) -> bool:
+    data = {"t": time.time(), **data}
+    return write_own(cfg, "jobs", f"{int(job_id)}.json", data)
+
+
+def load_submit(cfg: Where, job_id: int, owner: Owner = None, ge_submit: float | None = None) -> dict[str, Any] | None:
+    """sbatch's record of a job of ``owner``; root's copy (an admin's scontrol update) wins when newer."""
+    best: dict[str, Any] | None = None
+    for uid in owners(owner):
+        d = user_dir(cfg, uid)
+        if d is None:
             continue
-        task = None if parts[1] == "x" else int(parts[1])
-        data = _read(os.path.join(d, n))
-        if data is not None:
-            out[(task, parts[2])] = data
+        data = read_json(os.path.join(d, "jobs", f"{int(job_id)}.json"), uid)
+        if data is None or not matches(data, ge_submit):
+            continue
+        if best is None or _num(data.get("t")) > _num(best.get("t")):
+            best = data
+    return best
+
+
+def record_event(cfg: Where, job_id: int, task: int | None, kind: str, data: dict[str, Any]) -> bool:
+    """kind: "start", "end" (job wrapper), "cancel" (scancel), "suspend". task: Slurm's array
+    index or None. False when it could not be written (the caller warns or carries on)."""
+    t = "x" if task is None else str(int(task))
+    data = {"t": time.time(), **data}
+    return write_own(cfg, "events", f"{int(job_id)}.{t}.{kind}.json", data)
+
+
+def load_events(cfg: Where, job_id: int, owner: Owner = None,
+                ge_submit: float | None = None) -> dict[tuple[int | None, str], dict[str, Any]]:
+    """All events of a job of ``owner`` (its own and root's): {(task, kind): data}."""
+    out: dict[tuple[int | None, str], dict[str, Any]] = {}
+    prefix = f"{int(job_id)}."
+    for uid in reversed(owners(owner)):  # the owner's own records win over root's
+        d = user_dir(cfg, uid)
+        if d is None:
+            continue
+        ev = os.path.join(d, "events")
+        try:
+            names = [n for n in os.listdir(ev) if n.startswith(prefix)]
+        except OSError:
+            continue
+        for n in names:
+            m = _NAME.fullmatch(n)
+            if m is None:
+                continue
+            data = read_json(os.path.join(ev, n), uid)
+            if data is not None and matches(data, ge_submit):
+                out[(None if m[2] == "x" else int(m[2]), m[3])] = data
     return out
 
 
-def list_submitted(cfg: Where) -> list[int]:
+def user_dirs(cfg: Where) -> Iterator[tuple[int, str]]:
+    """(uid, directory) of every user with trusted records."""
+    users = os.path.join(root_of(cfg), "users")
+    if not _shared_parent(users):
+        return
     try:
-        return sorted(int(n[:-5]) for n in os.listdir(_dir(cfg, "jobs")) if n.endswith(".json") and n[:-5].isdigit())
-    except FileNotFoundError:
+        names = os.listdir(users)
+    except OSError:
+        return
+    for n in names:
+        if _DIGITS.fullmatch(n):
+            d = os.path.join(users, n)
+            if _trusted_dir(d, int(n)):
+                yield int(n), d
+
+
+def scan_events(cfg: Where, kinds: Iterable[str], since: float, now: float) -> Iterator[tuple[int, int, int | None, str]]:
+    """(uid, job, task, kind) of events of the given kinds written in [since, now + 60]: the
+    directory listing only (each file is checked when it is read)."""
+    want = set(kinds)
+    for uid, d in user_dirs(cfg):
+        try:
+            it = os.scandir(os.path.join(d, "events"))
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                m = _NAME.fullmatch(e.name)
+                if m is None or m[3] not in want:
+                    continue
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if not stat.S_ISREG(st.st_mode) or not since <= st.st_mtime <= now + 60:
+                    continue
+                yield uid, int(m[1]), None if m[2] == "x" else int(m[2]), m[3]
+
+
+def list_submitted(cfg: Where, owner: Owner = None) -> list[int]:
+    """Ids with a submit record of ``owner`` (the calling user by default)."""
+    d = user_dir(cfg, owner)
+    if d is None:
         return []
+    try:
+        names = os.listdir(os.path.join(d, "jobs"))
+    except OSError:
+        return []
+    return sorted(int(n[:-5]) for n in names if n.endswith(".json") and _DIGITS.fullmatch(n[:-5]))
+
+
+def forget(cfg: Where, job_id: int) -> None:
+    """Remove the calling user's records of an older job with this id (sbatch, after Grid Engine
+    handed the id out again)."""
+    d = user_dir(cfg, None)
+    if d is None:
+        return
+    prefix = f"{int(job_id)}."
+    for sub in ("events",):
+        try:
+            names = [n for n in os.listdir(os.path.join(d, sub)) if n.startswith(prefix)]
+        except OSError:
+            continue
+        for n in names:
+            try:
+                os.unlink(os.path.join(d, sub, n))
+            except OSError:
+                pass
+
+
+# ---------------------------------------------------------------------------------------------
+# pruning
+
+PRUNE_EVERY = 3600
+
+
+def prune(cfg: Where, max_age: float, now: float | None = None) -> int:
+    """Remove the calling user's records older than ``max_age`` seconds, at most once an hour
+    (a stamp file's mtime says when it last ran). Returns how many files went."""
+    now = time.time() if now is None else now
+    d = user_dir(cfg, None)
+    if d is None:
+        return 0
+    stamp = os.path.join(d, ".pruned")
+    try:
+        if now - os.lstat(stamp).st_mtime < PRUNE_EVERY:
+            return 0
+    except OSError:
+        pass
+    try:
+        fd = os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        os.close(fd)
+        os.utime(stamp, (now, now), follow_symlinks=False)
+    except OSError:
+        return 0
+    gone = 0
+    for sub in PUBLIC + PRIVATE:
+        p = os.path.join(d, sub)
+        try:
+            it = os.scandir(p)
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                try:
+                    if now - e.stat(follow_symlinks=False).st_mtime > max_age:
+                        os.unlink(e.path)
+                        gone += 1
+                except OSError:
+                    pass
+    return gone
+
+
+def _num(v: Any) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# install time
+
+
+def make_layout(state_dir: str) -> list[str]:
+    """Create (as root, at install time) the directories no user may be first to make: the top
+    (0755), ``users/`` and ``gpus/`` (1777). An existing path that is not root's directory is
+    never reused: it is reported and left alone. Returns what is wrong (empty when all is well)."""
+    problems: list[str] = []
+    for path, mode in ((state_dir, 0o755), (os.path.join(state_dir, "users"), 0o1777),
+                       (os.path.join(state_dir, "gpus"), 0o1777)):
+        try:
+            os.mkdir(path, mode)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            problems.append(f"cannot create {path}: {e}")
+            continue
+        st = os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0:
+            problems.append(f"{path} exists and is not a directory of root's: remove it and run again")
+            continue
+        os.chmod(path, mode)  # checked above: root's own directory, not a link
+    return problems
+
+
+def layout_problems(state_dir: str) -> list[str]:
+    """What doctor reports: the layout make_layout makes, checked without changing anything."""
+    problems: list[str] = []
+    for path, mode in ((state_dir, 0o755), (os.path.join(state_dir, "users"), 0o1777),
+                       (os.path.join(state_dir, "gpus"), 0o1777)):
+        try:
+            st = os.lstat(path)
+        except OSError:
+            problems.append(f"{path} does not exist")
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0:
+            problems.append(f"{path} is not a directory of root's")
+        elif stat.S_IMODE(st.st_mode) != mode:
+            problems.append(f"{path} is mode {stat.S_IMODE(st.st_mode):o}, not {mode:o}")
+    return problems

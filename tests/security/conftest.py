@@ -1,0 +1,83 @@
+"""Attacks as a plain user: two users the tests create, ``shimvictim`` and ``shimmallory``
+(mallory attacks the victim and root). The kernel's own defences are switched off for the run
+(fs.protected_symlinks/regular/fifos = 0), so what is tested is the shim's."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import run  # noqa: F401  (re-exported for the tests)
+
+VICTIM = "shimvictim"
+MALLORY = "shimmallory"
+
+
+def _user(name: str) -> str:
+    if subprocess.run(["id", "-u", name], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "-m", "-s", "/bin/bash", name], check=True, capture_output=True)
+    return name
+
+
+@pytest.fixture(scope="session", autouse=True)
+def kernel_protections_off():
+    """fs.protected_* = 0 while the security tests run, restored afterwards."""
+    keys = ("fs.protected_symlinks", "fs.protected_regular", "fs.protected_fifos")
+    old = {}
+    for k in keys:
+        path = Path("/proc/sys") / k.replace(".", "/")
+        try:
+            old[k] = path.read_text().strip()
+            path.write_text("0")
+        except OSError:
+            pass  # a container that keeps /proc/sys read-only: the value the host set stays
+    yield {k: (Path("/proc/sys") / k.replace(".", "/")).read_text().strip() for k in old}
+    for k, v in old.items():
+        try:
+            (Path("/proc/sys") / k.replace(".", "/")).write_text(v)
+        except OSError:
+            pass
+
+
+@pytest.fixture(scope="session")
+def victim() -> str:
+    return _user(VICTIM)
+
+
+@pytest.fixture(scope="session")
+def mallory() -> str:
+    return _user(MALLORY)
+
+
+def uid(name: str) -> int:
+    import pwd
+
+    return pwd.getpwnam(name).pw_uid
+
+
+def as_user(user: str, *argv: str, **kw) -> subprocess.CompletedProcess:
+    """Run argv (no shell) as ``user``, from a directory the user owns unless cwd= is given."""
+    import pwd
+
+    kw.setdefault("cwd", pwd.getpwnam(user).pw_dir)
+    return run(*argv, user=user, **kw)
+
+
+def mallory_python(code: str, **kw) -> subprocess.CompletedProcess:
+    """A Python program run as mallory (her attack tools)."""
+    return as_user(MALLORY, "/usr/bin/python3", "-I", "-c", code, **kw)
+
+
+@pytest.fixture
+def shared_dir(tmp_path_factory) -> Path:
+    """A directory like a shared project directory: mode 1777, root's."""
+    d = Path(tmp_path_factory.mktemp("shared", numbered=True))
+    d.chmod(0o1777)
+    for parent in d.parents:
+        if str(parent) in ("/", "/tmp"):
+            break
+        parent.chmod(parent.stat().st_mode | 0o755)
+    return d
