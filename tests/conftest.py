@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-SLURM_REF = SHARED / "reference" / "slurm-22.05"
-SGE_REF = SHARED / "reference" / "sge-8.1.9"
 FIXTURES = REPO / "fixtures"
+# the reference captures the tests compare with, copied into the project (each directory's README.md
+# says where every file came from): a real Slurm 22.05.8 cluster and a real SGE 8.1.9 cluster
+SLURM_REF = FIXTURES / "slurm-22.05"
+SGE_REF = FIXTURES / "gridengine" / "sge-8.1.9"
 
 sys.path.insert(0, str(REPO / "src"))
 

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SGE_REF
 from shim import cluster, config
 from shim.cluster import Complex, Facts
 
-REF = Path(__file__).parents[2].parent / "shared" / "reference" / "sge-8.1.9"
+REF = SGE_REF
 
 
 def ref(name: str) -> str:

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from conftest import SLURM_REF
 from shim.errors import ShimError
 from shim.options import sources
 from shim.options.getopt import Table, getopt
 from shim.options.table import OPTIONS, command_table
 
-CASES = Path(__file__).resolve().parents[2].parent / "shared/reference/slurm-22.05/cases.json"
+CASES = SLURM_REF / "cases.json"
 SBATCH = Table("sbatch", OPTIONS)
 SRUN = Table("srun", OPTIONS)
 SALLOC = Table("salloc", OPTIONS)

@@ -1,8 +1,8 @@
 """Reading Grid Engine's qstat XML (SGE 8.1.9 and Open Cluster Scheduler 9) and mapping its states.
 
-SGE files: the shared reference (``../shared/reference/sge-8.1.9``) and this project's live captures
-(``fixtures/gridengine/sge-8.1.9``). OCS 9 files are read where they are (``../shared/reference/ocs-9.x``),
-never copied.
+All files are in ``fixtures/gridengine/``: ``sge-8.1.9`` holds the SGE 8.1.9 reference captures and this
+project's live captures, ``ocs-9`` the outputs recorded on a live Open Cluster Scheduler 9.1.4 cluster
+(each directory's README.md says where every file came from).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, SGE_REF, SHARED
+from conftest import FIXTURES, SGE_REF
 from shim import siteconf
 from shim.backends import qstat as q
 
-OCS = SHARED / "reference" / "ocs-9.x"
+OCS = FIXTURES / "gridengine" / "ocs-9"
 LIVE = FIXTURES / "gridengine" / "sge-8.1.9"
 
 
@@ -95,7 +95,8 @@ def test_times_durations_memory_and_task_ranges():
 
 XMLS = [SGE_REF / n for n in ("qstat-u-all-xml-mixed-states.xml", "qstat-u-all-xml-r-mixed-states.xml",
                               "qstat-dr-after-qdel.xml", "qstat-xml-pe-running.xml", "qstat-xml-as-user.xml",
-                              "qstat-f-xml.xml", "qstat-xml-g-t-pe-running.xml")] + sorted(LIVE.glob("live-qstat-*.xml"))
+                              "qstat-f-xml-ref.xml", "qstat-xml-g-t-pe-running.xml")] + \
+    sorted(LIVE.glob("live-qstat-*.xml")) + [OCS / "qstat.xml", OCS / "qstat-r.xml"]
 
 
 @pytest.mark.parametrize("path", XMLS, ids=lambda p: p.name)
@@ -154,60 +155,52 @@ def test_unmapped_queue_shows_its_own_name(cfg):
     assert not qmap.ambiguous("debug")
 
 
-def test_ocs9_job_list_with_jat_submission_time_and_microseconds(cfg):
-    # the job list as OCS 9's XML writer emits it for pending jobs (JAT_submission_time, microseconds)
-    doc = """<?xml version='1.0'?>
-<job_info  xmlns:xsd="https://github.com/hpc-gridware/clusterscheduler/raw/master/source/dist/util/resources/schemas/qstat/qstat.xsd">
-  <queue_info>
-    <job_list state="running">
-      <JB_job_number>7</JB_job_number>
-      <JAT_prio>0.55500</JAT_prio>
-      <JB_name>e2e-capture-gpu.sh</JB_name>
-      <JB_owner>gridware</JB_owner>
-      <state>r</state>
-      <JAT_start_time>2026-08-18T13:28:45.700858</JAT_start_time>
-      <queue_name>all.q@ocs-worker1</queue_name>
-      <slots>2</slots>
-    </job_list>
-  </queue_info>
-  <job_info>
-    <job_list state="pending">
-      <JB_job_number>8</JB_job_number>
-      <JAT_prio>0.00000</JAT_prio>
-      <JB_name>later</JB_name>
-      <JB_owner>gridware</JB_owner>
-      <state>qw</state>
-      <JAT_submission_time>2026-08-18T13:29:01.123456</JAT_submission_time>
-      <queue_name></queue_name>
-      <slots>1</slots>
-    </job_list>
-  </job_info>
-</job_info>
-"""
-    run, pend = q.parse_jobs(doc, cfg)
-    assert (run.state, run.nodes, run.num_cpus, run.partition) == ("RUNNING", ["ocs-worker1"], 2, "all.q")
-    assert run.extra["start_ts"] == datetime(2026, 8, 18, 13, 28, 45, 700858).timestamp()
-    assert pend.extra["submit_ts"] == datetime(2026, 8, 18, 13, 29, 1, 123456).timestamp()
+@pytest.mark.parametrize("name", ["qstat.xml", "qstat-r.xml"])
+def test_ocs9_job_list_with_jat_submission_time_and_microseconds(cfg, name):
+    # OCS 9.1.4's `qstat -xml` (and `-r`): ISO times with microseconds, JAT_submission_time for pending jobs
+    run, held = q.parse_jobs((OCS / name).read_text(), cfg)
+    assert (run.job_id, run.name, run.user) == (1, "ocs_test", "root")
+    assert (run.state, run.nodes, run.num_cpus, run.partition) == ("RUNNING", ["vm"], 1, "debug")
+    assert run.extra["start_ts"] == datetime(2026, 12, 1, 20, 11, 38, 306884).timestamp()
+    assert (held.job_id, held.state, held.reason, held.nodes, held.num_cpus) == (2, "PENDING", "JobHeldUser", [], 2)
+    assert held.extra["submit_ts"] == datetime(2026, 12, 1, 20, 11, 38, 311804).timestamp()
 
 
-@pytest.mark.parametrize("name", ["9.0.10_qstat-xml-j.xml", "9.1.4_qstat-xml-j.xml", "unit-qstat_j_gpu1.xml",
-                                  "unit-qstat_j_gpu2.xml", "unit-qstat_j_mem.xml"])
-def test_ocs9_detail_parses(name):
+def test_ocs9_job_list_requests():
+    rows = q.parse_rows((OCS / "qstat-r.xml").read_text())
+    assert rows[0]["hard_queues"] == ["debug"] and rows[0]["hard"] == {}
+    assert (rows[1]["pe"], rows[1]["pe_slots"]) == ("smp", "2")
+    assert rows[1]["hard"] == {"h_rt": "600", "mem_free": "100M"}  # <hard_request ... resource_contribution=...>
+
+
+@pytest.mark.parametrize("name,num,submitted", [
+    ("qstat-j.xml", 1, datetime(2026, 12, 1, 20, 11, 38, 304901)),
+    ("qstat-j-held.xml", 2, datetime(2026, 12, 1, 20, 11, 38, 311804)),
+])
+def test_ocs9_detail_parses(name, num, submitted):
     d = q.parse_detail((OCS / name).read_text())
-    assert len(d) == 1
-    (num, job), = d.items()
-    assert num > 0 and job["JB_owner"]
-    assert job["submit_ts"] is not None  # ISO with microseconds
-    assert job["hard"]  # resources from JB_request_set_list/*/JRS_hard_resource_list
+    assert list(d) == [num]
+    job = d[num]
+    assert job["JB_owner"] == "root"
+    assert job["submit_ts"] == submitted.timestamp()  # ISO with microseconds
+    assert job["hard_queues"] == ["debug"]  # from JB_request_set_list/*/JRS_hard_queue_list
 
 
-def test_ocs9_detail_gpu_job_fields():
-    d = q.parse_detail((OCS / "9.1.4_qstat-xml-j.xml").read_text())
-    job = next(iter(d.values()))
-    assert job["hard"].get("gpu") == "1"
-    assert job["hard_queues"] == ["all.q@ocs-worker1"]
-    assert job["pe"] == "make" and job["pe_slots"] == "2"
-    assert job["tasks"] and job["tasks"][0]["start"] is not None
+def test_ocs9_detail_running_job_fields():
+    job = q.parse_detail((OCS / "qstat-j.xml").read_text())[1]
+    assert (job["JB_job_name"], job["JB_script_file"], job["args"]) == ("ocs_test", "/bin/sleep", ["15"])
+    assert job["stdout"] == ["/tmp/ocs-capture/job.out"] and job["JB_merge_stderr"] == "true"
+    assert job["hard"] == {} and job["pe"] == ""
+    assert job["tasks"] == [{"task": 1, "status": "128", "hosts": ["vm"],
+                             "start": datetime(2026, 12, 1, 20, 11, 38, 306884).timestamp()}]
+
+
+def test_ocs9_detail_held_job_requests():
+    job = q.parse_detail((OCS / "qstat-j-held.xml").read_text())[2]
+    # resources from JB_request_set_list/*/JRS_hard_resource_list, the PE and its range
+    assert job["hard"] == {"h_rt": "600", "mem_free": "100M"}
+    assert job["pe"] == "smp" and job["pe_slots"] == "2"
+    assert job["tasks"] == []  # held: no task has started
 
 
 def test_sge_detail_epoch_times_paths_and_tasks():
@@ -239,9 +232,6 @@ def test_queue_list_and_hosts():
     assert all(x["slots_total"] > 0 for x in queues)
     hosts = q.parse_hosts((LIVE / "live-qhost-xml.xml").read_text())
     assert "vm" in hosts and "global" not in hosts and hosts["vm"]["num_proc"]
-    ocs = q.parse_queues((OCS / "9.1.4_qstat-xml-f.xml").read_text())
-    assert [x["host"] for x in ocs] == ["ocs-master", "ocs-worker1", "ocs-worker2"]
-    assert ocs[0]["slots_total"] == 14
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,19 +5,19 @@ from __future__ import annotations
 import json
 import shlex
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import SLURM_REF
 from shim.errors import ShimError
 from shim.options import sources
 from shim.options import values as v
 from shim.options.getopt import Table
 from shim.options.table import OPTIONS
 
-CASES = Path(__file__).resolve().parents[2].parent / "shared/reference/slurm-22.05/cases.json"
+CASES = SLURM_REF / "cases.json"
 SBATCH = Table("sbatch", OPTIONS)
 
 # Failures Slurm only finds by looking at the cluster (partitions, nodes, features, licenses,
