@@ -1,19 +1,24 @@
-"""The option table against the Slurm option surface (parsed from the research notes at test time)."""
+"""The option table against the Slurm option surface (fixtures/slurm-options: every sbatch/srun/salloc
+option of Slurm's own table, with its letter, argument form, commands and input variables)."""
 
 from __future__ import annotations
 
-import re
+import io
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
+from conftest import FIXTURES, use_site_config
+from shim import siteconf
+from shim.cli import sbatch
+from shim.errors import ShimError
+from shim.options import sources
 from shim.options import values as v
-from shim.options.getopt import Table
+from shim.options.getopt import Table, getopt
 from shim.options.spec import Arity, Fate
 from shim.options.table import GETOPT_ORDER, OPTIONS, command_table, spec
 
-SURFACE = Path(__file__).resolve().parents[2].parent / "shared/research/slurm-option-surface.md"
+SURFACE = FIXTURES / "slurm-options"
 COMMANDS = ("sbatch", "srun", "salloc")
 GROUPS = {
     "geometry", "resources", "time", "io", "environment", "scheduling", "dependency", "notification",
@@ -22,33 +27,24 @@ GROUPS = {
 ARITY = {"none": Arity.NONE, "required": Arity.REQUIRED, "optional": Arity.OPTIONAL}
 
 
-def _surface() -> str:
-    if not SURFACE.exists():
-        pytest.skip(f"{SURFACE} is not available")
-    return SURFACE.read_text()
-
-
 def _doc_rows() -> list[dict]:
-    """Rows of section 1's option table: long, short, arity, commands, env vars."""
-    text = _surface()
-    section = text.split("## 1. Option table", 1)[1].split("### 1.1", 1)[0]
+    """Rows of options.tsv: long, short, arity, commands, env vars ("-" is an empty cell)."""
     rows = []
-    for line in section.splitlines():
-        if not line.startswith("| `--"):
+    for line in (SURFACE / "options.tsv").read_text().splitlines():
+        if line.startswith("#"):
             continue
-        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
-        long_, short, arg, sb, sr, sa = cells[:6]
+        long_, short, arg, commands, env = line.split("\t")
         rows.append({
-            "long": long_.strip("`")[2:],
-            "short": short.strip("`").lstrip("-") or None,
-            "arity": ARITY[arg.split(":")[0].strip()],
-            "commands": frozenset(c for c, mark in zip(COMMANDS, (sb, sr, sa)) if mark == "x"),
-            "env": [e.strip() for e in cells[7].split(",") if e.strip()],
+            "long": long_,
+            "short": None if short == "-" else short,
+            "arity": ARITY[arg],
+            "commands": frozenset(commands.split(",")) - {"-"},
+            "env": [] if env == "-" else env.split(","),
         })
     return rows
 
 
-DOC_ROWS = _doc_rows() if SURFACE.exists() else []
+DOC_ROWS = _doc_rows()
 
 
 def _row(long_: str, commands: frozenset[str]):
@@ -109,10 +105,13 @@ def test_every_doc_input_variable_is_bound(row):
             assert var in ours.env.get(cmd, ()), f"{var} not bound for {cmd} --{row['long']}"
 
 
-def test_sbatch_variables_of_section_2_are_bound():
-    text = _surface()
-    para = text.split("**sbatch** (`env_vars[]`", 1)[1].split("**salloc**", 1)[0]
-    wanted = set(re.findall(r"\bSBATCH_[A-Z0-9_]+", para))
+def test_doc_rows_name_commands():
+    assert all(r["commands"] and r["commands"] <= set(COMMANDS) for r in DOC_ROWS)
+
+
+def test_sbatch_input_variables_are_bound():
+    wanted = set((SURFACE / "sbatch-env-vars.txt").read_text().split())
+    assert len(wanted) >= 60
     wanted -= {"SBATCH_REQ_SWITCH", "SBATCH_WAIT4SWITCH"}  # set option fields that have no name
     bound = {var for o in OPTIONS for var in o.env.get("sbatch", ())}
     assert wanted - bound == set()
@@ -216,3 +215,48 @@ def test_optional_defaults():
     assert spec("immediate", "srun").const == v.DEFAULT_IMMEDIATE
     assert spec("kill-command", "salloc").const == 15
     assert spec("kill-on-bad-exit", "srun").const == 1
+
+
+# --- --get-user-env[=timeout][mode] ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("word,value", [("--get-user-env", None), ("--get-user-env=L", "L"),
+                                        ("--get-user-env=10S", "10S"), ("--get-user-env=", ""),
+                                        ("--get-user-env=60", "60"), ("--get-user-env=5l", "5l")])
+def test_get_user_env_takes_an_optional_value(word, value):
+    for prog in ("sbatch", "salloc"):
+        parsed, rest = getopt(command_table(prog), [word, "job.sh"])
+        assert [(s.long, raw) for s, raw in parsed] == [("get-user-env", value)] and rest == ["job.sh"]
+        o = sources.collect(command_table(prog), [word, "job.sh"], environ={}, cli=parsed)
+        assert o.get_user_env == (True if value is None else value)
+
+
+def test_get_user_env_value_is_attached_only():
+    # optional: "--get-user-env L" leaves L as the script, as getopt_long does
+    parsed, rest = getopt(command_table("sbatch"), ["--get-user-env", "L"])
+    assert [(s.long, raw) for s, raw in parsed] == [("get-user-env", None)] and rest == ["L"]
+
+
+@pytest.mark.parametrize("text", ["x", "10x", "?", " L", "-", "10 L", "\u0661L"])  # strtol: ASCII digits only
+def test_get_user_env_bad_mode_is_slurms_error(text):
+    with pytest.raises(ShimError) as info:
+        v.get_user_env(text, "sbatch")
+    assert (info.value.lines, info.value.code) == (["sbatch: error: Invalid --get-user-env specification"], 255)
+
+
+def test_get_user_env_from_a_directive_and_the_environment(monkeypatch, tmp_path):
+    use_site_config(monkeypatch, tmp_path)
+    siteconf.reset()
+    try:
+        for script, environ in (("#!/bin/sh\n#SBATCH --get-user-env=L\ntrue\n", {}),
+                                ("#!/bin/sh\n#SBATCH --get-user-env\ntrue\n", {}),
+                                ("#!/bin/sh\ntrue\n", {"SBATCH_GET_USER_ENV": "1"})):
+            _o, sub, _cfg = sbatch.prepare([], environ, stdin=io.StringIO(script), cwd="/srv/x")
+            assert sub.payload["get_user_env"] is True, (script, environ)
+        _o, sub, _cfg = sbatch.prepare([], {}, stdin=io.StringIO("#!/bin/sh\ntrue\n"), cwd="/srv/x")
+        assert sub.payload["get_user_env"] is False
+        with pytest.raises(ShimError) as info:
+            sbatch.prepare([], {}, stdin=io.StringIO("#!/bin/sh\n#SBATCH --get-user-env=bogus\ntrue\n"), cwd="/srv/x")
+        assert info.value.lines == ["sbatch: error: Invalid --get-user-env specification"]
+    finally:
+        siteconf.reset()

@@ -169,7 +169,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
                help="text matched against node extra data", group="placement"),
     OptionSpec("extra-node-info", "B", R, ALL, fate=WARN, note=NO_SOCKETS,
                help="minimum sockets[:cores[:threads]] per node", group="geometry"),
-    OptionSpec("get-user-env", None, N, BATCH, env=env(sbatch="SBATCH_GET_USER_ENV"),
+    # [=timeout][mode] (e.g. =L, =10S): accepted and checked as Slurm does; the login environment is
+    # loaded the same way whatever they say. salloc takes it too (Slurm loads it there only as root).
+    OptionSpec("get-user-env", None, O, BATCH_ALLOC, env=env(sbatch="SBATCH_GET_USER_ENV"), parse=v.get_user_env,
                help="start from the user's login environment", group="environment"),
     OptionSpec("gid", None, R, BATCH, fate=REFUSE, note="jobs always run as the submitting user and group",
                help="group to run the job as (root only)", group="accounting"),

@@ -1029,3 +1029,17 @@ def gres_flags(text: str, prog: str) -> str:
 
 immediate = nonneg("immediate")
 """``-I[=seconds]`` (Slurm names it plainly "immediate" in its message)."""
+
+
+_LEADING_NUMBER = re.compile(r"[ \t\n\v\f\r]*[+-]?[0-9]+")  # what strtol reads (ASCII only)
+
+
+def get_user_env(text: str, prog: str) -> str:
+    """``--get-user-env[=timeout][mode]``: an optional timeout in seconds, then an optional mode,
+    ``S`` or ``L`` in either case (Slurm reads the number as strtol does and looks only at the
+    first character after it). Kept as given: the job wrapper loads the login environment either way."""
+    m = _LEADING_NUMBER.match(text)
+    rest = text[m.end():] if m else text
+    if rest and rest[0] not in "sSlL":
+        raise _err(prog, "Invalid --get-user-env specification")
+    return text
