@@ -7,13 +7,14 @@ project's live captures, ``ocs-9`` the outputs recorded on a live Open Cluster S
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, SGE_REF
+from conftest import FIXTURES, REPO, SGE_REF
 from shim import siteconf
 from shim.backends import qstat as q
 
@@ -420,5 +421,6 @@ def test_importing_the_reader_compiles_no_regex():
 
     code = ("import sys; import shim.backends.qstat as q; "
             "print(type(q._LAYOUT_RE).__name__, 'xml.etree.ElementTree' in sys.modules, 'shim.model' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))  # this checkout's package, not whichever is installed
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout.split()
     assert out == ["_Lazy", "False", "False"]

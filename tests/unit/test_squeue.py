@@ -11,7 +11,7 @@ from datetime import datetime
 
 import pytest
 
-from conftest import FIXTURES, SLURM_REF, use_site_config
+from conftest import FIXTURES, REPO, SLURM_REF, use_site_config
 from shim import backends, siteconf, state
 from shim.__main__ import dispatch
 from shim.backends.replay import ReplayBackend
@@ -430,6 +430,7 @@ def test_qstat_starts_before_the_listing_code_is_imported(tmp_path):
               "from shim.__main__ import dispatch\n"
               "sys.exit(dispatch('squeue', []))\n")
     env = {k: v for k, v in os.environ.items() if k != "SLURM_SHIM_REPLAY"}
+    env["PYTHONPATH"] = str(REPO / "src")  # this checkout's package, not whichever is installed
     cp = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, env=env)
     assert (cp.returncode, cp.stderr) == (0, "")
     assert cp.stdout == "[]\n" + HEADER
