@@ -13,10 +13,21 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-MAX_HOSTS = 1 << 20
-"""Refuse expressions naming more hosts than this (Slurm has a similar cap)."""
+MAX_RANGE = 64 * 1024
+"""Slurm's MAX_RANGE: one range (``lo-hi``) names at most this many hosts."""
+MAX_RANGES = 256 * 1024
+"""Slurm's MAX_RANGES: one bracket holds at most this many ranges."""
+MAX_HOSTS = 1 << 18
+"""The shim's own cap on the names of one expression (Slurm keeps ranges unexpanded; a list of
+names costs about 80 bytes each, so this keeps any expansion near 20 MB)."""
+MAX_CHARS = 1 << 23
+"""... and on their total length (long names or wide zero-padding)."""
+_MAX_DIGITS = 18
+"""Longer digit runs are no numbers here (Slurm's strtoul would overflow): a host name ending in
+them is a plain name, a bracket holding one is invalid."""
 
 _SEPARATORS = " \t\n,"
+_DIGITS = "0123456789"
 
 
 @dataclass
@@ -34,11 +45,21 @@ class _Range:
 class HostlistError(ValueError):
     """A host list Slurm's grammar does not allow; commands report it as ``<cmd>: error: ...``."""
 
+def _parts(host: str) -> tuple[str, int, int] | None:
+    """``n007`` -> (``n``, 7, 3): prefix, number, width; None without a numeric suffix (linear:
+    the digits are stripped, not matched by a backtracking pattern)."""
+    stem = host.rstrip(_DIGITS)
+    width = len(host) - len(stem)
+    if not width or width > _MAX_DIGITS:
+        return None
+    return stem, int(host[len(stem):]), width
+
+
 def _split_host(host: str) -> _Range:
-    m = re.match(r"^(.*?)(\d+)$", host, re.ASCII)
-    if not m:
+    p = _parts(host)
+    if p is None:
         return _Range(host, single=True)
-    return _Range(m.group(1), int(m.group(2)), int(m.group(2)), len(m.group(2)))
+    return _Range(p[0], p[1], p[1], p[2])
 
 
 def _pad_extra(num: int, width: int) -> int:
@@ -76,6 +97,25 @@ def _push(ranges: list[_Range], hr: _Range) -> None:
     ranges.append(hr)
 
 
+def _push_num(ranges: list[_Range], prefix: str, n: int, width: int) -> None:
+    """_push of one numbered name, extending the last range in place when it can (no _Range is
+    made for a name that continues it with the same width)."""
+    if ranges:
+        tail = ranges[-1]
+        if tail.hi + 1 == n and not tail.single and tail.prefix == prefix:
+            if tail.width != width:  # _widths_combine, inline
+                lo_digits, n_digits = len(str(tail.lo)), len(str(n))
+                tail_changes = max(tail.width - lo_digits, 0) != max(width - lo_digits, 0)
+                if tail_changes and max(width - n_digits, 0) != max(tail.width - n_digits, 0):
+                    ranges.append(_Range(prefix, n, n, width))
+                    return
+                if not tail_changes:
+                    tail.width = width
+            tail.hi = n
+            return
+    ranges.append(_Range(prefix, n, n, width))
+
+
 def _render(ranges: list[_Range]) -> str:
     parts: list[str] = []
     i = 0
@@ -105,23 +145,30 @@ def compress(hosts: Iterable[str], *, sort: bool = True) -> str:
     (``["b2", "a1", "b1", "b1"]`` -> ``b[1-2],a1``). Without it, the input order is kept exactly and
     only neighbours merge, like ``scontrol show hostlist``.
     """
-    names = [h for h in hosts if h]
-    if sort:
-        groups: dict[tuple[bool, str], set[tuple[int, int]]] = {}
-        for host in names:
-            hr = _split_host(host)
-            groups.setdefault((hr.single, hr.prefix), set()).add((hr.lo, hr.width))
-        ordered: list[_Range] = []
-        for (single, prefix), nums in groups.items():
-            if single:
-                ordered.append(_Range(prefix, single=True))
-            else:
-                ordered.extend(_Range(prefix, n, n, w) for n, w in sorted(nums))
-    else:
-        ordered = [_split_host(h) for h in names]
     ranges: list[_Range] = []
-    for hr in ordered:
-        _push(ranges, hr)
+    if not sort:
+        for host in hosts:
+            if host:
+                p = _parts(host)
+                if p is None:
+                    ranges.append(_Range(host, single=True))
+                else:
+                    _push_num(ranges, *p)
+        return _render(ranges)
+    groups: dict[tuple[bool, str], set[tuple[int, int]]] = {}
+    for host in hosts:
+        if host:
+            p = _parts(host)
+            if p is None:
+                groups.setdefault((True, host), set())
+            else:
+                groups.setdefault((False, p[0]), set()).add((p[1], p[2]))
+    for (single, prefix), nums in groups.items():
+        if single:
+            ranges.append(_Range(prefix, single=True))
+            continue
+        for n, w in sorted(nums):
+            _push_num(ranges, prefix, n, w)
     return _render(ranges)
 
 
@@ -146,45 +193,96 @@ def _tokens(expr: str) -> list[str]:
     return out
 
 
-def _range_list(spec: str, expr: str) -> list[str]:
-    """``1-3,07`` -> ["1", "2", "3", "07"] (widths from each range's low end)."""
-    out: list[str] = []
-    for item in spec.split(","):
+def _bracket(spec: str, expr: str) -> tuple[list[tuple[int, int, int]], int, int]:
+    """``1-3,07`` -> ([(1, 3, 1), (7, 7, 2)], 4 names, 2 = widest number), checked against Slurm's
+    limits before anything is built (each number keeps the width of its range's low end)."""
+    items = spec.split(",")
+    if len(items) > MAX_RANGES:
+        raise HostlistError("_parse_range_list: Too many ranges, can't process entire list")
+    ranges: list[tuple[int, int, int]] = []
+    total = widest = 0
+    for item in items:
         lo, dash, hi = item.partition("-")
-        if not lo.isdigit() or not lo.isascii() or (dash and not (hi.isdigit() and hi.isascii())):
+        if not _number(lo) or (dash and not _number(hi)):
             raise HostlistError(f"Invalid hostlist: {expr}")
         first, last = int(lo), int(hi) if dash else int(lo)
-        if last < first or last - first >= MAX_HOSTS:
+        if last < first:
             raise HostlistError(f"Invalid hostlist: {expr}")
-        out.extend(f"{n:0{len(lo)}d}" for n in range(first, last + 1))
-    return out
+        if last - first + 1 > MAX_RANGE:
+            raise HostlistError(f"_parse_single_range: Too many hosts in range `{item}'")
+        ranges.append((first, last, len(lo)))
+        total += last - first + 1
+        widest = max(widest, len(lo), len(str(last)))
+    return ranges, total, widest
+
+
+def _number(text: str) -> bool:
+    """ASCII digits of a number this module handles (int() stays cheap and within Python's
+    limit on digits)."""
+    return text.isdigit() and text.isascii() and len(text.lstrip("0")) <= _MAX_DIGITS
+
+
+def _plan(expr: str) -> list[list[str | list[tuple[int, int, int]]]]:
+    """Each token's pieces (literal text, or a bracket's ranges), after counting: an expression
+    naming more than MAX_HOSTS names, or MAX_CHARS characters of names, is refused before a
+    single name is built."""
+    plan: list[list[str | list[tuple[int, int, int]]]] = []
+    hosts = chars = 0
+    for tok in _tokens(expr):
+        pieces: list[str | list[tuple[int, int, int]]] = []
+        names, length = 1, 0
+        for piece in _BRACKETS.split(tok):
+            if piece.startswith("[") and piece.endswith("]") and len(piece) >= 2:
+                ranges, n, width = _bracket(piece[1:-1], expr)
+                pieces.append(ranges)
+                names *= n
+                length += width
+                if names > MAX_HOSTS:
+                    break
+            elif "[" in piece or "]" in piece:
+                raise HostlistError(f"Invalid hostlist: {expr}")
+            elif piece:
+                pieces.append(piece)
+                length += len(piece)
+        hosts += names
+        chars += names * length
+        if hosts > MAX_HOSTS or chars > MAX_CHARS:
+            raise HostlistError(f"Too many hosts in hostlist: {expr}")
+        plan.append(pieces)
+    return plan
+
+
+_BRACKETS = re.compile(r"(\[[^\[\]]*\])")
 
 
 def expand(expr: str) -> list[str]:
     """The host names of a hostlist expression, in order (duplicates kept, as Slurm does).
 
-    Raises ValueError on a malformed expression (bad range, unbalanced bracket).
+    Raises HostlistError (a ValueError) on a malformed expression (bad range, unbalanced bracket)
+    and on one naming too many hosts (Slurm's MAX_RANGE and MAX_RANGES, the shim's MAX_HOSTS).
+    Time and memory are linear in the length of ``expr`` plus the size of the result.
     """
     hosts: list[str] = []
-    for tok in _tokens(expr):
-        pieces = re.split(r"(\[[^\[\]]*\])", tok)
-        choices: list[list[str]] = []
-        for piece in pieces:
-            if piece.startswith("[") and piece.endswith("]") and len(piece) >= 2:
-                choices.append(_range_list(piece[1:-1], expr))
-            elif "[" in piece or "]" in piece:
-                raise HostlistError(f"Invalid hostlist: {expr}")
-            elif piece:
-                choices.append([piece])
-        total = 1
-        for c in choices:
-            total *= len(c)
-        if len(hosts) + total > MAX_HOSTS:
-            raise HostlistError(f"Too many hosts in hostlist: {expr}")
-        hosts.extend("".join(parts) for parts in itertools.product(*choices))
+    for pieces in _plan(expr):
+        choices = [
+            [piece] if isinstance(piece, str)
+            else [f"{n:0{w}d}" for lo, hi, w in piece for n in range(lo, hi + 1)]
+            for piece in pieces
+        ]
+        if len(choices) == 1:
+            hosts.extend(choices[0])
+        else:
+            hosts.extend(map("".join, itertools.product(*choices)))
     return hosts
 
 
 def count(expr: str) -> int:
-    """How many names ``expr`` stands for."""
-    return len(expand(expr))
+    """How many names ``expr`` stands for (counted, not built)."""
+    total = 0
+    for pieces in _plan(expr):
+        n = 1
+        for piece in pieces:
+            if not isinstance(piece, str):
+                n *= sum(hi - lo + 1 for lo, hi, _ in piece)
+        total += n
+    return total

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shim.hostlist import compress, count, expand
+from shim.hostlist import MAX_HOSTS, MAX_RANGE, MAX_RANGES, HostlistError, compress, count, expand
 
 
 @pytest.mark.parametrize(
@@ -109,3 +109,56 @@ def test_round_trip_sorted(hosts):
 def test_compress_is_stable(hosts):
     once = compress(hosts)
     assert compress(expand(once)) == once
+
+
+# --- limits (security review F-11): counted before anything is built, with Slurm's messages ------
+
+
+def test_one_range_is_capped_at_slurms_max_range():
+    assert count(f"n[0-{MAX_RANGE - 1}]") == MAX_RANGE
+    with pytest.raises(HostlistError, match=r"^_parse_single_range: Too many hosts in range `0-65536'$"):
+        expand("n[0-65536]")
+
+
+def test_a_bracket_is_capped_at_slurms_max_ranges():
+    with pytest.raises(HostlistError, match="^_parse_range_list: Too many ranges, can't process entire list$"):
+        expand("n[" + ",".join(["1"] * (MAX_RANGES + 1)) + "]")
+
+
+@pytest.mark.parametrize("expr", [
+    "n[" + ",".join(["0-65535"] * 300) + "]",  # one bracket, many full ranges
+    ",".join(["n[0-65535]"] * 300),  # many tokens
+    "a[0-65535]b[0-65535]c[0-65535]",  # brackets multiply
+    "n[" + "0" * 3000 + "-65535]",  # few names, but each 3000 characters long
+])
+def test_the_total_is_refused_before_it_is_built(expr):
+    with pytest.raises(HostlistError, match="^Too many hosts in hostlist: "):
+        expand(expr)
+    with pytest.raises(HostlistError):
+        count(expr)
+
+
+def test_up_to_the_cap_is_fine():
+    expr = ",".join(f"{p}[0-65535]" for p in "abcd")
+    assert count(expr) == MAX_HOSTS == 4 * MAX_RANGE
+    with pytest.raises(HostlistError, match="^Too many hosts"):
+        count(expr + ",e")
+
+
+@pytest.mark.parametrize("expr", ["n[" + "9" * 5000 + "]", "n[1-" + "9" * 30 + "]"])
+def test_huge_numbers_are_invalid_not_a_crash(expr):
+    with pytest.raises(HostlistError, match="^Invalid hostlist: "):
+        expand(expr)
+
+
+@pytest.mark.parametrize("host", ["1" * 60000 + "x", "x" + "1" * 60000, "1" * 60000])
+def test_long_digit_runs_are_plain_names(host):
+    assert expand(host) == [host]
+    assert compress([host]) == host
+    assert compress([host, host], sort=False) == f"{host},{host}"
+
+
+def test_a_numeric_suffix_is_the_trailing_ascii_digits_only():
+    assert compress(["n1\n", "n2"]) == "n1\n,n2"  # no regex '$' before a newline
+    assert compress(["n\u0661", "n\u0662"]) == "n\u0661,n\u0662"  # no non-ASCII digits
+    assert compress(["n9", "n10", "n08", "n11"]) == "n[08,9-11]"  # Slurm's width rules, as before

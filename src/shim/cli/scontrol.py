@@ -588,9 +588,7 @@ def show_hostnames(args: list[str]) -> str:
     if not text:
         raise fail(f"{PROG}: error: No hostlist specified")
     text = _maybe_file(text)
-    hosts: list[str] = []
-    for part in text.split():
-        hosts.extend(expand(part))
+    hosts = expand(" ".join(text.split()))  # one call: one cap on the whole list (F-11)
     return "".join(h + "\n" for h in hosts)
 
 
@@ -601,16 +599,16 @@ def show_hostlist(args: list[str], sort: bool) -> str:
     if not text:
         raise fail(f"{PROG}: error: No hostlist specified")
     text = _maybe_file(text)
-    hosts: list[str] = []
-    for part in text.replace("\n", ",").split():
-        hosts.extend(expand(part))
+    hosts = expand(" ".join(text.replace("\n", ",").split()))  # one cap on the whole list (F-11)
     if sort:
         hosts = sorted(dict.fromkeys(hosts), key=_natural)
     return compress(hosts) + "\n"
 
 
 def _natural(h: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", h))
+    # a digit run sorts by value without int() (no limit on its length): (length, digits)
+    return tuple((len(p.lstrip("0")), p.lstrip("0")) if i % 2 else p
+                 for i, p in enumerate(re.split(r"(\d+)", h, flags=re.ASCII)))
 
 
 def _maybe_file(text: str) -> str:

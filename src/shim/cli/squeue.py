@@ -223,9 +223,7 @@ def select(jl: jobs.JobList, opts: Options, ctx: view.Ctx, states: set[str] | No
     if opts.nodelist:
         from ..hostlist import expand
 
-        hosts = set()
-        for part in opts.nodelist.split(" "):
-            hosts.update(expand(part))
+        hosts = set(expand(opts.nodelist))  # one call: one cap on the whole list (F-11)
         if "localhost" in hosts:
             hosts.add(os.uname().nodename.split(".")[0])
         recs = [r for r in recs if set(r.nodes) & hosts]

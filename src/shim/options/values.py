@@ -14,6 +14,7 @@ blanks, ``--nice=abc`` means 0, unknown ``--mail-type`` words next to known ones
 
 from __future__ import annotations
 
+import itertools
 import re
 from datetime import datetime, timedelta
 from functools import partial
@@ -55,8 +56,15 @@ def submit_failed(prog: str, reason: str) -> ShimError:
 
 # --- C-like number scanning ---------------------------------------------------------------------
 
-_C_INT = re.compile(r"[ \t\n\r\f\v]*([+-]?\d+)")
+_C_INT = re.compile(r"[ \t\n\r\f\v]*([+-]?)(\d+)")
 LONG_MAX = 2**63 - 1
+
+
+def _digits_value(digits: str) -> int:
+    """The value of a run of digits, saturated at LONG_MAX as strtol does (so int() never sees
+    more than 19 digits: Python refuses long ones, and converts them in quadratic time)."""
+    significant = digits.lstrip("0")
+    return LONG_MAX if len(significant) > 19 else min(int(significant or "0"), LONG_MAX)
 
 
 def _strtol(text: str) -> tuple[int, str, bool]:
@@ -64,8 +72,10 @@ def _strtol(text: str) -> tuple[int, str, bool]:
     m = _C_INT.match(text)
     if not m:
         return 0, text, False
-    value = max(min(int(m.group(1)), LONG_MAX), -LONG_MAX - 1)
-    return value, text[m.end():], True
+    significant = m.group(2).lstrip("0")
+    value = int(significant or "0") if len(significant) <= 19 else LONG_MAX + 1
+    value = -value if m.group(1) == "-" else value
+    return max(min(value, LONG_MAX), -LONG_MAX - 1), text[m.end():], True
 
 
 def _atoi(text: str) -> int:
@@ -199,7 +209,7 @@ def time_seconds(text: str) -> int | None:
         return INFINITE
     if not _valid_timespec(text):
         return None
-    fields = [int(f) if f else 0 for f in re.split(r"[-:]", text)]
+    fields = [_digits_value(f) for f in re.split(r"[-:]", text)]
     if "-" in text:
         if text.startswith("-"):
             return None  # a negative day count; Slurm would compute a negative limit
@@ -286,7 +296,7 @@ def array_spec(text: str, prog: str, max_size: int = MAX_ARRAY_SIZE) -> tuple[li
     if text == "":
         return None
     bad = submit_failed(prog, "Invalid job array specification")
-    indices: set[int] = set()
+    spans: list[range] = []
 
     def close(rest: str) -> str:
         return rest[1:] if rest.startswith("]") else rest
@@ -315,14 +325,19 @@ def array_spec(text: str, prog: str, max_size: int = MAX_ARRAY_SIZE) -> tuple[li
             raise bad
         if last >= max_size:
             raise bad
-        indices.update(range(first, last + 1, step))
-    if not indices:
+        spans.append(range(first, last + 1, step))
+    if not spans:
         raise bad
+    # one byte per index up to the highest: each token is a slice assignment, not a loop, so a
+    # long list of wide ranges costs no more than max_size per token in C
+    bits = bytearray(max(r.stop for r in spans))
+    for r in spans:
+        bits[r.start:r.stop:r.step] = b"\1" * len(r)
     throttle = None
     if "%" in text:
         throttle = _atoi(text.split("%", 1)[1])
         throttle = throttle if throttle > 0 else None
-    return sorted(indices), throttle
+    return list(itertools.compress(range(len(bits)), bits)), throttle
 
 
 # --- dependencies ---------------------------------------------------------------------------------
@@ -341,7 +356,7 @@ class Dependency(NamedTuple):
     terms: list[tuple[str, list[str]]]
 
 
-_DEP_ID = re.compile(r"^(\d+)(?:_(\d+|\*))?(?:\+(\d+))?$")
+_DEP_ID = re.compile(r"^(\d+)(?:_(\d+|\*))?(?:\+(\d+))?$", re.ASCII)
 
 
 def split_dependency_id(dep_id: str) -> tuple[str, str | None, int]:
@@ -352,31 +367,84 @@ def split_dependency_id(dep_id: str) -> tuple[str, str | None, int]:
     return m.group(1), m.group(2), int(m.group(3) or 0)
 
 
-def _expand_array_dep(text: str) -> str:
-    """``afterok:12_[1-3]`` -> ``afterok:12_1:12_2:12_3`` (as slurmctld does before parsing)."""
-
-    def repl(m: re.Match) -> str:
-        job, spec = m.group(1), m.group(2)
-        tasks: list[int] = []
-        for part in spec.split(","):
-            lo, _, hi = part.partition("-")
-            if not lo.isdigit() or (hi and not hi.isdigit()):
-                return m.group(0)
-            tasks.extend(range(int(lo), int(hi or lo) + 1))
-        return ":".join(f"{job}_{t}" for t in sorted(set(tasks))) if tasks else m.group(0)
-
-    return re.sub(r"(\d+)_\[([^\]]*)\]", repl, text)
+MAX_DEPENDENCY_TASKS = 1 << 16
+"""The shim's cap on the job ids that ``JOB_[a-b]`` expressions of one --dependency expand to
+(Slurm caps each at MaxArraySize; a 128 KB argument of brackets would otherwise name millions)."""
 
 
-def dependency(text: str, prog: str) -> Dependency | None:
+def _dep_tasks(spec: str, max_size: int) -> list[int] | None:
+    """``1-3,7`` -> [1, 2, 3, 7] (sorted, unique); None when malformed or when a task is not below
+    MaxArraySize (slurmctld fills a bitmap of that size and refuses what does not fit)."""
+    spans: list[tuple[int, int]] = []
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        hi = hi or lo
+        if not _task_number(lo) or not _task_number(hi):
+            return None
+        first, last = int(lo), int(hi)
+        if last < first or last >= max_size:
+            return None
+        spans.append((first, last))
+    bits = bytearray(max(last for _, last in spans) + 1)
+    for first, last in spans:
+        bits[first:last + 1] = b"\1" * (last - first + 1)
+    return list(itertools.compress(range(len(bits)), bits))
+
+
+def _task_number(text: str) -> bool:
+    return text.isdigit() and text.isascii() and len(text.lstrip("0")) <= 19
+
+
+def _expand_array_dep(text: str, max_size: int = MAX_ARRAY_SIZE) -> str | None:
+    """``afterok:12_[1-3]`` -> ``afterok:12_1:12_2:12_3``, as slurmctld's _xlate_array_dep does
+    before parsing. None (a refused dependency) when a task list is malformed or reaches past
+    MaxArraySize (``max_size``), or the expansion would exceed MAX_DEPENDENCY_TASKS ids.
+
+    One left-to-right scan for ``_[`` (the job id is the run of digits just before it, the task
+    list runs to the next ``]``), so the time is linear in the text plus the ids made."""
+    if "_[" not in text:
+        return text
+    out: list[str] = []
+    done = made = 0  # text[:done] is in out
+    i = text.find("_[")
+    while i >= 0:
+        j = i
+        while j > done and "0" <= text[j - 1] <= "9":
+            j -= 1
+        close = text.find("]", i + 2)
+        if j == i or close < 0:  # no job id before it, or no end: not an array expression
+            i = text.find("_[", i + 2)
+            continue
+        tasks = _dep_tasks(text[i + 2:close], max_size)
+        made += len(tasks) if tasks is not None else 0
+        if tasks is None or made > MAX_DEPENDENCY_TASKS:
+            return None
+        job = text[j:i]
+        out.append(text[done:j])
+        out.append(":".join([f"{job}_{t}" for t in tasks]))
+        done = close + 1
+        i = text.find("_[", done)
+    out.append(text[done:])
+    return "".join(out)
+
+
+def _is_zero(digits: str) -> bool:
+    return not digits.strip("0")
+
+
+def dependency(text: str, prog: str, max_array_size: int = MAX_ARRAY_SIZE) -> Dependency | None:
     """``--dependency``: ``kind:id[:id...]`` terms joined by ``,`` (all) or ``?`` (any).
 
-    An empty value or ``0`` clears dependencies (returns None).
+    An empty value or ``0`` clears dependencies (returns None). ``JOB_[a-b]`` task lists are
+    expanded first; tasks must be below MaxArraySize (``max_array_size``).
     """
     if text in ("", "0"):
         return None
     bad = submit_failed(prog, "Job dependency problem")
-    text = _expand_array_dep(text)
+    expanded = _expand_array_dep(text, max_array_size)
+    if expanded is None:
+        raise bad
+    text = expanded
     op = "or" if "?" in text else "and"
     terms: list[tuple[str, list[str]]] = []
     for part in re.split(r"[,?]", text):
@@ -385,7 +453,7 @@ def dependency(text: str, prog: str) -> Dependency | None:
             continue
         if ":" not in part:
             m = _DEP_ID.match(part)
-            if not m or m.group(3) or int(m.group(1)) == 0:
+            if not m or m.group(3) or _is_zero(m.group(1)) or not _dep_id_fits(m):
                 raise bad
             terms.append(("afterany", [part]))
             continue
@@ -396,10 +464,16 @@ def dependency(text: str, prog: str) -> Dependency | None:
         id_list = ids.split(":")
         for dep_id in id_list:
             m = _DEP_ID.match(dep_id)
-            if not m or int(m.group(1)) == 0 or (m.group(3) is not None and int(m.group(3)) <= 0):
+            if not m or _is_zero(m.group(1)) or (m.group(3) is not None and _is_zero(m.group(3))) \
+                    or not _dep_id_fits(m):
                 raise bad
         terms.append((kind, id_list))
     return Dependency(op, terms)
+
+
+def _dep_id_fits(m: re.Match) -> bool:
+    """Job id, task and delay are numbers a job can have (no 5,000-digit ids reach int())."""
+    return all(len(g.lstrip("0")) <= 19 for g in m.groups() if g is not None)
 
 
 # --- environment export ---------------------------------------------------------------------------
@@ -477,14 +551,14 @@ _SUFFIX_MULT = {
     "g": 1024**3, "gib": 1024**3, "gb": 1000**3, "t": 1024**4, "tib": 1024**4, "tb": 1000**4,
     "p": 1024**5, "pib": 1024**5, "pb": 1000**5,
 }
-_GRES_COUNT = re.compile(r"^(\d+)([A-Za-z]*)$")
+_GRES_COUNT = re.compile(r"^(\d+)([A-Za-z]*)$", re.ASCII)
 
 
 def _gres_count(text: str) -> int | None:
     m = _GRES_COUNT.match(text)
     if not m or m.group(2).lower() not in _SUFFIX_MULT:
         return None
-    return int(m.group(1)) * _SUFFIX_MULT[m.group(2).lower()]
+    return _digits_value(m.group(1)) * _SUFFIX_MULT[m.group(2).lower()]
 
 
 def gres_spec(text: str, prog: str) -> list[Gres]:
@@ -687,6 +761,10 @@ _UNITS = (
 _WORD_TIMES = (("midnight", 0), ("noon", 12), ("elevenses", 11), ("fika", 15), ("teatime", 16))
 
 
+_DELTA_CAP = 10**15
+"""More seconds than any timedelta holds (about 8.6e13): the result is out of range either way."""
+
+
 def _get_delta(s: str, pos: int) -> tuple[int, int]:
     """Count and unit after ``now+``/``now-`` at s[pos]: (new pos, seconds)."""
     count = digits = 0
@@ -696,16 +774,18 @@ def _get_delta(s: str, pos: int) -> tuple[int, int]:
         if ch.isspace():
             offset += 1
             continue
+        if "0" <= ch <= "9":  # (no unit starts with a digit, so this may come first)
+            # saturate: past any timedelta the value no longer matters, and a long run of
+            # digits must not grow a huge number digit by digit (quadratic)
+            count = min(count * 10 + ord(ch) - 48, _DELTA_CAP)
+            digits += 1
+            offset += 1
+            continue
         unit = next(((n, m) for n, m in _UNITS if s[offset:offset + len(n)].lower() == n), None)
         if unit:
             offset += len(unit[0])
             count *= unit[1]
             break
-        if "0" <= ch <= "9":
-            count = count * 10 + int(ch)
-            digits += 1
-            offset += 1
-            continue
         raise TimeSpecError(offset - 1)
     if not digits:
         raise TimeSpecError(pos)
@@ -857,10 +937,10 @@ def parse_time(text: str, now: datetime | None = None) -> datetime | None:
     s = text
     while pos < len(s) and s[pos] != "\n":
         ch = s[pos]
-        low = s[pos:].lower()
         if ch in " \t-T":
             pos += 1
             continue
+        low = s[pos:pos + 9].lower()  # enough for the longest word; the whole rest would be quadratic
         if low.startswith("today") or low.startswith("tomorrow"):
             when = now if low.startswith("today") else now + timedelta(days=1)
             month, day, year = when.month, when.day, when.year
@@ -968,7 +1048,8 @@ def distribution(text: str, prog: str) -> str:
     low = text.lower()
     if low.startswith("plane"):
         size = low[5:]
-        if size == "" or (size.startswith("=") and size[1:].isdigit() and int(size[1:]) > 0):
+        number = size[1:]
+        if size == "" or (size.startswith("=") and number.isdigit() and number.isascii() and number.strip("0")):
             return low
         raise bad
     base, comma, flag = low.partition(",")
