@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable
 
 from . import state
+from .records import Reader
 from .backends import qstat as q
 from .model import JobRecord
 
@@ -39,6 +40,7 @@ class JobList:
     records: list[JobRecord]
     known: set[int] = field(default_factory=set)  # job ids that exist (queued, running, or ended recently)
     now: float = 0.0
+    reader: Any = None  # the Reader the listing read the shim's records with
 
 
 # ---------------------------------------------------------------------------------------------
@@ -110,46 +112,20 @@ def _int(v: Any, default: int) -> int:
 
 
 def submit_record(cfg: SiteConfig, rec: JobRecord) -> dict[str, Any] | None:
-    """The shim's submit record of the job (cached on the record); None for non-shim jobs."""
+    """The shim's submit record of the job (cached on the record); None for non-shim jobs. Only
+    the record of the job's owner as Grid Engine reports it (or root's copy of it) counts, and
+    only one stamped for the Grid Engine job with this number (see records.py)."""
     extra = rec.extra
     if "submit" not in extra:
-        known = extra.get("submit_records")
-        extra["submit"] = known.load(rec.job_id) if known is not None else state.load_submit(cfg, rec.job_id)
+        reader = extra.get("submit_records")
+        if reader is None:
+            reader = extra["submit_records"] = Reader(cfg, 1)
+        owner = rec.uid if rec.uid is not None else rec.user
+        extra["submit"] = reader.submit(rec.job_id, owner, extra.get("submit_ts")) if owner not in (None, "") else None
     return extra["submit"]
 
 
-class SubmitRecords:
-    """The submit records of one listing's jobs. A job without one (not submitted by the shim)
-    costs a failed open() each (~5 us); once many have failed, one listing of the directory
-    answers for the rest, unless the directory holds far more records than the listing has jobs."""
-
-    MISSES = 64  # failed lookups before the directory is listed
-    PER_JOB = 20  # list it only if it holds at most this many files per job of the listing (by its size)
-
-    def __init__(self, cfg: SiteConfig, jobs_: int):
-        self.cfg = cfg
-        self.jobs = jobs_
-        self.misses = 0
-        self.ids: set[int] | None = None
-
-    def load(self, job_id: int) -> dict[str, Any] | None:
-        if self.ids is not None and job_id not in self.ids:
-            return None
-        s = state.load_submit(self.cfg, job_id)
-        if s is None and self.ids is None:
-            self.misses += 1
-            if self.misses % self.MISSES == 0:
-                self._list()
-        return s
-
-    def _list(self) -> None:
-        try:
-            size = os.stat(os.path.join(self.cfg.cluster.state_dir, "jobs")).st_size
-            if size // 16 > self.PER_JOB * self.jobs:  # an entry takes 16 bytes or more
-                return
-            self.ids = set(state.list_submitted(self.cfg))
-        except OSError:
-            pass
+SubmitRecords = Reader  # the submit records of one listing's jobs (read as records.Reader reads them)
 
 
 def detail(rec: JobRecord, cfg: SiteConfig) -> JobRecord:
@@ -286,7 +262,7 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
         if collecting:
             gc.enable()
     _refine_reasons(records, by_job, cfg, now)
-    out = JobList(records, set(by_job), now)
+    out = JobList(records, set(by_job), now, submits)
     if ended:
         _add_ended(out, by_job, cfg, now)
     return out
@@ -345,9 +321,10 @@ def _finish_active(rec: JobRecord, cfg: SiteConfig, qmap: q.QueueMap, cache: q.R
             else:
                 rec.array_pending = pending_text(indices, rec.array_max_tasks)
     if rec.state == "SUSPENDED":
-        ev = state.load_events(cfg, rec.job_id)
+        reader = extra.get("submit_records") or Reader(cfg, 1)
+        ev = reader.events(rec.job_id, rec.uid if rec.uid is not None else rec.user, extra.get("submit_ts"))
         sus = ev.get((rec.array_task, "suspend"))
-        if sus and extra.get("start_ts"):
+        if sus and sus.get("t") and extra.get("start_ts"):
             extra["run_seconds"] = max(0, int(sus["t"] - extra["start_ts"]))
 
 
@@ -417,72 +394,82 @@ def _refine_reasons(records: list[JobRecord], by_job: dict[int, list[JobRecord]]
 # ended jobs, from the shim's event records
 
 
-def recent_events(cfg: SiteConfig, now: float, max_age: int | None = None) -> dict[int, set[tuple[int | None, str]]]:
-    """{job id: {(task, kind)}} of end/cancel events written within ``max_age`` seconds."""
+def recent_events(cfg: SiteConfig, now: float, max_age: int | None = None
+                  ) -> dict[int, dict[int, set[tuple[int | None, str]]]]:
+    """{job id: {uid: {(task, kind)}}} of the end/cancel events written within ``max_age``
+    seconds, by the directory (uid) they are in (a listing of each user's events: nothing read)."""
     max_age = cfg.cluster.min_job_age if max_age is None else max_age
-    d = os.path.join(cfg.cluster.state_dir, "events")
-    out: dict[int, set[tuple[int | None, str]]] = {}
-    try:
-        it = os.scandir(d)
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
-        return out
-    cutoff = now - max_age
-    with it:
-        for e in it:
-            n = e.name
-            if not (n.endswith(".end.json") or n.endswith(".cancel.json")):
-                continue
-            parts = n[:-5].split(".")
-            if len(parts) != 3 or not parts[0].isdigit():
-                continue
-            try:
-                if e.stat().st_mtime < cutoff:
-                    continue
-            except OSError:
-                continue
-            task = None if parts[1] == "x" else _int(parts[1], -1)
-            out.setdefault(int(parts[0]), set()).add((task, parts[2]))
+    out: dict[int, dict[int, set[tuple[int | None, str]]]] = {}
+    for uid, job, task, kind in state.scan_events(cfg, ("end", "cancel"), now - max_age, now):
+        out.setdefault(job, {}).setdefault(uid, set()).add((task, kind))
     return out
 
 
 def _add_ended(out: JobList, by_job: dict[int, list[JobRecord]], cfg: SiteConfig, now: float) -> None:
+    """Jobs and array tasks that ended recently. A job Grid Engine still lists (an array with
+    tasks left) is its owner's as Grid Engine says; one it has forgotten is whoever's events speak
+    for it (records.Reader.ended_owner)."""
     recent = recent_events(cfg, now)
-    for job_id, keys in recent.items():
+    if not recent:
+        return
+    reader = out.reader if out.reader is not None else Reader(cfg, len(recent))
+    me = os.getuid()
+    for job_id, by_uid in recent.items():
         active = by_job.get(job_id, [])
         if active and not any(r.array_task is not None or r.array_pending is not None for r in active):
             continue  # still in Grid Engine (e.g. "dr" while being killed): shown as it is there
-        events = state.load_events(cfg, job_id)
-        submit = state.load_submit(cfg, job_id)
-        active_tasks: set[int] = set()
-        for r in active:
-            if r.array_task is not None:
-                active_tasks.add(r.array_task)
-            active_tasks.update(r.extra.get("pending_indices", ()))
-        made: list[JobRecord] = []
-        for task in {t for t, _k in keys}:
-            if task is not None and task in active_tasks:
+        if active:
+            owner = active[0].uid if active[0].uid is not None else state.uid_of(active[0].user)
+            owners = [] if owner is None else [owner]
+            ge_submit = active[0].extra.get("submit_ts")
+        else:
+            owners = reader.ended_owner(job_id, by_uid, me)
+            ge_submit = None
+        for owner in owners:
+            if owner not in by_uid and 0 not in by_uid:
                 continue
-            rec = ended_record(cfg, job_id, task, events, submit, now)
-            if rec is not None:
-                made.append(rec)
-        # array tasks cancelled before they ran stay one record, as in Slurm's array meta job
-        never_ran = [r for r in made if r.array_task is not None and r.state == "CANCELLED" and not r.nodes]
-        if len(never_ran) > 1:
-            first = min(never_ran, key=lambda r: r.array_task)
-            idxs = sorted(r.array_task for r in never_ran)
-            made = [r for r in made if r not in never_ran] + [first]
-            first.array_task = None
-            first.extra["pending_indices"] = idxs
-            first.array_pending = pending_text(idxs, first.array_max_tasks)
-        made.sort(key=lambda r: -1 if r.array_task is None else r.array_task)
-        out.records.extend(made)
-        if made:
-            out.known.add(job_id)
+            events = reader.events(job_id, owner, ge_submit)
+            keys = {k for u in dict.fromkeys((owner, 0)) for k in by_uid.get(u, ()) if k in events}
+            if not keys:
+                continue
+            made = _ended_of(cfg, job_id, keys, active, events, reader.submit(job_id, owner, ge_submit), now, owner)
+            out.records.extend(made)
+            if made:
+                out.known.add(job_id)
+                break
+
+
+def _ended_of(cfg: SiteConfig, job_id: int, keys: set[tuple[int | None, str]], active: list[JobRecord],
+              events: dict, submit: dict | None, now: float, owner: int) -> list[JobRecord]:
+    active_tasks: set[int] = set()
+    for r in active:
+        if r.array_task is not None:
+            active_tasks.add(r.array_task)
+        active_tasks.update(r.extra.get("pending_indices", ()))
+    made: list[JobRecord] = []
+    for task in {t for t, _k in keys}:
+        if task is not None and task in active_tasks:
+            continue
+        rec = ended_record(cfg, job_id, task, events, submit, now, owner=owner)
+        if rec is not None:
+            made.append(rec)
+    # array tasks cancelled before they ran stay one record, as in Slurm's array meta job
+    never_ran = [r for r in made if r.array_task is not None and r.state == "CANCELLED" and not r.nodes]
+    if len(never_ran) > 1:
+        first = min(never_ran, key=lambda r: r.array_task)
+        idxs = sorted(r.array_task for r in never_ran)
+        made = [r for r in made if r not in never_ran] + [first]
+        first.array_task = None
+        first.extra["pending_indices"] = idxs
+        first.array_pending = pending_text(idxs, first.array_max_tasks)
+    made.sort(key=lambda r: -1 if r.array_task is None else r.array_task)
+    return made
 
 
 def ended_record(cfg: SiteConfig, job_id: int, task: int | None, events: dict, submit: dict | None,
-                 now: float) -> JobRecord | None:
-    """A job (or array task) Grid Engine no longer lists, rebuilt from the shim's records."""
+                 now: float, owner: int | None = None) -> JobRecord | None:
+    """A job (or array task) Grid Engine no longer lists, rebuilt from the shim's records (read
+    and checked by records.Reader); ``owner``: whose job it is (its records' directory)."""
     end = events.get((task, "end"))
     cancel = events.get((task, "cancel")) or (events.get((None, "cancel")) if task is not None else None)
     start = events.get((task, "start"))
@@ -492,10 +479,16 @@ def ended_record(cfg: SiteConfig, job_id: int, task: int | None, events: dict, s
     info = cancel or {}
     rec = JobRecord(job_id=job_id, array_task=task)
     rec.name = s.get("name") or info.get("name") or ""
-    rec.user = s.get("user") or info.get("owner") or info.get("user") or ""
-    rec.uid, rec.gid = user_ids(rec.user) if rec.user else (None, None)
-    if s.get("uid") is not None:
-        rec.uid = int(s["uid"])
+    if owner is not None:
+        from .records import user_name
+
+        rec.user = user_name(owner)
+        rec.uid, rec.gid = owner, user_ids(rec.user)[1]
+    else:
+        rec.user = s.get("user") or info.get("owner") or info.get("user") or ""
+        rec.uid, rec.gid = user_ids(rec.user) if rec.user else (None, None)
+        if s.get("uid") is not None:
+            rec.uid = int(s["uid"])
     rec.partition = s.get("partition") or info.get("partition") or cfg.default_partition
     rec.array_max_tasks = int(s["throttle"]) if s.get("throttle") else None
     if cancel is not None and (end is None or end.get("state") == "CANCELLED" or cancel.get("t", 0) <= end.get("t", 0)):

@@ -70,10 +70,10 @@ def _submit(cfg, job, name, *, ncpus=1, mem=None, time_limit=-1, partition="debu
 
 
 def _event(cfg, job, task, kind, data):
-    path = os.path.join(cfg.cluster.state_dir, "events", f"{job}.{'x' if task is None else task}.{kind}.json")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(data, f)
+    """An event as the shim writes it (the tests run as root: root's own directory)."""
+    name = f"{job}.{'x' if task is None else task}.{kind}.json"
+    assert state.write_own(cfg, "events", name, data)
+    path = state.own_path(cfg, "events", name)
     os.utime(path, (data["t"], data["t"]))  # written when it happened, as the shim writes them
 
 
@@ -490,3 +490,50 @@ def test_dates_are_formatted_once_per_time_zone(monkeypatch):
     view.reset()
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
+
+
+# ---------------------------------------------------------------------------------------------
+# records another user planted (security review F-3, F-6; see test_squeue.plant_everything)
+
+
+def test_planted_records_do_not_change_or_break_sacct(reference_jobs, site, capsys, monkeypatch):
+    import signal
+
+    from test_squeue import ATTACKER, plant, plant_everything
+
+    argvs = [["-j", IDS, "-n", "-P", "-o", "JobID,State,ExitCode,User,NCPUS"], ["-a", "-n", "-P", "-o",
+             "JobID,JobName,State,User", "-S", "2026-11-30"], ["-j", "888888", "-n", "-P"]]
+    before = [run_sacct(a, capsys, monkeypatch=monkeypatch) for a in argvs]
+    state_dir = site / "state"
+    plant_everything(state_dir, ts(P["136"]["End"]), 136)
+    plant(state_dir, "events", "142.x.end.json", json.dumps({"t": ts(P["142"]["End"]), "exit": 0, "state": "COMPLETED"}),
+          mtime=ts(P["142"]["End"]))
+    plant(state_dir, "jobs", "139.json", json.dumps({"array": [3, 2, 1], "name": "evil", "user": "root"}))
+    signal.signal(signal.SIGALRM, lambda *a: pytest.fail("sacct hung on a planted file"))
+    signal.alarm(20)
+    try:
+        after = [run_sacct(a, capsys, monkeypatch=monkeypatch) for a in argvs]
+    finally:
+        signal.alarm(0)
+    for (rc0, out0, err0), (rc1, out1, err1) in zip(before, after):
+        mine = "".join(ln for ln in out1.splitlines(True) if f"|{ATTACKER}" not in ln)
+        assert (rc1, mine, err1) == (rc0, out0, err0)
+    assert "136|FAILED|7:0|root|1" in after[0][1]
+
+
+def test_a_job_cancelled_by_its_dependency_check_is_cancelled(site, capsys, monkeypatch):
+    """F-14: the wrapper ran (Grid Engine saw it exit 0) but cancelled the job before its script:
+    CANCELLED, as squeue says, not COMPLETED 0:0."""
+    cfg = siteconf.get()
+    sub, start, end = SUBMIT, SUBMIT + 2, SUBMIT + 3
+    (site / "accounting").write_text("# Version: 8.1.9\n" + acct_line(150, "depjob", submit=sub, start=start, end=end))
+    monkeypatch.setenv("SLURM_SHIM_ACCOUNTING", str(site / "accounting"))
+    monkeypatch.setattr(cli, "_live", lambda cfg, backend: [])
+    monkeypatch.setattr(time, "time", lambda: NOW)
+    _submit(cfg, 150, "depjob")
+    rc, out, _ = run_sacct(["-j", "150", "-n", "-P", "-o", "JobID,State,ExitCode"], capsys, monkeypatch=monkeypatch)
+    assert out.splitlines()[0] == "150|COMPLETED|0:0"  # what Grid Engine alone says
+    _event(cfg, 150, None, "cancel", {"t": start + 0.5, "uid": 0, "user": "root", "was": "PENDING",
+                                      "reason": "DependencyNeverSatisfied"})
+    rc, out, _ = run_sacct(["-j", "150", "-n", "-P", "-o", "JobID,State,ExitCode"], capsys, monkeypatch=monkeypatch)
+    assert out.splitlines()[0] == "150|CANCELLED|0:0"

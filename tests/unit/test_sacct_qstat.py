@@ -16,6 +16,7 @@ import pytest
 
 from conftest import FIXTURES
 from shim import siteconf
+from shim import state as shim_state
 from shim.cli import sacct as cli
 from test_sacct import acct_line
 
@@ -61,6 +62,7 @@ def ge(tmp_path, monkeypatch):
     (tmp_path / "config.toml").write_text(conf_text)
     monkeypatch.setenv("SLURM_SHIM_CONFIG", str(tmp_path / "config.toml"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert shim_state.make_layout(str(tmp_path / "state")) == []  # as cluster up does
     monkeypatch.setenv("TZ", "UTC")
     monkeypatch.delenv("SACCT_FORMAT", raising=False)
     time.tzset()
@@ -94,16 +96,15 @@ def ge(tmp_path, monkeypatch):
                 f.writelines(lines)
 
         def end(self, job: int, task: int | None = None, **kw) -> None:
-            """The job wrapper's end event."""
-            os.makedirs(self.state / "events", exist_ok=True)
+            """The job wrapper's end event (the tests run as root: root's own directory)."""
             data = {"t": NOW - 80, "exit": 0, "signal": 0, "state": "COMPLETED", "node": "vm", "start": NOW - 90, **kw}
-            (self.state / "events" / f"{job}.{'x' if task is None else task}.end.json").write_text(json.dumps(data))
+            assert shim_state.write_own(str(self.state), "events", f"{job}.{'x' if task is None else task}.end.json",
+                                        data)
 
         def submit(self, job: int, **kw) -> None:
-            os.makedirs(self.state / "jobs", exist_ok=True)
             rec = {"name": "x", "partition": "debug", "ntasks": 1, "cpus_per_task": 1, "nodes": 1,
                    "user": "root", "uid": 0, "submit_time": NOW - 100, **kw}
-            (self.state / "jobs" / f"{job}.json").write_text(json.dumps(rec))
+            assert shim_state.write_own(str(self.state), "jobs", f"{job}.json", rec)
 
     yield GE()
     siteconf.reset()

@@ -48,7 +48,7 @@ def scancel(capsys, *argv, qstat=MIXED, qdel="", qmod=""):
 
 
 def events(state_dir) -> dict[str, dict]:
-    d = state_dir / "events"
+    d = state_dir / "users" / str(os.getuid()) / "events"  # the caller's own records
     return {p.name: json.loads(p.read_text()) for p in sorted(d.glob("*.json"))} if d.exists() else {}
 
 
@@ -112,6 +112,46 @@ def test_array_indices_map_to_grid_engine_task_numbers(capsys, site):
     assert {"110.40.cancel.json", "110.20.cancel.json", "110.50.cancel.json"} <= set(events(site))
 
 
+def test_array_index_map_is_only_the_owners(capsys, site):
+    """F-3e: another user's record of the job does not map the victim's tasks (a reversed map
+    would cancel the wrong one), whether or not the owner has a record."""
+    from test_squeue import plant
+
+    plant(site, "jobs", "110.json", json.dumps({"array": [50, 40, 30, 20, 10], "user": "root"}))
+    assert scancel(capsys, "110_2")[3] == [["qdel", "110.2"]]  # no record of the owner's: as Grid Engine numbers
+    state.record_submit(str(site), 110, {"name": "fx_arr", "array": [10, 20, 30, 40, 50], "throttle": 2})
+    assert scancel(capsys, "110_40")[3] == [["qdel", "110.4"]]
+
+
+def test_planted_records_never_crash_or_hang_scancel(capsys, site):
+    import signal
+
+    from test_squeue import plant_everything
+
+    plant_everything(site, NOW, 105)
+    signal.signal(signal.SIGALRM, lambda *a: pytest.fail("scancel hung on a planted file"))
+    signal.alarm(20)
+    try:
+        rc, _, err, calls = scancel(capsys, "-s", "CONT", "105")
+        assert (rc, err, calls) == (0, "", [["qmod", "-usj", "105"]])
+        rc, _, err, calls = scancel(capsys, "105", "888888")  # her invented job of the victim's is unknown
+        assert (rc, calls) == (0, [["qdel", "105"]])
+        rc, _, err, calls = scancel(capsys, "-v", "888888")
+        assert "Invalid job id specified" in err
+    finally:
+        signal.alarm(0)
+
+
+def test_a_record_that_cannot_be_written_is_a_warning(capsys, site):
+    os.rename(site / "users", site / "users.off")  # a state directory nobody set up
+    try:
+        rc, _, err, calls = scancel(capsys, "105")
+    finally:
+        os.rename(site / "users.off", site / "users")
+    assert (rc, calls) == (0, [["qdel", "105"]])
+    assert err.startswith("scancel: warning: could not record the cancel of job 105 in ")
+
+
 def test_whole_array_records_every_task(capsys, site):
     rc, _, _, calls = scancel(capsys, "110")
     assert calls == [["qdel", "110"]]
@@ -159,7 +199,7 @@ def test_steps_are_not_jobs(capsys):
 def test_ended_job(capsys, site):
     state.record_submit(str(site), 300, {"name": "done", "partition": "debug", "user": "root"})
     state.record_event(str(site), 300, None, "end", {"exit": 0, "signal": 0, "state": "COMPLETED", "node": "vm"})
-    os.utime(site / "events" / "300.x.end.json", (NOW - 5, NOW - 5))
+    os.utime(site / "users" / str(os.getuid()) / "events" / "300.x.end.json", (NOW - 5, NOW - 5))
     rc, out, err, calls = scancel(capsys, "300")
     assert (rc, err, calls) == (0, "", [])
     rc, out, err, calls = scancel(capsys, "-v", "300")

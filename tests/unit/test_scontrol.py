@@ -160,7 +160,7 @@ def test_ended_job_is_shown_for_min_job_age(capsys, site):
     state.record_submit(str(site), 300, {"name": "exit7", "partition": "debug", "user": "root", "workdir": "/srv"})
     state.record_event(str(site), 300, None, "end", {"exit": 7, "signal": 0, "state": "FAILED", "node": "vm",
                                                      "start": NOW - 30})
-    os.utime(site / "events" / "300.x.end.json", (NOW - 5, NOW - 5))
+    os.utime(site / "users" / str(os.getuid()) / "events" / "300.x.end.json", (NOW - 5, NOW - 5))
     rc, out, err, _ = scontrol(capsys, "show", "job", "300")
     assert "   JobState=FAILED Reason=NonZeroExitCode Dependency=(null)\n" in out
     assert "ExitCode=7:0" in out and "   NodeList=vm\n" in out and "RunTime=00:00:30" in out
@@ -242,7 +242,7 @@ def test_release_of_another_users_job(capsys, monkeypatch):
 def test_suspend_resume_requeue(capsys, site):
     rc, out, err, calls = scontrol(capsys, "suspend", "105")
     assert (rc, err, calls) == (0, "", [["qmod", "-sj", "105"]])
-    assert (site / "events" / "105.x.suspend.json").exists()
+    assert (site / "users" / str(os.getuid()) / "events" / "105.x.suspend.json").exists()
     assert scontrol(capsys, "resume", "107")[3] == [["qmod", "-usj", "107"]]
     rc, out, err, calls = scontrol(capsys, "resume", "105")
     assert rc == 1 and calls == []
@@ -287,3 +287,44 @@ def test_version_and_interactive_commands(capsys, monkeypatch):
     assert out.count("\n") == 1 and out.startswith("JobId=105 JobName=fx_run1 UserId=")
     rc, out, err, _ = scontrol(capsys, "bogus")
     assert (rc, err) == (1, "invalid keyword: bogus\n")
+
+
+def test_an_admins_update_of_a_users_job_is_read_as_roots(capsys, site):
+    """Root's scontrol update writes root's own copy of the owner's record; readers take it for
+    the owner's job because it is newer and names the owner."""
+    import pwd
+
+    from test_squeue import plant
+
+    try:
+        alice = pwd.getpwnam("alice").pw_uid
+    except KeyError:
+        pytest.skip("no user alice on this machine (the fixture's second user)")
+    plant(site, "jobs", "106.json", json.dumps({"name": "fx_alice", "user": "alice", "comment": "hers",
+                                                 "t": NOW - 100}), uid=alice)
+    rc, out, err, _ = scontrol(capsys, "update", "JobId=106", "Comment=set by the admin")
+    assert (rc, err) == (0, "")
+    copy = json.loads((site / "users" / "0" / "jobs" / "106.json").read_text())
+    assert (copy["user"], copy["comment"], copy["t"]) == ("alice", "set by the admin", NOW)
+    rc, out, err, _ = scontrol(capsys, "show", "job", "106")
+    assert "   Comment=set by the admin\n" in out or " Comment=set by the admin" in out
+
+
+def test_planted_records_never_crash_or_hang_scontrol(capsys, site):
+    import signal
+
+    from test_squeue import plant_everything
+
+    plant_everything(site, NOW, 105)
+    signal.signal(signal.SIGALRM, lambda *a: pytest.fail("scontrol hung on a planted file"))
+    signal.alarm(20)
+    try:
+        rc, out, err, _ = scontrol(capsys, "show", "job", "105")
+        assert (rc, err) == (0, "") and "JobState=RUNNING" in out
+        assert scontrol(capsys, "show", "job")[0] == 0
+        assert scontrol(capsys, "hold", "112")[3] == [["qhold", "112"]]
+        assert scontrol(capsys, "release", "112")[3] == [["qrls", "112"]]
+        rc, out, err, _ = scontrol(capsys, "show", "job", "888888")
+        assert (rc, err) == (1, "slurm_load_jobs error: Invalid job id specified\n")
+    finally:
+        signal.alarm(0)

@@ -282,7 +282,7 @@ def submit(state_dir, job_id, **data):
 
 def event(state_dir, job_id, task, kind, age=10.0, **data):
     state.record_event(str(state_dir), job_id, task, kind, {**data})
-    path = state_dir / "events" / f"{job_id}.{'x' if task is None else task}.{kind}.json"
+    path = state_dir / "users" / str(os.getuid()) / "events" / f"{job_id}.{'x' if task is None else task}.{kind}.json"
     d = json.loads(path.read_text())
     d["t"] = NOW - age
     path.write_text(json.dumps(d))
@@ -450,11 +450,133 @@ def test_submit_records_of_a_long_listing_come_from_one_directory_listing(capsys
     fixture.write_text(doc)
     want = "".join(f"{n} {f'c{n}' if n % 7 == 1 else '(null)'}\n" for n in range(1, 301))
     opened = []
-    real = state.load_submit
-    monkeypatch.setattr(state, "load_submit", lambda cfg, job_id: opened.append(job_id) or real(cfg, job_id))
+    real = state.read_json
+    monkeypatch.setattr(state, "read_json", lambda path, uid=None: (
+        opened.append(path) if "/jobs/" in path else None) or real(path, uid))
     assert ok(capsys, fixture, "-h", "-o", "%i %k", "-S", "i") == want
     assert len(opened) < 150  # 64 misses, then only the jobs that have a record
     opened.clear()
     monkeypatch.setattr(jobs.SubmitRecords, "PER_JOB", 0)  # a directory too large to list: one open per job
     assert ok(capsys, fixture, "-h", "-o", "%i %k", "-S", "i") == want
     assert len(opened) == 300
+
+
+# ---------------------------------------------------------------------------------------------
+# records another user planted (security review F-3, F-6): the tests run as root, and a
+# directory of uid 4242 stands for the attacker's own (the only place she can write)
+
+ATTACKER = 4242
+
+
+def plant(state_dir, sub: str, name: str, content: bytes | str | None = None, *, kind: str = "file",
+          mtime: float | None = None, uid: int = ATTACKER):
+    """A file in ``uid``'s own record directory, owned by that uid, as that user could make it."""
+    d = state_dir / "users" / str(uid)
+    for x in (d, d / sub):
+        x.mkdir(exist_ok=True)
+        os.chown(x, uid, uid)
+        x.chmod(0o755)
+    p = d / sub / name
+    if kind == "file":
+        p.write_bytes(content.encode() if isinstance(content, str) else content or b"")
+        os.chown(p, uid, uid)
+    elif kind == "fifo":
+        os.mkfifo(p)
+        os.chown(p, uid, uid)
+    elif kind == "symlink":
+        os.symlink(content, p)
+        os.lchown(p, uid, uid)
+    if mtime is not None:
+        os.utime(p, (mtime, mtime), follow_symlinks=False)
+    return p
+
+
+def plant_everything(state_dir, now: float, victim_job: int, *, victim: str = "root"):
+    """Every variant of F-3 and F-6 a user can make in her own directory (and in users/)."""
+    far = now + 86400 * 365
+    ev = lambda job, kind="end", task="x": f"{job}.{task}.{kind}.json"  # noqa: E731
+    forged_end = json.dumps({"t": now - 5, "exit": 0, "signal": 0, "state": "COMPLETED", "node": "vm"})
+    forged_cancel = json.dumps({"t": now - 5, "uid": 0, "user": "root", "was": "PENDING", "owner": victim})
+    plant(state_dir, "events", ev(victim_job), forged_end, mtime=now - 5)  # a: the victim's job "ended"
+    plant(state_dir, "events", ev(victim_job, "cancel"), forged_cancel, mtime=now - 5)  # b
+    plant(state_dir, "events", ev(victim_job, "start"), "{}", mtime=now - 5)  # d
+    plant(state_dir, "jobs", f"{victim_job}.json", json.dumps({"time": "x", "array": [50, 40, 30], "user": victim,
+                                                               "name": "evil"}))  # c, e
+    plant(state_dir, "events", ev(888888, "cancel"), json.dumps(  # f: a job of the victim's invented
+        {"t": now - 5, "owner": victim, "user": victim, "name": "crypto-miner", "cpus": 64, "was": "RUNNING",
+         "start": now - 86400, "node": "vm"}), mtime=now - 5)
+    plant(state_dir, "events", "².x.end.json", "{}", mtime=far)  # F-6: a Unicode digit
+    plant(state_dir, "events", ev(999997), "[]", mtime=far)  # not an object
+    plant(state_dir, "events", ev(999998), kind="fifo", mtime=far)  # would block an open()
+    target = state_dir.parent / "someone-elses.json"
+    target.write_text(forged_end)
+    plant(state_dir, "events", ev(999996), str(target), kind="symlink", mtime=now - 5)  # another's file by a link
+    plant(state_dir, "events", ev(999995), b"{" + b" " * (2 << 20) + b"}", mtime=now - 5)  # huge
+    plant(state_dir, "events", ev(999994), b"\xff\xfe{", mtime=now - 5)  # not UTF-8
+    plant(state_dir, "events", ev(999993, "cancel"), json.dumps(  # her own job, every value of a wrong type
+        {"t": now - 5, "exit": "y", "signal": float("nan"), "state": 5, "start": 1e308, "was": [], "cpus": "64",
+         "name": {"a": 1}, "node": 7, "owner": str(ATTACKER), "sub": "x"}), mtime=now - 5)
+    plant(state_dir, "events", ev(999992), json.dumps({"t": 1e300, "exit": 10 ** 40, "signal": -(10 ** 40),
+                                                       "state": "COMPLETED\x1b[2J"}), mtime=now - 5)
+    plant(state_dir, "events", ev(999991), json.dumps({"t": now}), mtime=far)  # "recent" forever
+    plant(state_dir, "jobs", "².json", "{}")
+    plant(state_dir, "jobs", "999993.json", json.dumps({"array": "x", "throttle": [], "time": "1",
+                                                        "submit_time": "x", "begin": "soon", "ntasks": None,
+                                                        "mem_mb": "lots", "name": 5}))
+    plant(state_dir, "jobs", "999990.json", kind="fifo")
+    users = state_dir / "users"
+    (users / "²").mkdir(exist_ok=True)
+    os.mkfifo(users / "12345")
+    os.symlink("/tmp", users / "4343")
+    (users / "4444").mkdir()  # a directory of a uid not its owner's (root made it): not trusted
+    (users / "4444" / "events").mkdir()
+    (users / "4444" / "events" / ev(victim_job)).write_text(forged_end)
+
+
+def test_another_users_records_change_nothing(capsys, site):
+    submit(site, 110, name="fx_arr", array=[10, 20, 30, 40, 50], throttle=2)
+    before = {args: ok(capsys, MIXED, *args) for args in [(), ("-t", "all"), ("-j", "105,110,112", "-t", "all")]}
+    plant_everything(site, NOW, 105)
+    plant(site, "jobs", "110.json", json.dumps({"array": [50, 40, 30, 20, 10], "throttle": 5, "user": "root"}))
+    plant(site, "events", "112.x.cancel.json", json.dumps({"t": NOW - 5, "owner": "root", "was": "PENDING"}),
+          mtime=NOW - 5)
+    for args, out in before.items():  # her own (invented) jobs aside, the listing is what it was
+        assert "".join(ln for ln in ok(capsys, MIXED, *args).splitlines(True) if f" {ATTACKER} " not in ln) == out
+    assert "888888" not in ok(capsys, MIXED, "-t", "all", "-u", "root")
+    rc, out, err = squeue(capsys, MIXED, "-j", "888888", "-t", "all")
+    assert (rc, err) == (1, "slurm_load_jobs error: Invalid job id specified\n")
+
+
+def test_planted_files_never_crash_hang_or_persist(capsys, site):
+    import signal
+
+    plant_everything(site, NOW, 105)
+    signal.signal(signal.SIGALRM, lambda *a: pytest.fail("a command hung on a planted file"))
+    signal.alarm(20)
+    try:
+        out = ok(capsys, MIXED, "-t", "all", "-h", "-o", "%i|%u|%T|%C|%j")
+        rows = {ln.split("|")[0]: ln for ln in out.splitlines()}
+        # her own job with nonsense values: listed as hers, with the nonsense left out
+        assert rows["999993"] == f"999993|{ATTACKER}|CANCELLED|1|"
+        assert "999991" not in rows  # a future mtime is not "recent"
+        assert not {"999994", "999995", "999996", "999997", "999998", "888888"} & set(rows)
+        assert ok(capsys, MIXED, "-j", "105", "-h", "-o", "%i %T") == "105 RUNNING\n"
+    finally:
+        signal.alarm(0)
+
+
+def test_an_admins_copy_counts_only_for_the_job_it_names(capsys, site):
+    """Root's directory holds root's own jobs too: root's record of an older job 106 of root's
+    is not alice's job 106, but root's scontrol-update copy of alice's record is."""
+    import pwd
+
+    try:
+        alice = pwd.getpwnam("alice").pw_uid
+    except KeyError:
+        pytest.skip("no user alice on this machine (the fixture's second user)")
+    submit(site, 106, comment="roots-old-job", user="root")
+    assert ok(capsys, MIXED, "-j", "106", "-h", "-o", "%k") == "(null)\n"
+    submit(site, 106, comment="admin-set", user="alice")
+    assert ok(capsys, MIXED, "-j", "106", "-h", "-o", "%k") == "admin-set\n"
+    plant(site, "jobs", "106.json", json.dumps({"comment": "her-own", "user": "alice", "t": 1.0}), uid=alice)
+    assert ok(capsys, MIXED, "-j", "106", "-h", "-o", "%k") == "admin-set\n"  # root's copy is newer

@@ -406,7 +406,10 @@ class Ctx:
         self._outcomes: dict[tuple[int, int], qacct.Outcome] = {}
         self._templates: dict[tuple, tuple[dict[str, Any], dict[str, Any]]] = {}
         self._group_of_uid: dict[int, str] = {}
-        self.known_submits: set[int] | None = None
+        self.reader: Any = None  # records.Reader, made at first use
+        self.eager = False  # list each user's records at first use (a listing that reads most of them)
+        self.owners: dict[int, str] = {}  # job -> its owner, as Grid Engine reported it
+        self.me = os.getuid()
 
     def uid(self, user: str) -> int | None:
         if user not in self._uid:
@@ -447,16 +450,29 @@ class Ctx:
             oc = self._outcomes[key] = qacct.outcome(rec)
         return oc
 
-    def submit(self, job: int) -> dict | None:
-        """sbatch's record of the job (state.load_submit, cached)."""
-        s = self._submit.get(job, _UNREAD)
+    def records(self) -> Any:
+        if self.reader is None:
+            from ..records import Reader
+
+            self.reader = Reader(self.cfg, eager=self.eager)
+        return self.reader
+
+    def owner(self, job: int, owner: Any = None) -> Any:
+        """The owner to read a job's records for: the one given (Grid Engine's), else the one
+        Grid Engine reported for the job earlier in this command, else the caller."""
+        if owner not in (None, ""):
+            return owner
+        return self.owners.get(job, self.me)
+
+    def submit(self, job: int, owner: Any = None, ge_submit: float | None = None) -> dict | None:
+        """sbatch's record of a job of ``owner`` (see Ctx.owner) submitted at ``ge_submit`` (when
+        known): records.Reader.submit, cached."""
+        owner = self.owner(job, owner)
+        key = (job, owner, ge_submit)
+        s = self._submit.get(key, _UNREAD)  # type: ignore[call-overload]
         if s is not _UNREAD:
             return s
-        if self.known_submits is not None and job not in self.known_submits:
-            s = None
-        else:
-            s = _read_submit(os.path.join(self.cfg.cluster.state_dir, "jobs", f"{job}.json"))
-        self._submit[job] = s
+        s = self._submit[key] = self.records().submit(job, owner, ge_submit)  # type: ignore[index]
         return s
 
     def ident(self, job: int, s: dict | None, ge_name: str, owner: str, group: str, queue: str,
@@ -503,93 +519,103 @@ class Ctx:
         return -1
 
 
-def _events_index(cfg: Any, jobs: set[int] | None, min_mtime: float | None = None
-                  ) -> dict[int, dict[tuple[int | None, str], str]]:
-    """{job: {(task, kind): path}} of end and cancel events (one directory listing); with
-    ``min_mtime``, only events written since then."""
-    d = os.path.join(cfg.cluster.state_dir, "events")
-    out: dict[int, dict[tuple[int | None, str], str]] = {}
-    try:
-        it = os.scandir(d)
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
-        return out
-    with it:
-        for e in it:
-            n = e.name
-            if not n.endswith(".json"):
-                continue
-            parts = n[:-5].split(".")
-            if len(parts) != 3 or parts[2] not in ("end", "cancel", "start") or not parts[0].isdigit():
-                continue
-            job = int(parts[0])
-            if jobs is not None and job not in jobs:
-                continue
-            if min_mtime is not None:
-                try:
-                    if e.stat().st_mtime < min_mtime:
-                        continue
-                except OSError:
+def _events_index(cfg: Any, jobs: set[int] | None, min_mtime: float | None = None,
+                  uids: set[int] | None = None) -> dict[int, dict[tuple[int | None, str], dict[int, str]]]:
+    """{job: {(task, kind): {uid: path}}} of end, cancel and start events: one listing of each
+    user's directory (of ``uids`` only, when given); with ``min_mtime``, only events written
+    since then. Nothing is read here: Events.get reads and checks a file when it is needed."""
+    from .. import state
+    from ..records import EVENT_NAME
+
+    out: dict[int, dict[tuple[int | None, str], dict[int, str]]] = {}
+    kinds = ("end", "cancel", "start")
+    for uid, d in state.user_dirs(cfg):
+        if uids is not None and uid not in uids:
+            continue
+        try:
+            it = os.scandir(os.path.join(d, "events"))
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                m = EVENT_NAME.fullmatch(e.name)
+                if m is None or m[3] not in kinds:
                     continue
-            task = None if parts[1] == "x" else (int(parts[1]) if parts[1].lstrip("-").isdigit() else None)
-            out.setdefault(job, {})[(task, parts[2])] = e.path
+                job = int(m[1])
+                if jobs is not None and job not in jobs:
+                    continue
+                if min_mtime is not None:
+                    try:
+                        if e.stat(follow_symlinks=False).st_mtime < min_mtime:
+                            continue
+                    except OSError:
+                        continue
+                task = None if m[2] == "x" else int(m[2])
+                out.setdefault(job, {}).setdefault((task, m[3]), {})[uid] = e.path
     return out
 
 
-def _json_file(path: str) -> Any:
-    """The JSON document in a (small) file, read without a file object."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        data = os.read(fd, 65536)
-        if len(data) == 65536:
-            parts = [data]
-            while True:
-                more = os.read(fd, 65536)
-                if not more:
-                    break
-                parts.append(more)
-            data = b"".join(parts)
-    finally:
-        os.close(fd)
-    return json.loads(data.decode("utf-8"))
-
-
-def _read_submit(path: str) -> dict | None:
-    """state.load_submit of the file itself, with its errors."""
-    try:
-        return _json_file(path)
-    except (FileNotFoundError, ValueError, PermissionError):
-        return None
-
-
-def _load_json(path: str) -> dict | None:
-    try:
-        return _json_file(path)
-    except (OSError, ValueError):
-        return None
-
-
 class Events:
-    """The shim's end/cancel events, read lazily."""
+    """The shim's end/cancel/start events, read lazily. An event counts for a job of user U
+    when it is in U's directory, or in root's and names U (records.speaks_for), and when it can
+    be about the Grid Engine job submitted at ``ge_submit`` (records.of_job)."""
 
-    def __init__(self, index: dict[int, dict[tuple[int | None, str], str]]):
+    def __init__(self, index: dict[int, dict[tuple[int | None, str], dict[int, str]]]):
         self.index = index
         self.cache: dict[str, dict | None] = {}
 
-    def get(self, job: int, task: int | None, kind: str) -> dict | None:
+    def _load(self, path: str, uid: int) -> dict | None:
+        if path not in self.cache:
+            from .. import state
+            from ..records import clean_event
+
+            self.cache[path] = clean_event(state.read_json(path, uid))
+        return self.cache[path]
+
+    def get(self, job: int, task: int | None, kind: str, owner: Any, ge_submit: float | None = None) -> dict | None:
         paths = self.index.get(job)
         if not paths:
             return None
-        p = paths.get((task, kind))
-        if p is None and kind == "cancel" and task is not None:
-            p = paths.get((None, kind))
-        if p is None:
-            return None
-        if p not in self.cache:
-            self.cache[p] = _load_json(p)
-        return self.cache[p]
+        from .. import state
+        from ..records import of_job, speaks_for
 
-    def tasks(self, job: int) -> set[int | None]:
-        return {t for t, _k in self.index.get(job, {})}
+        uid = state.uid_of(owner) if owner not in (None, "") else None
+        if uid is None:
+            return None
+        keys = [(task, kind)]
+        if kind == "cancel" and task is not None:
+            keys.append((None, kind))
+        for key in keys:
+            by = paths.get(key)
+            if not by:
+                continue
+            for u in dict.fromkeys((uid, 0)):
+                p = by.get(u)
+                if p is None:
+                    continue
+                data = self._load(p, u)
+                if data is not None and speaks_for(data, u, uid, "owner") and of_job(data, ge_submit, True):
+                    return data
+        return None
+
+    def tasks(self, job: int, owner: Any = None) -> set[int | None]:
+        """The tasks with events in the owner's or root's directory (all, without an owner)."""
+        paths = self.index.get(job, {})
+        if owner is None:
+            return {t for t, _k in paths}
+        from .. import state
+
+        uid = state.uid_of(owner)
+        return {t for (t, _k), by in paths.items() if uid in by or 0 in by}
+
+    def owners(self, job: int, me: int) -> list[int]:
+        """Whose job this may be when Grid Engine has no record of it (records.candidates)."""
+        from ..records import candidates
+
+        paths = self.index.get(job, {})
+        uids = {u for by in paths.values() for u in by}
+        root = [self._load(by[0], 0) for (_t, k), by in paths.items() if 0 in by and k != "start"]
+        return candidates(uids, root, me)
 
 
 STALE = 3600  # seconds between Grid Engine's and the shim's times beyond which they are different jobs
@@ -740,8 +766,8 @@ def rows_from_record(ctx: Ctx, rec: qacct.Record, s: dict | None, ev: Events, *,
     task = _slurm_task(rec.task, s)
     end_ev = cancel_ev = None
     if not requeued and rec.job in ev.index:
-        end_ev = ev.get(rec.job, task, "end")
-        cancel_ev = ev.get(rec.job, task, "cancel")
+        end_ev = ev.get(rec.job, task, "end", rec.owner, rec.submit or None)
+        cancel_ev = ev.get(rec.job, task, "cancel", rec.owner, rec.submit or None)
         if end_ev is not None and rec.end and abs(float(end_ev.get("t") or 0) - rec.end) > STALE:
             end_ev = None  # a record of an earlier job with the same number (Grid Engine reinstalled)
         if cancel_ev is not None and abs(float(cancel_ev.get("t") or 0) - (rec.end or rec.submit)) > STALE:
@@ -802,18 +828,17 @@ def rows_from_record(ctx: Ctx, rec: qacct.Record, s: dict | None, ev: Events, *,
     return job, _row(d)
 
 
-def rows_from_events(ctx: Ctx, job_id: int, task: int | None, s: dict | None, ev: Events
+def rows_from_events(ctx: Ctx, job_id: int, task: int | None, s: dict | None, ev: Events, owner: str
                      ) -> tuple[view.Row, view.Row | None] | None:
-    """A job Grid Engine has no record of (cancelled while pending) or whose record is not there
-    (yet): rebuilt from the shim's end and cancel events."""
-    end_ev = ev.get(job_id, task, "end")
-    cancel_ev = ev.get(job_id, task, "cancel")
-    start_ev = ev.get(job_id, task, "start")
+    """A job of ``owner`` Grid Engine has no record of (cancelled while pending) or whose record
+    is not there (yet): rebuilt from the shim's end and cancel events."""
+    end_ev = ev.get(job_id, task, "end", owner)
+    cancel_ev = ev.get(job_id, task, "cancel", owner)
+    start_ev = ev.get(job_id, task, "start", owner)
     if end_ev is None and cancel_ev is None:
         return None
     info = cancel_ev or {}
-    ident = _ident(ctx, job_id, s, info.get("name", ""), info.get("owner", "") or (s or {}).get("user", ""),
-                   "", "", "")
+    ident = _ident(ctx, job_id, s, info.get("name", ""), owner, "", "", "")
     if not s and info.get("partition"):
         ident["partition"] = info["partition"]
     ncpus = int((s or {}).get("ntasks") or 1) * int((s or {}).get("cpus_per_task") or 1) if s else int(
@@ -856,13 +881,6 @@ def rows_from_events(ctx: Ctx, job_id: int, task: int | None, s: dict | None, ev
         cluster=ctx.cluster, name="batch", partition=ident["partition"], account=ident["account"],
         user=ident["user"], uid=ident["uid"], group=ident["group"])
     return job, batch
-
-
-def _events_user(ev: Events, job_id: int, task: int | None, s: dict | None) -> str:
-    """The user of the row rows_from_events would make, without making it."""
-    info = ev.get(job_id, task, "cancel") or {}
-    owner = info.get("owner", "") or (s or {}).get("user", "")
-    return owner or (s or {}).get("user") or ""
 
 
 def rows_from_live(ctx: Ctx, rec: Any) -> tuple[view.Row, view.Row | None]:
@@ -1172,22 +1190,33 @@ def collect(qy: Query, *, accounting: str | None = None, cfg: Any = None, backen
     # the shim's end and cancel events (one directory listing), and the qstat this will likely
     # need, started now to run while the file is read (-j looks at the events first)
     since = (qy.start - qacct.SLACK) if (qy.window and qy.start) else None
-    ev = Events(_events_index(cfg, job_ids, since)) if job_ids is not None else None
+    uids = _uids_of(qy.users)
+    ev = Events(_events_index(cfg, job_ids, since, uids)) if job_ids is not None else None
     pending = _prefetch(qy, ctx, job_ids, backend, ev) if live is None else None
     try:
         if ev is None:
-            ev = Events(_events_index(cfg, job_ids, since))
-        if job_ids is None:
-            jobs_dir = os.path.join(cfg.cluster.state_dir, "jobs")
-            try:
-                ctx.known_submits = {int(n[:-5]) for n in os.listdir(jobs_dir)
-                                     if n.endswith(".json") and n[:-5].isdigit()}
-            except OSError:
-                ctx.known_submits = set()
+            ev = Events(_events_index(cfg, job_ids, since, uids))
+        # a listing reads most users' records: each directory is listed once instead
+        ctx.eager = job_ids is None
         return _collect(qy, ctx, path, job_ids, backend, live, emit, pending, ev)
     finally:
         if pending is not None:
             pending.close()
+
+
+def _user_name(uid: int) -> str:
+    from ..records import user_name
+
+    return user_name(uid)
+
+
+def _uids_of(users: set[str] | None) -> set[int] | None:
+    """Whose directories can hold events of these users' jobs: theirs and root's (None: all)."""
+    if users is None:
+        return None
+    from .. import state
+
+    return {u for u in map(state.uid_of, users) if u is not None} | {0}
 
 
 def _collect(qy: Query, ctx: Ctx, path: str, job_ids: set[int] | None, backend: Any, live: list | None,
@@ -1207,8 +1236,10 @@ def _collect(qy: Query, ctx: Ctx, path: str, job_ids: set[int] | None, backend: 
     # 2. with the shim's records
     by_key: dict[tuple[int, int | None], list[qacct.Record]] = {}
     submit = ctx.submit
+    owners = ctx.owners
     for r in records:
-        s = submit(r.job)
+        owners[r.job] = r.owner
+        s = submit(r.job, r.owner, r.submit or None)
         if s is not None:
             s = fresh_submit(s, r)
         t = r.task
@@ -1237,8 +1268,9 @@ def _collect(qy: Query, ctx: Ctx, path: str, job_ids: set[int] | None, backend: 
     for lr in live_recs:
         if job_ids is not None and lr.job_id not in job_ids:
             continue
+        owners.setdefault(lr.job_id, lr.user)
         if lr.array_pending is None and lr.state != "PENDING":
-            end_ev = ev.get(lr.job_id, lr.array_task, "end")
+            end_ev = ev.get(lr.job_id, lr.array_task, "end", lr.user, lr.extra.get("submit_ts"))
             started = lr.start_time.timestamp() if lr.start_time else 0
             if end_ev is not None and float(end_ev.get("t") or 0) >= started - 1:
                 continue  # the script has ended (Grid Engine is still cleaning up): the end event tells
@@ -1279,7 +1311,7 @@ def _collect(qy: Query, ctx: Ctx, path: str, job_ids: set[int] | None, backend: 
     steps_too = not no_steps
     for key, recs in by_key.items():
         final = recs[-1]
-        s = submit(key[0])
+        s = submit(key[0], final.owner, final.submit or None)
         if s is not None:
             s = fresh_submit(s, final)
         lr = live_keys.get(key) if live_keys else None
@@ -1288,7 +1320,7 @@ def _collect(qy: Query, ctx: Ctx, path: str, job_ids: set[int] | None, backend: 
             lr = None
         if lr is not None:
             final = None
-        c = ev.get(key[0], key[1], "cancel") if key[0] in ev.index else None
+        c = ev.get(key[0], key[1], "cancel", recs[-1].owner, recs[-1].submit or None) if key[0] in ev.index else None
         if final is not None and c is not None and c.get("was") == "PENDING" and float(c.get("t") or 0) > (
                 final.end or final.submit) + 1:
             final = None  # requeued, then cancelled while pending again: the events tell the end
@@ -1315,24 +1347,33 @@ def _collect(qy: Query, ctx: Ctx, path: str, job_ids: set[int] | None, backend: 
     for job_id in sorted(ev.index):
         if job_ids is not None and job_id not in job_ids:
             continue
-        tasks = ev.tasks(job_id)
-        if any(t is not None for t in tasks):
-            tasks.discard(None)
-        todo = [t for t in tasks if (job_id, t) not in seen and t not in pending_tasks.get(job_id, ())]
-        if not todo:
-            continue
-        s = ctx.submit(job_id)
-        if qy.users is not None and not any(_events_user(ev, job_id, t, s) in qy.users for t in todo):
-            continue  # none of its rows could match (their user is decided as rows_from_events does)
-        for t in sorted(todo, key=lambda x: -1 if x is None else x):
-            made = rows_from_events(ctx, job_id, t, s, ev)
-            if made is None:
+        # whose: Grid Engine's owner where it knows the job, else whoever's events speak for it
+        known = owners.get(job_id)
+        cands: list[Any] = [known] if known else ev.owners(job_id, ctx.me)
+        for owner in cands:
+            name = owner if isinstance(owner, str) else _user_name(owner)
+            if qy.users is not None and name not in qy.users:
+                continue  # none of its rows could match
+            tasks = ev.tasks(job_id, owner)
+            if any(t is not None for t in tasks):
+                tasks.discard(None)
+            todo = [t for t in tasks if (job_id, t) not in seen and t not in pending_tasks.get(job_id, ())]
+            if not todo:
                 continue
-            job, batch = made
-            if t is not None and batch is None and job.state == "CANCELLED":
-                never_ran.setdefault(job_id, []).append((job, []))
-            else:
-                finish(job, [batch] if batch else [])
+            s = ctx.submit(job_id, owner)
+            made_any = False
+            for t in sorted(todo, key=lambda x: -1 if x is None else x):
+                made = rows_from_events(ctx, job_id, t, s, ev, name)
+                if made is None:
+                    continue
+                made_any = True
+                job, batch = made
+                if t is not None and batch is None and job.state == "CANCELLED":
+                    never_ran.setdefault(job_id, []).append((job, []))
+                else:
+                    finish(job, [batch] if batch else [])
+            if made_any:
+                break
     for job_id, items in never_ran.items():
         if len(items) == 1:
             finish(*items[0])
@@ -1399,7 +1440,9 @@ def _need_live(qy: Query, by_key: dict, ev: Events, ctx: Ctx) -> bool | set[int]
         of_job.setdefault(k[0], {})[k] = recs
     for job_id in sorted({s.job for s in qy.jobs}):
         keys = of_job.get(job_id, {})
-        s = ctx.submit(job_id)
+        last = max((recs[-1] for recs in keys.values()), key=_written, default=None)
+        owner = last.owner if last is not None else ctx.owner(job_id)
+        s = ctx.submit(job_id, owner, (last.submit or None) if last is not None else None)
         if s is not None:
             # sbatch's record names every task; records of an older job with the same number do not count
             done = {k for k, recs in keys.items() if fresh_submit(s, recs[-1]) is not None
@@ -1409,9 +1452,9 @@ def _need_live(qy: Query, by_key: dict, ev: Events, ctx: Ctx) -> bool | set[int]
             for t in tasks_needed:
                 if (job_id, t) in done:
                     continue
-                if ev.get(job_id, t, "end") is not None:
+                if ev.get(job_id, t, "end", owner) is not None:
                     continue
-                c = ev.get(job_id, t, "cancel")
+                c = ev.get(job_id, t, "cancel", owner)
                 if c is not None and c.get("was") in ("PENDING", None):
                     continue
                 return True
@@ -1483,7 +1526,7 @@ def _prefetch(qy: Query, ctx: Ctx, job_ids: set[int] | None, backend: Any, ev: E
     b = backend or backends.get(ctx.cfg)
     if not isinstance(b, GridEngineBackend):
         return None
-    if job_ids is None or any(_running_maybe(ctx.submit(j), j, ev) for j in job_ids):  # type: ignore[arg-type]
+    if job_ids is None or any(_running_maybe(ctx.submit(j), j, ev, ctx.owner(j)) for j in job_ids):  # type: ignore[arg-type]
         from ..backends import qstat
 
         return _Pending.start(b, list(qstat.QSTAT_ARGS))
@@ -1493,14 +1536,14 @@ def _prefetch(qy: Query, ctx: Ctx, job_ids: set[int] | None, backend: Any, ev: E
     return _Pending.start(b, ["-j", ",".join(str(j) for j in unsure)], probe=set(unsure))
 
 
-def _running_maybe(s: dict | None, job_id: int, ev: Events) -> bool:
-    """An sbatch job with a task that has neither ended nor been cancelled, as far as the shim's
-    events tell: most likely still pending or running."""
+def _running_maybe(s: dict | None, job_id: int, ev: Events, owner: Any) -> bool:
+    """An sbatch job (of ``owner``) with a task that has neither ended nor been cancelled, as far
+    as the shim's events tell: most likely still pending or running."""
     if s is None:
         return False
     array = s.get("array")
     for t in ({int(x) for x in array} if array else {None}):
-        if ev.get(job_id, t, "end") is None and ev.get(job_id, t, "cancel") is None:
+        if ev.get(job_id, t, "end", owner) is None and ev.get(job_id, t, "cancel", owner) is None:
             return True
     return False
 

@@ -174,8 +174,9 @@ class Plan:
 
 
 def ge_task_numbers(cfg, job_id: int, indices: list[int], rec: JobRecord | None) -> list[int]:
-    """Slurm array indices -> Grid Engine task numbers (the submit record's index list)."""
-    s = jobs.submit_record(cfg, rec) if rec is not None else state.load_submit(cfg, job_id)
+    """Slurm array indices -> Grid Engine task numbers (the index list of the submit record of
+    the job's owner, as Grid Engine reports the owner: nobody else's record maps the tasks)."""
+    s = jobs.submit_record(cfg, rec) if rec is not None else None
     array = (s or {}).get("array") or []
     if not array:
         return list(indices)
@@ -388,6 +389,7 @@ def main(argv: list[str]) -> int:
 
     me = current_user()
     uid = os.getuid()
+    unrecorded: list[str] = []
     for p in plans:
         what = outcome.get(p.job_id)
         if what == "denied":
@@ -401,33 +403,49 @@ def main(argv: list[str]) -> int:
             if strict:
                 rc = max(rc, 1)
             continue
+        written = True
         if tool == "qdel":
-            _record_cancels(cfg, p, me, uid)
+            written = _record_cancels(cfg, p, me, uid)
         elif extra == ["-sj"]:
+            sub = p.records[0].extra.get("submit_ts") if p.records else None
             for t in (p.tasks or [None]):
-                state.record_event(cfg, p.job_id, t, "suspend", {"uid": uid, "user": me})
+                ev = {"uid": uid, "user": me, "owner": p.owner}
+                if sub:
+                    ev["sub"] = sub
+                written = state.record_event(cfg, p.job_id, t, "suspend", ev) and written
+        if not written:
+            unrecorded.append(p.label)
+    if unrecorded:  # Grid Engine has acted: the command succeeded, only the shim's note is missing
+        print(f"{PROG}: warning: could not record the {'cancel' if tool == 'qdel' else 'suspend'} of job "
+              f"{', '.join(unrecorded)} in {cfg.cluster.state_dir}", file=sys.stderr)
     return rc
 
 
-def _record_cancels(cfg, p: Plan, user: str, uid: int) -> None:
-    """One "cancel" event per job, or per array task (Slurm index), with the state it was in."""
+def _record_cancels(cfg, p: Plan, user: str, uid: int) -> bool:
+    """One "cancel" event per job, or per array task (Slurm index), with the state it was in, in
+    the caller's own directory (root's for an admin: readers take it as root's word). False when
+    one could not be written."""
     wanted = set(p.tasks) if p.tasks is not None else None
+    ok = True
     for r in p.records:
         base = {"uid": uid, "user": user, "was": r.state, "owner": r.user, "name": r.name,
                 "partition": r.partition, "cpus": r.num_cpus}
+        if r.extra.get("submit_ts"):
+            base["sub"] = r.extra["submit_ts"]  # Grid Engine's submission time: ties it to this job
         if r.nodes:
             base["node"] = r.nodes[0]
         if r.start_time is not None:
             base["start"] = r.start_time.timestamp()
         if r.array_task is not None:
             if wanted is None or r.array_task in wanted:
-                state.record_event(cfg, p.job_id, r.array_task, "cancel", base)
+                ok = state.record_event(cfg, p.job_id, r.array_task, "cancel", base) and ok
         elif r.array_pending is not None:
             for i in r.extra.get("pending_indices", ()):
                 if wanted is None or i in wanted:
-                    state.record_event(cfg, p.job_id, i, "cancel", base)
+                    ok = state.record_event(cfg, p.job_id, i, "cancel", base) and ok
         else:
-            state.record_event(cfg, p.job_id, None, "cancel", base)
+            ok = state.record_event(cfg, p.job_id, None, "cancel", base) and ok
+    return ok
 
 
 def _confirm(p: Plan) -> bool:

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Iterable
 
 from .. import jobs, state
+from ..records import Reader
 from ..errors import ShimError
 from ..model import JobRecord
 from ..options.getopt import Table, getopt
@@ -176,8 +177,10 @@ def job_lines(rec: JobRecord, s: Session, now: float) -> list[str]:
         start = datetime.fromtimestamp(float(sub["begin"]))
     susp = "None"
     if rec.state == "SUSPENDED":
-        ev = state.load_events(cfg, rec.job_id).get((rec.array_task, "suspend"))
-        susp = iso(datetime.fromtimestamp(ev["t"])) if ev else iso(datetime.fromtimestamp(now))
+        reader = rec.extra.get("submit_records") or Reader(cfg, 1)
+        ev = reader.events(rec.job_id, rec.uid if rec.uid is not None else rec.user,
+                           rec.extra.get("submit_ts")).get((rec.array_task, "suspend"))
+        susp = iso(datetime.fromtimestamp(ev["t"])) if ev and ev.get("t") else iso(datetime.fromtimestamp(now))
     alloc = sub.get("submit_host") or os.uname().nodename.split(".")[0]
     mem = rec.min_memory_mb
     mem_field = (f"MinMemoryCPU={mem_text(mem)}" if rec.mem_per_cpu else f"MinMemoryNode={mem_text(mem)}") \
@@ -775,10 +778,20 @@ def suspend_resume(s: Session, verb: str, words: list[str]) -> int:
             print(f"{PROG}: error: Access/permission denied for job {tok}", file=sys.stderr)
             rc = 1
             continue
-        for r in recs:
-            kind = "suspend" if verb == "suspend" else "resume"
-            state.record_event(s.cfg, r.job_id, r.array_task, kind, {"uid": uid, "user": me})
+        kind = "suspend" if verb == "suspend" else "resume"
+        if not all([_record(s, r, kind, uid, me) for r in recs]):
+            print(f"{PROG}: warning: could not record the {kind} of job {tok} in {s.cfg.cluster.state_dir}",
+                  file=sys.stderr)
     return rc
+
+
+def _record(s: Session, r: JobRecord, kind: str, uid: int, me: str) -> bool:
+    """A suspend/resume event in the caller's own directory (root's for an admin), naming the
+    job's owner and Grid Engine's submission time so that readers tie it to this job."""
+    data: dict[str, object] = {"uid": uid, "user": me, "owner": r.user}
+    if r.extra.get("submit_ts"):
+        data["sub"] = r.extra["submit_ts"]
+    return state.record_event(s.cfg, r.job_id, r.array_task, kind, data)
 
 
 def requeue(s: Session, verb: str, words: list[str]) -> int:
@@ -876,7 +889,8 @@ def update(s: Session, words: list[str]) -> int:
             continue
         rec = recs[0]
         job = rec.job_id
-        sub = state.load_submit(s.cfg, job)
+        sub = jobs.submit_record(s.cfg, rec)  # the owner's record (or root's copy), of this job
+        sub = {k: v for k, v in sub.items() if k != "t"} if sub is not None else None
         ge_id = str(job)
         args: list[str] = []
         record: dict[str, object] = {}
@@ -932,8 +946,12 @@ def update(s: Session, words: list[str]) -> int:
                 rc = 1
                 continue
         if record and sub is not None:
+            # into the caller's own directory: an admin's copy is root's, which readers believe
+            # for the owner's job when it is newer (the job wrapper follows TimeLimit from it)
             sub.update(record)
-            state.record_submit(s.cfg, job, sub)
+            if not state.record_submit(s.cfg, job, sub):
+                print(f"{PROG}: warning: job {job}: the change is made in Grid Engine, but the shim's record "
+                      f"in {s.cfg.cluster.state_dir} could not be written", file=sys.stderr)
         elif record and ("comment" in record or "qos" in record) and sub is None:
             print(f"{PROG}: warning: job {job} was not submitted through slurm-shim: "
                   "Comment/QOS are not kept", file=sys.stderr)

@@ -1,0 +1,332 @@
+"""The shim's records of a job as its readers take them (squeue, scancel, scontrol, sacct, sbatch
+--wait): whose records speak for a job, and only values of the types the readers use.
+
+Where records live and how a file is checked is state.py's business. On top of that:
+
+- A record about a job of user U counts when it sits in U's directory, or in root's and names U
+  (``owner`` in an event, ``user`` in a submit record): root's directory also holds root's own
+  jobs, and an old job of root's with the same number is not U's. An event in U's directory that
+  names another owner is not believed either (nobody but root may act on another user's job).
+- A record stamped ``sub`` (the submitting command's clock), or an event stamped ``t``, that
+  cannot belong to the Grid Engine job submitted at ``ge_submit`` is another job's (ids wrap).
+- Every value a reader uses is checked for its type and range (``clean``); anything else is
+  dropped, as if the record did not say it. A record is its writer's free text: it may make that
+  writer's own jobs look odd, never crash or hang a command of anyone's.
+
+A ``Reader`` is one command's view: it verifies each user's directory once and lists a directory
+instead of opening one file per job once that is cheaper, as the single shared directory did.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from . import state
+
+if TYPE_CHECKING:
+    from .config import SiteConfig
+
+TS_MAX = 32503680000.0  # the year 3000: later is no time the shim ever wrote
+INT_MAX = 1 << 53
+STATE_WORD = re.compile(r"[A-Z][A-Z_]{0,31}")
+EVENT_NAME = re.compile(r"([0-9]{1,12})\.([0-9]{1,12}|x)\.([a-z]{1,16})\.json")
+JOB_NAME = re.compile(r"([0-9]{1,12})\.json")
+
+
+# ---------------------------------------------------------------------------------------------
+# values
+
+
+def _int(v: Any) -> int | None:
+    if type(v) is int and -INT_MAX <= v <= INT_MAX:
+        return v
+    if type(v) is float and v.is_integer() and -INT_MAX <= v <= INT_MAX:
+        return int(v)
+    return None
+
+
+def _num(v: Any) -> float | int | None:
+    if type(v) is int and -INT_MAX <= v <= INT_MAX:
+        return v
+    if type(v) is float and math.isfinite(v) and -1e18 <= v <= 1e18:
+        return v
+    return None
+
+
+def _ts(v: Any) -> float | int | None:
+    if type(v) in (int, float) and math.isfinite(v) and 0 <= v <= TS_MAX:
+        return v
+    return None
+
+
+def _str(v: Any) -> str | None:
+    return v if type(v) is str else None
+
+
+def _word(v: Any) -> str | None:
+    return v if type(v) is str and STATE_WORD.fullmatch(v) else None
+
+
+def _bool(v: Any) -> bool | None:
+    return v if type(v) is bool else None
+
+
+def _begin(v: Any) -> float | int | None:
+    """--begin: a timestamp (or, in old records, an ISO time)."""
+    if type(v) is str:
+        try:
+            v = datetime.fromisoformat(v).timestamp()
+        except (ValueError, OverflowError, OSError):
+            return None
+    return _ts(v)
+
+
+def _indices(v: Any) -> list[int] | None:
+    if type(v) is not list:
+        return None
+    out = [_int(x) for x in v]
+    return out if all(x is not None and x >= 0 for x in out) else None  # type: ignore[misc]
+
+
+SUBMIT_TYPES: dict[str, Callable[[Any], Any]] = {
+    "t": _ts, "sub": _ts, "submit_time": _ts, "begin": _begin,
+    "name": _str, "user": _str, "uid": _int, "partition": _str, "comment": _str, "account": _str,
+    "qos": _str, "workdir": _str, "work_dir": _str, "submit_dir": _str, "submit_host": _str,
+    "dependency": _str, "stdout": _str, "stderr": _str, "stdin": _str, "command": _str,
+    "script_path": _str, "licenses": _str, "gres": _str, "features": _str, "cluster": _str,
+    "ntasks": _int, "cpus_per_task": _int, "nodes": _int, "time": _int, "nice": _int, "gpus": _int,
+    "throttle": _int, "mem_mb": _num, "mem_per_cpu_mb": _num, "mem_per_gpu_mb": _num,
+    "default_mem_per_cpu": _num, "requeue": _bool, "array": _indices,
+}
+EVENT_TYPES: dict[str, Callable[[Any], Any]] = {
+    "t": _ts, "sub": _ts, "start": _ts, "exit": _int, "signal": _int, "uid": _int, "cpus": _int,
+    "state": _word, "was": _word, "reason": _str, "node": _str, "user": _str, "owner": _str,
+    "name": _str, "partition": _str,
+}
+
+
+def clean(data: dict[str, Any] | None, types: dict[str, Callable[[Any], Any]]) -> dict[str, Any] | None:
+    """``data`` with every known key that is null or of a wrong type or range left out (the
+    readers take a missing key as "not set"). Keys the readers do not use pass as they are."""
+    if data is None:
+        return None
+    out = {}
+    for k, v in data.items():
+        check = types.get(k)
+        if check is None:
+            out[k] = v
+        elif v is not None:
+            v = check(v)
+            if v is not None:
+                out[k] = v
+    return out
+
+
+def clean_submit(data: dict[str, Any] | None) -> dict[str, Any] | None:
+    return clean(data, SUBMIT_TYPES)
+
+
+def clean_event(data: dict[str, Any] | None) -> dict[str, Any] | None:
+    return clean(data, EVENT_TYPES)
+
+
+# ---------------------------------------------------------------------------------------------
+# whose records
+
+
+def names_user(v: Any, uid: int) -> bool:
+    """Does a record's ``owner``/``user`` field name the user ``uid``?"""
+    if type(v) is int:
+        return v == uid
+    return type(v) is str and bool(v) and state.uid_of(v) == uid
+
+
+def speaks_for(data: dict[str, Any], dir_uid: int, owner: int, field: str) -> bool:
+    """May a record found in ``dir_uid``'s directory speak about a job of ``owner``?"""
+    claimed = data.get(field)
+    if dir_uid == owner:
+        return claimed is None or names_user(claimed, owner)
+    return dir_uid == 0 and names_user(claimed, owner)
+
+
+def of_job(data: dict[str, Any], ge_submit: float | None, event: bool = False) -> bool:
+    """Can a record belong to the Grid Engine job submitted at ``ge_submit`` (None: unknown)?"""
+    if ge_submit is None:
+        return True
+    sub = data.get("sub")
+    if sub is not None:
+        return abs(sub - ge_submit) <= state.SKEW
+    t = data.get("t")
+    return not event or t is None or t >= ge_submit - state.SKEW  # nothing happens to a job before it exists
+
+
+def user_name(uid: int) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except (KeyError, OverflowError):
+        return str(uid)
+
+
+# ---------------------------------------------------------------------------------------------
+# one command's reads
+
+
+class Reader:
+    """The submit records and events one command reads. A job without a record (not submitted
+    by the shim) costs a failed open (~5 us); once ``MISSES`` lookups in a user's directory have
+    failed, one listing of it answers for the rest, unless it holds far more files than the
+    command has jobs to look up. Root's directory, which can only add to another user's record
+    (an admin's scontrol update), is listed at once when that is cheap, so that a listing of
+    other users' jobs opens no more files than before."""
+
+    MISSES = 64
+    PER_JOB = 20
+    ENTRY = 16  # bytes a directory entry takes at least
+
+    def __init__(self, cfg: SiteConfig | str, jobs: int = 0, eager: bool = False):
+        self.cfg = cfg
+        self.jobs = jobs  # how many jobs the command looks at (for the listing heuristic)
+        self.eager = eager  # list every directory at first use (a command that reads most records)
+        self._dirs: dict[int, str | None] = {}
+        self._ids: dict[int, set[int] | None] = {}
+        self._misses: dict[int, int] = {}
+        self._events: dict[int, dict[int, dict[tuple[int | None, str], str]]] = {}
+
+    def dir(self, uid: int) -> str | None:
+        try:
+            return self._dirs[uid]
+        except KeyError:
+            d = self._dirs[uid] = state.user_dir(self.cfg, uid)
+            return d
+
+    # submit records
+
+    def submit(self, job_id: int, owner: state.Owner, ge_submit: float | None = None) -> dict[str, Any] | None:
+        """sbatch's record of a job of ``owner``; root's copy of it wins when newer."""
+        uid = state.uid_of(owner)
+        if uid is None:
+            return None
+        best = self._submit_in(uid, job_id, uid, ge_submit)
+        if uid != 0:
+            other = self._submit_in(0, job_id, uid, ge_submit)
+            if other is not None and (best is None or (other.get("t") or 0) > (best.get("t") or 0)):
+                best = other
+        return best
+
+    def _submit_in(self, d_uid: int, job_id: int, owner: int, ge_submit: float | None) -> dict[str, Any] | None:
+        d = self.dir(d_uid)
+        if d is None:
+            return None
+        ids = self._ids.get(d_uid)
+        if ids is None and d_uid not in self._ids and (self.eager or d_uid != owner):
+            ids = self._list_jobs(d_uid, d)
+        if ids is not None and job_id not in ids:
+            return None
+        data = clean_submit(state.read_json(os.path.join(d, "jobs", f"{job_id}.json"), d_uid))
+        if data is None:
+            if ids is None and d_uid not in self._ids:
+                n = self._misses[d_uid] = self._misses.get(d_uid, 0) + 1
+                if n % self.MISSES == 0:
+                    self._list_jobs(d_uid, d)
+            return None
+        if not speaks_for(data, d_uid, owner, "user") or not of_job(data, ge_submit):
+            return None
+        return data
+
+    def _list_jobs(self, d_uid: int, d: str) -> set[int] | None:
+        """The ids of a directory's records, if listing it is cheaper than opening them."""
+        path = os.path.join(d, "jobs")
+        try:
+            size = os.stat(path).st_size
+            if not self.eager and size // self.ENTRY > self.PER_JOB * max(self.jobs, self.MISSES):
+                return None
+            ids = {int(m[1]) for m in map(JOB_NAME.fullmatch, os.listdir(path)) if m}
+        except OSError:
+            ids = set()  # no directory: no records
+        self._ids[d_uid] = ids
+        return ids
+
+    def submitted(self, owner: state.Owner) -> set[int]:
+        """Every id with a record in ``owner``'s directory (one listing)."""
+        uid = state.uid_of(owner)
+        d = None if uid is None else self.dir(uid)
+        if d is None:
+            return set()
+        ids = self._ids.get(uid)  # type: ignore[arg-type]
+        if ids is None:
+            eager, self.eager = self.eager, True
+            try:
+                ids = self._list_jobs(uid, d) or set()  # type: ignore[arg-type]
+            finally:
+                self.eager = eager
+        return ids
+
+    # events
+
+    def event_names(self, uid: int) -> dict[int, dict[tuple[int | None, str], str]]:
+        """{job: {(task, kind): file name}} of a user's events (one listing, no stat)."""
+        got = self._events.get(uid)
+        if got is not None:
+            return got
+        out: dict[int, dict[tuple[int | None, str], str]] = {}
+        d = self.dir(uid)
+        if d is not None:
+            try:
+                names = os.listdir(os.path.join(d, "events"))
+            except OSError:
+                names = []
+            for n in names:
+                m = EVENT_NAME.fullmatch(n)
+                if m is not None:
+                    out.setdefault(int(m[1]), {})[(None if m[2] == "x" else int(m[2]), m[3])] = n
+        self._events[uid] = out
+        return out
+
+    def event(self, d_uid: int, name: str) -> dict[str, Any] | None:
+        d = self.dir(d_uid)
+        return None if d is None else clean_event(state.read_json(os.path.join(d, "events", name), d_uid))
+
+    def events(self, job_id: int, owner: state.Owner, ge_submit: float | None = None
+               ) -> dict[tuple[int | None, str], dict[str, Any]]:
+        """All events of a job of ``owner`` that speak for it: {(task, kind): data}; the owner's
+        own win over root's."""
+        uid = state.uid_of(owner)
+        out: dict[tuple[int | None, str], dict[str, Any]] = {}
+        if uid is None:
+            return out
+        for d_uid in ((0, uid) if uid != 0 else (0,)):
+            for key, name in self.event_names(d_uid).get(job_id, {}).items():
+                data = self.event(d_uid, name)
+                if data is not None and speaks_for(data, d_uid, uid, "owner") and of_job(data, ge_submit, True):
+                    out[key] = data
+        return out
+
+    def ended_owner(self, job_id: int, uids: Iterable[int], me: int | None = None) -> list[int]:
+        """Whose job ``job_id`` may be when Grid Engine no longer knows it and the directories of
+        ``uids`` hold its events (see ``candidates``)."""
+        root = [self.event(0, n) for n in self.event_names(0).get(job_id, {}).values()] if 0 in uids else []
+        return candidates(uids, root, me)
+
+
+def candidates(uids: Iterable[int], root_events: Iterable[dict[str, Any] | None], me: int | None) -> list[int]:
+    """The possible owners of a job Grid Engine no longer knows: the users whose directories hold
+    its events (``uids``), and those that root's events about it name (a root event naming nobody
+    is about root's own job). The caller's own first, then those root names, then by uid. A
+    reader takes the first whose events speak for the job: two users claiming one id can only
+    be a reused id or a plant, and each user sees their own."""
+    cands = {u for u in uids if u != 0}
+    named: set[int] = set()
+    for data in root_events:
+        if data is not None:
+            o = data.get("owner")
+            ou = 0 if o is None else state.uid_of(o)
+            if ou is not None:
+                named.add(ou)
+    cands |= named
+    return sorted(cands, key=lambda u: (u != me, u not in named, u))
