@@ -100,6 +100,18 @@ def test_end_event_wins_over_grid_engine():
     assert (o.state, o.exit, o.signal, o.batch_state) == ("FAILED", 0, 9, "CANCELLED")
 
 
+def test_a_dependency_cancel_by_the_wrapper_wins_over_failed_0():
+    """F-14: the wrapper cancelled the job before its script (afterok/afternotok unmet) and exited
+    0, so Grid Engine says failed 0 exit 0; Slurm says CANCELLED (by nobody: slurmctld did it)."""
+    dep = {"uid": 1001, "user": "alice", "was": "PENDING", "reason": "DependencyNeverSatisfied"}
+    o = _outcome("exit0", cancel=dep)
+    assert (o.state, f"{o.exit}:{o.signal}", o.batch_state, o.cancel_uid) == ("CANCELLED", "0:0", "CANCELLED", None)
+    o = _outcome("exit0", end={"exit": 0, "signal": 0, "state": "CANCELLED", "reason": "DependencyNeverSatisfied"})
+    assert (o.state, f"{o.exit}:{o.signal}", o.cancel_uid) == ("CANCELLED", "0:0", None)
+    # any other cancel event of a job that then completed (scancel lost the race) leaves COMPLETED
+    assert _outcome("exit0", cancel={"uid": 0, "was": "RUNNING"}).state == "COMPLETED"
+
+
 def test_other_failed_codes():
     r = file_records()[0]
     for failed, state in ((19, "NODE_FAIL"), (25, "REQUEUED"), (1, "FAILED"), (37, "TIMEOUT")):

@@ -541,6 +541,7 @@ LAUNCH_FAIL_CODES = frozenset({26, 27, 28, 29})
 RESCHEDULED_CODES = frozenset({24, 25})
 LIMIT_CODE = 37
 KILLED_CODE = 100
+DEPENDENCY_CANCEL = "DependencyNeverSatisfied"  # the reason of the job wrapper's own cancel event
 
 
 class Outcome:
@@ -565,10 +566,17 @@ class Outcome:
                 f"{self.batch_exit}:{self.batch_signal}>")
 
 
+# Slurm's own cancel of a job whose dependency can never be satisfied names no canceller (plain
+# "CANCELLED" in sacct, not "CANCELLED by <uid>")
+_DEPENDENCY = Outcome("CANCELLED", 0, 0, "CANCELLED", 0, 0, reason=DEPENDENCY_CANCEL)
+
+
 def _from_end_event(end: dict, cancel: dict | None) -> Outcome:
     st = end.get("state") or ""
     code = int(end.get("exit") or 0)
     sig = int(end.get("signal") or 0)
+    if st == "CANCELLED" and DEPENDENCY_CANCEL in (end.get("reason"), (cancel or {}).get("reason")):
+        return _DEPENDENCY
     if st == "CANCELLED" or (cancel is not None and st not in ("COMPLETED", "TIMEOUT")):
         uid = cancel.get("uid") if cancel else None
         return Outcome("CANCELLED", 0, 0, "CANCELLED", 0, sig or 15, cancel_uid=_opt_int(uid))
@@ -597,6 +605,8 @@ def _opt_int(v) -> int | None:
 def outcome(rec: Record, end: dict | None = None, cancel: dict | None = None) -> Outcome:
     """Slurm's state for an accounting record, preferring the shim's own end/cancel events.
 
+    A cancel event the job wrapper wrote (reason DependencyNeverSatisfied: an afterok/afternotok
+    dependency failed, so the script never ran) -> CANCELLED, whatever Grid Engine saw.
     Grid Engine alone:  failed 0 exit 0 -> COMPLETED 0:0;  exit N -> FAILED N:0 (N > 128: killed
     by signal N-128 -> FAILED 0:sig, step CANCELLED);  failed 37 (h_rt/h_cpu enforced) -> TIMEOUT
     (OUT_OF_MEMORY when the job asked for h_vmem and reached it);  failed 100 (qdel) -> CANCELLED;
@@ -607,6 +617,10 @@ def outcome(rec: Record, end: dict | None = None, cancel: dict | None = None) ->
         return _from_end_event(end, cancel)
     f = rec.failed
     status = rec.exit_status
+    if cancel is not None and cancel.get("reason") == DEPENDENCY_CANCEL and f not in RESCHEDULED_CODES:
+        # the job wrapper found the job's afterok/afternotok dependency unmet and ended it before
+        # its script ran (Grid Engine saw a wrapper that exited 0): Slurm's CANCELLED
+        return _DEPENDENCY
     if f == 0:
         if status == 0:
             return Outcome("COMPLETED")
