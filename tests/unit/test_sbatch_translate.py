@@ -158,3 +158,121 @@ def test_qsub_failure_is_a_slurm_style_error(monkeypatch):
     with pytest.raises(ShimError) as e:
         sbatch.main([])
     assert e.value.lines == ["sbatch: error: Batch job submission failed: Unable to run job: denied: something"]
+
+
+# ---------------------------------------------------------------------------------------------
+# what a submission leaves for others to read, and bookkeeping that fails (security F-7, F-8, F-13;
+# issue 13 item 4)
+
+
+def _payload(script: bytes) -> dict:
+    import base64
+    import json
+
+    body = script.decode().split("<<'__SLURM_SHIM_PAYLOAD__'\n", 1)[1].split("\n__SLURM_SHIM_PAYLOAD__", 1)[0]
+    return json.loads(base64.b64decode(body.replace("\n", "")))
+
+
+class CwdBackend(ReplayBackend):
+    """Notes the working directory each Grid Engine command runs in."""
+
+    def run(self, tool, args, *, input=None, timeout=None):
+        import os
+
+        self.cwds = getattr(self, "cwds", []) + [os.getcwd()]
+        return super().run(tool, args, input=input, timeout=timeout)
+
+
+def _submit(monkeypatch, argv, env=None, job="4242"):
+    b = CwdBackend()
+    b.add("qsub", [], stdout=f"{job}\n")
+    backends.use(b)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(SCRIPT.encode())))
+    for k, v in (env or {}).items():
+        monkeypatch.setenv(k, v)
+    return b
+
+
+def test_secrets_go_to_a_private_file_not_the_record_or_the_script(capsys, monkeypatch, tmp_path):
+    import json
+    import os
+    import stat
+
+    ef = tmp_path / "exports"
+    ef.write_text("DB_PASSWORD=from-export-file-s3cr3t\n")
+    ef.chmod(0o600)
+    b = _submit(monkeypatch, [], {"MYSECRET": "hunter2-sbatch"})
+    before = __import__("time").time()
+    assert sbatch.main(["--export=ALL,API_TOKEN=tok-123", f"--export-file={ef}"]) == 0
+    assert capsys.readouterr() == ("Submitted batch job 4242\n", "")
+    (_argv, script), = b.calls
+    assert b"hunter2" not in script and b"tok-123" not in script
+    payload = _payload(script)
+    assert "environ" not in payload and "tok-123" not in json.dumps(payload) and "s3cr3t" not in json.dumps(payload)
+    assert before <= payload["sub"] <= __import__("time").time()
+    path = payload["env_file"]
+    st = os.lstat(path)
+    assert stat.S_IMODE(st.st_mode) == 0o600 and stat.S_IMODE(os.lstat(os.path.dirname(path)).st_mode) == 0o700
+    secret = json.loads(open(path).read())
+    assert secret["environ"]["MYSECRET"] == "hunter2-sbatch"
+    assert secret["export"]["vars"] == {"API_TOKEN": "tok-123"}
+    assert secret["export_file"] == {"DB_PASSWORD": "from-export-file-s3cr3t"}
+    assert secret["export_raw"] == "ALL,API_TOKEN=tok-123"
+    rec = state.load_submit(siteconf.get(), 4242)
+    text = json.dumps(rec)
+    assert "tok-123" not in text and "s3cr3t" not in text and "hunter2" not in text
+    assert rec["export"] == {"all": True, "vars": ["API_TOKEN"]} and rec["export_file"] == ["DB_PASSWORD"]
+    assert rec["export_raw"] == "ALL,API_TOKEN" and rec["sub"] == payload["sub"]
+
+
+def test_without_a_private_file_the_environment_stays_in_the_script_with_a_warning(capsys, monkeypatch):
+    b = _submit(monkeypatch, [], {"MYSECRET": "hunter2-sbatch"})
+    real = state.write_own
+    monkeypatch.setattr(state, "write_own", lambda cfg, sub, *a: sub != "env" and real(cfg, sub, *a))
+    assert sbatch.main([]) == 0
+    out, err = capsys.readouterr()
+    assert out == "Submitted batch job 4242\n"
+    assert err.startswith("sbatch: warning: could not write the job's environment to a private file")
+    assert err.count("\n") == 1
+    payload = _payload(b.calls[0][1])
+    assert payload["environ"]["MYSECRET"] == "hunter2-sbatch" and "env_file" not in payload
+
+
+def test_a_record_that_cannot_be_written_never_fails_an_accepted_job(capsys, monkeypatch, tmp_path):
+    import os
+
+    _submit(monkeypatch, [])
+    users = tmp_path / "state" / "users"
+    os.rename(users, tmp_path / "state" / "users.off")  # a state directory nobody set up
+    assert sbatch.main(["--parsable"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "4242\n"
+    lines = err.splitlines()
+    assert len(lines) == 2 and all(ln.startswith("sbatch: warning: ") for ln in lines)
+    assert "job 4242 is queued" in lines[1]
+
+
+def test_qsub_runs_in_slash_and_the_job_keeps_its_directory(capsys, monkeypatch, tmp_path):
+    """F-8: ./.sge_request of the submit directory is never read (qsub runs in /); the job
+    still starts in the submit directory, or in --chdir's."""
+    import os
+
+    sub_dir = tmp_path / "project"
+    sub_dir.mkdir()
+    (sub_dir / ".sge_request").write_text("-l h_rt=1 -v PYTHONPATH=/evil\n")
+    monkeypatch.chdir(sub_dir)
+    b = _submit(monkeypatch, [])
+    assert sbatch.main([]) == 0
+    assert b.cwds == ["/"] and os.getcwd() == str(sub_dir)
+    assert _payload(b.calls[0][1])["workdir"] == str(sub_dir)
+    b = _submit(monkeypatch, [], job="4243")
+    assert sbatch.main(["--chdir=sub"]) == 0
+    assert b.cwds == ["/"] and _payload(b.calls[0][1])["workdir"] == str(sub_dir / "sub")
+
+
+def test_an_older_jobs_events_with_the_same_id_are_forgotten(capsys, monkeypatch):
+    cfg = siteconf.get()
+    assert state.record_event(cfg, 4242, None, "end", {"exit": 3, "state": "FAILED"})
+    _submit(monkeypatch, [])
+    assert sbatch.main([]) == 0
+    assert state.load_events(cfg, 4242) == {}

@@ -13,6 +13,7 @@ import pwd
 import shlex
 import sys
 import time
+from contextlib import contextmanager
 
 from .. import backends, proc, siteconf, state
 from ..errors import ShimError
@@ -170,28 +171,113 @@ def parse_job_id(out: str) -> int:
     return int(first.split(".")[0])
 
 
-def submit(sub: qsub.Submission, cfg) -> int:
-    backend = backends.get(cfg)
-    script = wrapper_script(sub.payload)
-    if getattr(getattr(cfg, "submit", None), "method", "qsub") == "agent" and backend.name == "gridengine":
-        from .. import agent  # the per-user DRMAA submit agent; None: it did not submit, so qsub
+# What the job needs but nobody else may read: the submission environment and --export's values.
+# They go to a file of the user's own (state.write_own: 0600 in a 0700 directory); the job script,
+# which Grid Engine keeps world-readable in its spool, names the file ("env_file") instead.
+SECRET = ("environ", "export", "export_raw", "export_file")
+RECORD_MAX_AGE = 90 * 86400  # the user's records older than this are pruned (a job may wait long)
 
-        job_id = agent.submit(sub.argv, script, cfg, backend)
-        if job_id is not None:
-            record = {k: v for k, v in sub.payload.items() if k not in ("script", "environ", "args")}
-            state.record_submit(cfg, job_id, record)
-            return job_id
-    res = backend.run("qsub", sub.argv, input=script)
-    if res.returncode != 0:
-        raise common.refusal(PROG, FAILED, res.stderr + res.stdout, sub.payload.get("asked") or {})
+
+def names_only(raw: str | None) -> str | None:
+    """--export's text with the values left out: "ALL,TOKEN=x,HOME" -> "ALL,TOKEN,HOME"."""
+    if raw is None:
+        return None
+    return ",".join(item.partition("=")[0] for item in raw.split(","))
+
+
+def public_payload(payload: dict, cfg) -> tuple[dict, str | None, str | None]:
+    """(the payload the job script carries, the private file that holds the rest or None, a
+    warning). Without the file (the state directory is not set up, or full), the environment
+    stays in the script, and the warning says so."""
+    name = f"{os.urandom(16).hex()}.json"  # secrets.token_hex(16), without importing secrets
+    data = {k: payload.get(k) for k in SECRET}
+    if not state.write_own(cfg, "env", name, data):
+        return payload, None, (f"{PROG}: warning: could not write the job's environment to a private file under "
+                               f"{cfg.cluster.state_dir}: the job script carries it, and other users can read that")
+    path = state.own_path(cfg, "env", name)
+    out = {k: v for k, v in payload.items() if k not in SECRET}
+    mode = payload.get("export") or {}
+    out.update({"env_file": path, "export": {"all": bool(mode.get("all", True)), "vars": {}},
+                "export_raw": names_only(payload.get("export_raw")), "export_file": None})
+    return out, path, None
+
+
+def public_record(payload: dict) -> dict:
+    """The submit record other users may read (squeue, sacct): no environment, no script, and of
+    --export and --export-file only the variable names."""
+    rec = {k: v for k, v in payload.items() if k not in ("script", "args", "env_file", *SECRET)}
+    mode = payload.get("export") or {}
+    rec["export"] = {"all": bool(mode.get("all", True)), "vars": sorted(mode.get("vars") or {})}
+    rec["export_raw"] = names_only(payload.get("export_raw"))
+    ef = payload.get("export_file")
+    rec["export_file"] = sorted(ef) if isinstance(ef, dict) else None
+    return rec
+
+
+@contextmanager
+def submit_cwd():
+    """qsub reads ./.sge_request from its working directory, and the submit agent submits from
+    the client's: a request file planted in a shared directory would add options to the job.
+    So both submit from "/" (the job's own working directory is in the payload, and the job
+    wrapper changes to it, as Slurm's --chdir does); the site's and the user's own request
+    files still apply. The old directory is restored for callers that go on (tests)."""
     try:
-        job_id = parse_job_id(res.stdout)
-    except ValueError:
-        raise ShimError(f"{PROG}: error: Batch job submission failed: unexpected qsub output {res.stdout!r}",
-                        code=1) from None
-    record = {k: v for k, v in sub.payload.items() if k not in ("script", "environ", "args")}
-    state.record_submit(cfg, job_id, record)
+        fd = os.open(".", getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        fd = None
+    os.chdir("/")
+    try:
+        yield
+    finally:
+        if fd is not None:
+            try:
+                os.fchdir(fd)
+            except OSError:
+                pass
+            os.close(fd)
+
+
+def submit(sub: qsub.Submission, cfg) -> int:
+    """Hand the job to Grid Engine; its id. Once Grid Engine has the job, nothing fails the
+    submission: bookkeeping that cannot be done adds a warning to ``sub.warnings`` (tools
+    resubmit on a non-zero exit, and would make duplicates)."""
+    backend = backends.get(cfg)
+    payload, env_file, warning = public_payload(sub.payload, cfg)
+    sub.after = [warning] if warning else []
+    sub.payload["sub"] = payload["sub"] = time.time()  # ties the job's records to this Grid Engine job
+    script = wrapper_script(payload)
+    job_id = None
+    try:
+        with submit_cwd():
+            if getattr(getattr(cfg, "submit", None), "method", "qsub") == "agent" and backend.name == "gridengine":
+                from .. import agent  # the per-user DRMAA submit agent; None: it did not submit, so qsub
+
+                job_id = agent.submit(sub.argv, script, cfg, backend)
+            if job_id is None:
+                res = backend.run("qsub", sub.argv, input=script)
+                if res.returncode != 0:
+                    raise common.refusal(PROG, FAILED, res.stderr + res.stdout, sub.payload.get("asked") or {})
+                try:
+                    job_id = parse_job_id(res.stdout)
+                except ValueError:
+                    raise ShimError(f"{PROG}: error: Batch job submission failed: unexpected qsub output "
+                                    f"{res.stdout!r}", code=1) from None
+    except BaseException:
+        _unlink(env_file)  # no job (or none known) will read it
+        raise
+    state.forget(cfg, job_id)  # the user's records of an older job that had this number
+    if not state.record_submit(cfg, job_id, public_record(sub.payload)):
+        sub.after.append(f"{PROG}: warning: job {job_id} is queued, but its record could not be written under "
+                         f"{cfg.cluster.state_dir}: squeue and sacct show it with Grid Engine's details only")
     return job_id
+
+
+def _unlink(path: str | None) -> None:
+    if path:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def check_hosts(o: sources.Options, cfg) -> None:
@@ -213,19 +299,27 @@ def check_hosts(o: sources.Options, cfg) -> None:
 
 def wait_for(job_id: int, sub: qsub.Submission, cfg) -> int:
     """--wait: block until every task has ended; the highest exit code, as Slurm."""
+    from ..records import Reader
+
     backend = backends.get(cfg)
     tasks = sub.array or [None]
     delay = 0.2
+    me, sub_t = os.getuid(), sub.payload.get("sub")
+
+    def load() -> dict:
+        # the caller's own events of this job (and root's naming the caller): nobody else's
+        return Reader(cfg).events(job_id, me, sub_t)
+
     while True:
-        events = state.load_events(cfg, job_id)
+        events = load()
         ends = [events.get((t, "end")) for t in tasks]
         cancels = [events.get((t, "cancel")) or events.get((None, "cancel")) for t in tasks]
         if all(e is not None or c is not None for e, c in zip(ends, cancels)):
-            codes = [(e["exit"] or (128 + e["signal"] if e["signal"] else 0)) if e else 0 for e in ends]
+            codes = [(e.get("exit") or (128 + e["signal"] if e.get("signal") else 0)) if e else 0 for e in ends]
             return max(codes) if codes else 0
         res = backend.run("qstat", ["-j", str(job_id)])
         if res.returncode != 0:  # gone from Grid Engine without an end record: killed hard
-            events = state.load_events(cfg, job_id)
+            events = load()
             ends = [events.get((t, "end")) for t in tasks]
             if all(ends):
                 continue
@@ -258,6 +352,9 @@ def main(argv: list[str]) -> int:
         suffix = f" on cluster {cluster}" if cluster else ""
         print(f"Submitted batch job {job_id}{suffix}")
     sys.stdout.flush()
+    for w in sub.after:
+        print(w, file=sys.stderr)
+    state.prune(cfg, RECORD_MAX_AGE)  # at most once an hour (state keeps the time)
     if o.wait:
         return wait_for(job_id, sub, cfg)
     return 0
@@ -270,7 +367,9 @@ def test_only(sub: qsub.Submission, cfg) -> int:
     argv = [a for a in sub.argv if a != "-h"]
     if "-w" not in argv:
         argv += ["-w", "e"]
-    res = backend.run("qsub", ["-h", *argv], input=wrapper_script(sub.payload))
+    payload = {k: v for k, v in sub.payload.items() if k not in SECRET}  # the job never runs
+    with submit_cwd():
+        res = backend.run("qsub", ["-h", *argv], input=wrapper_script(payload))
     if res.returncode != 0:
         raise common.refusal(PROG, FAILED, res.stderr + res.stdout, sub.payload.get("asked") or {})
     job_id = parse_job_id(res.stdout)

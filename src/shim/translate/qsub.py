@@ -43,6 +43,7 @@ class Submission:
         self.notes = notes
         self.array = array
         self.warnings: list[str] = []
+        self.after: list[str] = []  # warnings about bookkeeping once Grid Engine has the job
 
 
 def fail(prog: str, msg: str) -> ShimError:
