@@ -29,9 +29,46 @@ LAUNCH_FAILED_SIGNAL = 53
 LIMIT_RECHECK = 15.0  # seconds between looks at the job's record for a changed time limit  # Slurm shows a job whose launch failed as ExitCode 0:53
 
 
+_last: dict = {}
+"""What the last-resort end record needs, kept as soon as the payload is read: the configured
+state directory (never a default) and the submission stamp."""
+
+
 def read_payload() -> dict:
     data = sys.stdin.buffer.read()
-    return json.loads(base64.b64decode(data))
+    p = json.loads(base64.b64decode(data))
+    if not isinstance(p, dict):
+        raise ValueError("the job's payload is not an object")
+    if isinstance(p.get("state_dir"), str):
+        _last["state_dir"] = p["state_dir"]
+    _last["stamp"] = _stamp(p)
+    return p
+
+
+def _stamp(p: dict) -> dict:
+    """{"sub": sbatch's clock at submission} for every event this job writes, when known."""
+    sub = p.get("sub")
+    return {"sub": sub} if isinstance(sub, (int, float)) and not isinstance(sub, bool) else {}
+
+
+def _environ(p: dict, state_dir: str) -> dict[str, str]:
+    """The submission environment: from the private file sbatch wrote (``env_file``, which must
+    be in the user's own ``env/`` directory and the user's own file), else from the payload."""
+    path = p.get("env_file")
+    if isinstance(path, str):
+        d = state.own_dir(state_dir, "env")
+        data = None
+        if d is not None and os.path.dirname(os.path.abspath(path)) == d:
+            data = state.read_json(path, os.getuid())
+        if data is not None:
+            for k in ("export", "export_raw", "export_file"):  # --export's values live there too
+                if k in data:
+                    p[k] = data[k]
+            env = data.get("environ")
+            if isinstance(env, dict):
+                return {str(k): str(v) for k, v in env.items()}
+    env = p.get("environ")
+    return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
 
 
 def _ge_task(p: dict) -> int | None:
@@ -76,11 +113,12 @@ def login_env(user: pwd.struct_passwd, timeout: float = 8) -> dict[str, str]:
 def _base_env(p: dict, user: pwd.struct_passwd) -> dict[str, str]:
     """Slurm's --export: ALL (default) is the submission environment; NONE (or a list without ALL)
     is the user's login environment plus the listed variables; --export-file replaces both."""
+    environ = _environ(p, p["state_dir"])  # may also bring --export's values
     mode = p.get("export") or {"all": True, "vars": {}}
     if p.get("export_file") is not None:
         env = dict(p["export_file"])
     elif mode.get("all"):
-        env = dict(p.get("environ", {}))
+        env = environ
         raw = p.get("export_raw")
         listed = raw is not None and raw.strip().upper() != "ALL"  # e.g. --export=FOO=1,ALL
         if p.get("get_user_env") or listed:
@@ -108,58 +146,300 @@ def _keep_ge(env: dict[str, str]) -> None:
 OUTPUT_DIR_GRACE = 10.0  # seconds to wait for a missing output directory (see _open_output)
 
 
-def claim_gpus(state_dir: str, host: str, count: int, owner: str) -> list[int]:
+class NoGpu(Exception):
+    """No device is free for the job on this host: the launch fails (a device is never shared)."""
+
+
+GPU_TRIES = 20
+_held: dict[tuple[str, int], str] = {}  # (host, index) -> the claim file this process made
+
+
+def claim_gpus(state_dir: str, host: str, count: int, job_id: int, backend=None) -> list[int]:
     """Pick device indices for a GPU job, as Slurm's gres plugin binds devices. Grid Engine counts
     the host's GPUs as a consumable but binds none, so jobs on one host claim the lowest free
-    indices with O_EXCL files (a claim whose wrapper is gone is stale and reused)."""
-    d = os.path.join(state_dir, "gpus", host)
+    indices with files ``<state_dir>/gpus/<host>.<index>[.<n>]`` (``gpus/`` is root's sticky
+    directory made at install) holding ``pid jobid``, made with exclusive creation.
+
+    Nobody can remove another user's file there, so a claim that is not live (its process gone,
+    or not the job it names) is superseded by a new file beside it, never deleted. A claim is live
+    only if its pid is alive and owned by the file's owner, and (another user's claim) Grid
+    Engine runs that job on this host for that user with GPUs (asked once, only when there is such
+    a claim). After creating its claim, a job looks again: if another live claim of the index
+    appeared meanwhile, it withdraws and tries again, so two jobs never keep one device.
+    Indices stay below the host's GPU count. NoGpu when no device is free."""
+    if count <= 0:
+        return []
+    d = os.path.join(state_dir, "gpus")
+    if not state._shared_parent(d):
+        raise NoGpu(f"{d} is not the shim's GPU directory (made by slurm-shim cluster up)")
+    judge = _GpuJudge(host, backend)
+    mine: list[int] = []
+    bound = count
     try:
-        os.makedirs(d, exist_ok=True)
-        os.chmod(d, 0o1777)
+        for attempt in range(GPU_TRIES):
+            claims = _scan_claims(d, host)
+            taken = {i for i, cs in claims.items() if any(judge.live(c) for c in cs)}
+            free = [i for i in range(bound) if i not in taken and i not in mine]
+            if len(free) < count - len(mine) and bound == count:
+                bound = max(count, judge.capacity())
+                free = [i for i in range(bound) if i not in taken and i not in mine]
+            if len(free) < count - len(mine):
+                raise NoGpu(f"no free GPU on {host} ({count} requested, {len(taken)} of {bound} in use)")
+            made = []
+            for i in free[:count - len(mine)]:
+                top = max((c.gen for c in claims.get(i, [])), default=-1)
+                path = _create_claim(d, host, i, top + 1, job_id)
+                if path is not None:
+                    made.append(i)
+            judge.may_refresh = judge.running is not None
+            again = _scan_claims(d, host)
+            for i in made:
+                ours = _held[(host, i)]
+                if any(c.path != ours and judge.live(c) for c in again.get(i, [])):
+                    _drop(host, i)  # someone claimed it at the same time: both withdraw, both retry
+                else:
+                    mine.append(i)
+            if len(mine) == count:
+                return sorted(mine)
+            time.sleep(0.01 * (attempt + 1) * (1 + os.getpid() % 7))
+        raise NoGpu(f"could not claim {count} GPU(s) on {host}: too many jobs claiming at once")
+    except BaseException:
+        for i in mine:
+            _drop(host, i)
+        raise
+
+
+class _Claim:
+    __slots__ = ("path", "index", "gen", "uid", "pid", "job")
+
+    def __init__(self, path: str, index: int, gen: int, uid: int, pid: int, job: int):
+        self.path, self.index, self.gen, self.uid, self.pid, self.job = path, index, gen, uid, pid, job
+
+
+def _scan_claims(d: str, host: str) -> dict[int, list["_Claim"]]:
+    """The claims of this host's devices: {index: [claim]}. Anything that is not a small regular
+    file holding ``pid jobid`` (a FIFO, a link, a directory, junk) is no claim and is ignored."""
+    import re
+
+    pat = re.compile(re.escape(host) + r"\.([0-9]{1,4})(?:\.([0-9]{1,9}))?")
+    out: dict[int, list[_Claim]] = {}
+    try:
+        names = os.listdir(d)
     except OSError:
-        pass
-    ids: list[int] = []
-    i = 0
-    while len(ids) < count and i < 4096:
-        path = os.path.join(d, str(i))
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            if _stale_claim(path):
-                try:
-                    os.unlink(path)
-                    continue
-                except OSError:
-                    pass
-            i += 1
+        return out
+    for n in names:
+        m = pat.fullmatch(n)
+        if m is None:
             continue
-        except OSError:
-            return list(range(count))
-        os.write(fd, f"{os.getpid()} {owner}\n".encode())
-        os.close(fd)
-        ids.append(i)
-        i += 1
-    return ids
+        path = os.path.join(d, n)
+        c = _read_claim(path, int(m[1]), int(m[2] or 0))
+        if c is not None:
+            out.setdefault(c.index, []).append(c)
+    return out
 
 
-def _stale_claim(path: str) -> bool:
+def _read_claim(path: str, index: int, gen: int) -> "_Claim | None":
+    import stat
+
     try:
-        with open(path) as f:
-            pid = int(f.read().split()[0])
-        os.kill(pid, 0)
-        return False
-    except ProcessLookupError:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 64:
+            return None
+        raw = os.read(fd, 65)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    parts = raw.split()
+    if len(parts) != 2 or not all(x.isdigit() and len(x) <= 12 for x in parts):
+        return None
+    return _Claim(path, index, gen, st.st_uid, int(parts[0]), int(parts[1]))
+
+
+def _create_claim(d: str, host: str, index: int, gen: int, job_id: int) -> str | None:
+    """Make a claim file with its content in place from the first moment (a temporary file of
+    ours, hard-linked to the claim's name, which fails if the name exists). None if it exists."""
+    import tempfile
+
+    name = f"{host}.{index}" if gen == 0 else f"{host}.{index}.{gen}"
+    path = os.path.join(d, name)
+    fd, tmp = tempfile.mkstemp(prefix=".claim-", dir=d)
+    try:
+        os.fchmod(fd, 0o644)
+        os.write(fd, f"{os.getpid()} {int(job_id)}\n".encode())
+        os.close(fd)
+        fd = -1
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+    _held[(host, index)] = path
+    return path
+
+
+def _drop(host: str, index: int) -> None:
+    path = _held.pop((host, index), None)
+    if path is not None:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+class _GpuJudge:
+    """Whether a claim is live; Grid Engine is asked (once) only about other users' claims."""
+
+    def __init__(self, host: str, backend=None):
+        self.host = host
+        self.backend = backend
+        self.uid = os.getuid()
+        self.running: dict[tuple[str, int], int] | None = None  # (owner, job) -> GPUs granted here
+        self.counted: dict[tuple[int, int], set[str]] = {}
+        self.may_refresh = False
+
+    def live(self, c: "_Claim") -> bool:
+        if c.path in _held.values():
+            return True
+        try:
+            alive = c.pid > 1 and os.stat(f"/proc/{c.pid}").st_uid == c.uid
+        except OSError:
+            alive = False
+        if c.uid == self.uid:  # one of ours: the process must still be that job
+            if alive:
+                try:
+                    with open(f"/proc/{c.pid}/environ", "rb") as f:
+                        env = f.read()
+                except OSError:
+                    return True
+                alive = f"\0JOB_ID={c.job}\0".encode() in b"\0" + env
+            if not alive:
+                self._cleanup(c)
+            return alive
+        if not alive:
+            return False
+        owner = _user_name(c.uid)
+        if owner is None:
+            return False
+        grants = self._running(owner)
+        if grants is not None and (owner, c.job) not in grants and self.may_refresh:
+            self.may_refresh = False  # a job that started after we asked: ask once more
+            self.running = None
+            grants = self._running(owner)
+        if grants is None:
+            return True  # Grid Engine cannot tell: assume the worst, never share a device
+        granted = grants.get((owner, c.job), 0)
+        seen = self.counted.setdefault((c.uid, c.job), set())
+        if c.path in seen:
+            return True
+        if len(seen) >= granted:
+            return False  # more claims than the job has GPUs: the extra ones are not real
+        seen.add(c.path)
         return True
-    except (OSError, ValueError, IndexError):
-        return False
+
+    def _cleanup(self, c: "_Claim") -> None:
+        try:
+            os.unlink(c.path)  # our own stale claim: we may remove it
+        except OSError:
+            pass
+
+    def _running(self, owner: str) -> dict[tuple[str, int], int] | None:
+        if self.running is None:
+            self.running = _running_gpu_jobs(self.host, self.backend)
+        return self.running
+
+    def capacity(self) -> int:
+        return _gpu_capacity(self.host, self.backend)
+
+
+def _user_name(uid: int) -> str | None:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return None
+
+
+def _backend_and_complex(backend):
+    from . import backends, siteconf
+
+    cfg = siteconf.get()
+    gres = (cfg.get("gres") or {}).get("gpu") or {}
+    return (backend or backends.get(cfg)), gres.get("complex") or "gpu", gres.get("scope") or "job"
+
+
+def _running_gpu_jobs(host: str, backend=None) -> dict[tuple[str, int], int] | None:
+    """{(owner, job): GPUs it holds on this host} for the running jobs (one qstat), None when
+    Grid Engine cannot be asked."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        be, cx, scope = _backend_and_complex(backend)
+        res = be.run("qstat", ["-s", "r", "-g", "t", "-r", "-u", "*", "-xml"])
+        if res.returncode != 0:
+            return None
+        root = ET.fromstring(res.stdout)
+    except Exception:
+        return None
+    out: dict[tuple[str, int], int] = {}
+    for jl in root.iter("job_list"):
+        qname = jl.findtext("queue_name") or ""
+        if qname.rpartition("@")[2].split(".")[0] != host:
+            continue
+        try:
+            job = int((jl.findtext("JB_job_number") or "").strip())
+        except ValueError:
+            continue
+        owner = (jl.findtext("JB_owner") or "").strip()
+        n = 0
+        for hr in jl.iter("hard_request"):
+            if hr.get("name") == cx:
+                try:
+                    n = int(float(hr.text or "0"))
+                except ValueError:
+                    n = 0
+        if n <= 0:
+            continue
+        key = (owner, job)
+        out[key] = out.get(key, 0) + n if scope == "slot" else max(out.get(key, 0), n)
+    return out
+
+
+def _gpu_capacity(host: str, backend=None) -> int:
+    """The host's GPU count (its Grid Engine complex value), 0 when unknown."""
+    try:
+        be, cx, _scope = _backend_and_complex(backend)
+        res = be.run("qconf", ["-se", host])
+    except Exception:
+        return 0
+    if res.returncode != 0:
+        return 0
+    text = res.stdout.replace("\\\n", "")
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "complex_values":
+            for item in value.replace(" ", "").split(","):
+                name, _, v = item.partition("=")
+                if name == cx:
+                    try:
+                        return max(0, int(float(v)))
+                    except ValueError:
+                        return 0
+    return 0
 
 
 def release_gpus(state_dir: str, host: str, ids: list[int]) -> None:
     for i in ids:
-        try:
-            os.unlink(os.path.join(state_dir, "gpus", host, str(i)))
-        except OSError:
-            pass
+        _drop(host, i)
 
 
 def _open_output(path: str, append: bool) -> int:
@@ -180,19 +460,63 @@ def _open_output(path: str, append: bool) -> int:
             delay = min(delay * 2, 1.0)
 
 
-def _deps_unsatisfied(p: dict) -> bool:
-    """afterok/afternotok, checked at start (Grid Engine's -hold_jid already waited for the end)."""
-    for kind, ids in p.get("dep_checks") or []:
+def _dep_ids(p: dict) -> list[tuple[str, int, str]]:
+    """(kind, job, task or "") of the afterok/afternotok checks; malformed entries are skipped."""
+    out = []
+    checks = p.get("dep_checks")
+    for item in checks if isinstance(checks, list) else []:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], list)):
+            continue
+        kind, ids = item
         for ident in ids:
             job, _, task = str(ident).partition("_")
-            events = state.load_events(p["state_dir"], int(job))
-            ends = [d for (t, k), d in events.items() if k == "end" and (not task or str(t) == task)]
-            cancelled = any(k == "cancel" for (_t, k) in events)
-            if not ends and not cancelled:
-                continue  # unknown to the shim: Slurm treats an unknown job as done
-            ok = ends and all(d.get("state") == "COMPLETED" for d in ends) and not cancelled
-            if (kind == "afterok" and not ok) or (kind == "afternotok" and ok):
-                return True
+            if job.isascii() and job.isdigit() and (not task or (task.isascii() and task.isdigit())):
+                out.append((str(kind), int(job), task))
+    return out
+
+
+def dep_owners(jobs: list[int], backend=None) -> dict[int, tuple[str, float | None]]:
+    """{job: (owner, Grid Engine's submission time)} of dependency jobs, from Grid Engine: qstat
+    for jobs it still holds, else the accounting file. Jobs it does not know are absent."""
+    out: dict[int, tuple[str, float | None]] = {}
+    try:
+        from . import backends, siteconf
+        from .backends import qacct, qstat
+
+        cfg = siteconf.get()
+        be = backend or backends.get(cfg)
+        res = be.run("qstat", ["-j", ",".join(str(j) for j in jobs), "-xml"])
+        for j, d in qstat.parse_detail(res.stdout).items():
+            if j in jobs and d.get("JB_owner"):
+                out[j] = (d["JB_owner"], d.get("submit_ts"))
+        missing = [j for j in jobs if j not in out]
+        if missing:
+            for r in qacct.scan_file(qacct.accounting_path(cfg), jobs=missing):
+                if r.owner and (r.job not in out or (out[r.job][1] or 0) < r.submit):
+                    out[r.job] = (r.owner, float(r.submit) if r.submit else None)
+    except Exception:  # Grid Engine cannot tell: the checks fall back to the user's own records
+        pass
+    return out
+
+
+def _deps_unsatisfied(p: dict, backend=None) -> bool:
+    """afterok/afternotok, checked at start (Grid Engine's -hold_jid already waited for the end).
+    A dependency's events are read from its owner's directory (its owner as Grid Engine tells
+    it; the user's own when Grid Engine no longer knows the job), never from anyone else's."""
+    deps = _dep_ids(p)
+    if not deps:
+        return False
+    owners = dep_owners(sorted({j for _, j, _ in deps}), backend)
+    for kind, job, task in deps:
+        owner, ge_submit = owners.get(job, (os.getuid(), None))
+        events = state.load_events(p["state_dir"], job, owner, ge_submit)
+        ends = [d for (t, k), d in events.items() if k == "end" and (not task or str(t) == task)]
+        cancelled = any(k == "cancel" for (_t, k) in events)
+        if not ends and not cancelled:
+            continue  # unknown to the shim: Slurm treats an unknown job as done
+        ok = ends and all(d.get("state") == "COMPLETED" for d in ends) and not cancelled
+        if (kind == "afterok" and not ok) or (kind == "afternotok" and ok):
+            return True
     return False
 
 
@@ -255,44 +579,125 @@ class Runner:
                 self._group(sig)
 
 
+def _trusted_dir(path: str, uid: int) -> str | None:
+    """``path`` resolved, if it is a directory of ``uid`` that nobody else may write to, under
+    directories only root or ``uid`` own (others may write to one only when it is sticky): a
+    place where nobody else can add, swap or remove anything. None otherwise."""
+    import stat
+
+    if not path or not os.path.isabs(path):
+        return None
+    real = os.path.realpath(path)
+    parts = real.split("/")
+    for n in range(1, len(parts) + 1):
+        p = "/".join(parts[:n]) or "/"
+        try:
+            st = os.lstat(p)
+        except OSError:
+            return None
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid not in (0, uid):
+            return None
+        last = n == len(parts)
+        if last and (st.st_uid != uid or st.st_mode & 0o022):
+            return None
+        if not last and st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            return None
+    return real
+
+
+def private_base(state_dir: str) -> str | None:
+    """Where the job's private files go: Grid Engine's per-job TMPDIR, else its TMP (root's jobs
+    get only that), when each is really the job user's own; else the user's private directory
+    in the shim's state directory."""
+    uid = os.getuid()
+    for var in ("TMPDIR", "TMP"):
+        d = _trusted_dir(os.environ.get(var, ""), uid)
+        if d is not None:
+            return d
+    return state.own_dir(state_dir, "srun")
+
+
+def write_script(state_dir: str, data: bytes) -> tuple[str, str]:
+    """The script, as Slurm copies it: a private file that runs with its own #! interpreter, in a
+    new directory (mode 0700) of a private place. (directory, script path); OSError if none."""
+    import tempfile
+
+    base = private_base(state_dir)
+    if base is None:
+        raise OSError("no private directory for the job script (TMPDIR, TMP or the state directory)")
+    d = tempfile.mkdtemp(prefix="slurm-shim-", dir=base)
+    path = os.path.join(d, "slurm_script")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o700)
+    try:
+        os.fchmod(fd, 0o700)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    return d, path
+
+
+def _umask_of(p: dict) -> int:
+    m = p.get("umask")
+    return m if isinstance(m, int) and not isinstance(m, bool) and 0 <= m <= 0o777 else 0o022
+
+
+def _time_of(rec: dict | None) -> int | None:
+    t = (rec or {}).get("time")
+    return t if isinstance(t, int) and not isinstance(t, bool) else None
+
+
 def main() -> None:
     p = read_payload()
     sdir = p["state_dir"]
     job_id = int(os.environ.get("JOB_ID", "0"))
     task = _ge_task(p)
+    _last["task"] = task
     this_host = socket.gethostname().split(".")[0]
     user = pwd.getpwuid(os.getuid())
     start = time.time()
+    stamp = _stamp(p)
+    # Slurm creates the output files with the submitting user's umask: set before anything is made.
+    os.umask(_umask_of(p))
 
     gpu_ids: list[int] | None = None
+    script_dir: list[str] = []
+
+    def event(kind: str, data: dict) -> None:
+        state.record_event(sdir, job_id, task, kind, {**data, **stamp})
 
     def finish(exit_code: int, sig: int, st: str, reason: str = "None") -> None:
         if gpu_ids:
             release_gpus(sdir, this_host, gpu_ids)
-        state.record_event(sdir, job_id, task, "end", {
-            "exit": exit_code, "signal": sig, "state": st, "reason": reason, "node": this_host, "start": start,
-        })
+        if script_dir:
+            import shutil
+
+            shutil.rmtree(script_dir[0], ignore_errors=True)
+        event("end", {"exit": exit_code, "signal": sig, "state": st, "reason": reason, "node": this_host,
+                      "start": start})
         code = 128 + sig if sig else exit_code
         os._exit(1 if code in (99, 100) else code)
 
     if _deps_unsatisfied(p):
-        state.record_event(sdir, job_id, task, "cancel", {"uid": os.getuid(), "user": user.pw_name,
-                                                          "was": "PENDING", "reason": "DependencyNeverSatisfied"})
+        # Slurm cancels the job (DependencyNeverSatisfied): a cancel event, and an end event that
+        # says CANCELLED so that accounting does not read the wrapper's exit 0 as COMPLETED.
+        event("cancel", {"uid": os.getuid(), "user": user.pw_name, "was": "PENDING",
+                         "reason": "DependencyNeverSatisfied"})
+        event("end", {"exit": 0, "signal": 0, "state": "CANCELLED", "reason": "DependencyNeverSatisfied",
+                      "node": this_host})
         os._exit(0)
 
     env = _base_env(p, user)
     _keep_ge(env)
     hosts = _hosts(this_host)
-    gpu_ids = claim_gpus(sdir, this_host, int(p.get("gpus") or 0), f"{job_id}.{task}") if p.get("gpus") else None
-    env.update(jobenv.batch_env(p, job_id=job_id, task=task, hosts=hosts, this_host=this_host,
-                                user=user.pw_name, uid=user.pw_uid, gid=os.getgid(), gpu_ids=gpu_ids))
 
     # Slurm: a working directory that does not exist fails the launch (ExitCode 0:53), with no output.
     workdir = p["workdir"]
     try:
         os.chdir(workdir)
     except OSError:
-        state.record_event(sdir, job_id, task, "start", {"node": this_host})
+        event("start", {"node": this_host})
         finish(0, 0, "FAILED", "JobLaunchFailure")
     env["PWD"] = workdir
 
@@ -310,25 +715,33 @@ def main() -> None:
         err_fd = _open_output(expand(err_pat), append) if err_pat else out_fd
         in_fd = os.open(expand(p["stdin"]), os.O_RDONLY) if p.get("stdin") else os.open(os.devnull, os.O_RDONLY)
     except OSError:
-        state.record_event(sdir, job_id, task, "start", {"node": this_host})
+        event("start", {"node": this_host})
         finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
 
-    # The script, as Slurm copies it: a private file that runs with its own #! interpreter.
-    tmp = os.environ.get("TMPDIR") or "/tmp"
-    script_dir = os.path.join(tmp, f"slurm-shim-{job_id}.{task if task is not None else 'batch'}")
-    os.makedirs(script_dir, mode=0o700, exist_ok=True)
-    script_path = os.path.join(script_dir, "slurm_script")
-    with open(script_path, "wb") as f:
-        f.write(base64.b64decode(p["script"]))
-    os.chmod(script_path, 0o700)
+    if p.get("gpus"):
+        try:
+            gpu_ids = claim_gpus(sdir, this_host, int(p.get("gpus") or 0), job_id)
+        except NoGpu as e:
+            os.write(err_fd, f"slurmstepd: error: {e}\n".encode())
+            event("start", {"node": this_host})
+            finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
+    env.update(jobenv.batch_env(p, job_id=job_id, task=task, hosts=hosts, this_host=this_host,
+                                user=user.pw_name, uid=user.pw_uid, gid=os.getgid(), gpu_ids=gpu_ids))
+
+    try:
+        d, script_path = write_script(sdir, base64.b64decode(p["script"]))
+        script_dir.append(d)
+    except OSError as e:
+        os.write(err_fd, f"slurmstepd: error: cannot write the job script: {e}\n".encode())
+        event("start", {"node": this_host})
+        finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
 
     r = Runner(p)
     signal.signal(signal.SIGUSR2, r.on_cancel)
     signal.signal(signal.SIGUSR1, r.on_suspend)
     signal.signal(signal.SIGCONT, r.on_continue)
     signal.signal(signal.SIGTERM, r.on_cancel)
-    os.umask(int(p.get("umask", 0o022)))
-    state.record_event(sdir, job_id, task, "start", {"node": this_host})
+    event("start", {"node": this_host})
     try:
         # Its own session: Grid Engine's notify signals reach the wrapper, which turns them into
         # Slurm's signals; Grid Engine's final SIGKILL still reaches every process of the job
@@ -344,6 +757,7 @@ def main() -> None:
     for fd in {out_fd, err_fd, in_fd}:
         os.close(fd)
     r.schedule(start)
+    ge_sub = stamp.get("sub")
     next_look = time.time() + LIMIT_RECHECK
     while True:
         timeout = r.next_timeout()
@@ -354,9 +768,9 @@ def main() -> None:
         except proc.TimeoutExpired:
             if time.time() >= next_look:  # scontrol update TimeLimit=... changes the record
                 next_look = time.time() + LIMIT_RECHECK
-                rec = state.load_submit(sdir, job_id) or {}
-                if "time" in rec and rec["time"] != p.get("time") and not r.timed_out:
-                    p["time"] = rec["time"]
+                limit = _time_of(state.load_submit(sdir, job_id, os.getuid(), ge_sub))
+                if limit is not None and limit != p.get("time") and not r.timed_out:
+                    p["time"] = limit
                     r.schedule(start)
             r.fire()
     signal.alarm(0)
@@ -373,8 +787,19 @@ def main() -> None:
     finish(code, sig, st)
 
 
+def _fallback_state_dir() -> str | None:
+    """The site config's state directory, for a wrapper that could not even read its payload."""
+    try:
+        from . import siteconf
+
+        return siteconf.get().cluster.state_dir
+    except Exception:
+        return None
+
+
 def run() -> None:
-    """main(), with a last-resort record: a wrapper failure must never vanish silently."""
+    """main(), with a last-resort record: a wrapper failure must never vanish silently. It goes to
+    the payload's state directory (kept as soon as the payload was read), else the site config's."""
     try:
         main()
     except Exception as e:
@@ -382,10 +807,11 @@ def run() -> None:
 
         sys.stderr.write(traceback.format_exc())
         try:
-            p_dir = os.environ.get("SLURM_SHIM_STATE_DIR", "/var/spool/slurm-shim")
-            state.record_event(p_dir, int(os.environ.get("JOB_ID", "0")), None, "end", {
-                "exit": 1, "signal": 0, "state": "FAILED", "reason": "JobLaunchFailure",
-                "error": f"{type(e).__name__}: {e}"})
+            sdir = _last.get("state_dir") or _fallback_state_dir()
+            if sdir:
+                state.record_event(sdir, int(os.environ.get("JOB_ID", "0") or 0), _last.get("task"), "end", {
+                    "exit": 1, "signal": 0, "state": "FAILED", "reason": "JobLaunchFailure",
+                    "error": f"{type(e).__name__}: {e}", **(_last.get("stamp") or {})})
         finally:
             os._exit(1)
 

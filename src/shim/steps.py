@@ -15,24 +15,27 @@ Slurm runs a step by asking one slurmstepd per node to start that node's tasks. 
 
 The host launcher (``HostLaunch``) is the slurmstepd part: labels (``-l``), output files with
 their patterns, stdin to every task, SLURM_TASK_PID, exec errors worded as slurmstepd's, signal
-forwarding, exit statuses. Step ids count up per job in ``<state_dir>/steps/<job>`` (a counter
-file under an exclusive lock); each step leaves ``<state_dir>/steps/<job>.<step>.json``.
+forwarding, exit statuses. Step ids count up per job in the user's private ``steps/<job>`` (a
+counter file under an exclusive lock); each step leaves ``steps/<job>.<step>.json`` there. What
+srun hands to a launcher on another host (the step's environment included) travels in a 0600 file
+of the user's private ``srun/`` directory, never on a command line (``/proc/*/cmdline`` is
+world-readable); the launcher reads it, checks it is its own, and removes it.
 
 Imports only the standard library and light shim modules (it also runs on the far side of qrsh).
 """
 
 from __future__ import annotations
 
-import base64
 import errno
 import fcntl
-import json
 import os
 import queue
+import re
 import shlex
 import shutil
 import signal
 import socket
+import stat
 import sys
 import threading
 import time
@@ -57,12 +60,6 @@ class StepError(Exception):
 
 def short_host() -> str:
     return os.uname().nodename.split(".")[0]
-
-
-def _shared_dir(d: str) -> None:
-    """A directory every user may add files to (mode 1777), like the state directory's others."""
-    if not os.path.isdir(d):
-        state._make_shared_dir(d)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -98,24 +95,70 @@ class Allocation:
         return sum(s for _, s in self.hosts)
 
 
-def alloc_path(state_dir: str, key: str) -> str:
-    return os.path.join(state_dir, "steps", f"{key}.alloc.json")
+def _own_path(state_dir: str, sub: str, name: str) -> str | None:
+    return state.own_path(state_dir, sub, name)
 
 
-def release_path(state_dir: str, key: str) -> str:
-    return os.path.join(state_dir, "steps", f"{key}.release")
+def alloc_name(key: str) -> str:
+    return f"{key}.alloc.json"
 
 
-def save_allocation(state_dir: str, key: str, data: dict[str, Any]) -> None:
-    _shared_dir(os.path.join(state_dir, "steps"))
-    try:
-        state._write(alloc_path(state_dir, key), data)
-    except OSError:
-        pass  # only a convenience for later sruns from outside the job
+def alloc_path(state_dir: str, key: str) -> str | None:
+    """The calling user's allocation record of ``key`` (in the private ``steps/``), or None when
+    the state directory offers the user no private place."""
+    return _own_path(state_dir, "steps", alloc_name(key))
 
 
-def load_allocation(state_dir: str, key: str) -> dict[str, Any] | None:
-    return state._read(alloc_path(state_dir, key))
+def release_path(state_dir: str, key: str) -> str | None:
+    return _own_path(state_dir, "steps", f"{key}.release")
+
+
+def save_allocation(state_dir: str, key: str, data: dict[str, Any]) -> bool:
+    """Only a convenience for later sruns from outside the job: False when it cannot be written."""
+    return state.write_own(state_dir, "steps", alloc_name(key), data)
+
+
+ALLOC_ENV = ("CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK")
+
+
+def allocation_env(env: Any) -> dict[str, str]:
+    """What an allocation record's ``env`` may give srun: Slurm's variables (and the GPU
+    visibility ones), as strings; nothing else (no LD_PRELOAD, PATH, ...)."""
+    if not isinstance(env, dict):
+        return {}
+    out = {}
+    for k, v in env.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            continue
+        if k.startswith(("SLURM_", "SLURMD_")) or k in ALLOC_ENV:
+            out[k] = v
+    return out
+
+
+def _hosts_of(value: Any) -> list[tuple[str, int]] | None:
+    if not isinstance(value, list) or not value:
+        return None
+    out = []
+    for item in value:
+        if not (isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str)
+                and isinstance(item[1], int) and not isinstance(item[1], bool) and item[1] > 0):
+            return None
+        out.append((item[0], item[1]))
+    return out
+
+
+def load_allocation(state_dir: str, key: str, owner: Any = None) -> dict[str, Any] | None:
+    """The allocation record of ``key`` from the owner's (by default the caller's) private
+    directory, checked: hosts a list of [host, slots], env only Slurm's variables."""
+    data = state.read_from(state_dir, owner, "steps", alloc_name(key))
+    if data is None:
+        return None
+    hosts = _hosts_of(data.get("hosts"))
+    if hosts is None:
+        return None
+    data["hosts"] = hosts
+    data["env"] = allocation_env(data.get("env"))
+    return data
 
 
 def read_hostfile(path: str | None) -> list[tuple[str, int]] | None:
@@ -234,16 +277,18 @@ def find_allocation(state_dir: str, job_id: int, environ: Mapping[str, str], *,
             "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK")}
         alloc = Allocation(job_id, hosts_from_ge_env(ge, this_host), task=task, ge_task=ge_task, record=record,
                            inside=True, job_env=job_env)
-        if not os.path.exists(alloc_path(state_dir, alloc.key)):
+        path = alloc_path(state_dir, alloc.key)
+        if path is not None and not os.path.lexists(path):
             save_allocation(state_dir, alloc.key, {"job_id": job_id, "task": task, "ge_task": ge_task,
                                                    "hosts": alloc.hosts, "env": job_env})
         return alloc
     key = str(job_id) if task is None else f"{job_id}_{task}"
     data = load_allocation(state_dir, key)
-    if data and data.get("hosts"):
-        ge_task = str(data.get("ge_task") or "undefined")
-        return Allocation(job_id, [(str(h), int(s)) for h, s in data["hosts"]], task=task, ge_task=ge_task,
-                          record=record, inside=False, job_env=dict(data.get("env") or {}))
+    if data:
+        ge_task = data.get("ge_task")
+        ge_task = ge_task if isinstance(ge_task, str) and (ge_task.isascii() and ge_task.isdigit()) else "undefined"
+        return Allocation(job_id, data["hosts"], task=task, ge_task=ge_task, record=record, inside=False,
+                          job_env=data["env"])
     if qstat is not None:
         ge_task = "undefined"
         if task is not None and array and task in array:
@@ -261,16 +306,36 @@ def find_allocation(state_dir: str, job_id: int, environ: Mapping[str, str], *,
 # Step ids
 
 
+STEP_LOCK_WAIT = 10.0  # seconds srun waits for the step counter before it says so
+
+
 def next_step_id(state_dir: str, key: str) -> int:
-    """The next step id of a job: 0, 1, 2, ... A counter file under an exclusive lock, so that
-    concurrent sruns of one job (``srun a & srun b &``) get distinct ids."""
-    d = os.path.join(state_dir, "steps")
-    _shared_dir(d)
-    fd = os.open(os.path.join(d, key), os.O_RDWR | os.O_CREAT, 0o644)
+    """The next step id of a job: 0, 1, 2, ... A counter file in the user's private ``steps/``
+    under an exclusive lock, so that concurrent sruns of one job (``srun a & srun b &``) get
+    distinct ids. The file must be the user's own regular file, and the lock is waited for a
+    bounded time: OSError when either fails (srun then warns and carries on)."""
+    d = state.own_dir(state_dir, "steps")
+    if d is None:
+        raise OSError(errno.EACCES, "no private directory in the state directory", os.path.join(state_dir, "users"))
+    path = os.path.join(d, key)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+            raise OSError(errno.EPERM, "step counter is not the user's own file", path)
+        deadline = time.monotonic() + STEP_LOCK_WAIT
+        delay = 0.005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise OSError(errno.EWOULDBLOCK, "step counter locked too long", path) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
         raw = os.read(fd, 64).strip()
-        n = int(raw) if raw.isdigit() else 0
+        n = int(raw) if raw.isascii() and raw.isdigit() else 0
         os.lseek(fd, 0, os.SEEK_SET)
         os.ftruncate(fd, 0)
         os.write(fd, str(n + 1).encode())
@@ -279,17 +344,18 @@ def next_step_id(state_dir: str, key: str) -> int:
         os.close(fd)  # closing drops the lock
 
 
-def step_record_path(state_dir: str, key: str, step_id: int) -> str:
-    return os.path.join(state_dir, "steps", f"{key}.{step_id}.json")
+def step_record_name(key: str, step_id: int) -> str:
+    return f"{key}.{int(step_id)}.json"
 
 
-def record_step(state_dir: str, key: str, step_id: int, data: dict[str, Any]) -> None:
-    """The step's record for squeue -s / sacct: name, tasks, nodes, start; at the end, its state
-    and exit code."""
-    try:
-        state._write(step_record_path(state_dir, key, step_id), data)
-    except OSError:
-        pass
+def record_step(state_dir: str, key: str, step_id: int, data: dict[str, Any]) -> bool:
+    """The step's record (the user's private ``steps/``): name, tasks, nodes, start; at the end,
+    its state and exit code."""
+    return state.write_own(state_dir, "steps", step_record_name(key, step_id), data)
+
+
+def load_step(state_dir: str, key: str, step_id: int) -> dict[str, Any] | None:
+    return state.read_from(state_dir, None, "steps", step_record_name(key, step_id))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -985,11 +1051,29 @@ class PtyRelay(threading.Thread):
 # The far side of qrsh -inherit
 
 
-def boot_argv(payload: Mapping[str, Any], entry: str = "remote_main") -> list[str]:
+PAYLOAD_NAME = re.compile(r"[0-9a-f]{32}\.[a-z_]{1,20}\.json")
+
+
+def boot_argv(state_dir: str, payload: Mapping[str, Any], entry: str = "remote_main") -> list[str]:
     """The command that runs ``shim.steps.<entry>`` with a payload, on any host of the cluster
-    (the shim is installed at the same path everywhere, as for the job wrapper)."""
-    body = base64.b64encode(json.dumps(payload, separators=(",", ":")).encode()).decode("ascii")
-    return [*proc.shim_python("steps", entry), body]
+    (the shim is installed at the same path everywhere, as for the job wrapper). The payload
+    goes to a 0600 file in the user's private ``srun/`` directory; the command line carries only
+    the state directory and the file's name (StepError when the file cannot be written)."""
+    name = f"{os.urandom(16).hex()}.{entry}.json"
+    if not state.write_own(state_dir, "srun", name, dict(payload)):
+        raise StepError(f"cannot write the launch file in {os.path.join(state_dir, 'users')}")
+    return [*proc.shim_python("steps", entry), state_dir, name]
+
+
+def drop_payload(state_dir: str, name: str) -> None:
+    """Remove a launch file the far side did not take (it never started)."""
+    if PAYLOAD_NAME.fullmatch(name):
+        path = state.own_path(state_dir, "srun", name)
+        if path is not None:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 def quoted(words: Sequence[str]) -> list[str]:
@@ -998,15 +1082,39 @@ def quoted(words: Sequence[str]) -> list[str]:
     return [shlex.quote(str(w)) for w in words]
 
 
-def read_payload(arg: str | None = None) -> dict[str, Any]:
-    text = arg if arg is not None else sys.argv[1]
-    return json.loads(base64.b64decode(text))
+def read_payload(state_dir: str, name: str) -> dict[str, Any]:
+    """A launch file of boot_argv: only from the calling user's own ``srun/`` directory, only the
+    user's own regular file; removed once read. ValueError for anything else."""
+    if not PAYLOAD_NAME.fullmatch(name):
+        raise ValueError(f"not a launch file name: {name!r}")
+    d = state.own_dir(state_dir, "srun")
+    if d is None:
+        raise ValueError(f"no private directory under {state_dir}")
+    path = os.path.join(d, name)
+    data = state.read_json(path, os.getuid())
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    if data is None:
+        raise ValueError(f"{path}: missing, or not the user's own launch file")
+    return data
+
+
+def _payload_or_exit(entry: str) -> dict[str, Any]:
+    try:
+        if len(sys.argv) < 3:
+            raise ValueError("no launch file given")
+        return read_payload(sys.argv[1], sys.argv[2])
+    except ValueError as e:
+        _write_all(2, f"slurm-shim: {entry}: {e}\n".encode())
+        os._exit(1)
 
 
 def remote_main() -> None:
     """One host of a step, started by srun through ``qrsh -inherit``: start this host's tasks,
     print srun's lines for the ones that failed, exit with the highest task outcome."""
-    spec = read_payload(sys.argv[1] if len(sys.argv) > 1 else None)
+    spec = _payload_or_exit("remote_main")
     keep_ge_vars(spec["env"], os.environ)
     events: queue.Queue = queue.Queue()
     launch = HostLaunch(spec, events)
@@ -1044,12 +1152,11 @@ def remote_main() -> None:
     if lines:
         _write_all(2, ("\n".join(lines) + "\n").encode())
     rc = global_rc(launch.statuses.values())
-    if spec.get("status_file"):
-        try:  # tells srun the launcher ran, and how each task ended
-            state._write(spec["status_file"], {"rc": rc, "statuses": {str(t): list(v) for t, v in
-                                                                     launch.statuses.items()}})
-        except OSError:
-            pass
+    name = spec.get("status_name")
+    if isinstance(name, str) and STATUS_NAME.fullmatch(name) and isinstance(spec.get("state_dir"), str):
+        # tells srun the launcher ran, and how each task ended (the user's private steps/)
+        state.write_own(spec["state_dir"], "steps", name,
+                        {"rc": rc, "statuses": {str(t): list(v) for t, v in launch.statuses.items()}})
     sys.stdout.flush()
     os._exit(rc)
 
@@ -1196,6 +1303,7 @@ def run_step(req: StepRequest, alloc: Allocation, *, base_env: Mapping[str, str]
             stdin_consumers += 1
     in_direct = in_mode[0] == "inherit" and stdin_consumers == 1
     extra_sinks: list[int] = []
+    launch_files: list[str] = []
     for node, (host, slots, tids) in enumerate(plan):
         henv = host_env(common, host, node, slots, tids)
         spec = dict(spec_base, env=henv, tasks=tids, host=host, node=node,
@@ -1208,11 +1316,14 @@ def run_step(req: StepRequest, alloc: Allocation, *, base_env: Mapping[str, str]
         if qrsh is None:
             raise StepError("Requested node configuration is not available")
         spec["own_group"] = True
-        spec["status_file"] = os.path.join(state_dir, "steps", f"{alloc.key}.{step_id}.{host}.status.json")
+        spec["state_dir"] = state_dir
+        spec["status_name"] = status_name(alloc.key, step_id, host)
         if req.get("pty") and 0 in tids:
             spec["emulate_pty"] = True
             spec["winsize"] = get_winsize(0)
-        words = ["-inherit", host, *quoted(boot_argv(spec))]
+        boot = boot_argv(state_dir, spec)
+        launch_files.append(boot[-1])
+        words = ["-inherit", host, *quoted(boot)]
         env = dict(qrsh_env or os.environ)
         env["JOB_ID"] = str(alloc.job_id)
         env["SGE_TASK_ID"] = alloc.ge_task
@@ -1359,16 +1470,13 @@ def run_step(req: StepRequest, alloc: Allocation, *, base_env: Mapping[str, str]
     if lines:
         sys.stderr.write("\n".join(lines) + "\n")
         sys.stderr.flush()
+    for name in launch_files:  # a launcher that never started left its file
+        drop_payload(state_dir, name)
     remote_results: list[tuple[int, int]] = []
     for host, rrc in remote_rc.items():
-        path = os.path.join(state_dir, "steps", f"{alloc.key}.{step_id}.{host}.status.json")
-        got = state._read(path)
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        got = _remote_statuses(state_dir, status_name(alloc.key, step_id, host))
         if got is not None:
-            remote_results += [(int(c), int(g)) for c, g in (got.get("statuses") or {}).values()]
+            remote_results += got
         elif state_flags["cancel"] or state_flags["timed_out"] or bad_exit_seen:
             remote_results.append(from_rc(rrc))
         else:  # qrsh -inherit did not start the launcher (the job ended, no free task slot, ...)
@@ -1382,10 +1490,37 @@ def run_step(req: StepRequest, alloc: Allocation, *, base_env: Mapping[str, str]
         print(f"{prog}: Force Terminated StepId={alloc.job_id}.{step_id}", file=sys.stderr)
     st = "TIMEOUT" if state_flags["timed_out"] else "CANCELLED" if state_flags["cancel"] else \
         "COMPLETED" if rc == 0 else "FAILED"
-    rec = state._read(step_record_path(state_dir, alloc.key, step_id)) or {}
+    rec = load_step(state_dir, alloc.key, step_id) or {}
     rec.update({"end": time.time(), "state": st, "exit": rc})
     record_step(state_dir, alloc.key, step_id, rec)
     return StepResult(rc, statuses, state_flags["timed_out"], state_flags["cancel"])
+
+
+STATUS_NAME = re.compile(r"[0-9A-Za-z_]{1,40}\.[0-9]{1,9}\.[0-9A-Za-z._-]{1,255}\.status\.json")
+
+
+def status_name(key: str, step_id: int, host: str) -> str:
+    return f"{key}.{int(step_id)}.{host}.status.json"
+
+
+def _remote_statuses(state_dir: str, name: str) -> list[tuple[int, int]] | None:
+    """A remote launcher's (exit code, signal) per task, from the user's own ``steps/``; the file
+    is removed. None when there is none (the launcher never ran) or it is not well formed."""
+    got = state.read_from(state_dir, None, "steps", name)
+    path = state.own_path(state_dir, "steps", name)
+    if path is not None:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    if got is None or not isinstance(got.get("statuses"), dict):
+        return None
+    out = []
+    for v in got["statuses"].values():
+        if not (isinstance(v, list) and len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in v)):
+            return None
+        out.append((v[0], v[1]))
+    return out
 
 
 def _step_cancelled_line(job_id: int, step_id: int, host: str, why: str | None) -> None:
@@ -1450,31 +1585,29 @@ def hold_main() -> None:
     hosts = hosts_from_ge_env(os.environ, host)
     key = str(job_id)
     job_env = {k: v for k, v in os.environ.items() if k.startswith(("SLURM_", "SLURMD_"))}
-    try:
-        os.unlink(release_path(state_dir, key))  # a stale release (a reused job id) must not end this one
-    except OSError:
-        pass
-    save_allocation(state_dir, key, {"job_id": job_id, "task": None, "ge_task": os.environ.get("SGE_TASK_ID", "undefined"),
-                                     "hosts": hosts, "env": job_env, "holder_host": host, "holder_pid": os.getpid(),
-                                     "start": time.time()})
-    stop = {"rc": None}
+    rel = release_path(state_dir, key)
+    if rel is not None:
+        try:
+            os.unlink(rel)  # a stale release (a reused job id) must not end this one
+        except OSError:
+            pass
+    if rel is None or not save_allocation(state_dir, key, {
+            "job_id": job_id, "task": None, "ge_task": os.environ.get("SGE_TASK_ID", "undefined"), "hosts": hosts,
+            "env": job_env, "holder_host": host, "holder_pid": os.getpid(), "start": time.time()}):
+        _write_all(2, f"slurm-shim: cannot record the allocation in {state_dir}\n".encode())
+        os._exit(1)
+    stop: dict[str, Any] = {"rc": None}
 
     def on_term(sig, frame):
         stop["rc"] = 128 + sig
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGHUP, on_term)
-    rel = release_path(state_dir, key)
     while stop["rc"] is None:
-        try:
-            with open(rel, encoding="utf-8") as f:
-                text = f.read().strip()
-            stop["rc"] = int(text) if text.lstrip("-").isdigit() else 0
-            break
-        except FileNotFoundError:
-            pass
-        except OSError:
-            stop["rc"] = 0
+        if os.path.lexists(rel):  # salloc's release (in the user's own private directory)
+            got = state.read_json(rel, os.getuid()) or {}
+            code = got.get("rc")
+            stop["rc"] = code if isinstance(code, int) and not isinstance(code, bool) else 0
             break
         if origin_pid and origin_host == host and not _alive(origin_pid):
             stop["rc"] = 0
@@ -1483,7 +1616,7 @@ def hold_main() -> None:
     for path in (rel, alloc_path(state_dir, key)):
         try:
             os.unlink(path)
-        except OSError:
+        except (OSError, TypeError):
             pass
     os._exit(max(0, min(255, int(stop["rc"] or 0))))
 
@@ -1536,51 +1669,56 @@ def job_main() -> None:
     leave as 1 and srun takes the real one from there)."""
     from . import jobwrap
 
-    pl = read_payload(sys.argv[1] if len(sys.argv) > 1 else None)
-    sdir = pl["state_dir"]
+    pl = _payload_or_exit("job_main")
+    sdir = sys.argv[1]
     job_id = int(os.environ.get("JOB_ID", "0"))
     host = short_host()
     start = time.time()
     record = dict(pl["record"])
+    sub = record.get("sub")
+    stamp = {"sub": sub} if isinstance(sub, (int, float)) and not isinstance(sub, bool) else {}
     req = StepRequest(pl["req"])
-    token = os.path.join(sdir, "srun", f"{pl['token']}.json")
-    try:
-        state.record_submit(sdir, job_id, record)
-        state.record_event(sdir, job_id, None, "start", {"node": host})
-        state._write(token, {"job_id": job_id, "start": start})
-    except OSError:
-        pass
+    token = str(pl.get("token") or "")
+    token_name = f"{token}.json" if re.fullmatch(r"[0-9a-f]{32}", token) else None
+    state.record_submit(sdir, job_id, record)
+    state.record_event(sdir, job_id, None, "start", {"node": host, **stamp})
+    if token_name:
+        state.write_own(sdir, "srun", token_name, {"job_id": job_id, "start": start})
     hosts = hosts_from_ge_env(os.environ, host)
     user = pwd_entry()
     gpus = int(record.get("gpus") or 0)
-    gpu_ids = jobwrap.claim_gpus(sdir, host, gpus, f"{job_id}.x") if gpus else None
-    env = new_job_env(pl["environ"], record, job_id=job_id, hosts=hosts, host=host, user=user[0], uid=user[1],
-                      gid=os.getgid(), gpu_ids=gpu_ids, ge_environ=os.environ)
-    alloc = Allocation(job_id, hosts, ge_task=os.environ.get("SGE_TASK_ID", "undefined"), record=record,
-                       inside=True)
-    limit = int(record.get("time") or -1)
-    deadline = start + limit * 60 if limit > 0 else None
-    qrsh_cmd = list(pl.get("qrsh") or ["qrsh"])
-    rc, sig, st = 1, 0, "FAILED"
+    rc, sig, st, reason = 1, 0, "FAILED", "None"
+    gpu_ids = None
     try:
-        res = run_step(req, alloc, base_env=env, state_dir=sdir, qrsh=lambda words: [*qrsh_cmd, *words],
-                       qrsh_env=os.environ, deadline=deadline, job_mode=True,
-                       gpu_ids=",".join(str(i) for i in gpu_ids) if gpu_ids else None)
-        rc = res.rc
-        worst = max(res.statuses.values(), key=lambda cs: outcome(*cs), default=(rc, 0))
-        sig = worst[1] if outcome(*worst) == rc else 0
-        st = "TIMEOUT" if res.timed_out else "CANCELLED" if res.cancelled else "COMPLETED" if rc == 0 else "FAILED"
-    except StepError as e:
+        gpu_ids = jobwrap.claim_gpus(sdir, host, gpus, job_id) if gpus else None
+    except jobwrap.NoGpu as e:
         sys.stderr.write(f"{req.get('prog') or 'srun'}: error: Unable to create step for job {job_id}: {e}\n")
-    finally:
-        if gpu_ids:
-            jobwrap.release_gpus(sdir, host, gpu_ids)
-    try:
-        state.record_event(sdir, job_id, None, "end", {"exit": 0 if sig else rc, "signal": sig, "state": st,
-                                                      "reason": "None", "node": host, "start": start})
-        state._write(token, {"job_id": job_id, "start": start, "rc": rc})
-    except OSError:
-        pass
+        sig, reason = jobwrap.LAUNCH_FAILED_SIGNAL, "JobLaunchFailure"
+    if not reason == "JobLaunchFailure":
+        env = new_job_env(pl["environ"], record, job_id=job_id, hosts=hosts, host=host, user=user[0], uid=user[1],
+                          gid=os.getgid(), gpu_ids=gpu_ids, ge_environ=os.environ)
+        alloc = Allocation(job_id, hosts, ge_task=os.environ.get("SGE_TASK_ID", "undefined"), record=record,
+                           inside=True)
+        limit = int(record.get("time") or -1)
+        deadline = start + limit * 60 if limit > 0 else None
+        qrsh_cmd = list(pl.get("qrsh") or ["qrsh"])
+        try:
+            res = run_step(req, alloc, base_env=env, state_dir=sdir, qrsh=lambda words: [*qrsh_cmd, *words],
+                           qrsh_env=os.environ, deadline=deadline, job_mode=True,
+                           gpu_ids=",".join(str(i) for i in gpu_ids) if gpu_ids else None)
+            rc = res.rc
+            worst = max(res.statuses.values(), key=lambda cs: outcome(*cs), default=(rc, 0))
+            sig = worst[1] if outcome(*worst) == rc else 0
+            st = "TIMEOUT" if res.timed_out else "CANCELLED" if res.cancelled else "COMPLETED" if rc == 0 else "FAILED"
+        except StepError as e:
+            sys.stderr.write(f"{req.get('prog') or 'srun'}: error: Unable to create step for job {job_id}: {e}\n")
+        finally:
+            if gpu_ids:
+                jobwrap.release_gpus(sdir, host, gpu_ids)
+    state.record_event(sdir, job_id, None, "end", {"exit": 0 if sig else rc, "signal": sig, "state": st,
+                                                  "reason": reason, "node": host, "start": start, **stamp})
+    if token_name:
+        state.write_own(sdir, "srun", token_name, {"job_id": job_id, "start": start, "rc": rc})
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(1 if rc in (99, 100) else rc)

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.gridengine
 
 HOST = os.uname().nodename.split(".")[0]
 STATE = Path("/var/spool/slurm-shim")
+MINE = STATE / "users" / str(os.getuid())  # the records of the tests' own (root's) jobs
 CONFIG_KEYS = {"SLURM_CONF", "SLURM_WORKING_CLUSTER", "SLURM_JOB_ACCOUNT"}  # Slurm's config, not srun's
 VOLATILE = {"SLURM_TASK_PID", "SLURM_SRUN_COMM_PORT", "SLURM_STEP_LAUNCHER_PORT", "SLURM_JOB_ID", "SLURM_JOBID",
             "SLURM_SRUN_COMM_HOST", "SLURM_LAUNCH_NODE_IPADDR", "SLURM_SUBMIT_DIR", "SLURM_SUBMIT_HOST",
@@ -165,8 +166,8 @@ def test_job_is_recorded_with_its_real_exit_code(workdir):
     cp = run("srun", "-J", "rec-100", "bash", "-c", "echo $SLURM_JOB_ID; exit 100", cwd=workdir)
     assert cp.returncode == 100  # Grid Engine never sees 100 (an error state); srun still reports it
     job = int(cp.stdout.strip())
-    rec = __import__("json").loads((STATE / "jobs" / f"{job}.json").read_text())
-    end = __import__("json").loads((STATE / "events" / f"{job}.x.end.json").read_text())
+    rec = __import__("json").loads((MINE / "jobs" / f"{job}.json").read_text())
+    end = __import__("json").loads((MINE / "events" / f"{job}.x.end.json").read_text())
     assert rec["name"] == "rec-100" and (end["exit"], end["state"]) == (100, "FAILED")
     wait_until(lambda: gone(job), 30, f"job {job} to leave Grid Engine")
     assert "Eqw" not in run("qstat", "-u", "*").stdout
@@ -319,8 +320,8 @@ echo END
                       f"srun: error: {HOST}: task 0: Terminated", "K rc=143", "END"] or \
         set(lines[3:]) == {f"srun: Terminating StepId={job}.3", f"srun: error: {HOST}: task 0: Terminated",
                            f"srun: error: {HOST}: task 1: Exited with exit code 5", "K rc=143", "END"}
-    assert (STATE / "steps" / str(job)).read_text() == "4"
-    rec = __import__("json").loads((STATE / "steps" / f"{job}.3.json").read_text())
+    assert (MINE / "steps" / str(job)).read_text() == "4"
+    rec = __import__("json").loads((MINE / "steps" / f"{job}.3.json").read_text())
     assert rec["ntasks"] == 2 and rec["exit"] == 143 and rec["state"] == "FAILED"
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 
 import pytest
 
 from conftest import FIXTURES, SLURM_REF
-from shim import backends, siteconf, steps
+from shim import backends, siteconf, state, steps
 from shim.__main__ import dispatch
 from shim.backends.replay import ReplayBackend
 from shim.cli import common, salloc
@@ -23,6 +24,7 @@ def site(monkeypatch, tmp_path):
     monkeypatch.setenv("SLURM_SHIM_CONFIG", str(conf))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     siteconf.reset()
+    assert state.make_layout(str(tmp_path / "state")) == []  # as cluster up makes it
     yield
     siteconf.reset()
     backends.use(None)
@@ -89,7 +91,18 @@ def test_invalid_partition(capsys):
 
 
 def test_allocation_release_file(tmp_path):
+    """salloc releases through a file of the user's private steps/ (F-4: nobody else can plant one)."""
     cfg = siteconf.get()
-    (tmp_path / "state" / "steps").mkdir(parents=True)
     salloc.release(cfg, 77, 5)
-    assert (tmp_path / "state" / "steps" / "77.release").read_text() == "5"
+    rel = tmp_path / "state" / "users" / str(os.getuid()) / "steps" / "77.release"
+    assert state.read_json(str(rel), os.getuid()) == {"rc": 5}
+    assert rel.stat().st_mode & 0o777 == 0o600 and rel.parent.stat().st_mode & 0o777 == 0o700
+
+
+def test_environment_goes_in_a_private_file(tmp_path):
+    """F-7c: salloc's environment is not in the job script Grid Engine spools (world-readable)."""
+    cfg = siteconf.get()
+    got = salloc.env_carrier(cfg, {"MYSECRET": "hunter2"})
+    assert set(got) == {"env_file"}
+    assert state.read_json(got["env_file"], os.getuid()) == {"environ": {"MYSECRET": "hunter2"}}
+    assert os.stat(got["env_file"]).st_mode & 0o777 == 0o600

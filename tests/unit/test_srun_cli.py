@@ -3,12 +3,13 @@ and exit codes, options as a step request, the qrsh variant of sbatch's translat
 
 from __future__ import annotations
 
+import os
 import shlex
 
 import pytest
 
 from conftest import FIXTURES
-from shim import backends, siteconf, steps
+from shim import backends, siteconf, state, steps
 from shim.__main__ import dispatch
 from shim.backends.replay import ReplayBackend
 from shim.cli import common, srun
@@ -27,6 +28,7 @@ def site(monkeypatch, tmp_path):
     for k in ("SLURM_JOB_ID", "SLURM_NTASKS", "SLURM_JOB_NUM_NODES", "SLURM_CPUS_PER_TASK"):
         monkeypatch.delenv(k, raising=False)
     siteconf.reset()
+    assert state.make_layout(str(tmp_path / "state")) == []  # as cluster up makes it
     yield
     siteconf.reset()
     backends.use(None)
@@ -130,9 +132,10 @@ def test_new_job_runs_qrsh_with_the_translation(monkeypatch, tmp_path):
         def __init__(self, argv, **kw):
             started["argv"] = argv
             words = shlex.split(" ".join(argv[argv.index("-pty") + 2:]))
-            payload = steps.read_payload(words[4])
+            started["words"] = words
+            payload = steps.read_payload(words[4], words[5])  # what job_main does on the far side
             started["payload"] = payload
-            steps.state._write(srun.token_path(payload["state_dir"], payload["token"]), {"job_id": 5, "rc": 3})
+            state.write_own(payload["state_dir"], "srun", srun.token_name(payload["token"]), {"job_id": 5, "rc": 3})
 
         def wait(self):
             return 0
@@ -149,6 +152,26 @@ def test_new_job_runs_qrsh_with_the_translation(monkeypatch, tmp_path):
     p = started["payload"]
     assert p["req"]["argv"] == ["echo", "a b"] and p["req"]["ntasks"] == 2 and p["record"]["name"] == "named"
     assert any(c[0][:3] == ("qrsh", "-w", "v") for c in rb.calls)  # --mem: checked before queueing
+    assert "environ" in p and not any("PATH" in w for w in started["words"])  # F-7b: not on argv
+    assert list((tmp_path / "state" / "users" / str(os.getuid()) / "srun").iterdir()) == []  # all removed
+
+
+def test_new_job_payload_file_is_removed_when_the_job_never_started(monkeypatch, tmp_path):
+    backends.use(ReplayBackend(default=steps_result()))
+
+    class FakeProc:
+        def __init__(self, argv, **kw):
+            pass
+
+        def wait(self):
+            return 1
+
+        def poll(self):
+            return 1
+
+    monkeypatch.setattr(srun.proc, "popen", FakeProc)
+    assert dispatch("srun", ["true"]) == 1
+    assert list((tmp_path / "state" / "users" / str(os.getuid()) / "srun").iterdir()) == []
 
 
 def steps_result():

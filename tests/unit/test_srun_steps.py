@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from conftest import SLURM_REF
-from shim import steps
+from shim import state, steps
 
 VOLATILE = {"SLURM_TASK_PID", "SLURM_SRUN_COMM_PORT", "SLURM_STEP_LAUNCHER_PORT", "SHLVL", "_"}
 
@@ -208,14 +208,53 @@ def test_export_modes():
 # --- step ids -----------------------------------------------------------------------------------
 
 
-def test_step_ids_count_up_per_job(tmp_path):
+@pytest.fixture
+def sdir(tmp_path):
+    """A state directory laid out as cluster up makes it (the tests run as root)."""
+    assert state.make_layout(str(tmp_path)) == []
+    return tmp_path
+
+
+def own(sdir, sub: str):
+    return sdir / "users" / str(os.getuid()) / sub
+
+
+def test_step_ids_count_up_per_job(sdir):
+    tmp_path = sdir
     assert [steps.next_step_id(str(tmp_path), "7") for _ in range(3)] == [0, 1, 2]
     assert steps.next_step_id(str(tmp_path), "8") == 0
     assert steps.next_step_id(str(tmp_path), "7_2") == 0
-    assert (tmp_path / "steps" / "7").read_text() == "3"
+    counter = own(sdir, "steps") / "7"
+    assert counter.read_text() == "3"
+    assert counter.stat().st_mode & 0o777 == 0o600 and own(sdir, "steps").stat().st_mode & 0o777 == 0o700
 
 
-def test_concurrent_sruns_get_distinct_step_ids(tmp_path):
+def test_step_counter_must_be_the_users_own_and_never_blocks(sdir):
+    """F-10: a counter file of another owner is refused; a lock held elsewhere is waited for a
+    bounded time, then srun is told (it warns and uses step 0)."""
+    import fcntl
+
+    counter = own(sdir, "steps") / "9"
+    steps.next_step_id(str(sdir), "9")
+    os.chown(counter, 12345, 12345)
+    with pytest.raises(OSError, match="not the user's own"):
+        steps.next_step_id(str(sdir), "9")
+    os.chown(counter, os.getuid(), os.getgid())
+    fd = os.open(counter, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        old = steps.STEP_LOCK_WAIT
+        steps.STEP_LOCK_WAIT = 0.3
+        with pytest.raises(OSError, match="locked too long"):
+            steps.next_step_id(str(sdir), "9")
+    finally:
+        steps.STEP_LOCK_WAIT = old
+        os.close(fd)
+    assert steps.next_step_id(str(sdir), "9") == 1
+
+
+def test_concurrent_sruns_get_distinct_step_ids(sdir):
+    tmp_path = sdir
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from shim import steps; "
             "print(steps.next_step_id(sys.argv[2], '11'))")
     src = os.path.dirname(os.path.dirname(steps.__file__))
@@ -228,7 +267,8 @@ def test_concurrent_sruns_get_distinct_step_ids(tmp_path):
 # --- the allocation -----------------------------------------------------------------------------
 
 
-def test_allocation_from_the_jobs_own_environment(tmp_path):
+def test_allocation_from_the_jobs_own_environment(sdir):
+    tmp_path = sdir
     hf = tmp_path / "pe_hostfile"
     hf.write_text("vm 2 debug@vm UNDEFINED\nnode2.example 1 debug@node2 UNDEFINED\n")
     env = {"JOB_ID": "12", "PE_HOSTFILE": str(hf), "SGE_TASK_ID": "undefined", "SLURM_JOB_ID": "12",
@@ -239,11 +279,23 @@ def test_allocation_from_the_jobs_own_environment(tmp_path):
     # remembered for sruns outside the job
     again = steps.find_allocation(str(tmp_path), 12, {"SLURM_JOB_ID": "12"})
     assert not again.inside and again.hosts == [("vm", 2), ("node2", 1)]
+    rec = own(sdir, "steps") / "12.alloc.json"
+    assert rec.stat().st_mode & 0o777 == 0o600
 
 
-def test_allocation_of_an_array_task(tmp_path):
+def test_allocation_record_gives_only_slurms_variables(sdir):
+    """F-4: whatever an allocation record's env holds, srun takes only SLURM_* (no LD_PRELOAD)."""
+    assert steps.save_allocation(str(sdir), "13", {"hosts": [["vm", 1]], "env": {
+        "SLURM_JOB_ID": "13", "LD_PRELOAD": "/tmp/evil.so", "PATH": "/evil", "SLURMD_NODENAME": "vm", "X": 1}})
+    alloc = steps.find_allocation(str(sdir), 13, {"SLURM_JOB_ID": "13"})
+    assert alloc.job_env == {"SLURM_JOB_ID": "13", "SLURMD_NODENAME": "vm"}
+    assert steps.save_allocation(str(sdir), "14", {"hosts": "vm", "env": {}})
+    assert steps.find_allocation(str(sdir), 14, {"SLURM_JOB_ID": "14"}) is None  # malformed: absent
+
+
+def test_allocation_of_an_array_task(sdir):
     env = {"JOB_ID": "20", "NSLOTS": "1", "SGE_TASK_ID": "2"}
-    alloc = steps.find_allocation(str(tmp_path), 20, env, record={"array": [5, 7, 9]})
+    alloc = steps.find_allocation(str(sdir), 20, env, record={"array": [5, 7, 9]})
     assert alloc.task == 7 and alloc.ge_task == "2" and alloc.key == "20_7" and alloc.hosts == [(steps.short_host(), 1)]
 
 
@@ -265,8 +317,8 @@ def test_allocation_from_an_ancestors_environment():
         child.wait()
 
 
-def test_unknown_allocation(tmp_path):
-    assert steps.find_allocation(str(tmp_path), 999, {"SLURM_JOB_ID": "999"}) is None
+def test_unknown_allocation(sdir):
+    assert steps.find_allocation(str(sdir), 999, {"SLURM_JOB_ID": "999"}) is None
 
 
 QSTAT_GT = """<?xml version='1.0'?>
@@ -296,15 +348,24 @@ def test_multi_prog():
     assert got == {0: ["echo", "zero"], 1: ["echo", "r1", "o0"], 2: ["echo", "r2", "o1"], 3: ["hostname"]}
 
 
-def test_boot_command_survives_qrsh_word_joining():
-    """qrsh joins words with blanks and a shell splits them again: each word arrives intact."""
+def test_boot_command_survives_qrsh_word_joining(sdir):
+    """qrsh joins words with blanks and a shell splits them again: each word arrives intact. The
+    payload itself is never on the command line (F-7b): a private file, read once."""
     import shlex
 
-    payload = {"argv": ["printf", "[%s]\\n", "a b", "c'd", "$HOME", "`x`"]}
-    words = steps.quoted(steps.boot_argv(payload))
+    payload = {"argv": ["printf", "[%s]\\n", "a b", "c'd", "$HOME", "`x`"], "env": {"MYSECRET": "s3cr3t"}}
+    words = steps.quoted(steps.boot_argv(str(sdir), payload))
+    assert "s3cr3t" not in " ".join(words)
     again = shlex.split(" ".join(words))
-    assert steps.read_payload(again[4]) == payload
-    assert again[:3] == [sys.executable, "-I", "-c"]
+    assert again[:3] == [sys.executable, "-I", "-c"] and again[4] == str(sdir)
+    [f] = list(own(sdir, "srun").iterdir())
+    assert f.name == again[5] and f.stat().st_mode & 0o777 == 0o600
+    assert steps.read_payload(again[4], again[5]) == payload
+    assert list(own(sdir, "srun").iterdir()) == []  # removed once read
+    with pytest.raises(ValueError):
+        steps.read_payload(again[4], again[5])
+    with pytest.raises(ValueError):
+        steps.read_payload(str(sdir), "../../../etc/passwd")
 
 
 # --- the host launcher, with real processes but no Grid Engine ---------------------------------

@@ -101,10 +101,11 @@ def allocate(o: sources.Options, environ: dict[str, str], cfg) -> tuple[int, dic
     os.umask(umask)
     import base64
 
+    now = time.time()
     payload.update({
         "script": base64.b64encode(holder_script(cfg.cluster.state_dir, not o.no_shell)).decode("ascii"),
         "args": [],
-        "environ": environ,
+        **env_carrier(cfg, environ),
         "export": {"all": True, "vars": {}},
         "export_raw": None,
         "stdout": "/dev/null",
@@ -113,7 +114,8 @@ def allocate(o: sources.Options, environ: dict[str, str], cfg) -> tuple[int, dic
         "umask": umask,
         "user": user.pw_name,
         "uid": user.pw_uid,
-        "submit_time": time.time(),
+        "submit_time": now,
+        "sub": now,
         "command": "salloc",
         "interactive": True,
     })
@@ -127,8 +129,21 @@ def allocate(o: sources.Options, environ: dict[str, str], cfg) -> tuple[int, dic
     except ValueError:
         raise ShimError(f"{PROG}: error: Job submit/allocate failed: unexpected qsub output {res.stdout!r}",
                         code=1) from None
-    state.record_submit(cfg, job_id, {k: v for k, v in payload.items() if k not in ("script", "environ", "args")})
+    state.record_submit(cfg, job_id, {k: v for k, v in payload.items()
+                                      if k not in ("script", "environ", "args", "env_file")})
     return job_id, payload
+
+
+def env_carrier(cfg, environ: dict[str, str]) -> dict:
+    """How the allocation job gets salloc's environment: a 0600 file in the user's private
+    ``env/`` directory named in the payload (the job script Grid Engine spools is world-readable),
+    or, when no such file can be written, the environment itself in the payload."""
+    name = f"{os.urandom(16).hex()}.json"
+    if state.write_own(cfg, "env", name, {"environ": environ}):
+        path = state.own_path(cfg, "env", name)
+        if path is not None:
+            return {"env_file": path}
+    return {"environ": environ}
 
 
 STALE = 300.0
@@ -140,7 +155,6 @@ def wait_granted(o, job_id: int, cfg, immediate: int | None, submitted: float | 
     submitted = time.time() if submitted is None else submitted
     backend = backends.get(cfg)
     sdir = cfg.cluster.state_dir
-    path = steps.alloc_path(sdir, str(job_id))
     start = time.monotonic()
     delay = 0.05
     said_pending = False
@@ -150,8 +164,9 @@ def wait_granted(o, job_id: int, cfg, immediate: int | None, submitted: float | 
            for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         while True:
-            data = state._read(path)
-            if data and data.get("hosts") and float(data.get("start") or 0) >= submitted - STALE:
+            data = steps.load_allocation(sdir, str(job_id))
+            began = (data or {}).get("start")
+            if data and isinstance(began, (int, float)) and began >= submitted - STALE:
                 if said_pending:
                     info(o, f"job {job_id} has been allocated resources")
                 return data
@@ -171,7 +186,8 @@ def wait_granted(o, job_id: int, cfg, immediate: int | None, submitted: float | 
                 said_pending = True
             if now >= next_check:
                 next_check = now + 2.0
-                if backend.run("qstat", ["-j", str(job_id)]).returncode != 0 and not state._read(path):
+                if backend.run("qstat", ["-j", str(job_id)]).returncode != 0 and \
+                        not steps.load_allocation(sdir, str(job_id)):
                     info(o, f"Job allocation {job_id} has been revoked.")
                     raise ShimError(code=1)
             time.sleep(delay)
@@ -194,12 +210,10 @@ def command_env(environ: dict[str, str], alloc: dict, o) -> dict[str, str]:
 
 
 def release(cfg, job_id: int, rc: int) -> None:
+    """End the allocation with the command's exit code: a file in the user's private ``steps/``
+    that the holder watches (written atomically); qdel when it cannot be written."""
     path = steps.release_path(cfg.cluster.state_dir, str(job_id))
-    try:
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            f.write(str(rc))
-        os.replace(path + ".tmp", path)
-    except OSError:
+    if path is None or not state.write_json(path, {"rc": int(rc)}, 0o600):
         backends.get(cfg).run("qdel", [str(job_id)])
 
 
@@ -208,7 +222,7 @@ def watch(o, cfg, job_id: int, child, kill_sig: int | None, stop: threading.Even
     --kill-command signal for the command."""
     path = steps.alloc_path(cfg.cluster.state_dir, str(job_id))
     while not stop.wait(1.0):
-        if not os.path.exists(path):
+        if path is None or not os.path.lexists(path):
             if stop.is_set():
                 return
             info(o, f"Job allocation {job_id} has been revoked.")
@@ -239,8 +253,15 @@ def main(argv: list[str]) -> int:
         common.print_defined_options(o, t, PROG, ("cli",))
     command = positional or [environ.get("SHELL") or pwd.getpwuid(os.getuid()).pw_shell or "/bin/sh"]
     submitted = time.time()
-    job_id, _payload = allocate(o, environ, cfg)
-    alloc = wait_granted(o, job_id, cfg, o.immediate, submitted)
+    job_id, payload = allocate(o, environ, cfg)
+    try:
+        alloc = wait_granted(o, job_id, cfg, o.immediate, submitted)
+    finally:
+        if payload.get("env_file"):  # the holder's wrapper has read it (or the job is gone)
+            try:
+                os.unlink(payload["env_file"])
+            except OSError:
+                pass
     info(o, f"Granted job allocation {job_id}")
     if o.bell:
         sys.stderr.write("\a")

@@ -118,7 +118,7 @@ def job_variables(alloc: steps.Allocation, cfg) -> dict[str, str]:
 
 def in_allocation(o: sources.Options, req: steps.StepRequest, environ: dict[str, str], cfg, job_id: int) -> int:
     backend = backends.get(cfg)
-    record = state.load_submit(cfg, job_id)
+    record = state.load_submit(cfg, job_id, os.getuid())  # srun steps only into its user's own jobs
 
     def qstat() -> str:
         return backend.run("qstat", ["-g", "t", "-s", "r", "-u", "*", "-xml"]).stdout
@@ -172,8 +172,14 @@ def qrsh_flags(qsub_argv: list[str]) -> list[str]:
     return out + ["-wd", "/"]
 
 
-def token_path(state_dir: str, token: str) -> str:
-    return os.path.join(state_dir, "srun", f"{token}.json")
+def token_name(token: str) -> str:
+    return f"{token}.json"
+
+
+def read_token(state_dir: str, token: str) -> dict:
+    """What the job srun made says about itself (its id; at the end its exit code), from the
+    user's private ``srun/`` directory."""
+    return state.read_from(state_dir, None, "srun", token_name(token)) or {}
 
 
 def new_job(o: sources.Options, req: steps.StepRequest, environ: dict[str, str], cfg, t: Table) -> int:
@@ -204,9 +210,9 @@ def new_job(o: sources.Options, req: steps.StepRequest, environ: dict[str, str],
         return 0
     sdir = cfg.cluster.state_dir
     token = uuid.uuid4().hex
-    steps._shared_dir(os.path.join(sdir, "srun"))
     record = {k: v for k, v in sub.payload.items() if k not in ("script", "environ", "args")}
-    record.update({"user": user.pw_name, "uid": user.pw_uid, "submit_time": time.time(), "umask": _umask(),
+    now = time.time()
+    record.update({"user": user.pw_name, "uid": user.pw_uid, "submit_time": now, "sub": now, "umask": _umask(),
                    "command": " ".join(req.argv), "interactive": True})
     payload = {
         "req": dict(req),
@@ -217,8 +223,11 @@ def new_job(o: sources.Options, req: steps.StepRequest, environ: dict[str, str],
         "qrsh": backend.argv("qrsh", []),
     }
     immediate = o.immediate is not None
-    argv = [*flags, "-now", "yes" if immediate else "no", "-pty", "y" if req.pty else "n",
-            *steps.quoted(steps.boot_argv(payload, "job_main"))]
+    try:  # the payload (the whole exported environment) goes in a private file, never on argv
+        boot = steps.boot_argv(sdir, payload, "job_main")
+    except steps.StepError as e:
+        raise ShimError(f"{PROG}: error: Unable to allocate resources: {e}", code=1) from None
+    argv = [*flags, "-now", "yes" if immediate else "no", "-pty", "y" if req.pty else "n", *steps.quoted(boot)]
     if o.verbose:
         print(f"{PROG}: qrsh {' '.join(argv[:len(flags) + 4])} ...", file=sys.stderr)
     env = getattr(backend, "env", None) or dict(os.environ)
@@ -227,27 +236,32 @@ def new_job(o: sources.Options, req: steps.StepRequest, environ: dict[str, str],
 
     def on_signal(sig, frame):
         got.setdefault("sig", sig)
-        info = state._read(token_path(sdir, token)) or {}
-        if info.get("job_id"):
+        info = read_token(sdir, token)
+        if isinstance(info.get("job_id"), int):
             backend.run("qdel", [str(info["job_id"])])  # -notify: the step's tasks get SIGTERM first
         elif p.poll() is None:
             p.send_signal(signal.SIGINT)  # qrsh deletes its pending job on SIGINT
 
-    p = proc.popen(backend.argv("qrsh", argv), env=env)
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
-    old[signal.SIGINT] = signal.signal(signal.SIGINT, lambda s, f: got.setdefault("sig", s))  # qrsh has it too
     try:
-        rc = p.wait()
+        p = proc.popen(backend.argv("qrsh", argv), env=env)
+        old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
+        old[signal.SIGINT] = signal.signal(signal.SIGINT, lambda s, f: got.setdefault("sig", s))  # qrsh has it too
+        try:
+            rc = p.wait()
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-    info = state._read(token_path(sdir, token)) or {}
-    try:
-        os.unlink(token_path(sdir, token))
-    except OSError:
-        pass
-    if "rc" in info:
-        return int(info["rc"])
+        steps.drop_payload(sdir, boot[-1])  # the job never started (or it took the file already)
+    info = read_token(sdir, token)
+    path = state.own_path(sdir, "srun", token_name(token))
+    if path is not None:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    if isinstance(info.get("rc"), int) and not isinstance(info["rc"], bool):
+        return info["rc"]
     if "sig" in got:
         return 128 + got["sig"]
     if rc < 0:
