@@ -13,7 +13,10 @@ Where: ``$SLURM_SHIM_AGENT_DIR``, else ``$XDG_RUNTIME_DIR/slurm-shim``, else
 ``/tmp/slurm-shim-<uid>``; the directory must be the user's own and mode 0700 (else no agent,
 qsub). It holds ``agent.sock``, ``agent.lock`` (one agent per directory), ``agent.log``,
 ``spool/`` (job scripts between receipt and ``runJob``) and ``tokens/`` (the journal).
-Both ends check the peer's uid with SO_PEERCRED.
+Both ends check the peer's uid with SO_PEERCRED. The agent never changes into the client's
+directory: it submits from "/", with the job's directory explicit (a ``./.sge_request`` planted in a
+directory others can write must add nothing); request fields are type-checked before anything is
+written.
 
 Protocol (one request per connection; frames are a 4-byte big-endian length + JSON):
   sbatch -> agent  {"op": "submit", "token": T, "argv": qsub argv, "cwd", "env", ...} + script bytes
@@ -61,6 +64,7 @@ PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 FRAME = struct.Struct("!I")
 MAX_HEADER = 1 << 20
 MAX_SCRIPT = 256 << 20
+MAX_CONNECTIONS = 64  # connection threads at once (submissions are serial anyway)
 # Variables qsub copies into the job as SGE_O_*: the agent takes them from each request.
 ORIGIN_ENV = ("HOME", "LOGNAME", "PATH", "MAIL", "SHELL", "TZ")
 # Options a DRMAA template cannot carry as they are (the agent refuses; sbatch uses qsub).
@@ -161,7 +165,8 @@ def submit(argv: list[str], script: bytes, cfg, backend, environ=None, user: str
     d = agent_dir(env)
     if d is None:
         return None
-    timeout = float(getattr(cfg.gridengine, "timeout", 10.0) or 10.0)
+    budget = float(getattr(cfg.gridengine, "timeout", 10.0) or 10.0)
+    started, timeout = time.monotonic(), budget * 0.8  # the rest: the lookup after a silent agent
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(timeout)
@@ -186,8 +191,6 @@ def submit(argv: list[str], script: bytes, cfg, backend, environ=None, user: str
             "sge_root": env.get("SGE_ROOT") or ge.sge_root, "sge_cell": env.get("SGE_CELL") or ge.sge_cell,
             "script_len": len(script),
         }
-        if env.get("SLURM_SHIM_AGENT_TEST_DIE"):  # tests: the agent dies at this point of the request
-            request["die"] = env["SLURM_SHIM_AGENT_TEST_DIE"]
         try:
             _send(sock, request, script)
         except OSError:
@@ -206,7 +209,10 @@ def submit(argv: list[str], script: bytes, cfg, backend, environ=None, user: str
         return int(reply["job"])
     if status == "refused":
         return None
-    return resolve(d, token, backend, user, reply.get("reason", ""))
+    from . import backends
+
+    with backends.within(started + budget):  # one wait in all, as a qsub that does not answer
+        return resolve(d, token, backend, user, reply.get("reason", ""))
 
 
 def _kill(pid: int) -> None:
@@ -322,7 +328,6 @@ def start(d: str, cfg, environ) -> bool:
     env.setdefault("SGE_ROOT", ge.sge_root)
     env.setdefault("SGE_CELL", ge.sge_cell)
     env["SLURM_SHIM_AGENT_DIR"] = d
-    env.pop("SLURM_SHIM_AGENT_TEST_DIE", None)
     idle = getattr(getattr(cfg, "submit", None), "agent_idle_minutes", None)
     if idle is not None and "SLURM_SHIM_AGENT_IDLE" not in env:
         env["SLURM_SHIM_AGENT_IDLE"] = str(float(idle) * 60)
@@ -378,9 +383,11 @@ def request(d: str, obj: dict, timeout: float = 10.0) -> dict:
 # Server: the agent
 
 
-def native_spec(argv: list[str], token: str) -> tuple[str, tuple[int, int, int] | None]:
+def native_spec(argv: list[str], token: str, cwd: str | None = None) -> tuple[str, tuple[int, int, int] | None]:
     """sbatch's qsub argv as a DRMAA native specification (+ the -t range for runBulkJobs).
 
+    The agent never changes into the client's directory (qsub would read a ``./.sge_request``
+    planted there), so ``-cwd`` becomes ``-wd <the client's directory>``.
     Raises ValueError for what a native specification cannot carry as qsub would read it."""
     out = ["-w", "n", "-shell", "yes"]  # qsub's defaults where DRMAA's differ (-w w, -shell no)
     bulk = None
@@ -388,8 +395,18 @@ def native_spec(argv: list[str], token: str) -> tuple[str, tuple[int, int, int] 
     for a in it:
         if a == "-terse":
             continue
-        if not a or any(c.isspace() or c in "\"'\\" for c in a):
-            raise ValueError(f"argument {a!r} cannot be passed in a native specification")
+        if a == "-cwd":
+            if not cwd or not os.path.isabs(cwd):
+                raise ValueError("-cwd without the client's directory")
+            a, more = "-wd", cwd
+        else:
+            more = None
+        for w in (a,) if more is None else (a, more):
+            if not w or any(c.isspace() or c in "\"'\\" for c in w):
+                raise ValueError(f"argument {w!r} cannot be passed in a native specification")
+        if more is not None:
+            out += [a, more]
+            continue
         if a in UNSUPPORTED:
             raise ValueError(f"{a} is not for DRMAA")
         if a == "-t":
@@ -417,7 +434,8 @@ class Agent:
         import threading
 
         self.d, self.idle, self.serial = d, idle, serial
-        self.lock = threading.Lock()  # one submission at a time: chdir and environ are per process
+        self.lock = threading.Lock()  # one submission at a time: os.environ is per process
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)  # connection threads at once
         self.count_lock = threading.Lock()
         self.active = 0
         self.served = 0
@@ -494,6 +512,8 @@ class Agent:
         except (OSError, EOFError, ValueError) as e:
             if not isinstance(e, EOFError):
                 self.log(f"request dropped: {e}")
+        except Exception as e:  # a malformed request must never take the agent down
+            self.log(f"request dropped: {type(e).__name__}: {e}")
         finally:
             conn.close()
             with self.count_lock:
@@ -501,39 +521,42 @@ class Agent:
                 self.last = time.monotonic()
 
     def submit(self, conn: socket.socket, req: dict, script: bytes) -> None:
-        token = str(req.get("token", ""))
-        if not token.isalnum() or len(token) > 64:
+        token = req.get("token")
+        if not isinstance(token, str) or not token.isascii() or not token.isalnum() or len(token) > 64:
             _send(conn, {"status": "refused", "reason": "bad token"})
             return
         if (req.get("sge_root"), req.get("sge_cell")) != self.sge:
             _send(conn, {"status": "refused", "reason": "another Grid Engine cell"})
             return
+        argv, env, cwd = req.get("argv", []), req.get("env") or {}, req.get("cwd")
+        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv) or not isinstance(env, dict) \
+                or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()) \
+                or not (cwd is None or isinstance(cwd, str)):
+            _send(conn, {"status": "refused", "reason": "malformed request"})  # checked before any state
+            return
         try:
-            native, bulk = native_spec([str(a) for a in req.get("argv", [])], token)
+            native, bulk = native_spec(argv, token, cwd)
         except ValueError as e:
             _send(conn, {"status": "refused", "reason": str(e)})
             return
-        die = req.get("die")
         path = os.path.join(self.d, "spool", token)
+        journal = os.path.join(self.d, "tokens", token)
         with self.lock:
+            # No chdir into the client's directory: the agent stays in "/" (a ./.sge_request in a
+            # directory others can write must not add options; the job's directory is explicit).
             try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
                 with os.fdopen(fd, "wb") as f:
                     f.write(script)
-                os.chdir(req.get("cwd") or "/")  # qsub reads ./.sge_request and records sge_o_workdir
             except OSError as e:
                 _unlink(path)
-                os.chdir("/")
                 _send(conn, {"status": "refused", "reason": str(e)})
                 return
-            env = req.get("env") or {}
             for k in ORIGIN_ENV:  # what qsub would record as sge_o_home, sge_o_path, ...
                 if k in env:
-                    os.environ[k] = str(env[k])
+                    os.environ[k] = env[k]
                 else:
                     os.environ.pop(k, None)
-            if die == "before_submit":
-                _die()
             t0 = time.perf_counter()
             try:
                 job = self.run_job(native, bulk, path)
@@ -543,15 +566,9 @@ class Agent:
             finally:
                 self.run_seconds += time.perf_counter() - t0
                 _unlink(path)  # with -b n Grid Engine spooled the script inside runJob
-                os.chdir("/")
-            if die == "after_submit":
-                _die()
             if job is not None:
-                journal = os.path.join(self.d, "tokens", token)
                 with open(journal, "w", encoding="ascii") as f:
                     f.write(f"{job}\n")
-                if die == "after_journal":
-                    _die()
         if error is not None:
             definite = self.drmaa is not None and self.definite(error)
             self.log(f"runJob failed ({'rejected' if definite else 'outcome unknown'}): "
@@ -669,16 +686,18 @@ class Agent:
             self.last = time.monotonic()
         if self.serial:
             self.handle(conn)
-        else:
-            t = threading.Thread(target=self.handle, args=(conn,), daemon=True)
-            t.start()
-            threads.append(t)
+            return
+        self.slots.acquire()  # at most MAX_CONNECTIONS at once; the others wait in the backlog
 
+        def run() -> None:
+            try:
+                self.handle(conn)
+            finally:
+                self.slots.release()
 
-def _die() -> None:
-    import signal
-
-    os.kill(os.getpid(), signal.SIGKILL)
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        threads.append(t)
 
 
 def _unlink(path: str) -> None:

@@ -2,7 +2,8 @@
 
 Each test has its own agent directory (``SLURM_SHIM_AGENT_DIR``) and a site config that differs
 from the cluster's only by the submit method, and stops its agents at the end. Jobs that need not
-run are held by a ``.sge_request`` (``-h``) in the submit directory, which qsub and DRMAA both read.
+run are submitted held (``--hold``): a ``.sge_request`` in the submit directory no longer counts,
+neither for qsub nor for the agent (security F-8).
 """
 
 from __future__ import annotations
@@ -36,14 +37,16 @@ def site_config(d: Path, method: str, extra: str = "") -> Path:
 class Setup:
     """Environment for one user's sbatch calls through one agent directory."""
 
-    def __init__(self, workdir: Path, user: str | None = None, method: str = "agent", extra: str = ""):
-        self.workdir, self.user = workdir, user
+    def __init__(self, workdir: Path, user: str | None = None, method: str = "agent", extra: str = "",
+                 hold: bool = False):
+        self.workdir, self.user, self.hold = workdir, user, hold
         self.agent_dir = workdir / f"agent-{user or 'root'}"
         self.env = {"SLURM_SHIM_CONFIG": str(site_config(workdir, method, extra)),
                     "SLURM_SHIM_AGENT_DIR": str(self.agent_dir)}
 
     def sbatch(self, *argv: str, cwd: Path | None = None, env: dict | None = None):
-        return run("sbatch", *argv, cwd=cwd or self.workdir, user=self.user, env={**self.env, **(env or {})})
+        hold = ("--hold",) if self.hold else ()
+        return run("sbatch", *hold, *argv, cwd=cwd or self.workdir, user=self.user, env={**self.env, **(env or {})})
 
     def submit(self, *argv: str, **kw) -> int:
         cp = self.sbatch(*argv, **kw)
@@ -75,11 +78,6 @@ def _zombie(pid: int) -> bool:
 
 def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists() and not _zombie(pid)
-
-
-def held(d: Path) -> Path:
-    (d / ".sge_request").write_text("-h\n")
-    return d
 
 
 def jobs_named(name: str) -> dict[int, str]:
@@ -134,13 +132,12 @@ def test_first_call_starts_the_agent_next_calls_use_it(workdir, setups, cleanup)
 def test_agent_job_is_the_qsub_job(workdir, setups, cleanup):
     """Same script, same options: Grid Engine records the same job either way, but for the script
     file's name (DRMAA submits a spooled file; qsub reads stdin) and the agent's token."""
-    held(workdir)
     name = f"parity-{uuid.uuid4().hex[:6]}"
     cleanup.append(name)
     (workdir / "job.sh").write_text(SCRIPT)
     argv = ("-J", name, "-n", "2", "--mem=100M", "-t", "5", "--comment=x y", "-o", "out-%j.txt", "job.sh")
-    via_qsub = Setup(workdir, method="qsub").submit(*argv)
-    a = Setup(workdir)
+    via_qsub = Setup(workdir, method="qsub", hold=True).submit(*argv)
+    a = Setup(workdir, hold=True)
     setups.append(a)
     a.submit("-J", "warmup", "--wrap=true")
     cleanup.append("warmup")
@@ -153,7 +150,7 @@ def test_agent_job_is_the_qsub_job(workdir, setups, cleanup):
     for k in ("job_number", "exec_file", "submission_time"):
         q.pop(k), d.pop(k)
     assert d == q
-    assert q["sge_o_workdir"] == str(workdir)
+    assert q["sge_o_workdir"] == "/"  # both submit from "/" (F-8); the job's directory is in its payload
 
 
 def test_plain_user_gets_a_private_agent(workdir, setups, cleanup):
@@ -184,21 +181,73 @@ def test_plain_user_gets_a_private_agent(workdir, setups, cleanup):
     assert cp.returncode == 1 and "no private directory" in cp.stderr
 
 
+DIE_HOOK = """
+import os, signal
+from shim import agent
+
+MOMENT = os.environ["AGENT_DIE_AT"]
+
+
+def _die():
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+_run_job, _send = agent.Agent.run_job, agent._send
+
+
+def run_job(self, native, bulk, path):
+    if MOMENT == "before_submit":
+        _die()
+    job = _run_job(self, native, bulk, path)
+    if MOMENT == "after_submit":
+        _die()
+    return job
+
+
+def send(sock, obj, data=b""):
+    if MOMENT == "after_journal" and obj.get("status") == "ok" and "job" in obj:
+        _die()
+    return _send(sock, obj, data)
+
+
+agent.Agent.run_job, agent._send = run_job, send
+"""
+
+
+def start_dying_agent(s: "Setup", moment: str, tmp: Path) -> int:
+    """An agent for s's directory that SIGKILLs itself at one moment of its first request. The
+    agent has no test hook of its own (security F-19): this test-only module wraps it."""
+    import subprocess
+    import sys
+
+    hook = tmp / "hook"
+    hook.mkdir(exist_ok=True)
+    (hook / "die_hook.py").write_text(DIE_HOOK)
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    code = (f"import sys; sys.path[:0] = [{str(hook)!r}, {src!r}]; import die_hook; "
+            "from shim.agent import main; sys.exit(main(['serve']))")
+    env = {**os.environ, **s.env, "AGENT_DIE_AT": moment, "SGE_ROOT": "/var/lib/gridengine", "SGE_CELL": "default",
+           "GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=4096", "SLURM_SHIM_AGENT_IDLE": "120"}
+    s.agent_dir.mkdir(mode=0o700, exist_ok=True)
+    with open(s.agent_dir / "agent.log", "ab") as log:
+        subprocess.Popen([sys.executable, "-I", "-c", code], env=env, cwd="/", stdin=subprocess.DEVNULL,
+                         stdout=log, stderr=log, start_new_session=True)
+    return s.ready()["pid"]
+
+
 @pytest.mark.parametrize("moment", ["before_submit", "after_submit", "after_journal"])
-def test_agent_killed_at_the_worst_moment(workdir, setups, cleanup, moment):
+def test_agent_killed_at_the_worst_moment(workdir, setups, cleanup, moment, tmp_path):
     """SIGKILL inside the request (before runJob, between runJob and the journal, between the
     journal and the reply): sbatch still prints the id of exactly one job."""
-    held(workdir)
-    s = Setup(workdir)
+    s = Setup(workdir, hold=True)
     setups.append(s)
     name = f"kill-{uuid.uuid4().hex[:6]}"
     cleanup.append(name)
-    s.submit("-J", name, "--wrap=true")
-    pid = s.ready()["pid"]
-    job = s.submit("-J", name, "--wrap=true", env={"SLURM_SHIM_AGENT_TEST_DIE": moment})
+    pid = start_dying_agent(s, moment, tmp_path)
+    job = s.submit("-J", name, "--wrap=true")
     wait_until(lambda: not _alive(pid), 10, "the agent to die")
     ids = jobs_named(name)
-    assert len(ids) == 2 and job in ids, ids
+    assert list(ids) == [job], ids
     assert all(state == "hqw" for state in ids.values())
     assert os.listdir(s.agent_dir / "tokens") == []
 
@@ -219,8 +268,7 @@ def test_rejected_job_gets_qsubs_message(workdir, setups):
 
 
 def test_array_through_the_agent(workdir, setups, cleanup):
-    held(workdir)
-    s = Setup(workdir)
+    s = Setup(workdir, hold=True)
     setups.append(s)
     name = f"arr-{uuid.uuid4().hex[:6]}"
     cleanup.append(name)
@@ -234,8 +282,7 @@ def test_array_through_the_agent(workdir, setups, cleanup):
 
 
 def test_idle_agent_exits_then_restarts(workdir, setups, cleanup):
-    held(workdir)
-    s = Setup(workdir)
+    s = Setup(workdir, hold=True)
     setups.append(s)
     name = f"idle-{uuid.uuid4().hex[:6]}"
     cleanup.append(name)

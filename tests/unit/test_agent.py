@@ -22,8 +22,27 @@ from shim.errors import BackendUnavailable
 from shim.proc import Result
 
 STUB = textwrap.dedent('''
-    """A stand-in for the drmaa package: each runJob appends {id, native, script, cwd, env} to $STUB_LOG."""
-    import json, os, time
+    """A stand-in for the drmaa package: each runJob appends {id, native, script, cwd, env} to $STUB_LOG.
+    $STUB_DIE makes the agent die at one moment of a request (SIGKILL): before runJob reaches
+    qmaster, after qmaster took the job (before the agent's journal), or after the journal (before
+    the reply). The agent itself has no such hook: the stub reaches into it from here."""
+    import json, os, signal, sys, time
+
+    _DIE = os.environ.get("STUB_DIE", "")
+
+    def _die():
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if _DIE == "after_journal":
+        _agent = sys.modules["shim.agent"]
+        _orig_send = _agent._send
+
+        def _send(sock, obj, data=b""):
+            if obj.get("status") == "ok" and "job" in obj:
+                _die()
+            return _orig_send(sock, obj, data)
+
+        _agent._send = _send
 
     class errors:
         class DrmaaException(Exception): pass
@@ -60,6 +79,8 @@ STUB = textwrap.dedent('''
                 raise errors.InternalException("Error reading answer list from qmaster")
             if "-q slow" in jt.nativeSpecification:
                 time.sleep(30)
+            if _DIE == "before_submit":
+                _die()
             log = os.environ["STUB_LOG"]
             try:
                 n = 100 + len(open(log).read().splitlines())
@@ -71,6 +92,8 @@ STUB = textwrap.dedent('''
                    "path": os.environ.get("PATH"), "file": jt.remoteCommand}
             with open(log, "a") as f:
                 f.write(json.dumps(rec) + "\\n")
+            if _DIE == "after_submit":
+                _die()
             return n
         def runJob(self, jt): return str(self._submit(jt))
         def runBulkJobs(self, jt, a, b, c):
@@ -232,6 +255,22 @@ def test_native_spec_refuses_what_qsub_would_read_differently(argv):
         agent.native_spec(argv, "t")
 
 
+def test_native_spec_gives_cwd_as_an_explicit_directory():
+    """The agent submits from "/": -cwd (the client's directory) becomes -wd <that directory>."""
+    native, _ = agent.native_spec(["-cwd", "-N", "j"], "t", "/home/alice/proj")
+    assert " -wd /home/alice/proj -N j " in native and "-cwd" not in native
+    with pytest.raises(ValueError):
+        agent.native_spec(["-cwd"], "t", None)
+    with pytest.raises(ValueError):
+        agent.native_spec(["-cwd"], "t", "/a dir")
+
+
+def test_the_agent_has_no_test_hook():
+    """F-19: nothing in the agent lets a variable kill it (the tests' dying agent is the stub's)."""
+    text = Path(agent.__file__).read_text()
+    assert "TEST_DIE" not in text and "_die" not in text
+
+
 def test_parse_contexts():
     text = ("==============================================================\njob_number:                 7\n"
             "context:                    a=b,slurm_shim_token=xyz\n"
@@ -287,7 +326,7 @@ def test_submit_through_the_agent(env, tmp_path, monkeypatch):
     [rec] = jobs(env)
     assert job == rec["id"] == 100
     assert rec["script"] == "#!/bin/sh\necho hi\n"
-    assert rec["cwd"] == str(tmp_path)  # the agent submits from sbatch's directory (./.sge_request, sge_o_workdir)
+    assert rec["cwd"] == "/"  # F-8: never the client's directory (a planted ./.sge_request would apply)
     assert rec["path"] == os.environ["PATH"]
     assert " -ac slurm_shim_token=" in rec["native"]
     assert b.calls == []  # no qstat, no qsub
@@ -309,10 +348,9 @@ def test_refused_means_qsub(env):
 
 @pytest.mark.parametrize("moment", ["before_submit", "after_submit", "after_journal"])
 def test_agent_killed_mid_request_never_loses_or_doubles(env, moment):
-    p = serve(env)
+    p = serve(env, STUB_DIE=moment)
     b = FakeBackend(env["log"])
-    e = dict(os.environ, SLURM_SHIM_AGENT_TEST_DIE=moment)
-    job = agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b, environ=e)
+    job = agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b)
     p.wait(10)
     assert p.returncode == -9
     if moment == "before_submit":  # nothing submitted: the lookup says so, and sbatch will use qsub
@@ -335,11 +373,10 @@ def test_uncertain_drmaa_error_is_resolved_before_falling_back(env):
 
 
 def test_unresolvable_outcome_is_a_slurm_error_not_a_fallback(env):
-    p = serve(env)
+    p = serve(env, STUB_DIE="after_submit")
     b = FakeBackend(env["log"], down=True)
-    e = dict(os.environ, SLURM_SHIM_AGENT_TEST_DIE="after_submit")
     with pytest.raises(BackendUnavailable) as ei:
-        agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b, environ=e)
+        agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b)
     p.wait(10)
     assert ei.value.lines[0] == ("sbatch: error: Batch job submission failed: "
                                  "Unable to contact slurm controller (connect failure)")
@@ -487,6 +524,37 @@ def test_other_users_are_turned_away(env):
     os.waitpid(pid, 0)
     assert os.read(r, 300) == b"refused"
     os.chmod(env["dir"], 0o700)
+
+
+def _raw_request(env, header: dict, script: bytes = b"") -> dict | None:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(str(env["dir"] / agent.SOCKET))
+    try:
+        agent._send(s, header, script)
+        try:
+            return agent._recv(s)
+        except (EOFError, ConnectionResetError):
+            return None  # dropped without an answer
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("serial", ["0", "1"])
+def test_malformed_requests_leave_nothing_behind(env, serial):
+    """F-19: a request whose fields have the wrong types is refused before the agent writes or
+    changes anything (no spool file left, no directory change); the agent goes on serving."""
+    p = serve(env, SLURM_SHIM_AGENT_SERIAL=serial)
+    base = {"op": "submit", "token": "abc123", "argv": ["-N", "j"], "env": {}, "cwd": "/tmp",
+            "sge_root": "/var/lib/gridengine", "sge_cell": "default", "script_len": 3}
+    for bad in ({"env": "PATH=/x"}, {"env": {"PATH": 5}}, {"argv": "-N j"}, {"argv": [1]}, {"cwd": 7},
+                {"token": ["x"]}, {"script_len": [3]}):
+        reply = _raw_request(env, {**base, **bad}, b"#!\n")
+        assert reply is None or reply["status"] == "refused", (bad, reply)
+        assert os.listdir(env["dir"] / "spool") == []
+    assert agent.request(str(env["dir"]), {"op": "ping"})["status"] == "ok"
+    assert os.readlink(f"/proc/{p.pid}/cwd") == "/"
+    assert jobs(env) == []
 
 
 # --------------------------------------------------------------------------------------------
