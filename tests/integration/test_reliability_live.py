@@ -108,12 +108,12 @@ def test_concurrent_sbatch_lose_and_double_nothing(held_dir, named, path):
     env = env_for(held_dir, "qsub" if path == "qsub" else "agent")
     served0, warmup = 0, set()
     if path in ("agent", "agent-killed"):
-        cp = run("sbatch", "-J", named, "--wrap=true", cwd=held_dir, env=env)
+        cp = run("sbatch", "--hold", "-J", named, "--wrap=true", cwd=held_dir, env=env)
         assert cp.returncode == 0, cp.stderr
         warmup = {int(cp.stdout.split()[-1])}
         served0 = wait_until(lambda: agent_ping(env), 30, "the agent")["served"]
     try:
-        argv = ["sbatch", "-J", named, "--wrap=true"]
+        argv = ["sbatch", "--hold", "-J", named, "--wrap=true"]  # sbatch ignores a cwd .sge_request (F-8)
         if path == "agent-killed":
             pid = agent_ping(env)["pid"]
             e = shim_env(env)
