@@ -25,8 +25,10 @@ COMMANDS = {
 
 
 def dispatch(cmd: str, argv: list[str]) -> int:
+    from . import backends
     from .errors import ShimError
 
+    backends.command = cmd  # Grid Engine's silence is reported in this command's words
     try:
         try:
             module = importlib.import_module(COMMANDS[cmd])
@@ -36,7 +38,10 @@ def dispatch(cmd: str, argv: list[str]) -> int:
             raise ShimError(f"{cmd}: error: {cmd} is not implemented by slurm-shim yet") from None
         return module.main(argv)
     except ShimError as e:
-        for line in e.lines:
+        lines = e.lines
+        if _timed_out(e.__cause__):  # a q* call qmaster never answered, wherever it was made
+            lines = backends.unreachable(e.__cause__, cmd)
+        for line in lines:
             print(line, file=sys.stderr)
         return e.code
     except ValueError as e:
@@ -49,12 +54,20 @@ def dispatch(cmd: str, argv: list[str]) -> int:
     except BrokenPipeError:  # e.g. squeue | head -1
         return 0
     except OSError as e:  # proc.SpawnError included: a Grid Engine command missing or hung
-        print(f"{cmd}: error: {e}", file=sys.stderr)
+        if _timed_out(e):
+            print(*backends.unreachable(e, cmd), sep="\n", file=sys.stderr)
+        else:
+            print(f"{cmd}: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # the last line of defence: no traceback reaches a user
         return _internal(cmd, e)
+
+
+def _timed_out(e: BaseException | None) -> bool:
+    proc = sys.modules.get("shim.proc")  # loaded by whatever ran a command that could time out
+    return proc is not None and isinstance(e, proc.Timeout)
 
 
 def _internal(cmd: str, e: Exception) -> int:

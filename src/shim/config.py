@@ -26,7 +26,9 @@ class GridEngine(_Model):
     sge_root: str = "/var/lib/gridengine"
     sge_cell: str = "default"
     bin_dir: str = Field("", description="directory of qsub/qstat/...; empty means PATH")
-    timeout: float = Field(30.0, gt=0, description="seconds before a q* command counts as hung")
+    timeout: float = Field(5.0, gt=0, description="seconds a q* call may wait for qmaster before the command "
+                           "fails with Slurm's 'Socket timed out' (Slurm's MessageTimeout); waiting for a job "
+                           "(srun, salloc, sbatch --wait) is not one call and is not cut by it")
 
 
 class Partition(_Model):

@@ -32,6 +32,10 @@ class SpawnError(OSError):
     """The program could not be started at all, or did not finish in time."""
 
 
+class Timeout(SpawnError):
+    """The program did not finish in time (for Grid Engine's commands: qmaster does not answer)."""
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -56,7 +60,7 @@ def run(
     except FileNotFoundError as e:
         raise SpawnError(f"{argv[0]}: command not found") from e
     except subprocess.TimeoutExpired as e:
-        raise SpawnError(f"{argv[0]}: no answer within {timeout:g} s") from e
+        raise Timeout(f"{argv[0]}: no answer within {timeout:g} s") from e
     except OSError as e:
         raise SpawnError(f"{argv[0]}: {e.strerror}") from e
     return Result(
@@ -93,7 +97,7 @@ class Stream:
         poller.register(err_fd, select.POLLIN)
         live = 2
         err: list[bytes] = []
-        late = SpawnError(f"{self.argv[0]}: no answer within {self.timeout:g} s")
+        late = Timeout(f"{self.argv[0]}: no answer within {self.timeout:g} s")
         try:
             while live:
                 wait = None

@@ -38,8 +38,44 @@ class NS(dict):
 
 def _cache_path(path: str, st: os.stat_result) -> str:
     key = f"{os.path.abspath(path).replace('/', '%')}-{st.st_size}-{st.st_mtime_ns}"
+    try:  # the schema too: a new shim's defaults (e.g. gridengine.timeout) apply at once
+        schema = os.stat(os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.py"))
+        key += f"-{schema.st_size}-{schema.st_mtime_ns}"
+    except OSError:
+        pass
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "slurm-shim", f"config-{key}.json")
+
+
+def _read_cache(cache: str) -> Any:
+    """The cached config, if it is a regular file of this user's (not a link, not planted)."""
+    fd = os.open(cache, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not (st.st_mode & 0o170000 == 0o100000 and st.st_uid == os.getuid() and st.st_size < 1 << 20):
+            raise ValueError("not this user's cache file")
+        data = json.loads(f.read())
+    if not isinstance(data, dict):
+        raise ValueError("not a cached config")
+    return data
+
+
+def _write_cache(cache: str, cfg: Any) -> None:
+    import tempfile
+
+    d = os.path.dirname(cache)
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".config-", suffix=".tmp", dir=d)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(cfg, f)
+        os.replace(tmp, cache)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def get() -> NS:
@@ -55,9 +91,8 @@ def get() -> NS:
     cache = _cache_path(path, st) if st is not None else None
     if cache:
         try:
-            with open(cache, encoding="utf-8") as f:
-                _loaded = NS.wrap(json.load(f))
-                return _loaded
+            _loaded = NS.wrap(_read_cache(cache))
+            return _loaded
         except (OSError, ValueError):
             pass
     from . import config  # pydantic: only when the file is new or changed
@@ -65,12 +100,8 @@ def get() -> NS:
     cfg = config.plain(config.load())
     if cache:
         try:
-            os.makedirs(os.path.dirname(cache), exist_ok=True)
-            tmp = f"{cache}.{os.getpid()}"
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(cfg, f)
-            os.replace(tmp, cache)
-        except OSError:
+            _write_cache(cache, cfg)
+        except (OSError, TypeError, ValueError):
             pass  # an unwritable home only costs speed
     _loaded = cfg
     return cfg

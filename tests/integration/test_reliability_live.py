@@ -159,6 +159,188 @@ def test_concurrent_scancel_of_different_jobs(held_dir, named):
 
 
 # --------------------------------------------------------------------------------------------
+# qmaster hung: accepting connections, never answering. Only the test's own clients see it: they
+# reach qmaster through a loopback proxy (SGE_QMASTER_PORT), which is switched to silence.
+
+
+class QmasterProxy:
+    """A loopback TCP proxy in front of qmaster. ``hang()``: existing connections stop moving
+    bytes and new ones are accepted but never answered, as a hung qmaster would do."""
+
+    def __init__(self, upstream: tuple[str, int] = ("127.0.0.1", 6444)):
+        import socket
+        import threading
+
+        self.upstream = upstream
+        self.hung = False
+        self.stopped = threading.Event()
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.held: list = []
+        self.threads = [threading.Thread(target=self._accept, daemon=True)]
+        self.threads[0].start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while not self.stopped.is_set():
+            try:
+                c, _ = self.sock.accept()
+            except (socket.timeout, OSError):
+                continue
+            self.held.append(c)
+            if self.hung:
+                continue  # accepted, never answered
+            try:
+                u = socket.create_connection(self.upstream, timeout=5)
+            except OSError:
+                c.close()
+                continue
+            self.held.append(u)
+            for a, b in ((c, u), (u, c)):
+                t = threading.Thread(target=self._pump, args=(a, b), daemon=True)
+                t.start()
+                self.threads.append(t)
+
+    def _pump(self, src, dst) -> None:
+        import select
+
+        while not self.stopped.is_set():
+            if self.hung:
+                self.stopped.wait(0.2)
+                continue
+            if not select.select([src], [], [], 0.2)[0] or self.hung:
+                continue  # (checked again: what arrives after hang() stays unread)
+            try:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+            except OSError:
+                break
+        for s in (src, dst):
+            try:
+                s.shutdown(2)
+            except OSError:
+                pass
+
+    def hang(self) -> None:
+        self.hung = True
+
+    def close(self) -> None:
+        self.stopped.set()
+        for t in self.threads:
+            t.join(timeout=5)
+        for s in [self.sock, *self.held]:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+
+def timed_burst(calls: dict[str, tuple[list[str], dict[str, str]]], cwd: Path) -> dict[str, tuple[float, int, str]]:
+    """Start every call at once; (seconds until it ended, exit code, stderr) of each."""
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    t0 = time.monotonic()
+    procs = {}
+    for what, (argv, env) in calls.items():
+        p = subprocess.Popen(argv, cwd=cwd, env=shim_env(env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        procs[what] = [p, b"", None]
+        sel.register(p.stderr, selectors.EVENT_READ, what)
+    while sel.get_map() and time.monotonic() - t0 < 120:
+        for key, _ in sel.select(timeout=1):
+            data = os.read(key.fileobj.fileno(), 65536)
+            if data:
+                procs[key.data][1] += data
+            else:
+                sel.unregister(key.fileobj)
+                procs[key.data][2] = time.monotonic() - t0  # stderr closed: the command ended
+    out = {}
+    for what, (p, err, dt) in procs.items():
+        p.wait(timeout=30)
+        p.stderr.close()
+        out[what] = (dt if dt is not None else time.monotonic() - t0, p.returncode, err.decode(errors="replace"))
+    return out
+
+
+def test_hung_qmaster_costs_each_command_at_most_the_timeout(held_dir, named):
+    """F-17: qmaster accepts and never answers. Every command gives up after gridengine.timeout
+    (5 s by default) plus its own start-up, in Slurm's words ("Socket timed out on send/recv
+    operation", what Slurm's commands print when slurmctld does not answer), exit 1. sbatch
+    through a live submit agent included: the agent's silence and the token lookup after it
+    share the one wait."""
+    from shim import config
+
+    limit = config.GridEngine().timeout
+    assert limit <= 5
+    (held_dir / "job.sh").write_text("#!/bin/sh\ntrue\n")
+    job = int(run("qsub", "-terse", "-N", named, "-b", "y", "/bin/true", cwd=held_dir).stdout.strip())
+    proxy = QmasterProxy()
+    port = {"SGE_QMASTER_PORT": str(proxy.port)}
+    agent_env = {**env_for(held_dir, "agent"), **port}
+    qsub_env = {**env_for(held_dir, "qsub"), **port}
+    words = {
+        "sbatch": "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation",
+        "squeue": "slurm_load_jobs error: Socket timed out on send/recv operation",
+        "scancel": "slurm_load_jobs error: Socket timed out on send/recv operation",
+        "scontrol": "slurm_load_jobs error: Socket timed out on send/recv operation",
+        "sinfo": "slurm_load_partitions: Socket timed out on send/recv operation",
+        "srun": "srun: error: Unable to allocate resources: Socket timed out on send/recv operation",
+        "salloc": "salloc: error: Unable to allocate resources: Socket timed out on send/recv operation",
+    }
+    calls = {
+        "sbatch (agent)": (["sbatch", "--hold", "-J", named, "job.sh"], agent_env),
+        "sbatch (qsub)": (["sbatch", "--hold", "-J", named, "job.sh"], qsub_env),
+        "squeue": (["squeue"], port),
+        "squeue -j": (["squeue", "-j", str(job)], port),
+        "scancel": (["scancel", str(job)], port),
+        "scontrol show job": (["scontrol", "show", "job", str(job)], port),
+        "sinfo": (["sinfo"], port),
+        "sacct -j": (["sacct", "-j", str(job)], port),
+        "srun": (["srun", "true"], port),
+        "salloc": (["salloc", "true"], port),
+    }
+    outcomes = {}
+    try:
+        cp = run("sbatch", "--hold", "-J", named, "job.sh", cwd=held_dir, env=agent_env)  # starts the agent
+        assert cp.returncode == 0, cp.stderr
+        wait_until(lambda: agent_ping(agent_env), 30, "the agent")
+        cp = run("sbatch", "--hold", "-J", named, "job.sh", cwd=held_dir, env=agent_env)
+        assert cp.returncode == 0, cp.stderr  # through the agent, whose session now uses the proxy
+        # all at once (each waits on its own), after the same burst of `<cmd> --usage`: its times
+        # are what starting that many commands together costs on this machine
+        startup = {w: dt for w, (dt, _, _) in timed_burst(
+            {w: ([argv[0], "--usage"], env) for w, (argv, env) in calls.items()}, held_dir).items()}
+        proxy.hang()
+        for what, (dt, rc, err) in timed_burst(calls, held_dir).items():
+            outcomes[what] = (dt, startup[what], rc, err)
+    finally:
+        proxy.close()
+        stop_agent(agent_env)
+    print("\n".join(f"{w}: {dt:.2f} s (start-up {st:.2f} s), exit {rc}" for w, (dt, st, rc, _) in outcomes.items()))
+    problems = []
+    for what, (dt, startup, rc, err) in outcomes.items():
+        cmd = what.split()[0]
+        if dt > limit + startup + 0.5:
+            problems.append(f"{what}: took {dt:.1f} s (start-up {startup:.1f} s)")
+        if cmd == "sacct":
+            if rc == 0 and "Socket timed out" not in err and "no answer within" not in err:
+                problems.append(f"{what}: no warning that qmaster did not answer: {err!r}")
+            continue  # sacct answers from the accounting file (Slurm's talks to slurmdbd)
+        if rc != 1:
+            problems.append(f"{what}: exit {rc}: {err.strip()[:200]}")
+        if err.strip() != words[cmd]:
+            problems.append(f"{what}: {err.strip()[:300]!r}, not {words[cmd]!r}")
+    assert problems == [], "\n".join(problems)
+
+
+# --------------------------------------------------------------------------------------------
 # Last: qmaster down. Stops the shared cluster's qmaster for a few seconds; always restarts it.
 
 
@@ -178,12 +360,12 @@ def test_qmaster_down_fails_fast_and_recovers(held_dir, named):
     (held_dir / "job.sh").write_text("#!/bin/sh\ntrue\n")
     agent_env = env_for(held_dir, "agent")
     job = int(run("qsub", "-terse", "-N", named, "-b", "y", "/bin/true", cwd=held_dir).stdout.strip())
-    cp = run("sbatch", "-J", named, "job.sh", cwd=held_dir, env=agent_env)  # starts the agent
+    cp = run("sbatch", "--hold", "-J", named, "job.sh", cwd=held_dir, env=agent_env)  # starts the agent
     assert cp.returncode == 0, cp.stderr
     wait_until(lambda: agent_ping(agent_env), 30, "the agent")
     calls = {
-        "sbatch (qsub)": (["sbatch", "-J", named, "job.sh"], env_for(held_dir, "qsub")),
-        "sbatch (agent)": (["sbatch", "-J", named, "job.sh"], agent_env),
+        "sbatch (qsub)": (["sbatch", "--hold", "-J", named, "job.sh"], env_for(held_dir, "qsub")),
+        "sbatch (agent)": (["sbatch", "--hold", "-J", named, "job.sh"], agent_env),
         "squeue": (["squeue"], {}),
         "squeue -j": (["squeue", "-j", str(job)], {}),
         "scancel": (["scancel", str(job)], {}),
@@ -222,12 +404,12 @@ def test_qmaster_down_fails_fast_and_recovers(held_dir, named):
     # and back again (checked before reporting the outage's problems, so both are seen)
     def works():
         return run("squeue", "-j", str(job)).returncode == 0 and \
-            run("sbatch", "-J", named, "job.sh", cwd=held_dir, env=agent_env).returncode == 0
+            run("sbatch", "--hold", "-J", named, "job.sh", cwd=held_dir, env=agent_env).returncode == 0
 
     try:
         wait_until(works, 60, "squeue and sbatch to work again after qmaster's restart")
         served = wait_until(lambda: agent_ping(agent_env), 30, "a fresh agent after the outage")["served"]
-        cp = run("sbatch", "-J", named, "job.sh", cwd=held_dir, env=agent_env)
+        cp = run("sbatch", "--hold", "-J", named, "job.sh", cwd=held_dir, env=agent_env)
         assert cp.returncode == 0, cp.stderr
         assert agent_ping(agent_env)["served"] == served + 1  # submitted through the fresh agent
     finally:

@@ -13,6 +13,8 @@ from typing import Sequence
 from .. import proc
 from ..errors import BackendUnavailable
 
+NO_QMASTER = frozenset({"qacct"})  # reads the accounting file: its slowness says nothing of qmaster
+
 
 class GridEngineBackend:
     name = "gridengine"
@@ -26,6 +28,9 @@ class GridEngineBackend:
         env.setdefault("SGE_ROOT", ge.sge_root)
         env.setdefault("SGE_CELL", ge.sge_cell)
         self.env = env
+        # qmaster did not answer a call in time: it would not answer the next one either, so later
+        # calls fail at once (a command may make several calls; each must not wait again)
+        self.silent: proc.Timeout | None = None
 
     def argv(self, tool: str, args: Sequence[str]) -> list[str]:
         exe = os.path.join(self.bin_dir, tool) if self.bin_dir else tool
@@ -33,7 +38,18 @@ class GridEngineBackend:
 
     def run(self, tool: str, args: Sequence[str], *, input: str | bytes | None = None,
             timeout: float | None = None) -> proc.Result:
+        """``tool args``; BackendUnavailable (in the running command's Slurm words) when it cannot
+        start or qmaster does not answer within the site's ``gridengine.timeout``."""
+        from . import call_timeout, unreachable
+
+        if self.silent is not None and tool not in NO_QMASTER:
+            raise BackendUnavailable(*unreachable(self.silent)) from self.silent
         try:
-            return proc.run(self.argv(tool, args), input=input, timeout=timeout or self.timeout, env=self.env)
+            return proc.run(self.argv(tool, args), input=input, timeout=call_timeout(timeout or self.timeout),
+                            env=self.env)
+        except proc.Timeout as e:
+            if tool not in NO_QMASTER:
+                self.silent = e
+            raise BackendUnavailable(*unreachable(e)) from e
         except proc.SpawnError as e:
-            raise BackendUnavailable(f"slurm_load_jobs error: Unable to contact slurm controller ({e})") from e
+            raise BackendUnavailable(*unreachable(e)) from e
