@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
-from . import config, proc
+from . import config, proc, state
 from .errors import ShimError
 
 SGE_ROOT = "/var/lib/gridengine"
@@ -46,6 +46,9 @@ PACKAGES = ("gridengine-master", "gridengine-exec", "gridengine-client", "griden
 Q_COMMANDS = ("qsub", "qstat", "qdel", "qconf", "qacct", "qhost", "qrsh")
 TEST_USER = "alice"
 STATE_DIR = "/var/spool/slurm-shim"
+# Top-level record directories of versions before the per-user layout (users/<uid>/...): made by
+# whichever user wrote first, and read by nothing any more.
+OLD_LAYOUT = ("jobs", "events", "steps", "srun")
 PARTITIONS = ("debug", "gpu")  # queue name == partition name
 
 WAIT_QMASTER = 60.0
@@ -633,6 +636,124 @@ def wait_queues_ready(host: str) -> str:
     return ", ".join(wanted) + " ok"
 
 
+def ensure_state_layout(state_dir: str) -> str:
+    """The state directory as state.py expects it, made by root (top 0755, users/ and gpus/ 1777),
+    so that no user is first to make and own a directory the others' records go into. An object
+    in the way that root did not make is reported and never reused (ClusterError). Old-layout
+    record directories are removed, safely; anything else odd is reported."""
+    parent = os.path.dirname(os.path.abspath(state_dir))
+    if not os.path.isdir(parent):
+        os.makedirs(parent, 0o755)
+    problems = state.make_layout(state_dir)
+    if problems:
+        raise ClusterError(f"state dir {state_dir}: " + "; ".join(problems))
+    removed, left = remove_old_layout(state_dir)
+    seen = read_state(state_dir)
+    for line in [*left, *seen.squatted, *seen.leftovers]:
+        print(f"cluster: warning: {line} (see slurm-shim doctor)", flush=True)
+    note = f"{state_dir} laid out"
+    return note + (f", old {' '.join(n + '/' for n in removed)} removed" if removed else "")
+
+
+def remove_old_layout(state_dir: str) -> tuple[list[str], list[str]]:
+    """Remove the top-level ``jobs/ events/ steps/ srun/`` of the old layout, never following a
+    link: a link or file goes by its name; a directory is first taken from its maker (root's,
+    0700: nobody can add to it while it goes), then removed by descriptor (``shutil.rmtree``
+    resists symlink races). Only under a top directory of root's that nobody else may write, so
+    no name can be swapped meanwhile. Returns (removed, what could not be removed and why)."""
+    try:
+        top = os.lstat(state_dir)
+    except OSError:
+        return [], []
+    if not stat.S_ISDIR(top.st_mode) or top.st_uid != 0 or top.st_mode & 0o022:
+        return [], []
+    if not shutil.rmtree.avoids_symlink_attacks:
+        return [], [f"{state_dir}: old-layout directories left alone (no symlink-safe removal here)"]
+    removed, left = [], []
+    for name in OLD_LAYOUT:
+        path = os.path.join(state_dir, name)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            left.append(f"{path}: {e.strerror}")
+            continue
+        try:
+            if stat.S_ISDIR(st.st_mode):
+                fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                try:
+                    if os.fstat(fd).st_ino != st.st_ino:
+                        raise OSError(0, "it changed while it was looked at")
+                    os.fchown(fd, 0, 0)
+                    os.fchmod(fd, 0o700)
+                finally:
+                    os.close(fd)
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+            removed.append(name)
+        except OSError as e:
+            left.append(f"{path} (old layout) not removed: {e.strerror or e}")
+    return removed, left
+
+
+@dataclass
+class StateFacts:
+    """What doctor reads in the state directory (see state.py for the layout)."""
+
+    problems: list[str] = field(default_factory=list)  # state.layout_problems
+    squatted: list[str] = field(default_factory=list)  # users/<uid> not that user's own directory
+    leftovers: list[str] = field(default_factory=list)  # the old layout's directories
+
+
+def read_state(state_dir: str) -> StateFacts:
+    """The state directory's layout, its per-user directories and old-layout leftovers, read
+    without following links or changing anything."""
+    facts = StateFacts(problems=state.layout_problems(state_dir))
+    users = os.path.join(state_dir, "users")
+    for name, st in _entries(users):
+        what = f"{users}/{name}"
+        if not (name.isascii() and name.isdigit()):
+            facts.squatted.append(f"{what} (uid {st.st_uid}) is no user's record directory")
+        elif not stat.S_ISDIR(st.st_mode):
+            facts.squatted.append(f"{what} is not a directory (owned by uid {st.st_uid}): "
+                                  f"uid {name}'s records are not kept")
+        elif st.st_uid != int(name):
+            facts.squatted.append(f"{what} belongs to uid {st.st_uid}, not {name}: uid {name}'s records are not kept")
+        elif st.st_mode & 0o022:
+            facts.squatted.append(f"{what} is writable by others (mode {stat.S_IMODE(st.st_mode):o}): "
+                                  f"uid {name}'s records are not believed")
+    for name in OLD_LAYOUT:
+        try:
+            st = os.lstat(os.path.join(state_dir, name))
+        except OSError:
+            continue
+        facts.leftovers.append(f"{state_dir}/{name} (old layout, uid {st.st_uid})")
+    gpus = os.path.join(state_dir, "gpus")
+    for name, st in _entries(gpus):
+        if stat.S_ISDIR(st.st_mode):  # claims are files <host>.<index>; the old layout had gpus/<host>/
+            facts.leftovers.append(f"{gpus}/{name}/ (old layout, uid {st.st_uid})")
+    return facts
+
+
+def _entries(path: str) -> list[tuple[str, os.stat_result]]:
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode):
+            return []
+        names = sorted(os.listdir(path))
+    except OSError:
+        return []
+    out = []
+    for n in names:
+        try:
+            out.append((n, os.lstat(os.path.join(path, n))))
+        except OSError:
+            pass
+    return out
+
+
 def ensure_site(path: str) -> str:
     """Test user, state dir and the site config file."""
     notes = []
@@ -641,10 +762,8 @@ def ensure_site(path: str) -> str:
     except KeyError:
         must("useradd", "-m", TEST_USER, env=dict(os.environ))
         notes.append(f"user {TEST_USER} created")
-    os.makedirs(STATE_DIR, exist_ok=True)
-    os.chmod(STATE_DIR, 0o1777)  # like /tmp: every user's jobs write their records here
     text = site_config_text()
-    config.parse(text, path)
+    notes.append(ensure_state_layout(config.parse(text, path).cluster.state_dir))
     target = Path(path)
     if not target.exists() or target.read_text() != text:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -766,7 +885,7 @@ class Facts:
     complexes: dict[str, Complex] = field(default_factory=dict)
     global_values: dict[str, str] = field(default_factory=dict)
     host_values: dict[str, dict[str, str]] = field(default_factory=dict)  # exec host -> complex_values
-    state_dir_mode: int | None = None
+    state: StateFacts | None = None  # None: not looked at
 
 
 SCOPES = {"YES": "slot", "JOB": "job", "HOST": "host"}
@@ -839,7 +958,8 @@ def doctor_findings(cfg: config.SiteConfig, facts: Facts, path: str) -> list[Fin
             found.append(Finding("ok", f"feature {feature}: BOOL complex {name} exists"))
     if cfg.exclusive_complex:
         found.append(exclusive_finding(cfg.exclusive_complex, facts))
-    found.append(state_dir_finding(cfg.cluster.state_dir, facts.state_dir_mode))
+    if facts.state is not None:
+        found += state_findings(cfg.cluster.state_dir, facts.state)
     return found
 
 
@@ -855,13 +975,26 @@ def exclusive_finding(name: str, facts: Facts) -> Finding:
     return Finding("ok", f"exclusive: complex {name} exists and exec hosts offer it")
 
 
-def state_dir_finding(state_dir: str, mode: int | None) -> Finding:
-    fix = f"mkdir -p {state_dir} && chmod 1777 {state_dir}"
-    if mode is None:
-        return Finding("warn", f"state dir {state_dir} does not exist", fix)
-    if stat.S_IMODE(mode) & 0o1777 != 0o1777:
-        return Finding("warn", f"state dir {state_dir} is mode {stat.S_IMODE(mode):o}, not 1777", fix)
-    return Finding("ok", f"state dir {state_dir} is writable by every user")
+def state_findings(state_dir: str, facts: StateFacts) -> list[Finding]:
+    """The state directory: root's layout (FAIL when someone else's object is in the way, warn
+    when it is missing), squatted per-user directories (FAIL: that user keeps no records), and
+    old-layout leftovers (warn: nothing reads them)."""
+    make = "slurm-shim cluster up (as root) makes it"
+    found = []
+    for p in facts.problems:
+        if p.endswith("does not exist"):
+            found.append(Finding("warn", f"state dir: {p}: no job records are kept", make))
+        else:
+            found.append(Finding("FAIL", f"state dir: {p}",
+                                 f"remove it (it was not made by the shim, and is never reused); then {make}"))
+    if not facts.problems:
+        found.append(Finding("ok", f"state dir {state_dir} is root's; users/ and gpus/ are sticky (1777)"))
+    for s in facts.squatted:
+        found.append(Finding("FAIL", f"state dir: {s}", "remove it (rm -r); the user's next command makes it"))
+    for s in facts.leftovers:
+        found.append(Finding("warn", f"state dir: {s}: nothing reads it",
+                             "slurm-shim cluster up removes jobs/ events/ steps/ srun/; remove the rest by hand"))
+    return found
 
 
 class _Qconf:
@@ -886,10 +1019,6 @@ def gather_facts(cfg: config.SiteConfig, qconf: _Qconf) -> Facts:
             facts.queues[q] = parse_attrs(qconf("-sq", q))
     for host in parse_list(qconf("-sel")):
         facts.host_values[host] = parse_values(parse_attrs(qconf("-se", host)).get("complex_values", "NONE"))
-    try:
-        facts.state_dir_mode = os.stat(cfg.cluster.state_dir).st_mode
-    except OSError:
-        pass
     return facts
 
 
@@ -904,6 +1033,7 @@ def doctor() -> int:
         findings.append(Finding("warn", f"no site config at {path}; checking the built-in defaults",
                                 "run slurm-shim cluster up, or set SLURM_SHIM_CONFIG"))
     findings += live_findings(cfg, path)
+    findings += state_findings(cfg.cluster.state_dir, read_state(cfg.cluster.state_dir))  # qmaster or not
     for f in findings:
         print(f.line())
     return 1 if any(f.level == "FAIL" for f in findings) else 0

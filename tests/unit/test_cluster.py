@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -164,7 +166,7 @@ def reference_facts() -> Facts:
         complexes=cluster.parse_complexes(ref("config-qconf-sc.txt")),
         global_values=cluster.parse_values(cluster.parse_attrs(ref("config-qconf-se-global.txt"))["complex_values"]),
         host_values={"vm": cluster.parse_values(cluster.parse_attrs(ref("config-qconf-se-host.txt"))["complex_values"])},
-        state_dir_mode=0o41777,
+        state=cluster.StateFacts(),
     )
 
 
@@ -230,13 +232,146 @@ def test_doctor_needs_capacity_for_gres_and_licenses():
 
 def test_doctor_checks_features_and_state_dir():
     facts = reference_facts()
-    facts.state_dir_mode = None
+    facts.state = cluster.StateFacts(problems=["/var/spool/slurm-shim does not exist"])
     cfg = site(features={"bigdisk": "display_win_gui", "avx": "nope"})
     got = levels(cluster.doctor_findings(cfg, facts, "site.toml"))
     assert got["feature bigdisk: BOOL complex display_win_gui exists"] == "ok"
     assert got["feature avx: no BOOL complex nope"] == "FAIL"
-    assert got["state dir /var/spool/slurm-shim does not exist"] == "warn"
-    assert cluster.state_dir_finding("/x", 0o40755).level == "warn"
+    assert got["state dir: /var/spool/slurm-shim does not exist: no job records are kept"] == "warn"
+    facts.state = cluster.StateFacts()
+    got = levels(cluster.doctor_findings(cfg, facts, "site.toml"))
+    assert got["state dir /var/spool/slurm-shim is root's; users/ and gpus/ are sticky (1777)"] == "ok"
+
+
+def test_state_findings_judge_layout_squats_and_leftovers():
+    facts = cluster.StateFacts(
+        problems=["/s/users is not a directory of root's", "/s/gpus does not exist"],
+        squatted=["/s/users/1002 belongs to uid 1003, not 1002: uid 1002's records are not kept"],
+        leftovers=["/s/jobs (old layout, uid 1001)"])
+    got = [(f.level, f.what) for f in cluster.state_findings("/s", facts)]
+    assert got == [
+        ("FAIL", "state dir: /s/users is not a directory of root's"),
+        ("warn", "state dir: /s/gpus does not exist: no job records are kept"),
+        ("FAIL", "state dir: /s/users/1002 belongs to uid 1003, not 1002: uid 1002's records are not kept"),
+        ("warn", "state dir: /s/jobs (old layout, uid 1001): nothing reads it"),
+    ]
+    assert "never reused" in cluster.state_findings("/s", facts)[0].fix
+
+
+# --- cluster up: the state directory (as root: tests chown to uids nobody has) --------------
+
+OTHER = 54321  # a uid no account has: "another user"
+
+
+def mode(path) -> tuple[int, int]:
+    st = os.lstat(path)
+    return st.st_uid, stat.S_IMODE(st.st_mode)
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="makes root's layout and other users' files")
+
+
+@needs_root
+def test_up_lays_out_a_fresh_state_dir(tmp_path, capsys):
+    sd = tmp_path / "state"
+    assert cluster.ensure_state_layout(str(sd)) == f"{sd} laid out"
+    assert mode(sd) == (0, 0o755)
+    assert mode(sd / "users") == (0, 0o1777)
+    assert mode(sd / "gpus") == (0, 0o1777)
+    assert cluster.ensure_state_layout(str(sd)) == f"{sd} laid out"  # converges
+    assert cluster.read_state(str(sd)) == cluster.StateFacts()
+    assert capsys.readouterr().out == ""
+
+
+@needs_root
+@pytest.mark.parametrize("where", ["top", "users", "gpus", "users-link"])
+def test_up_reports_and_never_reuses_an_object_someone_else_made(tmp_path, where):
+    sd = tmp_path / "state"
+    if where == "top":
+        sd.mkdir(0o777)
+        target = sd
+    else:
+        cluster.ensure_state_layout(str(sd))
+        os.rmdir(sd / where.split("-")[0])
+        target = sd / where.split("-")[0]
+        if where == "users-link":
+            (tmp_path / "mallory").mkdir()
+            (tmp_path / "mallory").chmod(0o777)
+            target.symlink_to(tmp_path / "mallory")
+        else:
+            target.mkdir()
+    if not target.is_symlink():
+        target.chmod(0o777)
+    os.lchown(target, OTHER, OTHER)
+    before = mode(target)
+    with pytest.raises(cluster.ClusterError, match=f"{target} exists and is not a directory of root's"):
+        cluster.ensure_state_layout(str(sd))
+    assert mode(target) == before  # not taken over, not chmod'ed
+    if where == "users-link":
+        assert mode(tmp_path / "mallory") == (0, 0o777)  # the link was not followed
+    assert cluster.read_state(str(sd)).problems  # and doctor says so
+
+
+@needs_root
+def test_up_removes_the_old_layouts_record_dirs_without_following_links(tmp_path, capsys):
+    sd = tmp_path / "state"
+    sd.mkdir()
+    sd.chmod(0o1777)  # as cluster up made it before the per-user layout
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious").write_text("keep")
+    jobs = sd / "jobs"
+    jobs.mkdir()
+    (jobs / "7.json").write_text("{}")
+    (jobs / "link").symlink_to(outside / "precious")
+    (jobs / "sub").mkdir()
+    (jobs / "sub" / "deep").symlink_to(outside)
+    for p in (jobs, jobs / "7.json", jobs / "sub"):
+        os.lchown(p, OTHER, OTHER)
+    jobs.chmod(0o777)
+    (sd / "events").mkdir(0o1777)
+    (sd / "steps").symlink_to(outside)  # the name goes, not what it points to
+    (sd / "srun").write_text("")
+    (sd / "gpus").mkdir()
+    (sd / "gpus").chmod(0o1777)
+    (sd / "gpus" / "vm").mkdir()  # old claims directory of a host: left alone, reported
+    os.chown(sd / "gpus" / "vm", OTHER, OTHER)
+    note = cluster.ensure_state_layout(str(sd))
+    assert note == f"{sd} laid out, old jobs/ events/ steps/ srun/ removed"
+    assert sorted(os.listdir(sd)) == ["gpus", "users"]
+    assert (outside / "precious").read_text() == "keep" and sorted(os.listdir(outside)) == ["precious"]
+    assert mode(sd) == (0, 0o755)
+    assert (sd / "gpus" / "vm").is_dir()
+    out = capsys.readouterr().out
+    assert f"cluster: warning: {sd}/gpus/vm/ (old layout, uid {OTHER}) (see slurm-shim doctor)" in out
+
+
+@needs_root
+def test_doctor_reads_squatted_user_dirs_and_leftovers(tmp_path):
+    sd = tmp_path / "state"
+    cluster.ensure_state_layout(str(sd))
+    users = sd / "users"
+    (users / "1002").mkdir()
+    os.chown(users / "1002", OTHER, OTHER)  # someone squats uid 1002's name
+    (users / str(OTHER)).mkdir(0o755)
+    os.chown(users / str(OTHER), OTHER, OTHER)  # their own: fine
+    (users / "1003").symlink_to(tmp_path)
+    (users / "notes").write_text("")
+    (users / "1004").mkdir()
+    os.chown(users / "1004", 1004, 1004)
+    (users / "1004").chmod(0o777)
+    (sd / "gpus" / "vm").mkdir()
+    os.chown(sd / "gpus" / "vm", OTHER, OTHER)
+    (sd / "gpus" / "vm.0").write_text("1 2")  # a claim: not a leftover
+    facts = cluster.read_state(str(sd))
+    assert facts.problems == []
+    assert facts.squatted == [
+        f"{users}/1002 belongs to uid {OTHER}, not 1002: uid 1002's records are not kept",
+        f"{users}/1003 is not a directory (owned by uid 0): uid 1003's records are not kept",
+        f"{users}/1004 is writable by others (mode 777): uid 1004's records are not believed",
+        f"{users}/notes (uid 0) is no user's record directory",
+    ]
+    assert facts.leftovers == [f"{sd}/gpus/vm/ (old layout, uid {OTHER})"]
 
 
 def test_doctor_checks_the_exclusive_complex_only_when_configured():
