@@ -5,6 +5,12 @@ Slurm cluster the shim imitates (partitions debug and gpu, two GPUs, licenses), 
 config that describes it, and proves it with test jobs. Every step looks before it changes, so a
 fresh machine, a stopped cluster and a running one all converge to the same state.
 `doctor` checks any site config against whatever Grid Engine is live.
+
+The daemons `up` starts are the init scripts' too: `up` writes the pid files Debian's
+/etc/init.d/gridengine-master and gridengine-exec go by, and fixes /etc/default/gridengine so the
+master script finds its daemon. So `/etc/init.d/gridengine-exec stop; /etc/init.d/gridengine-master
+stop` stops them, `... start` starts one of each (never a second one), and `cluster down`/`up` can
+be mixed with either.
 """
 
 from __future__ import annotations
@@ -41,6 +47,12 @@ QMASTER_PIDFILE = f"{SPOOL}/qmaster/qmaster.pid"
 # host-alias fix is in place), so find it by pattern.
 EXECD_PIDFILES = f"{SPOOL}/execd/*/execd.pid"
 DAEMONS = {"qmaster": "/usr/sbin/sge_qmaster", "execd": "/usr/sbin/sge_execd"}
+# What Debian's /etc/init.d/gridengine-{master,exec} go by: cluster up writes these for the
+# daemons it starts, so the init scripts' stop stops them and start starts no second one.
+RUN_DIR = "/var/run/gridengine"
+INIT_PIDFILES = {"qmaster": f"{RUN_DIR}/qmaster.pid", "execd": f"{RUN_DIR}/execd.pid"}
+INIT_DEFAULTS = "/etc/default/gridengine"
+ADMIN_USER = "sgeadmin"
 CLEAN_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PACKAGES = ("gridengine-master", "gridengine-exec", "gridengine-client", "gridengine-drmaa1.0")
 Q_COMMANDS = ("qsub", "qstat", "qdel", "qconf", "qacct", "qhost", "qrsh")
@@ -367,7 +379,9 @@ def qconf_apply(flag: str, attrs: Mapping[str, str], filename: str = "object") -
 
 
 # --------------------------------------------------------------------------------------------
-# Daemons: pidfile + /proc, because init.d scripts never write their pidfiles
+# Daemons: pidfile + /proc. cluster up starts them itself (with the clean environment jobs
+# inherit) and writes the pid files Debian's init scripts go by; /etc/default/gridengine gets the
+# two lines gridengine-master needs to find its daemon (see INIT_FIX).
 
 
 def pid_alive(pid: int, comm: str | None = None) -> bool:
@@ -382,8 +396,9 @@ def pid_alive(pid: int, comm: str | None = None) -> bool:
 
 
 def daemon_pid(name: str) -> int | None:
+    """The live daemon's pid, from the init scripts' pid file or the one in Grid Engine's spool."""
     pattern = QMASTER_PIDFILE if name == "qmaster" else EXECD_PIDFILES
-    for pidfile in glob.glob(pattern):
+    for pidfile in [INIT_PIDFILES[name], *glob.glob(pattern)]:
         try:
             pid = int(Path(pidfile).read_text().split()[0])
         except (OSError, ValueError, IndexError):
@@ -397,9 +412,101 @@ def live_daemons() -> dict[str, int]:
     return {name: pid for name in DAEMONS if (pid := daemon_pid(name)) is not None}
 
 
-def start_daemon(name: str) -> None:
-    # The daemon forks into the background; the foreground process exits at once.
+def start_daemon(name: str) -> int:
+    """Start a daemon (it forks into the background; the foreground process exits at once) and
+    write the init scripts' pid file for it. Its pid."""
     must(DAEMONS[name], timeout=60)
+    pid = poll(lambda: daemon_pid(name), WAIT_QMASTER, f"sge_{name} did not write its pid file (see {SPOOL})")
+    write_init_pidfile(name, pid)
+    return pid
+
+
+def write_init_pidfile(name: str, pid: int) -> bool:
+    """``/var/run/gridengine/<name>.pid`` naming pid (the directory made as the init scripts make
+    it: sgeadmin's, 0755, since a daemon they start writes its own file there). True if written."""
+    path = INIT_PIDFILES[name]
+    try:
+        if int(Path(path).read_text().split()[0]) == pid:
+            return False
+    except (OSError, ValueError, IndexError):
+        pass
+    if not os.path.isdir(RUN_DIR):
+        os.makedirs(RUN_DIR, 0o755)
+        try:
+            admin = pwd.getpwnam(ADMIN_USER)
+            os.chown(RUN_DIR, admin.pw_uid, admin.pw_gid)
+        except KeyError:
+            pass
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.pid.", dir=RUN_DIR)
+    try:
+        with os.fdopen(fd, "w") as f:
+            os.fchmod(f.fileno(), 0o644)
+            f.write(f"{pid}\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return True
+
+
+def remove_init_pidfiles(stopped: Iterable[int]) -> None:
+    """After the daemons are gone: their init pid files go too (as the init scripts do)."""
+    gone = set(stopped)
+    for path in INIT_PIDFILES.values():
+        try:
+            pid = int(Path(path).read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        if pid in gone or not pid_alive(pid):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+# Debian's gridengine-master tests for a running qmaster with `--exec /usr/sbin/sge_qmaster`, a
+# wrapper script that no process runs as (the daemon is /usr/lib/gridengine/sge_qmaster), so its
+# `start` always starts a second qmaster; and it exports SGE_MASTER_PIDFILE, a name sge_qmaster
+# does not read (it reads SGE_QMASTER_PIDFILE), so a qmaster it starts writes no pid file and its
+# `stop` finds nothing. The script reads /etc/default/gridengine after setting both, so these
+# lines there fix it. Only for that script (the q* wrappers read the file too), and the binary
+# only for `start` (its `stop` also stops whatever runs that binary, other cells' qmasters too).
+INIT_FIX = """\
+# >>> slurm-shim cluster up: let /etc/init.d/gridengine-master find the qmaster it manages
+if [ "${SCRIPTNAME:-}" = /etc/init.d/gridengine-master ]; then
+    export SGE_QMASTER_PIDFILE="$PIDFILE"
+    if [ "${1:-}" = start ]; then
+        DAEMON=/usr/lib/gridengine/sge_qmaster
+        export SGE_ROOT SGE_CELL SGE_ARCH
+    fi
+fi
+# <<< slurm-shim
+"""
+
+
+def init_defaults_text(current: str) -> str | None:
+    """/etc/default/gridengine with INIT_FIX in it (replacing an older copy), or None if it is."""
+    if INIT_FIX in current:
+        return None
+    kept = re.sub(r"(?ms)^# >>> slurm-shim cluster up:.*?^# <<< slurm-shim\n?", "", current)
+    return kept.rstrip("\n") + "\n\n" + INIT_FIX if kept.strip() else INIT_FIX
+
+
+def ensure_init_scripts() -> str:
+    path = Path(INIT_DEFAULTS)
+    current = path.read_text() if path.exists() else ""
+    text = init_defaults_text(current)
+    if text is None:
+        return "in place"
+    fd, tmp = tempfile.mkstemp(prefix=".gridengine.", dir=path.parent)
+    with os.fdopen(fd, "w") as f:
+        os.fchmod(f.fileno(), 0o644)
+        f.write(text)
+    os.replace(tmp, path)
+    return f"fixed {INIT_DEFAULTS}"
 
 
 def qmaster_answers() -> bool:
@@ -436,6 +543,7 @@ def stop_daemons(host: str) -> None:
     if "qmaster" in pids:
         asked = ge("qconf", "-km").returncode == 0 and asked
     stop_pids(pids.values(), WAIT_STOP if asked else 0.0)
+    remove_init_pidfiles(pids.values())
 
 
 # --------------------------------------------------------------------------------------------
@@ -517,11 +625,12 @@ def ensure_host_names(host: str) -> str:
 
 
 def ensure_qmaster() -> str:
-    if daemon_pid("qmaster") is None:
+    pid = daemon_pid("qmaster")
+    if pid is None:
         start_daemon("qmaster")
         note = "started"
     else:
-        note = "running"
+        note = "running" + (", pid file written" if write_init_pidfile("qmaster", pid) else "")
     poll(qmaster_answers, WAIT_QMASTER, "sge_qmaster does not answer (see /var/spool/gridengine/qmaster/messages)")
     return note
 
@@ -609,12 +718,13 @@ def configure(host: str) -> list[str]:
 def ensure_execd(host: str, global_changed: bool) -> str:
     pid = daemon_pid("execd")
     if pid is not None and not global_changed:
-        return "running"
+        return "running" + (", pid file written" if write_init_pidfile("execd", pid) else "")
     if pid is not None:
         # A running execd picks up global config changes late; until then jobs can fail in the
         # shepherd (min_uid) and put the queue into error state.
         ge("qconf", "-ke", host)
         stop_pids([pid])
+        remove_init_pidfiles([pid])
     start_daemon("execd")
     return "restarted (global config changed)" if pid else "started"
 
@@ -818,6 +928,8 @@ def up() -> int:
         p.note = ensure_packages(host)
     with phase("host names") as p:
         p.note = ensure_host_names(host)
+    with phase("init scripts") as p:
+        p.note = ensure_init_scripts()
     with phase("qmaster") as p:
         p.note = ensure_qmaster()
     with phase("configure") as p:

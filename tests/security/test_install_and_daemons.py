@@ -183,3 +183,97 @@ def test_the_victims_records_go_to_her_own_directory_once_the_layout_is_root_s(v
     assert st.st_uid == v and not st.st_mode & 0o022
     out = doctor(conf)
     assert "FAIL  state dir" not in out and f"ok    state dir {sd} is root's" in out
+
+
+# ---------------------------------------------------------------------------------------------
+# F-17: the init path. Stops and starts the shared cluster's daemons (other tests see a short
+# outage); the cluster is always left as `cluster up` leaves it.
+
+INIT_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}  # as service(8) runs them
+
+
+def sge_procs(name: str) -> set[int]:
+    """Live processes running Grid Engine's sge_<name> binary (whoever started them)."""
+    exe = f"/usr/lib/gridengine/sge_{name}"
+    out = set()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{d}/exe") != exe:
+                continue
+            st = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if st not in ("Z", "X"):
+            out.add(int(d))
+    return out
+
+
+def init(script: str, action: str) -> None:
+    import subprocess
+
+    cp = subprocess.run([f"/etc/init.d/{script}", action], env=INIT_ENV, capture_output=True, timeout=90)
+    assert cp.returncode == 0, (script, action, cp.stdout, cp.stderr)
+
+
+def pidfile(name: str) -> int | None:
+    try:
+        return int(Path(f"/var/run/gridengine/{name}.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def one_each() -> tuple[int, int] | None:
+    q, e = sge_procs("qmaster"), sge_procs("execd")
+    return (q.pop(), e.pop()) if len(q) == len(e) == 1 else None
+
+
+def slurm_shim(*argv: str) -> str:
+    cp = run("slurm-shim", *argv, env={"SLURM_SHIM_CONFIG": str(SITE_CONFIG)}, timeout=300)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    return cp.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="starts and stops the daemons")
+def test_cluster_up_down_and_the_init_scripts_manage_one_set_of_daemons():
+    """F-17: after `cluster up`, `/etc/init.d/gridengine-{master,exec} start` start nothing (no
+    second qmaster), `stop` really stops both, `start` brings up one of each, which `cluster
+    down` stops and `cluster up` starts again. Before the fix the master script's stop was a
+    no-op (no pid file) and its start spawned a second sge_qmaster."""
+    from shim import cluster
+
+    try:
+        slurm_shim("cluster", "up")
+        qm, ex = one_each() or pytest.fail(f"not one of each: {sge_procs('qmaster')}, {sge_procs('execd')}")
+        assert (pidfile("qmaster"), pidfile("execd")) == (qm, ex)
+
+        init("gridengine-master", "start")
+        init("gridengine-exec", "start")
+        assert (sge_procs("qmaster"), sge_procs("execd")) == ({qm}, {ex})  # nothing started twice
+
+        init("gridengine-exec", "stop")
+        init("gridengine-master", "stop")
+        wait_until(lambda: not sge_procs("qmaster") and not sge_procs("execd"), 60, "the init scripts to stop both")
+        assert (pidfile("qmaster"), pidfile("execd")) == (None, None)
+
+        init("gridengine-master", "start")
+        wait_until(cluster.qmaster_answers, 60, "the qmaster the init script started to answer")
+        init("gridengine-exec", "start")
+        qm2, ex2 = wait_until(one_each, 60, "one qmaster and one execd")
+        wait_until(lambda: (pidfile("qmaster"), pidfile("execd")) == (qm2, ex2), 30,
+                   "the daemons the init scripts started to write their pid files")
+        init("gridengine-master", "start")
+        init("gridengine-exec", "start")
+        assert (sge_procs("qmaster"), sge_procs("execd")) == ({qm2}, {ex2})
+
+        assert "cluster: down in" in slurm_shim("cluster", "down")  # it finds what the init scripts started
+        wait_until(lambda: not sge_procs("qmaster") and not sge_procs("execd"), 60, "cluster down to stop both")
+        out = slurm_shim("cluster", "up")
+        assert re.search(r"^cluster: qmaster \.+ +[\d.]+ s  \(started\)$", out, re.M), out
+        qm3, ex3 = one_each() or pytest.fail(f"not one of each: {sge_procs('qmaster')}, {sge_procs('execd')}")
+        assert (pidfile("qmaster"), pidfile("execd")) == (qm3, ex3)
+    finally:
+        if not (one_each() and cluster.qmaster_answers()):
+            run("slurm-shim", "cluster", "up", env={"SLURM_SHIM_CONFIG": str(SITE_CONFIG)}, timeout=300)
+        assert one_each(), "the cluster was not left with one qmaster and one execd"

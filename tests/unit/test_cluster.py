@@ -418,3 +418,70 @@ def test_usage_errors_exit_2(capsys):
 def test_no_subprocess_import():
     source = Path(cluster.__file__).read_text()
     assert "import subprocess" not in source and "os.system" not in source
+
+
+# --- the init scripts' pid files and /etc/default/gridengine --------------------------------
+
+
+def test_init_defaults_gain_the_fix_once_and_replace_an_older_one():
+    base = "SGE_ROOT=/var/lib/gridengine\nSGE_CELL=default\n"
+    text = cluster.init_defaults_text(base)
+    assert text.startswith(base) and text.endswith(cluster.INIT_FIX)
+    assert cluster.init_defaults_text(text) is None
+    old = base + "\n# >>> slurm-shim cluster up: an older version\nDAEMON=x\n# <<< slurm-shim\n"
+    assert cluster.init_defaults_text(old) == base + "\n" + cluster.INIT_FIX
+    assert cluster.init_defaults_text("") == cluster.INIT_FIX
+
+
+def _source_defaults(tmp_path, script: str, *args: str) -> dict[str, str]:
+    import subprocess
+
+    defaults = tmp_path / "gridengine"
+    defaults.write_text(cluster.init_defaults_text("SGE_ROOT=/r\nSGE_CELL=c\nSGE_ARCH=a\n"))
+    prog = (f'set -e\nDAEMON=/usr/sbin/sge_qmaster\nPIDFILE=/var/run/gridengine/qmaster.pid\n{script}'
+            f'. {defaults}\necho "DAEMON=$DAEMON"\nenv | grep ^SGE_ || true\n')
+    cp = subprocess.run(["/bin/sh", "-c", prog, "sh", *args], capture_output=True, text=True, timeout=10,
+                        env={"PATH": "/usr/bin:/bin"})
+    assert cp.returncode == 0, cp.stderr
+    return dict(line.split("=", 1) for line in cp.stdout.split())
+
+
+def test_the_fix_makes_gridengine_master_find_its_qmaster_and_nothing_else_changes(tmp_path):
+    master = "SCRIPTNAME=/etc/init.d/gridengine-master\n"
+    got = _source_defaults(tmp_path, master, "start")
+    assert got["DAEMON"] == "/usr/lib/gridengine/sge_qmaster"  # what start-stop-daemon --exec must name
+    assert got["SGE_QMASTER_PIDFILE"] == "/var/run/gridengine/qmaster.pid"  # the name sge_qmaster reads
+    assert (got["SGE_ROOT"], got["SGE_CELL"], got["SGE_ARCH"]) == ("/r", "c", "a")
+    stop = _source_defaults(tmp_path, master, "stop")
+    assert stop["DAEMON"] == "/usr/sbin/sge_qmaster"  # stop's --exec must not match other cells' qmasters
+    assert stop["SGE_QMASTER_PIDFILE"] == "/var/run/gridengine/qmaster.pid"
+    wrapper = _source_defaults(tmp_path, "", "-u", "*")  # the q* wrappers (set -e) read the file too
+    assert wrapper == {"DAEMON": "/usr/sbin/sge_qmaster"}
+    execd = _source_defaults(tmp_path, "SCRIPTNAME=/etc/init.d/gridengine-exec\n", "start")
+    assert execd == {"DAEMON": "/usr/sbin/sge_qmaster"}
+
+
+@needs_root
+def test_init_pid_files_are_written_read_and_removed(tmp_path, monkeypatch):
+    import subprocess
+
+    run_dir = tmp_path / "run"
+    monkeypatch.setattr(cluster, "RUN_DIR", str(run_dir))
+    monkeypatch.setattr(cluster, "INIT_PIDFILES", {n: str(run_dir / f"{n}.pid") for n in ("qmaster", "execd")})
+    monkeypatch.setattr(cluster, "QMASTER_PIDFILE", str(tmp_path / "spool-qmaster.pid"))
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        monkeypatch.setattr(cluster, "pid_alive", lambda pid, comm=None: pid == sleeper.pid)
+        assert cluster.daemon_pid("qmaster") is None
+        assert cluster.write_init_pidfile("qmaster", sleeper.pid)
+        assert not cluster.write_init_pidfile("qmaster", sleeper.pid)  # already says so
+        assert (run_dir / "qmaster.pid").read_text() == f"{sleeper.pid}\n"
+        assert mode(run_dir / "qmaster.pid") == (0, 0o644)
+        assert os.listdir(run_dir) == ["qmaster.pid"]
+        assert cluster.daemon_pid("qmaster") == sleeper.pid
+        (run_dir / "execd.pid").write_text("999999\n")  # stale
+        cluster.remove_init_pidfiles([sleeper.pid])
+        assert os.listdir(run_dir) == []
+    finally:
+        sleeper.kill()
+        sleeper.wait()
