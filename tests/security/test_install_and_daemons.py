@@ -193,14 +193,16 @@ INIT_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}  # as se
 
 
 def sge_procs(name: str) -> set[int]:
-    """Live processes running Grid Engine's sge_<name> binary (whoever started them)."""
+    """Live processes running Grid Engine's sge_<name> binary (whoever started them), on this
+    host: scripts/multihost's second execd runs in a network namespace of its own."""
     exe = f"/usr/lib/gridengine/sge_{name}"
+    here = os.readlink("/proc/self/ns/net")
     out = set()
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
-            if os.readlink(f"/proc/{d}/exe") != exe:
+            if os.readlink(f"/proc/{d}/exe") != exe or os.readlink(f"/proc/{d}/ns/net") != here:
                 continue
             st = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
