@@ -205,7 +205,8 @@ def _bracket(spec: str, expr: str) -> tuple[list[tuple[int, int, int]], int, int
         lo, dash, hi = item.partition("-")
         if not _number(lo) or (dash and not _number(hi)):
             raise HostlistError(f"Invalid hostlist: {expr}")
-        first, last = int(lo), int(hi) if dash else int(lo)
+        first = _value(lo)
+        last = _value(hi) if dash else first
         if last < first:
             raise HostlistError(f"Invalid hostlist: {expr}")
         if last - first + 1 > MAX_RANGE:
@@ -214,6 +215,10 @@ def _bracket(spec: str, expr: str) -> tuple[list[tuple[int, int, int]], int, int
         total += last - first + 1
         widest = max(widest, len(lo), len(str(last)))
     return ranges, total, widest
+
+
+def _value(digits: str) -> int:
+    return int(digits.lstrip("0") or "0")  # (Python's digit limit counts leading zeros too)
 
 
 def _number(text: str) -> bool:

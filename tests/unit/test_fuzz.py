@@ -1,14 +1,20 @@
 """Fuzzing every command's parser and renderer: whatever the arguments, a user sees Slurm-style
 messages and an exit code, never a traceback or an "internal error". Grid Engine is replaced by
-recorded answers (an empty queue, recorded accounting), so nothing is submitted."""
+recorded answers (an empty queue, recorded accounting), so nothing is submitted.
+
+Every example is also bounded in CPU time and memory (issue 13, item 7): the value parsers get long,
+repetitive inputs built to find super-linear work (backtracking patterns, quadratic scans, int() of
+thousands of digits, lists built before they are counted)."""
 
 from __future__ import annotations
 
 import io
 import sys
+import time
+import tracemalloc
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, use_site_config
@@ -34,15 +40,49 @@ WORDS = {
     "srun": ["-n", "-N", "-l", "-o", "--pty", "--mem", "-c", "--export", "-K", "-W"],
     "salloc": ["-n", "-N", "--mem", "-t", "--no-shell", "-p"],
 }
+# a real argv holds no NUL byte, and no lone surrogate (Python decodes undecodable bytes to
+# U+DC80..U+DCFF, which the commands print back as the bytes they were)
+ARGV_CHARS = st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",))
+# pieces that, repeated, have made parsers super-linear (or would): digit runs, separators, brackets
+UNITS = ["9", "0", " ", "\t", ",", ":", "-", "_", "[", "]", "%", "+", "=", "'", '"', "1-", "1,", "1:", "1_",
+         "_[", "1_[1]:", "0-65535,", "n[0-65535],", "n1", "a[1]", "now+", "gpu:", "x", "é", "\n"]
+LONG = st.builds(
+    lambda head, unit, n, tail: head + unit * n + tail,
+    st.sampled_from(["", "n[", "afterok:", "1_[", "now+", "plane=", "gpu:", "sx_", "0-", "%"]),
+    st.one_of(st.sampled_from(UNITS), st.text(alphabet=ARGV_CHARS, min_size=1, max_size=3)),
+    st.one_of(st.sampled_from([1, 2, 4301, 20000]), st.integers(0, 20000)),  # past int()'s 4300 digits
+    st.sampled_from(["", "x", "]", "!", "9", "-1", "\n"]),
+)
 VALUES = st.sampled_from(["", "0", "1", "-1", "abc", "1-3", "5%2", "x:y", "%.10i %j", "ALL", "NONE", "now",
                           "1:00:00", "UNLIMITED", "gpu:1", "999999", "1_2", "1.0", "a,b,,c", "=", "%", "%%5",
                           "é", "\n", "$(id)", "--", "-", "JobID%-5,State", "*", "[", "debug"])
 
 
+# per-example bounds: CPU seconds of a plain run, bytes allocated at peak in a second run under
+# tracemalloc (which slows Python down several times, so it does not time the first)
+COMMAND_CPU, COMMAND_MEM = 1.0, 64 << 20
+PARSER_CPU, PARSER_MEM = 0.25, 16 << 20
+
+
+def within(cpu: float, mem: int, fn, what):
+    """fn() twice: timed, then traced; returns the first run's result."""
+    t0 = time.process_time()
+    result = fn()
+    used = time.process_time() - t0
+    assert used < cpu, (f"{used:.2f} s CPU", what)
+    tracemalloc.start()
+    try:
+        fn()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < mem, (f"{peak / 2**20:.1f} MB", what)
+    return result
+
+
 def argv_for(cmd: str):
-    # a real argv cannot hold a NUL byte
-    text = st.text(alphabet=st.characters(blacklist_characters="\x00"), max_size=8)
-    return st.lists(st.one_of(st.sampled_from(WORDS[cmd]), VALUES, text), max_size=8)
+    text = st.text(alphabet=ARGV_CHARS, max_size=8)
+    return st.lists(st.one_of(st.sampled_from(WORDS[cmd]), VALUES, text, LONG), max_size=8)
 
 
 @pytest.fixture(autouse=True)
@@ -64,19 +104,91 @@ def quiet_cluster(monkeypatch, tmp_path):
     backends.use(None)
 
 
+def _huge_node_count(argv: list[str]) -> bool:
+    """-N with a value of 100000 nodes or more: KNOWN UNBOUNDED, left out until it is fixed (the
+    translation builds a list with one entry per node; see test_parser_bounds'
+    test_a_huge_node_count_is_refused_before_a_list_is_built, a strict xfail)."""
+    from shim.errors import ShimError
+    from shim.options.values import node_count
+
+    def nodes(text: str) -> int:
+        try:
+            return max(node_count(text, "sbatch"))
+        except ShimError:
+            return 0
+
+    return any(a == "-N" and i + 1 < len(argv) and nodes(argv[i + 1]) >= 100000 for i, a in enumerate(argv))
+
+
 @pytest.mark.parametrize("cmd", sorted(WORDS))
 def test_no_traceback_ever_reaches_a_user(cmd, capsys):
+    dispatch(cmd, ["--version"] if cmd != "scontrol" else ["version"])  # imports, outside the bounds
+    capsys.readouterr()
+
     @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
     @given(argv=argv_for(cmd))
     def check(argv):
         if cmd in ("srun", "salloc") and not any(a.startswith("-") for a in argv[:1]):
             argv = ["--test-only", *argv] if cmd == "srun" else argv
+        assume(not _huge_node_count(argv))
         code = dispatch(cmd, list(argv))
         out, err = capsys.readouterr()
+        within(COMMAND_CPU, COMMAND_MEM, lambda: dispatch(cmd, list(argv)), argv)  # warm: imports done
+        capsys.readouterr()
         assert isinstance(code, int)
         assert "Traceback" not in err and "internal error" not in err, (argv, err)
         # every message opens like Slurm's (a user's own text may follow, newlines included)
         assert err == "" or err.startswith((f"{cmd}:", "Invalid ", "invalid ", "slurm_", "Usage", "usage")), \
             (argv, err)
+
+    check()
+
+
+def _parsers():
+    from shim import hostlist, names
+    from shim.options import values as v
+    from shim.options.table import OPTIONS
+
+    out = {f"--{o.long}": o.parse for o in OPTIONS if o.parse is not None}
+    out.update({
+        "hostlist.expand": lambda t, p: hostlist.expand(t),
+        "hostlist.count": lambda t, p: hostlist.count(t),
+        "hostlist.compress": lambda t, p: hostlist.compress(t.split(",")),
+        "hostlist.compress-unsorted": lambda t, p: hostlist.compress(t.split(","), sort=False),
+        "names.decode": lambda t, p: names.decode(t),
+        "names.encode": lambda t, p: names.encode(t),
+        "parse_time": lambda t, p: v.parse_time(t),
+        "dependency(max_array_size=100000)": lambda t, p: v.dependency(t, p, max_array_size=100000),
+        "array_spec(max_size=100000)": lambda t, p: v.array_spec(t, p, 100000),
+    })
+    return out
+
+
+PARSERS = _parsers()
+
+
+@pytest.mark.parametrize("name", sorted(PARSERS))
+def test_value_parsers_are_bounded_in_time_and_memory(name):
+    """Each value grammar, on long repetitive text: a result or Slurm's error (ShimError, a
+    hostlist's ValueError, a time spec's error) within PARSER_CPU seconds and PARSER_MEM bytes."""
+    from shim.errors import ShimError
+    from shim.options.values import TimeSpecError
+
+    parse = PARSERS[name]
+
+    @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(text=st.one_of(LONG, LONG, LONG, st.text(max_size=64)))
+    def check(text):
+        def attempt():
+            try:
+                parse(text, "sbatch")
+            except (ShimError, TimeSpecError):
+                pass
+            except ValueError as e:
+                from shim.hostlist import HostlistError
+
+                assert isinstance(e, HostlistError), (name, text[:80], e)
+
+        within(PARSER_CPU, PARSER_MEM, attempt, (name, text[:80], len(text)))
 
     check()

@@ -347,6 +347,10 @@ def _main(argv: list[str]) -> int:
         users, user_errors = resolve_users(opts.users)
     if opts.me:
         users = (users or set()) | {current_user()}
+    if opts.nodelist:  # a bad or oversized -w fails here, before qstat, as Slurm's option parsing does
+        from ..hostlist import count
+
+        count(opts.nodelist)
 
     from ..siteconf import get
 

@@ -364,7 +364,7 @@ def split_dependency_id(dep_id: str) -> tuple[str, str | None, int]:
     m = _DEP_ID.match(dep_id)
     if not m:
         raise ValueError(dep_id)
-    return m.group(1), m.group(2), int(m.group(3) or 0)
+    return m.group(1), m.group(2), _digits_value(m.group(3) or "0")
 
 
 MAX_DEPENDENCY_TASKS = 1 << 16
@@ -381,7 +381,7 @@ def _dep_tasks(spec: str, max_size: int) -> list[int] | None:
         hi = hi or lo
         if not _task_number(lo) or not _task_number(hi):
             return None
-        first, last = int(lo), int(hi)
+        first, last = _digits_value(lo), _digits_value(hi)
         if last < first or last >= max_size:
             return None
         spans.append((first, last))

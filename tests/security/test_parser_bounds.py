@@ -1,0 +1,227 @@
+"""F-11: parsers are bounded in time and memory. The review's recipes (a 3 KB host list of
+million-host ranges, ``afterok:1_[0-20000000]``, a 60,000-digit host name) once took seconds and
+gigabytes before failing; each must now be refused (or answered) at once with Slurm's message,
+through the library and through the real commands under an address-space cap.
+
+F-18: a job name from a raw ``qsub -N sx_<base32>`` never decodes into control characters, and the
+text renderers escape whatever non-printable characters user-controlled fields hold.
+
+Only the last test needs Grid Engine (it is marked so); the others run the commands' own parsing,
+which refuses these inputs before any Grid Engine call."""
+
+from __future__ import annotations
+
+import resource
+import subprocess
+import time
+import tracemalloc
+
+import pytest
+
+from conftest import command_dir, shim_env
+from shim import hostlist
+from shim.errors import ShimError
+from shim.hostlist import HostlistError
+from shim.options import values as v
+
+CPU_BOUND = 1.0  # seconds of CPU per recipe
+MEM_BOUND = 50 << 20  # bytes a recipe may allocate (tracemalloc peak)
+AS_CAP = 256 << 20  # address space a command may map (a shim command needs about 40 MB)
+
+MILLION = "0-999999"
+X10 = "n[" + ",".join([MILLION] * 10) + "]"
+X300 = "n[" + ",".join([MILLION] * 300) + "]"  # the review's "3 KB argument"
+FULL_RANGES = "n[" + ",".join(["0-65535"] * 300) + "]"  # each range within Slurm's MAX_RANGE
+DIGITS_X = "1" * 60000 + "x"
+
+
+def _call(fn, args, kw):
+    try:
+        return fn(*args, **kw)
+    except Exception as e:  # noqa: BLE001 - the caller checks which
+        return e
+
+
+def bounded(fn, *args, **kw):
+    """fn(*args) -> its result or the exception it raised, asserting the CPU bound (a plain run)
+    and the memory bound (a second run under tracemalloc, which would slow the first)."""
+    t0 = time.process_time()
+    _call(fn, args, kw)
+    cpu = time.process_time() - t0
+    assert cpu < CPU_BOUND, f"{getattr(fn, '__name__', fn)}: {cpu:.2f} s CPU"
+    tracemalloc.start()
+    try:
+        result = _call(fn, args, kw)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < MEM_BOUND, f"{getattr(fn, '__name__', fn)}: {peak / 2**20:.0f} MB"
+    return result
+
+
+def test_the_recipe_is_a_3kb_argument():
+    assert len(X300) < 3 * 1024 and len(FULL_RANGES) < 3 * 1024
+
+
+# --- library --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("expr", [X10, X300])
+def test_million_host_ranges_are_refused_with_slurms_message(expr):
+    e = bounded(hostlist.expand, expr)
+    assert isinstance(e, HostlistError)
+    assert str(e) == "_parse_single_range: Too many hosts in range `0-999999'"
+    assert isinstance(bounded(hostlist.count, expr), HostlistError)
+
+
+@pytest.mark.parametrize("expr", [
+    FULL_RANGES,
+    ",".join(["n[0-65535]"] * 300),
+    " ".join(["n[0-65535]"] * 300),
+    "a[0-65535]b[0-65535]c[0-65535]d[0-65535]",
+    "n[" + "0" * 2900 + "-65535]",
+])
+def test_lists_within_slurms_range_limit_are_counted_before_they_are_built(expr):
+    e = bounded(hostlist.expand, expr)
+    assert isinstance(e, HostlistError) and str(e).startswith("Too many hosts in hostlist: "), e
+
+
+def test_the_largest_list_accepted_stays_within_the_bounds():
+    expr = ",".join(f"{p}[0-65535]" for p in "abcd")  # MAX_HOSTS names
+    hosts = bounded(hostlist.expand, expr)
+    assert len(hosts) == hostlist.MAX_HOSTS
+    assert bounded(hostlist.compress, hosts) == expr
+
+
+@pytest.mark.parametrize("host", [DIGITS_X, "x" + "1" * 60000, "1" * 60000])
+def test_a_long_digit_run_is_linear_work(host):
+    assert bounded(hostlist.expand, host) == [host]
+    assert bounded(hostlist.compress, [host, host]) == host
+    assert bounded(hostlist.compress, [host, host], sort=False) == f"{host},{host}"
+
+
+@pytest.mark.parametrize("spec", ["afterok:1_[0-20000000]", "afterok:1_[0-99999999]", "afterok:1_[1001]",
+                                  "afterok:1_[0-" + "9" * 5000 + "]"])
+def test_dependency_task_ranges_stop_at_max_array_size(spec):
+    e = bounded(v.dependency, spec, "sbatch")
+    assert isinstance(e, ShimError)
+    assert e.lines == ["sbatch: error: Batch job submission failed: Job dependency problem"] and e.code == 1
+
+
+def test_dependency_task_ranges_follow_the_configured_max_array_size():
+    assert v.dependency("afterok:1_[998-999]", "sbatch").terms == [("afterok", ["1_998", "1_999"])]
+    assert bounded(v.dependency, "afterok:1_[0-4999]", "sbatch", max_array_size=5000).terms[0][1][-1] == "1_4999"
+    assert isinstance(bounded(v.dependency, "afterok:1_[5000]", "sbatch", max_array_size=5000), ShimError)
+
+
+def test_many_dependency_task_ranges_in_one_argument_are_capped():
+    spec = "afterok:" + ":".join(["1_[0-1000]"] * 250)  # 250,250 ids from 3 KB
+    assert len(spec) < 3 * 1024
+    assert isinstance(bounded(v.dependency, spec, "sbatch"), ShimError)
+    ok = "afterok:" + ":".join(f"{j}_[0-1000]" for j in range(1, 60))
+    assert len(bounded(v.dependency, ok, "sbatch").terms[0][1]) == 59 * 1001
+
+
+@pytest.mark.parametrize("text", ["0-99999999", "0-1000", ",".join(["0-1000"] * 400), "9" * 60000,
+                                  "0-1000:" + "9" * 5000])
+def test_array_specs_are_bounded(text):
+    result = bounded(v.array_spec, text, "sbatch")
+    assert isinstance(result, (tuple, ShimError))
+    if isinstance(result, tuple):
+        assert result[0] == list(range(1001))
+
+
+def test_array_spec_takes_max_array_size():
+    assert v.array_spec("4999", "sbatch", 5000) == ([4999], None)
+    with pytest.raises(ShimError, match="Invalid job array specification"):
+        v.array_spec("5000", "sbatch", 5000)
+
+
+@pytest.mark.parametrize("fn, text", [
+    (v.dependency, "afterok:1_[" + "0" * 5000 + "1]"),  # Python's digit limit counts leading zeros
+    (lambda t, p: hostlist.expand(t), "n[" + "0" * 5000 + "-1]"),
+    (lambda t, p: v.split_dependency_id(t), "1_2+" + "0" * 5000 + "5"),
+    (v.time_limit, "9" * 60000),
+    (v.begin_time, "now+" + "9" * 60000),
+    (v.begin_time, " " * 100000 + "now"),
+    (v.positive(opt="--ntasks"), "9" * 60000),
+    (v.gres_spec, "gpu:" + "9" * 60000),
+    (v.distribution, "plane=" + "9" * 60000),
+    (v.dependency, "afterok:" + "1" * 60000),
+    (v.dependency, "1" * 60000 + "_[1]"),
+    (v.mem_mb, "9" * 60000),
+])
+def test_long_numbers_are_linear_work_and_never_a_crash(fn, text):
+    result = bounded(fn, text, "sbatch")
+    assert not isinstance(result, Exception) or isinstance(result, ShimError), repr(result)[:200]
+
+
+# --- the real commands, under an address-space cap -----------------------------------------------
+
+
+def capped(*argv: str) -> tuple[subprocess.CompletedProcess, float]:
+    """Run a shim command with RLIMIT_AS = AS_CAP (and a CPU-time backstop); (result, CPU seconds)."""
+
+    def limits():
+        resource.setrlimit(resource.RLIMIT_AS, (AS_CAP, AS_CAP))
+        resource.setrlimit(resource.RLIMIT_CPU, (20, 20))
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cp = subprocess.run([str(command_dir() / argv[0]), *argv[1:]], capture_output=True, text=True,
+                        env=shim_env(), cwd="/", timeout=60, preexec_fn=limits)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cp, cpu
+
+
+RANGE_ERROR = "error: _parse_single_range: Too many hosts in range `0-999999'\n"
+DEP_ERROR = "sbatch: error: Batch job submission failed: Job dependency problem\n"
+
+
+@pytest.mark.parametrize("argv, stderr", [
+    (("scontrol", "show", "hostnames", X10), "scontrol: " + RANGE_ERROR),
+    (("scontrol", "show", "hostnames", X300), "scontrol: " + RANGE_ERROR),
+    (("scontrol", "show", "hostlist", X300), "scontrol: " + RANGE_ERROR),
+    (("squeue", "-w", X300), "squeue: " + RANGE_ERROR),
+    (("sbatch", "--test-only", "-w", X300, "--wrap", "true"), "sbatch: " + RANGE_ERROR),
+    (("sbatch", "--test-only", "-x", X300, "--wrap", "true"), "sbatch: " + RANGE_ERROR),
+    (("sbatch", "--test-only", "--dependency=afterok:1_[0-20000000]", "--wrap", "true"), DEP_ERROR),
+    (("sbatch", "--test-only", "--dependency=afterok:1_[0-99999999]", "--wrap", "true"), DEP_ERROR),
+])
+def test_commands_refuse_the_recipes_at_once(argv, stderr):
+    cp, cpu = capped(*argv)
+    assert (cp.returncode, cp.stderr, cp.stdout) == (1, stderr, "")
+    assert cpu < CPU_BOUND, f"{cpu:.2f} s CPU"
+
+
+@pytest.mark.parametrize("argv", [
+    ("scontrol", "show", "hostnames", " ".join(["n[0-65535]"] * 200)),
+    ("scontrol", "show", "hostlist", " ".join(["n[0-65535]"] * 200)),
+    ("squeue", "-w", " ".join(["n[0-65535]"] * 200)),
+    ("sbatch", "--test-only", "-w", FULL_RANGES, "--wrap", "true"),
+])
+def test_parts_between_blanks_share_one_cap(argv):
+    cp, cpu = capped(*argv)
+    assert cp.returncode == 1 and cp.stderr.startswith(f"{argv[0]}: error: Too many hosts in hostlist: "), \
+        cp.stderr[:300]
+    assert cpu < CPU_BOUND, f"{cpu:.2f} s CPU"
+
+
+@pytest.mark.parametrize("verb", ["hostnames", "hostlist", "hostlistsorted"])
+def test_a_60000_digit_host_name_is_instant(verb):
+    cp, cpu = capped("scontrol", "show", verb, f"{DIGITS_X},x{'1' * 60000}")
+    assert cp.returncode == 0, cp.stderr[:300]
+    names_out = cp.stdout.split() if verb == "hostnames" else cp.stdout.strip().split(",")
+    assert sorted(names_out) == sorted([DIGITS_X, "x" + "1" * 60000])
+    assert cpu < CPU_BOUND, f"{cpu:.2f} s CPU"
+
+
+@pytest.mark.xfail(strict=True, reason="open (reported to the lead): translate/qsub.py geometry() builds "
+                   "tasks_per_node with one entry per requested node before any check, so -N 99999999999 "
+                   "is a MemoryError and -N 999999 costs seconds and a 2 MB record")
+@pytest.mark.parametrize("cmd", ["sbatch", "srun"])
+def test_a_huge_node_count_is_refused_before_a_list_is_built(cmd):
+    cp, cpu = capped(cmd, "--test-only", "-N", "99999999999", *(["--wrap", "true"] if cmd == "sbatch" else ["true"]))
+    assert cp.returncode == 1 and "internal error" not in cp.stderr, cp.stderr
+    assert cp.stderr.startswith(f"{cmd}: error: "), cp.stderr
+    assert cpu < CPU_BOUND, f"{cpu:.2f} s CPU"
