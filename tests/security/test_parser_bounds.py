@@ -225,3 +225,113 @@ def test_a_huge_node_count_is_refused_before_a_list_is_built(cmd):
     assert cp.returncode == 1 and "internal error" not in cp.stderr, cp.stderr
     assert cp.stderr.startswith(f"{cmd}: error: "), cp.stderr
     assert cpu < CPU_BOUND, f"{cpu:.2f} s CPU"
+
+
+# --- F-18: names and what the text renderers print -----------------------------------------------
+
+EVIL = "\x1b[2J\x1b[31mPWNED\n   4242 debug fake alice R"
+
+
+def _sx(text: str) -> str:
+    """What a raw ``qsub -N`` can name a job: the shim's encoding of any text."""
+    import base64
+
+    return "sx_" + base64.b32encode(text.encode()).decode().rstrip("=").lower()
+
+
+@pytest.mark.parametrize("text", [EVIL, "a\tb", "\x7f", "x\u202ey", "\x00", "line\r", "\u2028", "\x85"])
+def test_names_never_decode_into_control_characters(text):
+    from shim import names
+
+    assert names.encode(text) == _sx(text)  # sbatch -J would store it like this too
+    assert names.decode(_sx(text)) == _sx(text)  # and it is shown as Grid Engine holds it
+    assert names.decode(_sx(text)).isprintable()
+
+
+@pytest.mark.parametrize("text", ["my job", "1st", "a/b:c@d*e", "π ≈ 3.14", "sx_x", "x" * 250, "日本語", " "])
+def test_names_encode_makes_still_decode(text):
+    from shim import names
+
+    assert names.decode(names.encode(text)) == text
+
+
+@pytest.mark.parametrize("ge_name", [
+    "sx_MFRGG",  # upper case: encode writes lower case
+    "sx_mfrgg===",  # padding: encode strips it
+    "sx_mfrgg",  # "abc" is a safe name: encode leaves it as it is
+    "sx_mfrgh",  # non-zero spare bits: not what encode makes of any text
+    "sx_0", "sx_7777777",
+])
+def test_only_what_encode_writes_decodes(ge_name):
+    from shim import names
+
+    assert names.decode(ge_name) == ge_name
+
+
+def test_the_shared_escape():
+    from shim.render.fmt import printable
+
+    assert printable("plain text, é, 日本, a\\x1b") == "plain text, é, 日本, a\\x1b"
+    assert printable(EVIL) == "\\x1b[2J\\x1b[31mPWNED\\x0a   4242 debug fake alice R"
+    assert printable("\t\r\x7f\x85\u2028\u202e\U000e0001") == "\\x09\\x0d\\x7f\\x85\\u2028\\u202e\\U000e0001"
+
+
+def test_squeue_and_sinfo_lines_escape_every_value():
+    from shim.model import JobRecord
+    from shim.render import fmt
+    from shim.render import squeue as view
+
+    rec = JobRecord(job_id=7, name=EVIL, user="mallory", state="PENDING", reason="None", partition="debug",
+                    comment="c\x1b]0;title\x07", work_dir="/w\nx")
+    rec.extra["detailed"] = True  # the fields above are all there is (no submit record is read)
+    ctx = view.Ctx(cfg=None)
+    for spec in (view.DEFAULT_FORMAT, "%i|%j|%k|%Z", "%.200j"):
+        f = fmt.parse_percent(spec, view.REGISTRY)
+        for line in fmt.render_lines(f, [rec], ctx, header=False) + [fmt.render_row(f, rec, ctx)]:
+            assert line.isprintable(), repr(line)
+    f = fmt.parse_percent("%j|%k", view.REGISTRY)
+    assert fmt.render_lines(f, [rec], ctx, header=False) == [fmt.printable(EVIL) + "|c\\x1b]0;title\\x07"]
+    tab = fmt.parse_percent("%i\t%j", view.REGISTRY)  # the user's own format text is kept
+    assert fmt.render_lines(tab, [rec], ctx, header=False)[0].startswith("7\t\\x1b[2J")
+
+
+@pytest.mark.parametrize("parsable", [None, "ending", "no_ending"])
+def test_sacct_lines_escape_every_value(parsable):
+    from shim.render import sacct
+
+    row = sacct.Row(job_id=7, name=EVIL, user="mallory", state="PENDING", workdir="/w\nx", comment="\x1b[H")
+    text = sacct.render([row], sacct.parse_fields("JobID,JobName%80,WorkDir%20,Comment%20,User"),
+                        parsable=parsable)
+    lines = text.splitlines()
+    assert len(lines) == (2 if parsable else 3) and all(ln.isprintable() for ln in lines), lines
+    assert "\\x1b[2J\\x1b[31mPWNED\\x0a" in lines[-1]
+
+
+@pytest.mark.gridengine
+def test_a_raw_qsub_name_cannot_draw_on_another_users_terminal(jobs, mallory, victim):
+    """Mallory names a job, by raw qsub, with the encoding of ESC[2J..., a newline and a fake row.
+    The victim's squeue and scontrol show job print no ESC and no extra line."""
+    from conftest import run, wait_until
+
+    cp = run("qsub", "-terse", "-h", "-N", _sx(EVIL), "-b", "y", "/bin/true", user=mallory, cwd="/tmp")
+    assert cp.returncode == 0, cp.stderr
+    jid = cp.stdout.strip().split(".")[0]
+    jobs.ids.append(jid)
+    wait_until(lambda: jobs.ge(jid), 30, "mallory's held job in qstat")
+    outputs = {
+        "squeue -o": run("squeue", "-j", jid, "-o", "%i|%j|%u", user=victim, cwd="/tmp"),
+        "squeue -O": run("squeue", "-j", jid, "-O", "JobID,Name:200", user=victim, cwd="/tmp"),
+        "squeue": run("squeue", "-u", mallory, user=victim, cwd="/tmp"),
+        "scontrol": run("scontrol", "show", "job", jid, user=victim, cwd="/tmp"),
+        "scontrol -o": run("scontrol", "-o", "show", "job", jid, user=victim, cwd="/tmp"),
+    }
+    for what, out in outputs.items():
+        assert out.returncode == 0, (what, out.stderr)
+        assert "\x1b" not in out.stdout and "\r" not in out.stdout and "PWNED" not in out.stdout, (what, out.stdout)
+    rows = outputs["squeue -o"].stdout.splitlines()
+    assert rows == ["JOBID|NAME|USER", f"{jid}|{_sx(EVIL)}|{mallory}"]  # shown as Grid Engine holds it
+    lines = outputs["squeue"].stdout.splitlines()  # mallory's jobs, one line each: no line of her making
+    assert all(ln.split()[0].isdigit() for ln in lines[1:]), lines
+    assert [ln.split()[0] for ln in lines].count(jid) == 1 and not any("fake" in ln for ln in lines), lines
+    assert len(outputs["scontrol -o"].stdout.splitlines()) == 1
+    assert f"JobName={_sx(EVIL)}" in outputs["scontrol"].stdout

@@ -132,8 +132,8 @@ def test_every_letter_has_a_field_and_slurm_headers():
 
 
 def _reference_row(f: fmt.Format, row, ctx=None) -> str:
-    return f.prefix + "".join(fmt.cell(c.field.get(row, ctx), c.width, c.right, c.field.cut) + c.suffix
-                              for c in f.columns)
+    return f.prefix + "".join(fmt.cell(fmt.printable(c.field.get(row, ctx)), c.width, c.right, c.field.cut)
+                              + c.suffix for c in f.columns)
 
 
 _TEXT = st.text(alphabet=st.sampled_from("ab {}'\"\\%|é漢\n\t"), max_size=12)

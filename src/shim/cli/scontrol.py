@@ -255,7 +255,9 @@ def _expand(pattern: str, rec: JobRecord, sub: dict) -> str:
 
 
 def render_job(rec: JobRecord, s: Session, now: float) -> str:
-    lines = job_lines(rec, s, now)
+    from ..render.fmt import printable
+
+    lines = [printable(ln) for ln in job_lines(rec, s, now)]  # names, comments, paths: users' text
     if s.oneliner:
         return " ".join(lines) + "\n"
     return "\n   ".join(lines) + "\n\n"

@@ -461,7 +461,9 @@ def _yaml_scalar(v) -> str:
         return f"!!int {v}"
     if isinstance(v, float):
         return f"!!float {v:f}"
-    return f"!!str {v}"
+    from ..render.fmt import printable
+
+    return f"!!str {printable(str(v))}"  # a newline in a user's text must not start a YAML line
 
 
 def _yaml_map(d: dict, indent: int, lines: list[str]) -> None:

@@ -4,6 +4,10 @@ Two spellings select columns from one field registry: ``-o "%[.][width]X[suffix]
 field, literal text kept) and ``-O "Name[:[.][width][suffix]],..."`` (long names, 20 wide by
 default). Text is left-justified unless ``.`` is given, and every value is cut to its width, as
 Slurm's ``_print_str`` does; width 0 means natural width.
+
+Values can be other users' text (job names, comments, paths), so every value is passed through
+``printable`` before it is cut: a control character cannot move the cursor, clear a screen or start
+a line that looks like another job's row. (The format's own text, the user's ``-o``, is kept.)
 """
 
 from __future__ import annotations
@@ -12,6 +16,23 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 Getter = Callable[[Any, Any], str]
+
+
+def printable(text: str) -> str:
+    """``text`` with each non-printable character (C0/C1 controls such as ESC, CR and newline, DEL,
+    line and paragraph separators, format characters such as U+202E) written as a Python-style
+    escape: ``\\x1b``, ``\\n`` -> ``\\x0a``, ``\\u202e``. Printable text is returned as it is (one
+    C-level check). The one escaping of user text in text output: squeue, sinfo, sacct and scontrol."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else _escape(ch) for ch in text)
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 @dataclass(frozen=True)
@@ -166,7 +187,7 @@ def render_header(fmt: Format) -> str:
 
 def render_row(fmt: Format, row: Any, ctx: Any = None) -> str:
     return fmt.prefix + "".join(
-        cell(c.field.get(row, ctx), c.width, c.right, c.field.cut) + c.suffix for c in fmt.columns)
+        cell(printable(c.field.get(row, ctx)), c.width, c.right, c.field.cut) + c.suffix for c in fmt.columns)
 
 
 def render(fmt: Format, rows: Iterable[Any], ctx: Any = None, *, header: bool = True) -> Iterator[str]:
@@ -190,8 +211,9 @@ def compile_row(fmt: Format) -> Callable[[Any, Any], str]:
     """One function ``line(row, ctx)`` that renders a row as render_row does, compiled for the
     format: a join of the cells, each its getter's text cut and padded in place (``t[:W].rjust(W)``,
     twice as fast as format specs). A getter made by ``getter`` (the same getter as an expression
-    over ``r`` and ``c``) is inlined, which saves a call per cell."""
-    own: dict[str, Any] = {"P": fmt.prefix}
+    over ``r`` and ``c``) is inlined, which saves a call per cell. Each value goes through
+    ``printable``, inlined as its fast path (``v if v.isprintable() else E(v)``)."""
+    own: dict[str, Any] = {"P": fmt.prefix, "E": printable}
     names: dict[str, Any] | None = None  # the namespace of the inlined getters (one, shared)
     parts = ["P"] if fmt.prefix else []
     for i, c in enumerate(fmt.columns):
@@ -203,6 +225,7 @@ def compile_row(fmt: Format) -> Callable[[Any, Any], str]:
         else:
             own[f"g{i}"] = get
             value = f"g{i}(r, c)"
+        value = f"(v{i} if (v{i} := {value}).isprintable() else E(v{i}))"
         w = c.width
         if not w:
             parts.append(value)

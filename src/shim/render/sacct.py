@@ -530,8 +530,11 @@ def line_function(cols: list[Column], *, parsable: str | None = None, delimiter:
     """The layout of one row, compiled once: a function of the row that returns its line (no newline).
 
     Fixed width: a value longer than its column is cut to ``width - 1`` characters and ``+`` (not a
-    number: those are printed in full), then padded. -p/-P: the values joined by the delimiter."""
-    ns: dict[str, Any] = {"D": delimiter}
+    number: those are printed in full), then padded. -p/-P: the values joined by the delimiter.
+    Every value first goes through fmt.printable (names, paths and comments are users' text)."""
+    from .fmt import printable
+
+    ns: dict[str, Any] = {"D": delimiter, "E": printable}
     body: list[str] = []
     fmt: list[str] = []
     for i, c in enumerate(cols):
@@ -540,6 +543,7 @@ def line_function(cols: list[Column], *, parsable: str | None = None, delimiter:
         else:
             ns[f"g{i}"] = c.get
             body.append(f"    v{i} = g{i}(r)\n")
+        body.append(f"    if not v{i}.isprintable():\n        v{i} = E(v{i})\n")
         if parsable:
             fmt.append(("{D}" if i else "") + f"{{v{i}}}")
             continue
