@@ -131,7 +131,9 @@ def clean_submit(data: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def clean_event(data: dict[str, Any] | None) -> dict[str, Any] | None:
-    return clean(data, EVENT_TYPES)
+    """An event, or None when it has no valid time (state.record_event always writes one)."""
+    data = clean(data, EVENT_TYPES)
+    return data if data is not None and "t" in data else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,15 +181,17 @@ def user_name(uid: int) -> str:
 
 class Reader:
     """The submit records and events one command reads. A job without a record (not submitted
-    by the shim) costs a failed open (~5 us); once ``MISSES`` lookups in a user's directory have
-    failed, one listing of it answers for the rest, unless it holds far more files than the
-    command has jobs to look up. Root's directory, which can only add to another user's record
-    (an admin's scontrol update), is listed at once when that is cheap, so that a listing of
-    other users' jobs opens no more files than before."""
+    by the shim) costs a failed open (~5 us); once ``MISSES`` lookups have failed, each user's
+    directory is listed at its next use and the listing answers for the rest, unless it holds
+    far more files than the command has jobs to look up. Root's directory, which can only add to
+    another user's record (an admin's scontrol update), is listed at once when that is cheap.
+    (One shared directory was listed after 64 misses; per-user directories are smaller, so a
+    listing pays sooner, and a queue of several users' jobs opens no more files than before.)"""
 
-    MISSES = 64
+    MISSES = 32
     PER_JOB = 20
     ENTRY = 16  # bytes a directory entry takes at least
+    CHEAP = 64 << 10  # a directory this size (bytes) is listed in well under a millisecond
 
     def __init__(self, cfg: SiteConfig | str, jobs: int = 0, eager: bool = False):
         self.cfg = cfg
@@ -195,7 +199,9 @@ class Reader:
         self.eager = eager  # list every directory at first use (a command that reads most records)
         self._dirs: dict[int, str | None] = {}
         self._ids: dict[int, set[int] | None] = {}
-        self._misses: dict[int, int] = {}
+        self._misses = 0
+        self._sizes: dict[int, int] = {}
+        self._found: dict[tuple[int, int], list[dict[str, Any]]] = {}  # (job, owner) -> records read
         self._events: dict[int, dict[int, dict[tuple[int | None, str], str]]] = {}
 
     def dir(self, uid: int) -> str | None:
@@ -212,39 +218,45 @@ class Reader:
         uid = state.uid_of(owner)
         if uid is None:
             return None
-        best = self._submit_in(uid, job_id, uid, ge_submit)
-        if uid != 0:
-            other = self._submit_in(0, job_id, uid, ge_submit)
-            if other is not None and (best is None or (other.get("t") or 0) > (best.get("t") or 0)):
-                best = other
+        key = (job_id, uid)
+        found = self._found.get(key)
+        if found is None:
+            found = [self._submit_in(uid, job_id, uid)]
+            if uid != 0:
+                found.append(self._submit_in(0, job_id, uid))
+            found = self._found[key] = [d for d in found if d is not None]
+        best = None
+        for data in found:
+            if of_job(data, ge_submit) and (best is None or (data.get("t") or 0) > (best.get("t") or 0)):
+                best = data
         return best
 
-    def _submit_in(self, d_uid: int, job_id: int, owner: int, ge_submit: float | None) -> dict[str, Any] | None:
+    def _submit_in(self, d_uid: int, job_id: int, owner: int) -> dict[str, Any] | None:
         d = self.dir(d_uid)
         if d is None:
             return None
         ids = self._ids.get(d_uid)
-        if ids is None and d_uid not in self._ids and (self.eager or d_uid != owner):
+        if ids is None and d_uid not in self._ids and (self.eager or d_uid != owner or self._misses >= self.MISSES):
             ids = self._list_jobs(d_uid, d)
         if ids is not None and job_id not in ids:
             return None
         data = clean_submit(state.read_json(os.path.join(d, "jobs", f"{job_id}.json"), d_uid))
         if data is None:
-            if ids is None and d_uid not in self._ids:
-                n = self._misses[d_uid] = self._misses.get(d_uid, 0) + 1
-                if n % self.MISSES == 0:
-                    self._list_jobs(d_uid, d)
+            self._misses += 1
             return None
-        if not speaks_for(data, d_uid, owner, "user") or not of_job(data, ge_submit):
-            return None
-        return data
+        return data if speaks_for(data, d_uid, owner, "user") else None
 
     def _list_jobs(self, d_uid: int, d: str) -> set[int] | None:
-        """The ids of a directory's records, if listing it is cheaper than opening them."""
+        """The ids of a directory's records, if listing it is cheaper than opening them: it is
+        small (``CHEAP`` bytes, a few thousand names), or not much larger than the command's
+        jobs would need. A directory too large is looked at again only once the command has
+        more jobs."""
         path = os.path.join(d, "jobs")
         try:
-            size = os.stat(path).st_size
-            if not self.eager and size // self.ENTRY > self.PER_JOB * max(self.jobs, self.MISSES):
+            size = self._sizes.get(d_uid)
+            if size is None:
+                size = self._sizes[d_uid] = os.stat(path).st_size
+            if not self.eager and size > max(self.CHEAP, self.ENTRY * self.PER_JOB * self.jobs):
                 return None
             ids = {int(m[1]) for m in map(JOB_NAME.fullmatch, os.listdir(path)) if m}
         except OSError:

@@ -22,8 +22,11 @@ def scancel(*argv: str, user: str | None = None):
     return run("scancel", *argv, user=user)
 
 
-def cancel_event(jid: str, task: str = "x") -> dict:
-    path = STATE_DIR / "events" / f"{jid}.{task}.cancel.json"
+def cancel_event(jid: str, task: str = "x", user: str = "root") -> dict:
+    """The cancel event ``user``'s scancel wrote (in that user's own record directory)."""
+    import pwd
+
+    path = STATE_DIR / "users" / str(pwd.getpwnam(user).pw_uid) / "events" / f"{jid}.{task}.cancel.json"
     return json.loads(path.read_text())
 
 
@@ -65,7 +68,7 @@ def test_filters(jobs):
     assert not jobs.gone(a)
     assert scancel("--me", "-n", jobs.name("c"), user="alice").returncode == 0
     wait_until(lambda: jobs.gone(c), 30, "c gone")
-    assert cancel_event(c)["user"] == "alice"
+    assert cancel_event(c, user="alice")["user"] == "alice"
     assert scancel("-u", "root", "-n", jobs.name("a")).returncode == 0
     wait_until(lambda: jobs.gone(a), 30, "a gone")
 

@@ -26,7 +26,7 @@ import pwd
 import re
 import sys
 import time
-from typing import Any
+from typing import Any, Iterable
 
 from .. import names as jobnames
 from .. import siteconf
@@ -473,7 +473,7 @@ class Ctx:
         if s is not _UNREAD:
             return s
         s = self._submit[key] = self.records().submit(job, owner, ge_submit)  # type: ignore[index]
-        return s
+        return s  # (the Reader reads each job's files once, whatever the submission time asked)
 
     def ident(self, job: int, s: dict | None, ge_name: str, owner: str, group: str, queue: str,
               ge_account: str) -> dict[str, Any]:
@@ -519,50 +519,92 @@ class Ctx:
         return -1
 
 
-def _events_index(cfg: Any, jobs: set[int] | None, min_mtime: float | None = None,
-                  uids: set[int] | None = None) -> dict[int, dict[tuple[int | None, str], dict[int, str]]]:
-    """{job: {(task, kind): {uid: path}}} of end, cancel and start events: one listing of each
-    user's directory (of ``uids`` only, when given); with ``min_mtime``, only events written
-    since then. Nothing is read here: Events.get reads and checks a file when it is needed."""
-    from .. import state
+def _scan_events(d: str, uid: int, jobs: set[int] | None, min_mtime: float | None,
+                 out: dict[int, dict[tuple[int | None, str], dict[int, str]]]) -> None:
+    """Add one user's end, cancel and start events to ``out`` ({job: {(task, kind): {uid:
+    path}}}): one listing; with ``min_mtime``, only events written since then. Nothing is read
+    here: Events.get reads and checks a file when it is needed."""
     from ..records import EVENT_NAME
 
-    out: dict[int, dict[tuple[int | None, str], dict[int, str]]] = {}
+    try:
+        it = os.scandir(os.path.join(d, "events"))
+    except OSError:
+        return
     kinds = ("end", "cancel", "start")
-    for uid, d in state.user_dirs(cfg):
-        if uids is not None and uid not in uids:
-            continue
-        try:
-            it = os.scandir(os.path.join(d, "events"))
-        except OSError:
-            continue
-        with it:
-            for e in it:
-                m = EVENT_NAME.fullmatch(e.name)
-                if m is None or m[3] not in kinds:
-                    continue
-                job = int(m[1])
-                if jobs is not None and job not in jobs:
-                    continue
-                if min_mtime is not None:
-                    try:
-                        if e.stat(follow_symlinks=False).st_mtime < min_mtime:
-                            continue
-                    except OSError:
+    with it:
+        for e in it:
+            m = EVENT_NAME.fullmatch(e.name)
+            if m is None or m[3] not in kinds:
+                continue
+            job = int(m[1])
+            if jobs is not None and job not in jobs:
+                continue
+            if min_mtime is not None:
+                try:
+                    if e.stat(follow_symlinks=False).st_mtime < min_mtime:
                         continue
-                task = None if m[2] == "x" else int(m[2])
-                out.setdefault(job, {}).setdefault((task, m[3]), {})[uid] = e.path
-    return out
+                except OSError:
+                    continue
+            task = None if m[2] == "x" else int(m[2])
+            out.setdefault(job, {}).setdefault((task, m[3]), {})[uid] = e.path
 
 
 class Events:
     """The shim's end/cancel/start events, read lazily. An event counts for a job of user U
     when it is in U's directory, or in root's and names U (records.speaks_for), and when it can
-    be about the Grid Engine job submitted at ``ge_submit`` (records.of_job)."""
+    be about the Grid Engine job submitted at ``ge_submit`` (records.of_job).
 
-    def __init__(self, index: dict[int, dict[tuple[int | None, str], dict[int, str]]]):
-        self.index = index
+    The directories are listed as they are needed: for -j, the caller's and root's first, a job
+    owner's when Grid Engine names the owner, and every user's only when a job is left that
+    nobody has named (``complete``); without -j, all of them (of ``uids`` only, when the query
+    is about those users' jobs) at once."""
+
+    def __init__(self, cfg: Any, jobs: set[int] | None, min_mtime: float | None = None,
+                 uids: set[int] | None = None, first: Iterable[int] | None = None):
+        self.cfg = cfg
+        self.jobs = jobs
+        self.min_mtime = min_mtime
+        self.allowed = uids
+        self.index: dict[int, dict[tuple[int | None, str], dict[int, str]]] = {}
         self.cache: dict[str, dict | None] = {}
+        self.scanned: set[int] = set()
+        self.all = False
+        if first is None:
+            self.complete()
+        else:
+            self.scan(first)
+
+    def scan(self, uids: Iterable[int]) -> None:
+        from .. import state
+
+        for uid in uids:
+            if uid in self.scanned or self.all or (self.allowed is not None and uid not in self.allowed):
+                continue
+            self.scanned.add(uid)
+            d = state.user_dir(self.cfg, uid)
+            if d is not None:
+                _scan_events(d, uid, self.jobs, self.min_mtime, self.index)
+
+    def complete(self) -> None:
+        """Every user's directory (of ``uids``) listed."""
+        if self.all:
+            return
+        from .. import state
+
+        for uid, d in state.user_dirs(self.cfg):
+            if uid not in self.scanned and (self.allowed is None or uid in self.allowed):
+                self.scanned.add(uid)
+                _scan_events(d, uid, self.jobs, self.min_mtime, self.index)
+        self.all = True
+
+    def knows(self, job: int, owner: Any) -> bool:
+        """Are there events of ``job`` in the owner's or root's directory (listing them if need be)?"""
+        from .. import state
+
+        uid = state.uid_of(owner) if owner not in (None, "") else None
+        if uid is not None and not self.all and uid not in self.scanned:
+            self.scan((uid, 0))
+        return job in self.index
 
     def _load(self, path: str, uid: int) -> dict | None:
         if path not in self.cache:
@@ -573,9 +615,9 @@ class Events:
         return self.cache[path]
 
     def get(self, job: int, task: int | None, kind: str, owner: Any, ge_submit: float | None = None) -> dict | None:
-        paths = self.index.get(job)
-        if not paths:
+        if not self.knows(job, owner):
             return None
+        paths = self.index[job]
         from .. import state
         from ..records import of_job, speaks_for
 
@@ -765,7 +807,7 @@ def rows_from_record(ctx: Ctx, rec: qacct.Record, s: dict | None, ev: Events, *,
     """A finished job or array task (one accounting record) -> its job row and .batch row."""
     task = _slurm_task(rec.task, s)
     end_ev = cancel_ev = None
-    if not requeued and rec.job in ev.index:
+    if not requeued and ev.knows(rec.job, rec.owner):
         end_ev = ev.get(rec.job, task, "end", rec.owner, rec.submit or None)
         cancel_ev = ev.get(rec.job, task, "cancel", rec.owner, rec.submit or None)
         if end_ev is not None and rec.end and abs(float(end_ev.get("t") or 0) - rec.end) > STALE:
@@ -1191,11 +1233,12 @@ def collect(qy: Query, *, accounting: str | None = None, cfg: Any = None, backen
     # need, started now to run while the file is read (-j looks at the events first)
     since = (qy.start - qacct.SLACK) if (qy.window and qy.start) else None
     uids = _uids_of(qy.users)
-    ev = Events(_events_index(cfg, job_ids, since, uids)) if job_ids is not None else None
+    # -j: the caller's and root's events first, others' as their owners become known
+    ev = Events(cfg, job_ids, since, uids, first=(ctx.me, 0)) if job_ids is not None else None
     pending = _prefetch(qy, ctx, job_ids, backend, ev) if live is None else None
     try:
         if ev is None:
-            ev = Events(_events_index(cfg, job_ids, since, uids))
+            ev = Events(cfg, job_ids, since, uids)
         # a listing reads most users' records: each directory is listed once instead
         ctx.eager = job_ids is None
         return _collect(qy, ctx, path, job_ids, backend, live, emit, pending, ev)
@@ -1320,7 +1363,7 @@ def _collect(qy: Query, ctx: Ctx, path: str, job_ids: set[int] | None, backend: 
             lr = None
         if lr is not None:
             final = None
-        c = ev.get(key[0], key[1], "cancel", recs[-1].owner, recs[-1].submit or None) if key[0] in ev.index else None
+        c = ev.get(key[0], key[1], "cancel", recs[-1].owner, recs[-1].submit or None) if ev.knows(key[0], recs[-1].owner) else None
         if final is not None and c is not None and c.get("was") == "PENDING" and float(c.get("t") or 0) > (
                 final.end or final.submit) + 1:
             final = None  # requeued, then cancelled while pending again: the events tell the end
@@ -1344,6 +1387,12 @@ def _collect(qy: Query, ctx: Ctx, path: str, job_ids: set[int] | None, backend: 
         seen.add(key)
     # events without a Grid Engine record: cancelled while pending, or the record is not there yet
     never_ran: dict[int, list[tuple[view.Row, list[view.Row]]]] = {}
+    if job_ids is not None:
+        from .. import state
+
+        ev.scan({u for u in map(state.uid_of, {owners[j] for j in job_ids if j in owners}) if u is not None})
+        if not job_ids <= {k[0] for k in seen}:
+            ev.complete()  # a job no accounting record or live job names an owner for: anyone's
     for job_id in sorted(ev.index):
         if job_ids is not None and job_id not in job_ids:
             continue
