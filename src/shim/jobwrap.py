@@ -161,7 +161,8 @@ def claim_gpus(state_dir: str, host: str, count: int, job_id: int, backend=None)
     directory made at install) holding ``pid jobid``, made with exclusive creation.
 
     Nobody can remove another user's file there, so a claim that is not live (its process gone,
-    or not the job it names) is superseded by a new file beside it, never deleted. A claim is live
+    or not the job it names) is superseded by a new file beside it (the first free ``<n>``),
+    never deleted; names that are no claim (a FIFO, a link) are skipped the same way. A claim is live
     only if its pid is alive and owned by the file's owner, and (another user's claim) Grid
     Engine runs that job on this host for that user with GPUs (asked once, only when there is such
     a claim). After creating its claim, a job looks again: if another live claim of the index
@@ -177,8 +178,8 @@ def claim_gpus(state_dir: str, host: str, count: int, job_id: int, backend=None)
     bound = count
     try:
         for attempt in range(GPU_TRIES):
-            claims = _scan_claims(d, host)
-            taken = {i for i, cs in claims.items() if any(judge.live(c) for c in cs)}
+            claims, names = _scan_claims(d, host)
+            taken = {i for i, cs in sorted(claims.items()) if any(judge.live(c) for c in cs)}
             free = [i for i in range(bound) if i not in taken and i not in mine]
             if len(free) < count - len(mine) and bound == count:
                 bound = max(count, judge.capacity())
@@ -187,12 +188,13 @@ def claim_gpus(state_dir: str, host: str, count: int, job_id: int, backend=None)
                 raise NoGpu(f"no free GPU on {host} ({count} requested, {len(taken)} of {bound} in use)")
             made = []
             for i in free[:count - len(mine)]:
-                top = max((c.gen for c in claims.get(i, [])), default=-1)
-                path = _create_claim(d, host, i, top + 1, job_id)
+                used = names.get(i, set())
+                gen = next(g for g in range(len(used) + 1) if g not in used)  # a name not in use
+                path = _create_claim(d, host, i, gen, job_id)
                 if path is not None:
                     made.append(i)
             judge.may_refresh = judge.running is not None
-            again = _scan_claims(d, host)
+            again, _names = _scan_claims(d, host)
             for i in made:
                 ours = _held[(host, i)]
                 if any(c.path != ours and judge.live(c) for c in again.get(i, [])):
@@ -216,26 +218,29 @@ class _Claim:
         self.path, self.index, self.gen, self.uid, self.pid, self.job = path, index, gen, uid, pid, job
 
 
-def _scan_claims(d: str, host: str) -> dict[int, list["_Claim"]]:
-    """The claims of this host's devices: {index: [claim]}. Anything that is not a small regular
-    file holding ``pid jobid`` (a FIFO, a link, a directory, junk) is no claim and is ignored."""
+def _scan_claims(d: str, host: str) -> tuple[dict[int, list["_Claim"]], dict[int, set[int]]]:
+    """The claims of this host's devices: ({index: [claim]}, {index: the generations whose names
+    exist}). Anything that is not a small regular file holding ``pid jobid`` (a FIFO, a link, a
+    directory, junk) is no claim and is ignored, but its name is taken."""
     import re
 
     pat = re.compile(re.escape(host) + r"\.([0-9]{1,4})(?:\.([0-9]{1,9}))?")
     out: dict[int, list[_Claim]] = {}
+    gens: dict[int, set[int]] = {}
     try:
-        names = os.listdir(d)
+        names = sorted(os.listdir(d))
     except OSError:
-        return out
+        return out, gens
     for n in names:
         m = pat.fullmatch(n)
         if m is None:
             continue
-        path = os.path.join(d, n)
-        c = _read_claim(path, int(m[1]), int(m[2] or 0))
+        index, gen = int(m[1]), int(m[2] or 0)
+        gens.setdefault(index, set()).add(gen)
+        c = _read_claim(os.path.join(d, n), index, gen)
         if c is not None:
             out.setdefault(c.index, []).append(c)
-    return out
+    return out, gens
 
 
 def _read_claim(path: str, index: int, gen: int) -> "_Claim | None":

@@ -428,3 +428,111 @@ def test_label_pump_keeps_lines_whole_and_unbuffered_mode():
         os.close(w2)
         with os.fdopen(r2, "rb") as f:
             assert f.read() == want
+
+
+# --- GPU claims (shim.jobwrap.claim_gpus; job_main uses them too) ------------------------------
+
+
+class GpuGE:
+    """Grid Engine's answers the claims may ask for: running GPU jobs (qstat) and the host's
+    GPU count (qconf -se)."""
+
+    def __init__(self, running=(), capacity=2):
+        self.running, self.capacity, self.calls = list(running), capacity, []
+
+    def run(self, tool, args, **kw):
+        from shim.proc import Result
+
+        self.calls.append(tool)
+        if tool == "qconf":
+            return Result((tool,), 0, f"hostname h1\ncomplex_values        exclusive=true, \\\n   gpu={self.capacity}\n", "")
+        rows = "".join(f"<job_list><JB_job_number>{j}</JB_job_number><JB_owner>{o}</JB_owner>"
+                       f"<queue_name>gpu@h1</queue_name><hard_request name=\"gpu\">{n}</hard_request></job_list>"
+                       for o, j, n in self.running)
+        return Result((tool,), 0, f"<job_info><queue_info>{rows}</queue_info></job_info>", "")
+
+
+@pytest.fixture
+def gpus(sdir, monkeypatch):
+    from shim import jobwrap
+
+    ge = GpuGE()
+    monkeypatch.setattr(jobwrap, "_backend_and_complex", lambda backend: (ge, "gpu", "job"))
+    jobwrap._held.clear()
+    yield sdir / "gpus", ge, jobwrap
+    jobwrap._held.clear()
+
+
+def _foreign_sleeper(user_uid: int):
+    return subprocess.Popen(["sleep", "60"], user=user_uid, group=user_uid)
+
+
+def test_gpu_claims_without_contention_ask_grid_engine_nothing(gpus):
+    d, ge, jw = gpus
+    assert jw.claim_gpus(str(d.parent), "h1", 1, 77) == [0]
+    assert (d / "h1.0").read_text() == f"{os.getpid()} 77\n" and ge.calls == []
+    assert jw.claim_gpus(str(d.parent), "h1", 1, 78) == [1]  # our own live claim (this process) holds 0
+    jw.release_gpus(str(d.parent), "h1", [0, 1])
+    assert [p.name for p in d.iterdir()] == []
+
+
+def test_gpu_claim_names_that_are_no_claim_are_skipped_not_waited_for(gpus):
+    """F-9: a FIFO (it used to block the job forever), a symlink and junk never hang or count."""
+    d, ge, jw = gpus
+    os.mkfifo(d / "h1.0")
+    os.symlink("/etc/passwd", d / "h1.0.1")
+    (d / "h1.1").write_text("junk")
+    assert jw.claim_gpus(str(d.parent), "h1", 2, 5) == [0, 1]
+    assert sorted(p.name for p in d.iterdir()) == ["h1.0", "h1.0.1", "h1.0.2", "h1.1", "h1.1.1"]
+
+
+def test_stale_claims_are_superseded_and_our_own_removed(gpus):
+    d, ge, jw = gpus
+    (d / "h1.0").write_text("999999 5\n")  # ours, its process gone
+    assert jw.claim_gpus(str(d.parent), "h1", 1, 6) == [0]
+    assert [p.read_text() for p in d.iterdir()] == [f"{os.getpid()} 6\n"]  # the stale one is gone
+
+
+def test_another_users_claim_is_live_only_when_grid_engine_runs_that_gpu_job_here(gpus):
+    """F-9: mallory's claims with her own live process count only for a job of hers that Grid
+    Engine runs on this host with GPUs, and only as many as it holds; never beyond the host's
+    GPU count (the review saw device 4 on a 2-GPU host)."""
+    d, ge, jw = gpus
+    sleeper = _foreign_sleeper(65534)
+    try:
+        for i in (0, 1):
+            (d / f"h1.{i}").write_text(f"{sleeper.pid} 4242\n")
+            os.chown(d / f"h1.{i}", 65534, 65534)
+        assert jw.claim_gpus(str(d.parent), "h1", 1, 7) == [0]  # no such GPU job: not live
+        assert "qstat" in ge.calls
+        jw.release_gpus(str(d.parent), "h1", [0])
+        ge.running = [("nobody", 4242, 1)]  # a real job of hers, one GPU: one of her claims counts
+        ge.calls.clear()
+        assert jw.claim_gpus(str(d.parent), "h1", 1, 8) == [1]
+        jw.release_gpus(str(d.parent), "h1", [1])
+        ge.running = [("nobody", 4242, 2)]  # two GPUs: both count, and the host has no third
+        with pytest.raises(jw.NoGpu, match="no free GPU on h1"):
+            jw.claim_gpus(str(d.parent), "h1", 1, 9)
+        assert not [p for p in d.iterdir() if p.read_text().startswith(f"{os.getpid()} ")]  # nothing left
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_concurrent_claims_never_share_a_device(gpus):
+    """Eight processes claim one GPU each on a 2-GPU host at once: at most two succeed, on
+    different devices; the others fail cleanly (in real life Grid Engine's consumable would have
+    kept them pending)."""
+    d, ge, jw = gpus
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from shim import jobwrap; "
+            "jobwrap._backend_and_complex = lambda b: (None, 'gpu', 'job'); "
+            "jobwrap._gpu_capacity = lambda host, backend=None: 2\n"
+            "try:\n    ids = jobwrap.claim_gpus(sys.argv[2], 'h1', 1, int(sys.argv[3]))\n"
+            "except jobwrap.NoGpu:\n    ids = []\n"
+            "print(ids, flush=True); time.sleep(2)")
+    src = os.path.dirname(os.path.dirname(steps.__file__))
+    procs = [subprocess.Popen([sys.executable, "-c", code, src, str(d.parent), str(100 + k)], stdout=subprocess.PIPE,
+                              text=True, env=dict(os.environ, JOB_ID=str(100 + k))) for k in range(8)]
+    got = [eval(p.communicate(timeout=60)[0]) for p in procs]
+    held = [i for ids in got for i in ids]
+    assert len(held) == len(set(held)) and set(held) <= {0, 1} and held, got
