@@ -335,9 +335,10 @@ def list_submitted(cfg: Where, owner: Owner = None) -> list[int]:
     return sorted(int(n[:-5]) for n in names if n.endswith(".json") and _DIGITS.fullmatch(n[:-5]))
 
 
-def forget(cfg: Where, job_id: int) -> None:
+def forget(cfg: Where, job_id: int, before: float | None = None) -> None:
     """Remove the calling user's records of an older job with this id (sbatch, after Grid Engine
-    handed the id out again)."""
+    handed the id out again). With ``before``, only files last written before that time (the new
+    job may already have started and written its own)."""
     d = user_dir(cfg, None)
     if d is None:
         return
@@ -349,7 +350,9 @@ def forget(cfg: Where, job_id: int) -> None:
             continue
         for n in names:
             try:
-                os.unlink(os.path.join(d, sub, n))
+                path = os.path.join(d, sub, n)
+                if before is None or os.lstat(path).st_mtime < before:
+                    os.unlink(path)
             except OSError:
                 pass
 

@@ -271,8 +271,33 @@ def test_qsub_runs_in_slash_and_the_job_keeps_its_directory(capsys, monkeypatch,
 
 
 def test_an_older_jobs_events_with_the_same_id_are_forgotten(capsys, monkeypatch):
+    import os
+
     cfg = siteconf.get()
     assert state.record_event(cfg, 4242, None, "end", {"exit": 3, "state": "FAILED"})
+    os.utime(state.own_path(cfg, "events", "4242.x.end.json"), (1000, 1000))  # the older job's
     _submit(monkeypatch, [])
     assert sbatch.main([]) == 0
     assert state.load_events(cfg, 4242) == {}
+
+
+def test_the_new_jobs_own_events_are_not_forgotten(capsys, monkeypatch):
+    """A job that started (and wrote its events) before sbatch got round to forgetting the old
+    job's keeps them."""
+    import os
+
+    cfg = siteconf.get()
+    assert state.record_event(cfg, 4242, None, "end", {"exit": 3, "state": "FAILED"})
+    old = state.own_path(cfg, "events", "4242.x.end.json")
+    os.utime(old, (1, 1))
+    b = _submit(monkeypatch, [])
+    real = b.run
+
+    def run_and_start(tool, args, **kw):
+        res = real(tool, args, **kw)
+        state.record_event(cfg, 4242, None, "start", {"node": "vm"})  # the job, already running
+        return res
+
+    b.run = run_and_start
+    assert sbatch.main([]) == 0
+    assert set(state.load_events(cfg, 4242)) == {(None, "start")}

@@ -265,7 +265,9 @@ def submit(sub: qsub.Submission, cfg) -> int:
     except BaseException:
         _unlink(env_file)  # no job (or none known) will read it
         raise
-    state.forget(cfg, job_id)  # the user's records of an older job that had this number
+    # the user's records of an older job that had this number (not the new job's, should it
+    # have started already: those are written after "sub")
+    state.forget(cfg, job_id, before=sub.payload["sub"] - 1)
     if not state.record_submit(cfg, job_id, public_record(sub.payload)):
         sub.after.append(f"{PROG}: warning: job {job_id} is queued, but its record could not be written under "
                          f"{cfg.cluster.state_dir}: squeue and sacct show it with Grid Engine's details only")
