@@ -5,7 +5,8 @@ Grid Engine supplies what is queued or running; the shim's state directory suppl
 side (array indices, throttles, comments, accounts) and the jobs that ended or were cancelled
 recently (``cluster.min_job_age``), which Grid Engine forgets at once. Submit records are read
 only where qstat cannot answer: array jobs, jobs whose partition is ambiguous, ended jobs, and
-fields a format asks for (``detail``).
+fields a format asks for (``detail``). Only the records of a job's owner (as Grid Engine reports
+the owner), or root's naming that owner, speak for it; see records.py.
 """
 
 from __future__ import annotations
