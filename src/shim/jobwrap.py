@@ -625,12 +625,19 @@ def private_base(state_dir: str) -> str | None:
 def write_script(state_dir: str, data: bytes) -> tuple[str, str]:
     """The script, as Slurm copies it: a private file that runs with its own #! interpreter, in a
     new directory (mode 0700) of a private place. (directory, script path); OSError if none."""
-    import tempfile
-
     base = private_base(state_dir)
     if base is None:
         raise OSError("no private directory for the job script (TMPDIR, TMP or the state directory)")
-    d = tempfile.mkdtemp(prefix="slurm-shim-", dir=base)
+    for _ in range(100):  # tempfile.mkdtemp's way (a new name, mode 0700), without its imports
+        d = os.path.join(base, f"slurm-shim-{os.urandom(6).hex()}")
+        try:
+            os.mkdir(d, 0o700)
+            os.chmod(d, 0o700)  # whatever the job's umask (the place is private: nobody can swap d)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"no new directory name in {base}")
     path = os.path.join(d, "slurm_script")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o700)
     try:
@@ -641,6 +648,17 @@ def write_script(state_dir: str, data: bytes) -> tuple[str, str]:
     finally:
         os.close(fd)
     return d, path
+
+
+def remove_script(d: str) -> None:
+    """The script's directory, at the job's end (whatever else the job put there goes too)."""
+    try:
+        os.unlink(os.path.join(d, "slurm_script"))
+        os.rmdir(d)
+    except OSError:
+        import shutil
+
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def _umask_of(p: dict) -> int:
@@ -676,9 +694,7 @@ def main() -> None:
         if gpu_ids:
             release_gpus(sdir, this_host, gpu_ids)
         if script_dir:
-            import shutil
-
-            shutil.rmtree(script_dir[0], ignore_errors=True)
+            remove_script(script_dir[0])
         event("end", {"exit": exit_code, "signal": sig, "state": st, "reason": reason, "node": this_host,
                       "start": start})
         code = 128 + sig if sig else exit_code
