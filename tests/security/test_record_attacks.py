@@ -17,6 +17,7 @@ bookkeeping that cannot be done (mallory squats the victim's directory) never fa
 
 from __future__ import annotations
 
+import base64
 import glob
 import json
 import os
@@ -347,7 +348,6 @@ def test_planted_files_never_crash_or_hang_a_command(target, victim, mallory_dir
         (["squeue"], 0), (["squeue", "-t", "all"], 0), (["squeue", "-j", str(job)], 0),
         (["squeue", "-t", "all", "-j", "999997"], 1),
         (["scancel", "-s", "CONT", str(job)], None), (["scontrol", "show", "job", str(job)], 0),
-        (["scontrol", "hold", str(job)], 0), (["scontrol", "release", str(job)], 0),
         (["scontrol", "hold", str(job)], 0), (["sacct"], 0), (["sacct", "-a"], 0), (["sacct", "-j", str(job)], 0),
         (["sacct", "-j", "999998,999997,999993"], 0),
     ]
@@ -362,6 +362,8 @@ def test_planted_files_never_crash_or_hang_a_command(target, victim, mallory_dir
     assert cp.stdout == f"{job} PENDING f6\n"
     cp = as_user(target, "squeue", "-t", "all", "-h", "-o", "%i", timeout=CMD_TIMEOUT)
     assert not {"999992", "999993", "999997", "999998"} & set(cp.stdout.split())
+    cp = as_user(target, "scontrol", "release", str(job), timeout=CMD_TIMEOUT)
+    assert (cp.returncode, cp.stderr) == (0, "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -390,8 +392,8 @@ def test_secrets_are_readable_only_by_the_job(victim, mallory, jobs, tmp_path_fa
     assert len(scripts) >= 2, paths  # the running two's, in the execd spool (a held job's is in qmaster's db)
     env_files = set()
     for p in scripts:  # the env files the scripts name (root reads the scripts here, as mallory could)
-        env_files.update(re.findall(rb'"env_file":"([^"]+)"', __import__("base64").b64decode(
-            b"".join(ln for ln in Path(p).read_bytes().split(b"\n") if re.fullmatch(rb"[A-Za-z0-9+/=]+", ln)))))
+        body = b"".join(ln for ln in Path(p).read_bytes().split(b"\n") if re.fullmatch(rb"[A-Za-z0-9+/=]+", ln))
+        env_files.update(re.findall(rb'"env_file":"([^"]+)"', base64.b64decode(body)))
     assert len(env_files) == 2
     paths += [f.decode() for f in env_files]
     code = f"""
@@ -463,7 +465,8 @@ open({str(shared_dir / ".sge_request")!r}, "w").write("-l h_rt=1 -v PYTHONPATH={
     assert "h_rt=1\n" not in detail and "h_rt=1," not in detail, detail
     assert "PYTHONPATH" not in detail and "MALLORY" not in detail, detail
     assert not re.search(r"^priority:\s+-500", detail, re.M), detail
-    job = jobs.sbatch(VICTIM, "-J", "f8", "--wrap", 'sleep 3; echo "PWD=$(pwd) PP=${PYTHONPATH-unset} M=${MALLORY-unset}"',
+    show = 'sleep 3; echo "PWD=$(pwd) PP=${PYTHONPATH-unset} M=${MALLORY-unset}"'
+    job = jobs.sbatch(VICTIM, "-J", "f8", "--wrap", show,
                       cwd=shared_dir, env=submit_method)
     assert ended_in_sacct(VICTIM, job, "COMPLETED") == f"{job}|COMPLETED|0:0\n"  # h_rt=1 would have killed it
     assert (shared_dir / f"slurm-{job}.out").read_text() == f"PWD={shared_dir} PP=unset M=unset\n"
@@ -521,7 +524,8 @@ def test_a_squatted_directory_never_fails_sbatch(victim, mallory, jobs, tmp_path
     conf = d / "config.toml"
     conf.write_text(re.sub(r'(?m)^state_dir\s*=.*$', f'state_dir = "{sdir}"', SITE_CONFIG.read_text()))
     conf.chmod(0o644)
-    code = f"import os; os.mkdir({str(sdir / 'users' / str(uid(VICTIM)))!r}); os.chmod({str(sdir / 'users' / str(uid(VICTIM)))!r}, 0o777)"
+    squat = str(sdir / "users" / str(uid(VICTIM)))
+    code = f"import os; os.mkdir({squat!r}); os.chmod({squat!r}, 0o777)"
     assert mallory_python(code).returncode == 0
     out = d / "out"
     out.mkdir()

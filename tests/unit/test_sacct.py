@@ -506,8 +506,9 @@ def test_planted_records_do_not_change_or_break_sacct(reference_jobs, site, caps
     before = [run_sacct(a, capsys, monkeypatch=monkeypatch) for a in argvs]
     state_dir = site / "state"
     plant_everything(state_dir, ts(P["136"]["End"]), 136)
-    plant(state_dir, "events", "142.x.end.json", json.dumps({"t": ts(P["142"]["End"]), "exit": 0, "state": "COMPLETED"}),
-          mtime=ts(P["142"]["End"]))
+    end142 = ts(P["142"]["End"])
+    plant(state_dir, "events", "142.x.end.json", json.dumps({"t": end142, "exit": 0, "state": "COMPLETED"}),
+          mtime=end142)
     plant(state_dir, "jobs", "139.json", json.dumps({"array": [3, 2, 1], "name": "evil", "user": "root"}))
     signal.signal(signal.SIGALRM, lambda *a: pytest.fail("sacct hung on a planted file"))
     signal.alarm(20)

@@ -1363,7 +1363,8 @@ def _collect(qy: Query, ctx: Ctx, path: str, job_ids: set[int] | None, backend: 
             lr = None
         if lr is not None:
             final = None
-        c = ev.get(key[0], key[1], "cancel", recs[-1].owner, recs[-1].submit or None) if ev.knows(key[0], recs[-1].owner) else None
+        last = recs[-1]
+        c = ev.get(key[0], key[1], "cancel", last.owner, last.submit or None) if ev.knows(key[0], last.owner) else None
         if final is not None and c is not None and c.get("was") == "PENDING" and float(c.get("t") or 0) > (
                 final.end or final.submit) + 1:
             final = None  # requeued, then cancelled while pending again: the events tell the end
@@ -1575,7 +1576,8 @@ def _prefetch(qy: Query, ctx: Ctx, job_ids: set[int] | None, backend: Any, ev: E
     b = backend or backends.get(ctx.cfg)
     if not isinstance(b, GridEngineBackend):
         return None
-    if job_ids is None or any(_running_maybe(ctx.submit(j), j, ev, ctx.owner(j)) for j in job_ids):  # type: ignore[arg-type]
+    if job_ids is None or any(_running_maybe(ctx.submit(j), j, ev, ctx.owner(j))  # type: ignore[arg-type]
+                              for j in job_ids):
         from ..backends import qstat
 
         return _Pending.start(b, list(qstat.QSTAT_ARGS))
