@@ -216,9 +216,6 @@ def test_a_60000_digit_host_name_is_instant(verb):
     assert cpu < CPU_BOUND, f"{cpu:.2f} s CPU"
 
 
-@pytest.mark.xfail(strict=True, reason="open (reported to the lead): translate/qsub.py geometry() builds "
-                   "tasks_per_node with one entry per requested node before any check, so -N 99999999999 "
-                   "is a MemoryError and -N 999999 costs seconds and a 2 MB record")
 @pytest.mark.parametrize("cmd", ["sbatch", "srun"])
 def test_a_huge_node_count_is_refused_before_a_list_is_built(cmd):
     cp, cpu = capped(cmd, "--test-only", "-N", "99999999999", *(["--wrap", "true"] if cmd == "sbatch" else ["true"]))

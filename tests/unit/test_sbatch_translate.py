@@ -301,3 +301,18 @@ def test_the_new_jobs_own_events_are_not_forgotten(capsys, monkeypatch):
     b.run = run_and_start
     assert sbatch.main([]) == 0
     assert set(state.load_events(cfg, 4242)) == {(None, "start")}
+
+
+def test_site_max_array_size_bounds_arrays_and_dependencies(monkeypatch, tmp_path):
+    """cluster.max_array_size is MaxArraySize for --array and for task lists in --dependency."""
+    with pytest.raises(ShimError, match="Invalid job array specification"):
+        argv_of(["--array=1500"])
+    with pytest.raises(ShimError, match="Job dependency problem"):
+        argv_of(["--dependency=afterok:7_[1400-1500]"])
+    conf = tmp_path / "config.toml"
+    conf.write_text(conf.read_text().replace("max_array_size = 1001", "max_array_size = 2001"))
+    siteconf.reset()
+    assert flag(argv_of(["--array=1500"]), "-t") == "1-1"
+    assert flag(argv_of(["--dependency=afterok:7_[1400-1500]"]), "-hold_jid") == "7"
+    with pytest.raises(ShimError, match="Invalid job array specification"):
+        argv_of(["--array=2001"])

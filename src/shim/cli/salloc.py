@@ -20,7 +20,7 @@ import time
 
 from .. import backends, proc, siteconf, state, steps
 from ..errors import ShimError
-from ..options import sources
+from ..options import sources, values
 from ..options.getopt import Table, getopt
 from ..options.table import command_table
 from . import common
@@ -239,6 +239,7 @@ def main(argv: list[str]) -> int:
     sources.apply(first, t, [(s, v) for s, v in cli if s.long in ("help", "usage", "version")], "cli")
     if first.help or first.usage or first.version:
         return common.usage(first, PROG)
+    values.use_site(siteconf.get().cluster.max_array_size)
     o = sources.collect(t, argv, environ=environ, cli=cli)
     for w in common.fates(o, t, PROG, ("cli",)):
         if not o.quiet:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 from .. import backends, proc, siteconf, state
 from ..errors import ShimError
-from ..options import sources
+from ..options import sources, values
 from ..options.getopt import Table, getopt
 from ..options.table import command_table
 from ..translate import qsub
@@ -120,8 +120,9 @@ def prepare(argv: list[str], environ: dict[str, str], stdin=None, cwd: str | Non
     data, default_name, args = read_script(positional, pre, stdin if stdin is not None else sys.stdin)
     check_script(data)
     text = data.decode("utf-8", "replace")
-    o = sources.collect(t, argv, script_words=sources.directive_words(text), environ=environ, cli=cli)
     cfg = siteconf.get()
+    values.use_site(cfg.cluster.max_array_size)
+    o = sources.collect(t, argv, script_words=sources.directive_words(text), environ=environ, cli=cli)
     user = pwd.getpwuid(os.getuid())
     ctx = qsub.Context(prog=PROG, cwd=cwd or os.getcwd(), script_name=default_name, user=user.pw_name,
                        uid=user.pw_uid, gid=os.getgid(), host=os.uname().nodename.split(".")[0],

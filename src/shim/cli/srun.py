@@ -17,7 +17,7 @@ import uuid
 
 from .. import backends, jobenv, proc, siteconf, state, steps
 from ..errors import ShimError
-from ..options import sources
+from ..options import sources, values
 from ..options.getopt import Table, getopt
 from ..options.table import command_table
 from ..options.values import INFINITE
@@ -288,6 +288,7 @@ def main(argv: list[str]) -> int:
     sources.apply(first, t, [(s, v) for s, v in cli if s.long in ("help", "usage", "version")], "cli")
     if first.help or first.usage or first.version:
         return common.usage(first, PROG)
+    values.use_site(siteconf.get().cluster.max_array_size)
     o = sources.collect(t, argv, environ=environ, cli=cli)
     warnings = common.fates(o, t, PROG, CLI_ONLY)
     if not positional:

@@ -26,6 +26,13 @@ INFINITE = -1
 """A time limit of UNLIMITED/INFINITE (or 0, which Slurm treats the same)."""
 MAX_ARRAY_SIZE = 1001
 """Slurm's default MaxArraySize (also the reference cluster's): indices run 0..1000."""
+_site = {"max_array_size": MAX_ARRAY_SIZE}
+
+
+def use_site(max_array_size: int) -> None:
+    """The site's MaxArraySize (``cluster.max_array_size``) for the parsers that follow: the
+    commands set it from the site config before they parse their options."""
+    _site["max_array_size"] = max_array_size
 NICE_LIMIT = 2**31 - 3
 """|--nice| may not exceed NICE_OFFSET - 3."""
 NO_VAL = 0xFFFFFFFE
@@ -287,7 +294,7 @@ def memory(opt: str) -> Callable[[str, str], int]:
 # --- job arrays -----------------------------------------------------------------------------------
 
 
-def array_spec(text: str, prog: str, max_size: int = MAX_ARRAY_SIZE) -> tuple[list[int], int | None] | None:
+def array_spec(text: str, prog: str, max_size: int | None = None) -> tuple[list[int], int | None] | None:
     """``--array``: ``a``, ``a-b``, ``a-b:step`` tokens joined by ``,``, optional ``%max_running``.
 
     Returns (sorted unique indices, throttle or None); None for an empty value (no array). Indices
@@ -295,6 +302,7 @@ def array_spec(text: str, prog: str, max_size: int = MAX_ARRAY_SIZE) -> tuple[li
     """
     if text == "":
         return None
+    max_size = max_size or _site["max_array_size"]
     bad = submit_failed(prog, "Invalid job array specification")
     spans: list[range] = []
 
@@ -432,7 +440,7 @@ def _is_zero(digits: str) -> bool:
     return not digits.strip("0")
 
 
-def dependency(text: str, prog: str, max_array_size: int = MAX_ARRAY_SIZE) -> Dependency | None:
+def dependency(text: str, prog: str, max_array_size: int | None = None) -> Dependency | None:
     """``--dependency``: ``kind:id[:id...]`` terms joined by ``,`` (all) or ``?`` (any).
 
     An empty value or ``0`` clears dependencies (returns None). ``JOB_[a-b]`` task lists are
@@ -441,7 +449,7 @@ def dependency(text: str, prog: str, max_array_size: int = MAX_ARRAY_SIZE) -> De
     if text in ("", "0"):
         return None
     bad = submit_failed(prog, "Job dependency problem")
-    expanded = _expand_array_dep(text, max_array_size)
+    expanded = _expand_array_dep(text, max_array_size or _site["max_array_size"])
     if expanded is None:
         raise bad
     text = expanded

@@ -62,7 +62,10 @@ class Geometry:
         self.slots, self.tasks_per_node = slots, tasks_per_node
 
 
-def geometry(o: Options) -> Geometry:
+MAX_NODES = 65536  # Slurm's hostlist range limit: no request for more nodes can be met anywhere
+
+
+def geometry(o: Options, prog: str = "sbatch") -> Geometry:
     """Slurm's -n/-c/-N/--ntasks-per-node as tasks, CPUs and nodes (Slurm's defaults: 1 task,
     1 CPU per task, as few nodes as the tasks need); --cpus-per-gpu and --ntasks-per-gpu scale
     with the GPUs asked for."""
@@ -84,6 +87,8 @@ def geometry(o: Options) -> Geometry:
     nodes = max(nodes_min, 1)
     if ntpn and not nodes_min:
         nodes = max(1, math.ceil(n / ntpn))
+    if nodes > MAX_NODES:  # refused before one entry per node is built (security F-11)
+        raise submission_failed(prog, "Node count specification invalid")
     per = [n // nodes + (1 if i < n % nodes else 0) for i in range(nodes)]
     return Geometry(n, c, nodes, n * c, per)
 
@@ -129,7 +134,7 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
     # Geometry: Grid Engine counts slots; a parallel environment spreads them. $pe_slots (smp) keeps
     # a job on one host as Slurm does for -N1; several nodes use the round-robin PE, which cannot
     # pin an exact node count or tasks per node.
-    g = geometry(o)
+    g = geometry(o, prog)
     if g.slots > 1 or g.nodes > 1:
         pe = part.pe_multinode if g.nodes > 1 else part.pe
         argv += ["-pe", pe, str(g.slots)]
@@ -451,4 +456,5 @@ def _dependencies(dep: Any, prog: str, name: str, ctx: Context):
                        "use afterany")
         else:
             raise fail(prog, f"--dependency {kind}: not available on Grid Engine")
-    return holds, holds_ad, checks
+    # one hold per job: N_[a-b] names each task, but Grid Engine holds on the whole array
+    return list(dict.fromkeys(holds)), list(dict.fromkeys(holds_ad)), checks
