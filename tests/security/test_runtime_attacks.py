@@ -79,7 +79,19 @@ def next_job_id() -> int:
 def mallory_background(code: str) -> subprocess.Popen:
     """A long-running attack tool of mallory's (stopped by the test through its Popen)."""
     return subprocess.Popen(["runuser", "-u", MALLORY, "--", "/usr/bin/python3", "-I", "-c", code],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/")
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/",
+                            start_new_session=True)
+
+
+def kill(p: subprocess.Popen) -> None:
+    """End a tool of mallory's: its own process group (runuser and her program under it)."""
+    import signal
+
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.communicate()
 
 
 def stop(p: subprocess.Popen, stop_file: Path | None = None, timeout: float = 30) -> tuple[str, str]:
@@ -89,8 +101,8 @@ def stop(p: subprocess.Popen, stop_file: Path | None = None, timeout: float = 30
     try:
         return p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        p.kill()
-        return p.communicate()
+        kill(p)
+        return "", ""
 
 
 @pytest.fixture
@@ -372,8 +384,7 @@ time.sleep(120)
                      cwd=workdir)
         out = wait_text(workdir / f"slurm-{job}.out", "after-srun", timeout=90)
     finally:
-        tool.kill()
-        tool.communicate()
+        kill(tool)
     assert out.splitlines() == ["step-ran 0", "after-srun"]
     counter = user_dir(victim) / "steps" / str(job)
     st = counter.stat()
@@ -523,14 +534,14 @@ def test_srun_never_puts_the_environment_on_a_command_line(victim, mallory, work
         assert cp.stdout == "step sees hunter2\n"
         # control: a victim process with the old kind of payload (base64 JSON) on its command line
         old_style = base64.b64encode(json.dumps({"environ": {"MYSECRET": secret}}).encode()).decode()
-        decoy = subprocess.Popen(["runuser", "-u", victim, "--", "/bin/sleep", "3", old_style])
+        decoy = subprocess.Popen(["runuser", "-u", victim, "--", "/bin/sh", "-c", "sleep 3", "decoy", old_style])
         decoy.wait(30)
     finally:
         out, err = stop(scanner, stop_file, timeout=120)
     report = json.loads(out.strip().splitlines()[-1])
     assert report["scans"] > 10 and report["launchers"] >= 2, (report, err)  # she watched the launches
     found = {f.partition(":")[2] for f in report["found"]}
-    assert found and found <= {"runuser", "sleep"}, report  # the decoy, and nothing of the victim's sruns
+    assert found and found <= {"runuser", "sh"}, report  # the decoy, and nothing of the victim's sruns
     # the launch files were private, and none is left
     srun_dir = user_dir(victim) / "srun"
     assert stat.S_IMODE(srun_dir.stat().st_mode) == 0o700
@@ -616,8 +627,7 @@ time.sleep(120)
                 assert device_of(workdir, job, tag, timeout=60) in ("0", "1")
                 assert end_event(victim, job)["state"] == "COMPLETED"
             finally:
-                tool.kill()
-                tool.communicate()
+                kill(tool)
     finally:
         run("qdel", str(hers))
 
