@@ -23,7 +23,7 @@ import socket
 import sys
 import time
 
-from . import jobenv, proc, state
+from . import jobenv, proc, records, state
 
 LAUNCH_FAILED_SIGNAL = 53
 LIMIT_RECHECK = 15.0  # seconds between looks at the job's record for a changed time limit  # Slurm shows a job whose launch failed as ExitCode 0:53
@@ -514,7 +514,7 @@ def _deps_unsatisfied(p: dict, backend=None) -> bool:
     owners = dep_owners(sorted({j for _, j, _ in deps}), backend)
     for kind, job, task in deps:
         owner, ge_submit = owners.get(job, (os.getuid(), None))
-        events = state.load_events(p["state_dir"], job, owner, ge_submit)
+        events = records.Reader(p["state_dir"]).events(job, owner, ge_submit)
         ends = [d for (t, k), d in events.items() if k == "end" and (not task or str(t) == task)]
         cancelled = any(k == "cancel" for (_t, k) in events)
         if not ends and not cancelled:
@@ -789,7 +789,7 @@ def main() -> None:
         except proc.TimeoutExpired:
             if time.time() >= next_look:  # scontrol update TimeLimit=... changes the record
                 next_look = time.time() + LIMIT_RECHECK
-                limit = _time_of(state.load_submit(sdir, job_id, os.getuid(), ge_sub))
+                limit = _time_of(records.Reader(sdir).submit(job_id, os.getuid(), ge_sub))
                 if limit is not None and limit != p.get("time") and not r.timed_out:
                     p["time"] = limit
                     r.schedule(start)

@@ -11,13 +11,12 @@ Layout under the site config's ``cluster.state_dir`` (made by ``cluster up``/``i
                                  payloads, a job's environment (files 0600)
     <state_dir>/gpus/            root, 1777: GPU device claims (see jobwrap.claim_gpus)
 
-Trust rule: a record about a job is believed only when it sits in the directory of the job's
-owner (as Grid Engine reports the owner) or of root, that directory is owned by that uid and
-writable by nobody else, and the file is a regular file owned by that uid, opened without
-following links or blocking, and at most ``MAX_BYTES``. Anything else is treated as absent (with
-a debug line when ``SLURM_SHIM_DEBUG`` is set). Records carry ``sub``, the submitting command's
-clock when the job was submitted, so a reader that knows Grid Engine's submission time can tell a
-record of an older job with the same id (ids wrap; a spool may be reset).
+This module is the file protocol: a directory is trusted only when it is owned by its uid and
+writable by nobody else, and a file only when it is a regular file of that uid (or root),
+opened without following links or blocking, at most ``MAX_BYTES``, holding a JSON object.
+Anything else is treated as absent (with a debug line when ``SLURM_SHIM_DEBUG`` is set). Which
+records speak for which job (the owner's directory, or root's naming the owner; the ``sub``
+stamp against Grid Engine's submission time) is ``records.py``'s rule, the one every reader uses.
 
 Writes are atomic: ``mkstemp`` in the target directory, ``fchmod``, then ``os.replace``. Writers
 report failure by returning False; bookkeeping never fails a job or a submission.
@@ -141,16 +140,6 @@ def own_dir(cfg: Where, sub: str) -> str | None:
     return s if _trusted_dir(s, uid) else None
 
 
-def owners(owner: Owner) -> list[int]:
-    """Whose directories may speak about a job of ``owner``: the owner's, then root's."""
-    uid = uid_of(owner)
-    return [u for u in dict.fromkeys((uid, 0)) if u is not None]
-
-
-# ---------------------------------------------------------------------------------------------
-# files
-
-
 def read_json(path: str, uid: int | None = None) -> dict[str, Any] | None:
     """A JSON object from a regular file of ``uid`` (or root) no larger than MAX_BYTES; None for
     anything else. Never follows a link, never blocks on a FIFO, never raises."""
@@ -222,34 +211,9 @@ def read_from(cfg: Where, owner: Owner, sub: str, name: str) -> dict[str, Any] |
 # submit records and events
 
 
-def matches(data: dict[str, Any], ge_submit: float | None) -> bool:
-    """Does a record belong to the Grid Engine job submitted at ``ge_submit`` (when known)?"""
-    if ge_submit is None:
-        return True
-    sub = data.get("sub")
-    if not isinstance(sub, (int, float)):
-        return True  # written before records were stamped; pruned in time
-    return abs(sub - ge_submit) <= SKEW
-
-
 def record_submit(cfg: Where, job_id: int, data: dict[str, Any]) -> bool:
     data = {"t": time.time(), **data}
     return write_own(cfg, "jobs", f"{int(job_id)}.json", data)
-
-
-def load_submit(cfg: Where, job_id: int, owner: Owner = None, ge_submit: float | None = None) -> dict[str, Any] | None:
-    """sbatch's record of a job of ``owner``; root's copy (an admin's scontrol update) wins when newer."""
-    best: dict[str, Any] | None = None
-    for uid in owners(owner):
-        d = user_dir(cfg, uid)
-        if d is None:
-            continue
-        data = read_json(os.path.join(d, "jobs", f"{int(job_id)}.json"), uid)
-        if data is None or not matches(data, ge_submit):
-            continue
-        if best is None or _num(data.get("t")) > _num(best.get("t")):
-            best = data
-    return best
 
 
 def record_event(cfg: Where, job_id: int, task: int | None, kind: str, data: dict[str, Any]) -> bool:
@@ -258,30 +222,6 @@ def record_event(cfg: Where, job_id: int, task: int | None, kind: str, data: dic
     t = "x" if task is None else str(int(task))
     data = {"t": time.time(), **data}
     return write_own(cfg, "events", f"{int(job_id)}.{t}.{kind}.json", data)
-
-
-def load_events(cfg: Where, job_id: int, owner: Owner = None,
-                ge_submit: float | None = None) -> dict[tuple[int | None, str], dict[str, Any]]:
-    """All events of a job of ``owner`` (its own and root's): {(task, kind): data}."""
-    out: dict[tuple[int | None, str], dict[str, Any]] = {}
-    prefix = f"{int(job_id)}."
-    for uid in reversed(owners(owner)):  # the owner's own records win over root's
-        d = user_dir(cfg, uid)
-        if d is None:
-            continue
-        ev = os.path.join(d, "events")
-        try:
-            names = [n for n in os.listdir(ev) if n.startswith(prefix)]
-        except OSError:
-            continue
-        for n in names:
-            m = _NAME.fullmatch(n)
-            if m is None:
-                continue
-            data = read_json(os.path.join(ev, n), uid)
-            if data is not None and matches(data, ge_submit):
-                out[(None if m[2] == "x" else int(m[2]), m[3])] = data
-    return out
 
 
 def user_dirs(cfg: Where) -> Iterator[tuple[int, str]]:
@@ -399,9 +339,6 @@ def prune(cfg: Where, max_age: float, now: float | None = None) -> int:
                     pass
     return gone
 
-
-def _num(v: Any) -> float:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, use_site_config
-from shim import backends, siteconf, state
+from shim import backends, records, siteconf, state
 from shim.backends.replay import ReplayBackend
 from shim.cli import sbatch
 from shim.errors import ShimError
@@ -144,7 +144,7 @@ def test_submit_records_state_and_prints_slurms_line(capsys, monkeypatch, tmp_pa
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(SCRIPT.encode())))
     assert sbatch.main([]) == 0
     assert capsys.readouterr().out == "Submitted batch job 4242\n"
-    rec = state.load_submit(siteconf.get(), 4242)
+    rec = records.Reader(siteconf.get()).submit(4242, None)
     assert rec["name"] == "fromdirective" and rec["time"] == 10
     (call_argv, stdin), = b.calls
     assert call_argv[0] == "qsub" and stdin.startswith(b"#!/bin/sh\n")
@@ -218,7 +218,7 @@ def test_secrets_go_to_a_private_file_not_the_record_or_the_script(capsys, monke
     assert secret["export"]["vars"] == {"API_TOKEN": "tok-123"}
     assert secret["export_file"] == {"DB_PASSWORD": "from-export-file-s3cr3t"}
     assert secret["export_raw"] == "ALL,API_TOKEN=tok-123"
-    rec = state.load_submit(siteconf.get(), 4242)
+    rec = records.Reader(siteconf.get()).submit(4242, None)
     text = json.dumps(rec)
     assert "tok-123" not in text and "s3cr3t" not in text and "hunter2" not in text
     assert rec["export"] == {"all": True, "vars": ["API_TOKEN"]} and rec["export_file"] == ["DB_PASSWORD"]
@@ -278,7 +278,7 @@ def test_an_older_jobs_events_with_the_same_id_are_forgotten(capsys, monkeypatch
     os.utime(state.own_path(cfg, "events", "4242.x.end.json"), (1000, 1000))  # the older job's
     _submit(monkeypatch, [])
     assert sbatch.main([]) == 0
-    assert state.load_events(cfg, 4242) == {}
+    assert records.Reader(cfg).events(4242, None) == {}
 
 
 def test_the_new_jobs_own_events_are_not_forgotten(capsys, monkeypatch):
@@ -300,7 +300,7 @@ def test_the_new_jobs_own_events_are_not_forgotten(capsys, monkeypatch):
 
     b.run = run_and_start
     assert sbatch.main([]) == 0
-    assert set(state.load_events(cfg, 4242)) == {(None, "start")}
+    assert set(records.Reader(cfg).events(4242, None)) == {(None, "start")}
 
 
 def test_site_max_array_size_bounds_arrays_and_dependencies(monkeypatch, tmp_path):

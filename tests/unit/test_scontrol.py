@@ -14,7 +14,7 @@ from datetime import datetime
 import pytest
 
 from conftest import FIXTURES, SLURM_REF, use_site_config
-from shim import backends, siteconf, state
+from shim import backends, records, siteconf, state
 from shim.__main__ import dispatch
 from shim.backends.replay import ReplayBackend
 from shim.proc import Result
@@ -268,7 +268,7 @@ def test_update_shim_job_changes_its_record(capsys, site):
         calls[0][0] == "qalter"
     args = calls[0]
     assert args[args.index("-q") + 1] == "gpu" and args[args.index("-l") + 1] == "h_rt=960"
-    rec = state.load_submit(str(site), 112)
+    rec = records.Reader(str(site)).submit(112, None)
     assert (rec["comment"], rec["name"], rec["partition"], rec["time"]) == ("new one", "renamed x", "gpu", 15)
 
 

@@ -15,7 +15,7 @@ import sys
 import time
 import uuid
 
-from .. import backends, jobenv, proc, siteconf, state, steps
+from .. import backends, jobenv, proc, records, siteconf, state, steps
 from ..errors import ShimError
 from ..options import sources, values
 from ..options.getopt import Table, getopt
@@ -118,7 +118,7 @@ def job_variables(alloc: steps.Allocation, cfg) -> dict[str, str]:
 
 def in_allocation(o: sources.Options, req: steps.StepRequest, environ: dict[str, str], cfg, job_id: int) -> int:
     backend = backends.get(cfg)
-    record = state.load_submit(cfg, job_id, os.getuid())  # srun steps only into its user's own jobs
+    record = records.Reader(cfg).submit(job_id, os.getuid())  # srun steps only into its user's own jobs
 
     def qstat() -> str:
         return backend.run("qstat", ["-g", "t", "-s", "r", "-u", "*", "-xml"]).stdout
