@@ -91,16 +91,21 @@ def plain_user() -> str:
     return name
 
 
-@pytest.fixture
-def workdir(tmp_path_factory):
-    """A submit directory every user can write (jobs of a plain user write their output there)."""
-    d = Path(tmp_path_factory.mktemp("submit", numbered=True))
-    d.chmod(0o777)
+def open_dir(tmp_path_factory, name: str, mode: int) -> Path:
+    """A fresh directory of ``mode`` that every user can reach (its parents made traversable)."""
+    d = Path(tmp_path_factory.mktemp(name, numbered=True))
+    d.chmod(mode)
     for parent in d.parents:
         if str(parent) in ("/", "/tmp"):
             break
         parent.chmod(parent.stat().st_mode | 0o755)
     return d
+
+
+@pytest.fixture
+def workdir(tmp_path_factory):
+    """A submit directory every user can write (jobs of a plain user write their output there)."""
+    return open_dir(tmp_path_factory, "submit", 0o777)
 
 
 def pytest_collection_modifyitems(config, items):

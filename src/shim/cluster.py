@@ -437,18 +437,7 @@ def write_init_pidfile(name: str, pid: int) -> bool:
             os.chown(RUN_DIR, admin.pw_uid, admin.pw_gid)
         except KeyError:
             pass
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.pid.", dir=RUN_DIR)
-    try:
-        with os.fdopen(fd, "w") as f:
-            os.fchmod(f.fileno(), 0o644)
-            f.write(f"{pid}\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    state.atomic_write(path, f"{pid}\n")
     return True
 
 
@@ -501,11 +490,7 @@ def ensure_init_scripts() -> str:
     text = init_defaults_text(current)
     if text is None:
         return "in place"
-    fd, tmp = tempfile.mkstemp(prefix=".gridengine.", dir=path.parent)
-    with os.fdopen(fd, "w") as f:
-        os.fchmod(f.fileno(), 0o644)
-        f.write(text)
-    os.replace(tmp, path)
+    state.atomic_write(str(path), text)
     return f"fixed {INIT_DEFAULTS}"
 
 

@@ -61,21 +61,10 @@ def _read_cache(cache: str) -> Any:
 
 
 def _write_cache(cache: str, cfg: Any) -> None:
-    import tempfile
+    from . import state
 
-    d = os.path.dirname(cache)
-    os.makedirs(d, mode=0o700, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".config-", suffix=".tmp", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(cfg, f)
-        os.replace(tmp, cache)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    os.makedirs(os.path.dirname(cache), mode=0o700, exist_ok=True)
+    state.atomic_write(cache, json.dumps(cfg), 0o600)
 
 
 def get() -> NS:

@@ -167,26 +167,31 @@ def read_json(path: str, uid: int | None = None) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def write_json(path: str, data: dict[str, Any], mode: int = 0o644) -> bool:
-    """Atomically replace ``path`` (in a directory of the caller's own) with ``data``."""
+def atomic_write(path: str, text: str, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``text`` atomically and safely in a shared directory: a fresh name
+    made exclusively (``mkstemp``) beside it, ``fchmod``, then ``os.replace``. Raises OSError."""
     d, base = os.path.split(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=d)
-    except OSError as e:
-        debug(f"cannot write {path}: {e}")
-        return False
+    fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=d or ".")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             os.fchmod(f.fileno(), mode)
-            json.dump(data, f, separators=(",", ":"))
+            f.write(text)
         os.replace(tmp, path)
-        return True
-    except (OSError, TypeError, ValueError) as e:
-        debug(f"cannot write {path}: {e}")
+    except BaseException:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        raise
+
+
+def write_json(path: str, data: dict[str, Any], mode: int = 0o644) -> bool:
+    """Atomically replace ``path`` (in a directory of the caller's own) with ``data``."""
+    try:
+        atomic_write(path, json.dumps(data, separators=(",", ":")), mode)
+        return True
+    except (OSError, TypeError, ValueError) as e:
+        debug(f"cannot write {path}: {e}")
         return False
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run  # noqa: F401  (re-exported for the tests)
+from conftest import open_dir, run  # noqa: F401  (run is re-exported for the tests)
 
 VICTIM = "shimvictim"
 MALLORY = "shimmallory"
@@ -74,10 +74,4 @@ def mallory_python(code: str, **kw) -> subprocess.CompletedProcess:
 @pytest.fixture
 def shared_dir(tmp_path_factory) -> Path:
     """A directory like a shared project directory: mode 1777, root's."""
-    d = Path(tmp_path_factory.mktemp("shared", numbered=True))
-    d.chmod(0o1777)
-    for parent in d.parents:
-        if str(parent) in ("/", "/tmp"):
-            break
-        parent.chmod(parent.stat().st_mode | 0o755)
-    return d
+    return open_dir(tmp_path_factory, "shared", 0o1777)
