@@ -254,14 +254,16 @@ def test_environment_formats_and_sort(capsys, monkeypatch):
     assert ok(capsys, MIXED, "-h") == "106 RUNNING None\n"
 
 
-def test_option_errors_are_slurms(capsys):
-    rc, out, err = squeue(capsys, MIXED, "--bogus")
-    ref = CASES["squeue_bogus_option"]
-    assert (rc, out, err) == (ref["rc"], ref["stdout"], ref["stderr"])
-    rc, out, err = squeue(capsys, MIXED, "--version")
-    assert (rc, out) == (0, "slurm-wlm 22.05.8\n")
-    rc, out, err = squeue(capsys, MIXED, "--usage")
-    assert out == CASES["squeue_bogus_option"]["stdout"] + out and out.startswith("Usage: squeue [-A account]")
+@pytest.mark.parametrize("case, argv", [
+    ("squeue_bogus_option", ["--bogus"]),
+    ("version_squeue", ["--version"]),
+    ("usage_squeue", ["--usage"]),
+])
+def test_option_errors_version_and_usage_are_slurms(capsys, case, argv):
+    """Slurm's exact bytes: exit code, stdout and stderr of the real squeue 22.05."""
+    ref = CASES[case]
+    assert ref["cmd"] == "squeue " + " ".join(argv)
+    assert squeue(capsys, MIXED, *argv) == (ref["rc"], ref["stdout"], ref["stderr"])
 
 
 def test_cluster_option_prints_the_cluster_line(capsys):

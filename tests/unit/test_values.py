@@ -14,7 +14,7 @@ from conftest import SLURM_REF
 from shim.errors import ShimError
 from shim.options import sources
 from shim.options import values as v
-from shim.options.getopt import Table
+from shim.options.getopt import Table, getopt
 from shim.options.table import OPTIONS
 
 CASES = SLURM_REF / "cases.json"
@@ -41,7 +41,9 @@ NOT_PARSE_LEVEL = {
 
 
 def _cases() -> dict:
-    return json.loads(CASES.read_text()) if CASES.exists() else {}
+    if not CASES.exists():
+        raise FileNotFoundError(f"reference capture {CASES} is missing (see fixtures/slurm-22.05/README.md)")
+    return json.loads(CASES.read_text())
 
 
 def _argv(cmd: str) -> list[str]:
@@ -60,9 +62,8 @@ ACCEPTED_CASES = {k: c for k, c in _cases().items() if k.startswith("sbatch_acce
 
 
 def test_reference_cases_found():
-    if not CASES.exists():
-        pytest.skip("reference cases not available")
     assert len(PARSE_CASES) >= 17
+    assert sorted(ACCEPTED_CASES) == sorted(ACCEPTED)  # every accepted capture has its expected values
 
 
 @pytest.mark.parametrize("name", sorted(PARSE_CASES))
@@ -74,9 +75,35 @@ def test_reference_parse_errors(name):
     assert info.value.code == case["rc"]
 
 
-@pytest.mark.parametrize("name", sorted(ACCEPTED_CASES))
+# What each command line Slurm accepted (rc 0, "Submitted batch job N") parses to: option values
+# (the cluster decides later whether the job can run) and the script words after them.
+ACCEPTED = {
+    "sbatch_accepted_bad_account": ({"account": "nope"}, ["job.sh"]),
+    "sbatch_accepted_bad_dependency": (
+        {"dependency": v.Dependency(op="and", terms=[("afterok", ["999999"])])}, ["job.sh"]),
+    "sbatch_accepted_bad_export": (
+        {"export": v.ExportSpec(all=False, vars=(("FOO", "1"),), text="NONE,FOO=1")}, ["job.sh"]),
+    "sbatch_accepted_bad_qos": ({"qos": "nope"}, ["job.sh"]),
+    "sbatch_accepted_missing_optarg": ({}, ["job.sh", "--time"]),  # after the script: the script's
+    "sbatch_accepted_time_over_partition": ({"partition": "gpu", "time": 3 * 24 * 60}, ["job.sh"]),
+    "sbatch_accepted_too_many_cpus": ({"ntasks": 100}, ["job.sh"]),
+    "sbatch_accepted_too_many_nodes": ({"nodes": (2, 2)}, ["job.sh"]),
+    "sbatch_accepted_workdir_missing": ({"chdir": "/nonexistent/dir"}, ["job.sh"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ACCEPTED))
 def test_reference_accepted_values_parse(name):
-    sources.collect(SBATCH, _argv(ACCEPTED_CASES[name]["cmd"]), environ={})
+    case = ACCEPTED_CASES[name]
+    assert (case["rc"], case["stderr"]) == (0, "")
+    assert case["stdout"].startswith("Submitted batch job ")
+    argv = shlex.split(case["cmd"])[1:]
+    values, words = ACCEPTED[name]
+    _, positional = getopt(SBATCH, argv)
+    assert positional == words
+    opts = sources.collect(SBATCH, argv, environ={})
+    assert dict(opts) == values
+    assert opts.source == {key: "cli" for key in values}
 
 
 # --- integers and counts --------------------------------------------------------------------------
