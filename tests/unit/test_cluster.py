@@ -18,7 +18,7 @@ REF = SGE_REF
 def ref(name: str) -> str:
     path = REF / name
     if not path.exists():
-        pytest.skip(f"reference capture {path} not present")
+        pytest.fail(f"reference capture {path} is missing (see {REF / 'README.md'})", pytrace=False)
     return path.read_text()
 
 

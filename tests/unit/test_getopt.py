@@ -171,7 +171,7 @@ def test_letter_meanings_per_command():
 @pytest.fixture(scope="module")
 def reference_cases() -> dict:
     if not CASES.exists():
-        pytest.skip(f"{CASES} is not available")
+        pytest.fail(f"reference capture {CASES} is missing (see {CASES.parent / 'README.md'})", pytrace=False)
     return json.loads(CASES.read_text())
 
 
