@@ -121,7 +121,8 @@ def test_no_traceback_ever_reaches_a_user(cmd, capsys):
         assert isinstance(code, int)
         assert "Traceback" not in err and "internal error" not in err, (argv, err)
         # every message opens like Slurm's (a user's own text may follow, newlines included)
-        assert err == "" or err.startswith((f"{cmd}:", "Invalid ", "invalid ", "slurm_", "Usage", "usage")), \
+        assert err == "" or err.startswith((f"{cmd}:", "Invalid ", "invalid ", "slurm_", "Usage", "usage",
+                                            "Partition ")), \
             (argv, err)
 
     check()
