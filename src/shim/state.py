@@ -280,22 +280,23 @@ def list_submitted(cfg: Where, owner: Owner = None) -> list[int]:
     return sorted(int(n[:-5]) for n in names if n.endswith(".json") and _DIGITS.fullmatch(n[:-5]))
 
 
-def forget(cfg: Where, job_id: int, before: float | None = None) -> None:
-    """Remove the calling user's records of an older job with this id (sbatch, after Grid Engine
-    handed the id out again). With ``before``, only files last written before that time (the new
-    job may already have started and written its own)."""
+EVENT_KINDS = ("start", "end", "cancel", "suspend")
+
+
+def forget(cfg: Where, job_id: int, before: float | None = None, tasks: Iterable[int] = ()) -> None:
+    """Remove the calling user's events of an older job with this id (sbatch, after Grid Engine
+    handed the id out again): the job's own and those of ``tasks`` (its array indices), by name,
+    so the cost does not grow with the directory. With ``before``, only files last written before
+    that time (the new job may already have started and written its own). Readers also tie every
+    event to the job by its ``sub`` stamp; this keeps the user's directory from speaking of two jobs."""
     d = user_dir(cfg, None)
     if d is None:
         return
-    prefix = f"{int(job_id)}."
-    for sub in ("events",):
-        try:
-            names = [n for n in os.listdir(os.path.join(d, sub)) if n.startswith(prefix)]
-        except OSError:
-            continue
-        for n in names:
+    ev = os.path.join(d, "events")
+    for t in ("x", *(str(int(i)) for i in tasks)):
+        for kind in EVENT_KINDS:
+            path = os.path.join(ev, f"{int(job_id)}.{t}.{kind}.json")
             try:
-                path = os.path.join(d, sub, n)
                 if before is None or os.lstat(path).st_mtime < before:
                     os.unlink(path)
             except OSError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 from pathlib import Path
 
 import pytest
@@ -275,10 +276,27 @@ def test_an_older_jobs_events_with_the_same_id_are_forgotten(capsys, monkeypatch
 
     cfg = siteconf.get()
     assert state.record_event(cfg, 4242, None, "end", {"exit": 3, "state": "FAILED"})
-    os.utime(state.own_path(cfg, "events", "4242.x.end.json"), (1000, 1000))  # the older job's
+    old = time.time() - 60  # the older job's, a minute ago (recent: pruning would not take it)
+    os.utime(state.own_path(cfg, "events", "4242.x.end.json"), (old, old))
     _submit(monkeypatch, [])
     assert sbatch.main([]) == 0
     assert records.Reader(cfg).events(4242, None) == {}
+
+
+def test_an_older_arrays_task_events_are_forgotten_by_name(capsys, monkeypatch):
+    import os
+
+    cfg = siteconf.get()
+    for task in (5, 7):
+        assert state.record_event(cfg, 4242, task, "end", {"exit": 3, "state": "FAILED"})
+        os.utime(state.own_path(cfg, "events", f"4242.{task}.end.json"), (time.time() - 60,) * 2)
+    assert state.record_event(cfg, 4243, None, "end", {"exit": 1, "state": "FAILED"})
+    _submit(monkeypatch, ["--array=5"])
+    assert sbatch.main(["--array=5"]) == 0
+    # the new array's index 5 no longer meets the old job's end; index 7 (not the new job's) and
+    # other jobs' records are left to pruning
+    assert set(records.Reader(cfg).events(4242, None)) == {(7, "end")}
+    assert set(records.Reader(cfg).events(4243, None)) == {(None, "end")}
 
 
 def test_the_new_jobs_own_events_are_not_forgotten(capsys, monkeypatch):

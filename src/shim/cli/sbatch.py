@@ -268,7 +268,7 @@ def submit(sub: qsub.Submission, cfg) -> int:
         raise
     # the user's records of an older job that had this number (not the new job's, should it
     # have started already: those are written after "sub")
-    state.forget(cfg, job_id, before=sub.payload["sub"] - 1)
+    state.forget(cfg, job_id, before=sub.payload["sub"] - 1, tasks=sub.payload.get("array") or ())
     if not state.record_submit(cfg, job_id, public_record(sub.payload)):
         sub.after.append(f"{PROG}: warning: job {job_id} is queued, but its record could not be written under "
                          f"{cfg.cluster.state_dir}: squeue and sacct show it with Grid Engine's details only")
