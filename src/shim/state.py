@@ -29,7 +29,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 import time
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Union
 
@@ -170,6 +169,8 @@ def read_json(path: str, uid: int | None = None) -> dict[str, Any] | None:
 def atomic_write(path: str, text: str, mode: int = 0o644) -> None:
     """Replace ``path`` with ``text`` atomically and safely in a shared directory: a fresh name
     made exclusively (``mkstemp``) beside it, ``fchmod``, then ``os.replace``. Raises OSError."""
+    import tempfile  # here, not at the top: it pulls in shutil (~3 ms), and most commands never write
+
     d, base = os.path.split(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=d or ".")
     try:
