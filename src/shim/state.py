@@ -206,6 +206,16 @@ def write_own(cfg: Where, sub: str, name: str, data: dict[str, Any]) -> bool:
     return path is not None and write_json(path, data, 0o600 if sub in PRIVATE else 0o644)
 
 
+def remove_own(cfg: Where, sub: str, name: str) -> None:
+    """Remove ``<sub>/<name>`` from the calling user's own directory, if it is there."""
+    path = own_path(cfg, sub, name)
+    if path is not None:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
 def read_from(cfg: Where, owner: Owner, sub: str, name: str) -> dict[str, Any] | None:
     """``<sub>/<name>`` from the owner's directory (not root's: for per-user files such as steps)."""
     uid = uid_of(owner)

@@ -1068,12 +1068,7 @@ def boot_argv(state_dir: str, payload: Mapping[str, Any], entry: str = "remote_m
 def drop_payload(state_dir: str, name: str) -> None:
     """Remove a launch file the far side did not take (it never started)."""
     if PAYLOAD_NAME.fullmatch(name):
-        path = state.own_path(state_dir, "srun", name)
-        if path is not None:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+        state.remove_own(state_dir, "srun", name)
 
 
 def quoted(words: Sequence[str]) -> list[str]:
@@ -1507,12 +1502,7 @@ def _remote_statuses(state_dir: str, name: str) -> list[tuple[int, int]] | None:
     """A remote launcher's (exit code, signal) per task, from the user's own ``steps/``; the file
     is removed. None when there is none (the launcher never ran) or it is not well formed."""
     got = state.read_from(state_dir, None, "steps", name)
-    path = state.own_path(state_dir, "steps", name)
-    if path is not None:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+    state.remove_own(state_dir, "steps", name)
     if got is None or not isinstance(got.get("statuses"), dict):
         return None
     out = []
