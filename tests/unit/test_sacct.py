@@ -497,9 +497,7 @@ def test_dates_are_formatted_once_per_time_zone(monkeypatch):
 
 
 def test_planted_records_do_not_change_or_break_sacct(reference_jobs, site, capsys, monkeypatch):
-    import signal
-
-    from test_squeue import ATTACKER, plant, plant_everything
+    from test_squeue import ATTACKER, no_hang, plant, plant_everything
 
     argvs = [["-j", IDS, "-n", "-P", "-o", "JobID,State,ExitCode,User,NCPUS"], ["-a", "-n", "-P", "-o",
              "JobID,JobName,State,User", "-S", "2026-11-30"], ["-j", "888888", "-n", "-P"]]
@@ -510,12 +508,8 @@ def test_planted_records_do_not_change_or_break_sacct(reference_jobs, site, caps
     plant(state_dir, "events", "142.x.end.json", json.dumps({"t": end142, "exit": 0, "state": "COMPLETED"}),
           mtime=end142)
     plant(state_dir, "jobs", "139.json", json.dumps({"array": [3, 2, 1], "name": "evil", "user": "root"}))
-    signal.signal(signal.SIGALRM, lambda *a: pytest.fail("sacct hung on a planted file"))
-    signal.alarm(20)
-    try:
+    with no_hang("sacct"):
         after = [run_sacct(a, capsys, monkeypatch=monkeypatch) for a in argvs]
-    finally:
-        signal.alarm(0)
     for (rc0, out0, err0), (rc1, out1, err1) in zip(before, after):
         mine = "".join(ln for ln in out1.splitlines(True) if f"|{ATTACKER}" not in ln)
         assert (rc1, mine, err1) == (rc0, out0, err0)

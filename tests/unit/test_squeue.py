@@ -4,6 +4,7 @@ the real Slurm 22.05 captures."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -494,6 +495,19 @@ def plant(state_dir, sub: str, name: str, content: bytes | str | None = None, *,
     return p
 
 
+@contextlib.contextmanager
+def no_hang(what: str, seconds: int = 20):
+    """Fail (never hang) when the body takes longer than ``seconds``: a planted FIFO must not block."""
+    import signal
+
+    signal.signal(signal.SIGALRM, lambda *a: pytest.fail(f"{what} hung on a planted file"))
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+
+
 def plant_everything(state_dir, now: float, victim_job: int, *, victim: str = "root"):
     """Every variant of F-3 and F-6 a user can make in her own directory (and in users/)."""
     far = now + 86400 * 365
@@ -551,12 +565,8 @@ def test_another_users_records_change_nothing(capsys, site):
 
 
 def test_planted_files_never_crash_hang_or_persist(capsys, site):
-    import signal
-
     plant_everything(site, NOW, 105)
-    signal.signal(signal.SIGALRM, lambda *a: pytest.fail("a command hung on a planted file"))
-    signal.alarm(20)
-    try:
+    with no_hang("a command"):
         out = ok(capsys, MIXED, "-t", "all", "-h", "-o", "%i|%u|%T|%C|%j")
         rows = {ln.split("|")[0]: ln for ln in out.splitlines()}
         # her own job with nonsense values: listed as hers, with the nonsense left out
@@ -564,8 +574,6 @@ def test_planted_files_never_crash_hang_or_persist(capsys, site):
         assert "999991" not in rows  # a future mtime is not "recent"
         assert not {"999994", "999995", "999996", "999997", "999998", "888888"} & set(rows)
         assert ok(capsys, MIXED, "-j", "105", "-h", "-o", "%i %T") == "105 RUNNING\n"
-    finally:
-        signal.alarm(0)
 
 
 def test_an_admins_copy_counts_only_for_the_job_it_names(capsys, site):
