@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """slurm-shim benchmarks: each figure is a ratio against the raw Grid Engine command doing the same
-work, measured in the same run (interleaved), median of several runs. Prints one Markdown table
-(plus the start-up and submit-agent tables) and writes the raw numbers as JSON.
+work, measured in the same run (interleaved), median of several runs. Prints Markdown tables and
+writes the raw numbers as JSON.
 
-    sudo /opt/slurm-shim/bin/python bench/run.py            # everything (~16 min on 2 cores)
-    sudo /opt/slurm-shim/bin/python bench/run.py --quick    # fewer/shorter runs (~4 min)
-    sudo /opt/slurm-shim/bin/python bench/run.py --only submit,startup
+    sudo /opt/slurm-shim/bin/python bench/run.py            # issue 19's table (~3 min on 2 cores)
+    sudo /opt/slurm-shim/bin/python bench/run.py --only all # every section (~20 min)
+    sudo /opt/slurm-shim/bin/python bench/run.py --only submit,startup --quick
+    /opt/slurm-shim/bin/python bench/run.py --profile "squeue -u alice"   # where one call's time goes
 
 Needs root and the live single-host cluster (``slurm-shim cluster up``). Submissions run as a
 dedicated user (``shimbench``, created if missing) whose ``~/.sge_request`` holds ``-h``, so every
@@ -13,13 +14,25 @@ benchmark job is held (never runs) and the clean-up is ``qdel -u shimbench``: ot
 never touched. The sbatch state records of that user are removed at the end too.
 
 Rows:
+  table     issue 19's table: each command (sbatch -H job.sh by agent and by qsub, squeue, squeue -u U,
+            squeue -j N, scancel N, sacct -j N, scontrol show job N), median of 15 whole-process
+            timings, against the raw Grid Engine binary answering the same question
+            (gridengine.bin_dir of the site config, SGE_ROOT/SGE_CELL as it says) and Debian's
+            /usr/bin wrapper of it, on a queue of 100 held jobs; each goal marked met or not
   submit    sbatch job.sh vs qsub job.sh (qsub path and submit-agent path), single-call latency
   rate      N sequential sbatch vs N sequential qsub
+  rate_raw  N sequential sbatch (agent) vs N sequential raw qsub (bin_dir): issue 19's rate goal
   burst     100 concurrent sbatch through the agent, serial vs threaded agent
+  swarm     256 concurrent sbatch (agent) vs 256 concurrent raw qsub, all queued: issue 19's swarm goal
   squeue    squeue over Q queued jobs vs qstat -u '*' -xml; peak RSS
   sacct     sacct over R accounting records vs qacct (bench/gen_accounting.py)
   agent     the agent's own costs: cold start, runJob, token lookup, the no-double margin
   startup   python -X importtime of every command: the top imports and who pulls them in
+
+--profile CMD (no root, no set-up: the command runs as you, against the live cluster and the site
+config) times CMD (median of 5 whole processes) and prints where its start-up goes: a summary of
+``python -X importtime`` (total, shim's share, the costliest modules and who imports them) and the
+top of a cProfile run, by cumulative and by own time.
 """
 
 from __future__ import annotations
@@ -39,11 +52,29 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(os.environ.get("SLURM_SHIM_BIN") or ("/opt/slurm-shim/bin" if Path("/opt/slurm-shim/bin/sbatch").exists()
                                                  else REPO / "bin"))
-PY = str(BIN / "python") if (BIN / "python").exists() else sys.executable
+# SLURM_SHIM_BIN=<dir of wrapper scripts of a frozen copy of src/> with SLURM_SHIM_BENCH_PYTHON=<the
+# interpreter they run>: a tree others edit meanwhile makes the warm service refuse (its code stamp
+# changes) and its calls run in-process; a frozen copy keeps it serving (RESULTS.md, S5's run).
+PY = os.environ.get("SLURM_SHIM_BENCH_PYTHON") or (str(BIN / "python") if (BIN / "python").exists() else sys.executable)
+CLIENT_PYTHON = os.environ.get("SLURM_SHIM_BENCH_PYTHON") or str(BIN / "python3")  # the client's SHIM_PYTHON
 USER = os.environ.get("SLURM_SHIM_BENCH_USER", "shimbench")
 BASE = Path("/tmp/slurm-shim-bench")
 SITE = Path("/etc/slurm-shim/config.toml")
 SGE = {"SGE_ROOT": os.environ.get("SGE_ROOT", "/var/lib/gridengine"), "SGE_CELL": os.environ.get("SGE_CELL", "default")}
+DEBIAN_BIN = Path("/usr/bin")  # Debian's wrappers: they probe the architecture, then exec bin_dir's binary
+
+
+def site_gridengine() -> dict:
+    """sge_root, sge_cell and bin_dir as the site config gives them (the raw binaries' set-up)."""
+    import tomllib
+
+    ge = {}
+    try:
+        ge = tomllib.loads(SITE.read_text()).get("gridengine", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        pass
+    return {"SGE_ROOT": ge.get("sge_root", SGE["SGE_ROOT"]), "SGE_CELL": ge.get("sge_cell", SGE["SGE_CELL"]),
+            "bin_dir": ge.get("bin_dir", "/usr/lib/gridengine")}
 JOB = "#!/bin/bash\n#SBATCH --job-name=benchjob\ntrue\n"
 COMMANDS = ["sbatch", "squeue", "scancel", "scontrol", "sacct", "sinfo", "srun", "salloc", "slurm-shim"]
 COMMAND_MODULES = {c: f"shim.cli.{c}" for c in COMMANDS} | {"slurm-shim": "shim.cli.admin"}
@@ -113,9 +144,10 @@ def w_latency(args) -> dict:
     """Interleaved single calls: {name: [seconds...]}, plus failures."""
     out: dict[str, list[float]] = {name: [] for name, _ in args["cmds"]}
     errors = []
-    for _ in range(args["runs"]):
+    for i in range(args["runs"]):
         for name, spec in args["cmds"]:
-            dt, text, rc, _ = timed(spec["argv"], worker_env(spec.get("env")), args["cwd"])
+            argv = spec["argvs"][i] if "argvs" in spec else spec["argv"]  # "argvs": one argv per run
+            dt, text, rc, _ = timed(argv, worker_env(spec.get("env")), args["cwd"])
             if rc != 0:
                 errors.append(f"{name}: rc={rc}: {text.strip()[:300]}")
             out[name].append(dt)
@@ -177,10 +209,20 @@ def w_stop_agent(args) -> dict:
     return {}
 
 
+def _agent_module():
+    """The submit agent's module (shim.backends.gridengine.agent; shim.agent before the backends move)."""
+    sys.path.insert(0, str(REPO / "src"))
+    try:
+        from shim.backends.gridengine import agent
+    except ImportError:
+        from shim import agent
+    return agent
+
+
 def w_fill(args) -> dict:
     """Submit args["n"] held jobs through one DRMAA session (this user's ~/.sge_request holds -h)."""
     sys.path.insert(0, str(REPO / "src"))
-    from shim import agent
+    agent = _agent_module()
 
     os.environ.setdefault("DRMAA_LIBRARY_PATH", agent.find_library())
     import drmaa
@@ -203,7 +245,9 @@ def w_fill(args) -> dict:
 def w_lookup(args) -> dict:
     """The cost of the no-double lookup (agent.find_token) with the queue as it is."""
     sys.path.insert(0, str(REPO / "src"))
-    from shim import agent, siteconf
+    from shim import siteconf
+
+    agent = _agent_module()
     from shim.backends.gridengine import GridEngineBackend
 
     b = GridEngineBackend(siteconf.get())
@@ -223,7 +267,7 @@ def w_lookup(args) -> dict:
 def w_token_job(args) -> dict:
     """Submit one held job through the agent path directly and return (id, token) for the lookup."""
     sys.path.insert(0, str(REPO / "src"))
-    from shim import agent
+    agent = _agent_module()
 
     os.environ.setdefault("DRMAA_LIBRARY_PATH", agent.find_library())
     import drmaa
@@ -241,7 +285,50 @@ def w_token_job(args) -> dict:
     return {"job": int(job), "token": token}
 
 
-WORKERS = {"latency": w_latency, "rate": w_rate, "burst": w_burst, "agent": w_agent, "stop_agent": w_stop_agent,
+def w_held(args) -> dict:
+    """Submit args["n"] held jobs with the raw qsub (each a job for one scancel/qdel to remove)."""
+    env = worker_env()
+    ids = []
+    for _ in range(args["n"]):
+        cp = sh([args["qsub"], "-h", "-terse", "-b", "y", "-o", "/dev/null", "-j", "y", "-N", "tocancel",
+                 "/bin/true"], env=env, cwd="/tmp")
+        if cp.returncode != 0 or not cp.stdout.strip().isdigit():
+            raise RuntimeError(f"qsub failed: {cp.stderr.strip()[:300]}")
+        ids.append(cp.stdout.strip())
+    return {"ids": ids}
+
+
+def w_finished(args) -> dict:
+    """One sbatch job that runs (released from the user's default hold) so that sacct has a whole
+    record of it: returns its id; the caller waits for its accounting."""
+    env = worker_env(args.get("env"))
+    cp = sh([str(BIN / "sbatch"), "--parsable", "-J", "benchdone", "-o", "/dev/null", "--wrap=true"], env=env,
+            cwd=args["cwd"])
+    job = cp.stdout.strip().split(";")[0]
+    if cp.returncode != 0 or not job.isdigit():
+        raise RuntimeError(f"sbatch failed: {(cp.stderr or cp.stdout).strip()[:300]}")
+    rel = sh([args["qrls"], job], env=env)
+    if rel.returncode != 0:
+        raise RuntimeError(f"qrls {job} failed: {rel.stderr.strip()[:300]}")
+    return {"job": job}
+
+
+def w_service(args) -> dict:
+    """The warm service of the bench user: {"pid", "served"} (info), or stop it."""
+    sys.path.insert(0, str(REPO / "src"))
+    from shim import service
+
+    d = str(BASE / "agent")
+    if args.get("op") == "stop":
+        pid = service.pid_of(d)
+        if pid:
+            os.kill(pid, 15)
+        return {"stopped": pid}
+    got = service.info(d)
+    return {"pid": got[0], "served": got[1]} if got else {}
+
+
+WORKERS = {"service": w_service, "held": w_held, "finished": w_finished, "latency": w_latency, "rate": w_rate, "burst": w_burst, "agent": w_agent, "stop_agent": w_stop_agent,
            "fill": w_fill, "lookup": w_lookup, "token_job": w_token_job}
 
 
@@ -261,6 +348,7 @@ class Bench:
     def worker(self, task: str, args: dict, timeout: float = 3600) -> dict:
         env = {**SGE, "PATH": f"{BIN}:/usr/bin:/bin", "HOME": self.pw.pw_dir, "LANG": "C.UTF-8",
                "GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=4096"}
+        env.update({k: os.environ[k] for k in ("SLURM_SHIM_BIN", "SLURM_SHIM_BENCH_PYTHON") if k in os.environ})
         argv = ["runuser", "-u", USER, "--", "env", "-i", *[f"{k}={v}" for k, v in env.items()],
                 PY, str(Path(__file__).resolve()), "--worker", task]
         cp = sh(argv, input=json.dumps(args), timeout=timeout, cwd=str(BASE))
@@ -294,7 +382,25 @@ class Bench:
             p = BASE / f"config-{method}.toml"
             p.write_text(f"{text}\n[submit]\nmethod = \"{method}\"\n")
             p.chmod(0o644)
+        self.build_client()
         self.cleanup()
+
+    def build_client(self) -> None:
+        """The thin C client (src/shim/client/client.c) for the warm columns, in BASE/cbin; its
+        fallback is the Python console scripts (BIN, or libexec/ where BIN holds installed clients)."""
+        self.cbin = BASE / "cbin"
+        self.cbin.mkdir(exist_ok=True)
+        fb = BIN
+        if (BIN / "squeue").read_bytes()[:4] == b"\x7fELF":
+            fb = BIN.parent / "libexec" / "slurm-shim"
+        src = REPO / "src" / "shim" / "client" / "client.c"
+        out = self.cbin / "squeue"
+        defs = [f'-DSHIM_FALLBACK="{fb}"', f'-DSHIM_PYTHON="{CLIENT_PYTHON}"', "-o", str(out), str(src)]
+        if sh(["cc", "-O2", "-static", *defs]).returncode != 0:  # as scripts/setup builds it
+            sh(["cc", "-O2", *defs], check=True)
+        for c in ("sbatch", "scancel", "scontrol", "sacct"):
+            sh(["cp", str(out), str(self.cbin / c)], check=True)
+        self.cbin.chmod(0o755)
 
     def cleanup(self) -> None:
         sh(["qdel", "-u", USER], timeout=300)
@@ -310,6 +416,10 @@ class Bench:
     def final_cleanup(self) -> None:
         if self.pw is None:
             return
+        try:
+            self.worker("service", {"op": "stop"}, timeout=60)
+        except Exception:
+            pass
         try:
             self.worker("stop_agent", {"env": self.env("agent")}, timeout=60)
         except Exception:
@@ -336,6 +446,160 @@ class Bench:
     def row(self, what, shim, raw, ratio, goal) -> None:
         self.rows.append((what, shim, raw, ratio, goal))
         print(f"  {what}: {shim} vs {raw} -> {ratio} ({goal})", file=sys.stderr, flush=True)
+
+    # -- issue 19's table
+    def table(self) -> None:
+        """Each command against the raw binary answering the same question and Debian's wrapper of it,
+        interleaved round by round (shim, raw, wrapper), median of 15, on a queue of 100 held jobs."""
+        ge = site_gridengine()
+        raw, deb = Path(ge["bin_dir"]), DEBIAN_BIN
+        runs = self.o.runs_latency
+        cwd = str(BASE / "work")
+        t_start = time.perf_counter()
+        self.raw["table_load_before"] = os.getloadavg()
+        fin = self.worker("finished", {"env": self.env("qsub"), "cwd": cwd, "qrls": str(raw / "qrls")})["job"]
+        self.worker("fill", {"n": self.o.table_queue}, timeout=600)
+        # The timed commands hold their jobs themselves (qsub -h, sbatch -H). Grid Engine 8.1.9 cancels
+        # a -h given both in ~/.sge_request and on the command line (the job runs), so the user's
+        # default hold is off while they run, and back on afterwards.
+        sge_request = Path(self.pw.pw_dir) / ".sge_request"
+        sge_request.write_text("")
+        try:
+            self._table(ge, raw, deb, runs, cwd, t_start, fin)
+        finally:
+            sge_request.write_text("-h\n")
+        self.cleanup()
+
+    def _table(self, ge, raw, deb, runs, cwd, t_start, fin) -> None:
+        held = self.worker("held", {"n": 5 * runs + 1, "qsub": str(raw / "qsub")})["ids"]
+        job, cancel = held[0], held[1:]
+        accounted = self.wait_accounted(fin, raw)
+        queue_before = self.queue_size()
+        q = {"squeue": ([str(BIN / "squeue")], ["qstat", "-u", "*", "-xml"]),
+             "squeue_u": ([str(BIN / "squeue"), "-u", USER], ["qstat", "-u", USER, "-xml"]),
+             "squeue_j": ([str(BIN / "squeue"), "-j", job], ["qstat", "-j", job]),
+             "sacct_j": ([str(BIN / "sacct"), "-j", fin], ["qacct", "-j", fin]),
+             "scontrol_job": ([str(BIN / "scontrol"), "show", "job", job], ["qstat", "-j", job])}
+        off = {"SLURM_SHIM_SERVICE": "off"}  # the shim column: in-process, whatever BIN holds
+
+        def warm(name: str, argv: list[str], method: str = "agent") -> list:
+            """The warm service's two clients: Python (shim.service.client) and C (BASE/cbin)."""
+            cmd, rest = Path(argv[0]).name, argv[1:]
+            py = [PY, "-I", "-c", f"from shim.service import client; client({cmd!r})", *rest]
+            return [[f"{name}.py", {"argv": py, "env": self.env(method)}],
+                    [f"{name}.c", {"argv": [str(self.cbin / cmd), *rest], "env": self.env(method)}]]
+
+        cmds = []
+        for name, (shim, ge_argv) in q.items():
+            cmds += [[name, {"argv": shim, "env": self.env("agent", **off)}], *warm(name, shim),
+                     [f"{name}.raw", {"argv": [str(raw / ge_argv[0]), *ge_argv[1:]]}],
+                     [f"{name}.deb", {"argv": [str(deb / ge_argv[0]), *ge_argv[1:]]}]]
+        py_cancel = [PY, "-I", "-c", "from shim.service import client; client('scancel')"]
+        cmds += [["scancel", {"argvs": [[str(BIN / "scancel"), j] for j in cancel[0::5]], "env": self.env("agent", **off)}],
+                 ["scancel.py", {"argvs": [[*py_cancel, j] for j in cancel[3::5]], "env": self.env("agent")}],
+                 ["scancel.c", {"argvs": [[str(self.cbin / "scancel"), j] for j in cancel[4::5]], "env": self.env("agent")}],
+                 ["scancel.raw", {"argvs": [[str(raw / "qdel"), j] for j in cancel[1::5]]}],
+                 ["scancel.deb", {"argvs": [[str(deb / "qdel"), j] for j in cancel[2::5]]}]]
+        warmup = [[n, spec] for n, spec in cmds if "argv" in spec]
+        self.worker("latency", {"runs": 2, "cwd": cwd, "cmds": warmup})
+        served0 = self.worker("service", {})
+        r1 = self.worker("latency", {"runs": runs, "cwd": cwd, "cmds": cmds})
+        served1 = self.worker("service", {})
+        queue_mid = self.queue_size()
+        sbatch = [str(BIN / "sbatch"), "-H", "job.sh"]
+        sub = [["sbatch_agent", {"argv": sbatch, "env": self.env("agent", **off)}], *warm("sbatch_agent", sbatch),
+               ["sbatch_agent.raw", {"argv": [str(raw / "qsub"), "-h", "-terse", "job.sh"]}],
+               ["sbatch_agent.deb", {"argv": [str(deb / "qsub"), "-h", "-terse", "job.sh"]}],
+               ["sbatch_qsub", {"argv": sbatch, "env": self.env("qsub", **off)}], *warm("sbatch_qsub", sbatch, "qsub")]
+        self.worker("latency", {"runs": 2, "cwd": cwd, "cmds": sub})
+        self.wait_agent()
+        served2 = self.worker("service", {})
+        r2 = self.worker("latency", {"runs": runs, "cwd": cwd, "cmds": sub})
+        served3 = self.worker("service", {})
+        queue_after = self.queue_size()
+        times = {**r1["times"], **r2["times"]}
+        n_warm = sum(1 for n, _ in cmds if n.endswith((".py", ".c"))) * runs + sum(
+            1 for n, _ in sub if n.endswith((".py", ".c"))) * runs
+        # a service that found its code changed (an edit of the tree during the run) refuses, and its
+        # clients run in-process: the count says how many timed warm calls the service really ran
+        self.raw["warm_served"] = {"expected": n_warm, "served": sum(
+            b["served"] - a["served"] if a.get("pid") == b.get("pid") else b.get("served", 0)  # (restarted: at least)
+            for a, b in ((served0, served1), (served2, served3)))}
+        for k in ("raw", "deb"):
+            times[f"sbatch_qsub.{k}"] = times[f"sbatch_agent.{k}"]
+        calls = self.ge_calls({"sbatch_agent": sub[0][1], "sbatch_qsub": sub[3][1], **dict(cmds)}, cwd)
+        rows = [
+            ("sbatch_agent", "`sbatch -H job.sh` (agent) vs `qsub -h -terse job.sh`", 2.0),
+            ("sbatch_qsub", "`sbatch -H job.sh` (method = qsub) vs `qsub -h -terse job.sh`", 3.0),
+            ("squeue", "`squeue` vs `qstat -u '*' -xml`", 2.0),
+            ("squeue_u", f"`squeue -u {USER}` vs `qstat -u {USER} -xml`", 2.0),
+            ("squeue_j", "`squeue -j N` vs `qstat -j N`", 2.0),
+            ("scancel", "`scancel N` vs `qdel N`", 2.0),
+            ("sacct_j", "`sacct -j N` vs `qacct -j N`", 2.0),
+            ("scontrol_job", "`scontrol show job N` vs `qstat -j N`", 2.0),
+        ]
+        self.table_rows = []
+        errors = r1["errors"] + r2["errors"]
+        for key, label, goal in rows:
+            s_, p_, c_, r_, d_ = (median(times[k]) for k in (key, f"{key}.py", f"{key}.c", f"{key}.raw", f"{key}.deb"))
+            ratio, ratio_c = s_ / r_, c_ / r_
+            met = "in-process " + ("met" if ratio <= goal else "**not met**")
+            met += ", warm C client " + ("met" if ratio_c <= goal else "**not met**")
+            keys = (key, f"{key}.py", f"{key}.c", f"{key}.raw", f"{key}.deb")
+            failed = sum(e.split(":")[0] in keys for e in errors)
+            if failed:
+                met += f"; **{failed} of its timed calls failed** (see the JSON)"
+            self.table_rows.append((label, f"{s_*1000:.0f} ms", f"{p_*1000:.0f} ms", f"{c_*1000:.1f} ms",
+                                    f"{r_*1000:.1f} ms", f"{d_*1000:.0f} ms", f"{ratio:.1f}×", f"{p_ / r_:.1f}×",
+                                    f"{ratio_c:.2f}×", f"≤ {goal:.1f}× — {met}", calls.get(key, "")))
+            print(f"  {label}: {s_*1000:.0f} ms, warm {p_*1000:.0f} ms (Python client) {c_*1000:.1f} ms (C client) "
+                  f"vs {r_*1000:.1f} ms (wrapper {d_*1000:.0f} ms) -> {ratio:.1f}×, warm C {ratio_c:.2f}×",
+                  file=sys.stderr, flush=True)
+        self.raw["table"] = {"times": times, "errors": errors, "queue": {
+            "before": queue_before, "after_queries": queue_mid, "after_submits": queue_after},
+            "job": job, "finished_job": fin, "accounted_after_s": accounted, "ge": ge, "ge_calls": calls,
+            "seconds": time.perf_counter() - t_start, "load_before": self.raw["table_load_before"],
+            "load_after": os.getloadavg(), "cpus": os.cpu_count()}
+
+    def queue_size(self) -> int:
+        """Jobs in the whole queue now (every user's: the other users' jobs are part of the load)."""
+        return max(0, len(sh(["qstat", "-u", "*"]).stdout.splitlines()) - 2)
+
+    def wait_accounted(self, job: str, raw: Path, timeout: float = 300) -> float:
+        """Wait (bounded) until qacct knows the job sacct is asked about; seconds waited."""
+        t0 = time.monotonic()
+        env = dict(os.environ, **SGE)
+        while time.monotonic() - t0 < timeout:
+            if sh([str(raw / "qacct"), "-j", job], env=env).returncode == 0:
+                return time.monotonic() - t0
+            time.sleep(0.5)
+        raise RuntimeError(f"job {job} was not accounted within {timeout:.0f} s (is the debug queue busy?)")
+
+    def ge_calls(self, specs: dict, cwd: str) -> dict:
+        """The Grid Engine programs each shim command starts (strace of one more call, as the bench user)."""
+        if not Path("/usr/bin/strace").exists():
+            return {}
+        out = {}
+        for key, spec in specs.items():
+            if "." in key:
+                continue
+            argv = spec["argvs"][-1] if "argvs" in spec else spec["argv"]
+            if key == "scancel":  # a job of its own: the measured ones are gone
+                qsub = str(Path(site_gridengine()["bin_dir"]) / "qsub")
+                argv = [argv[0], self.worker("held", {"n": 1, "qsub": qsub})["ids"][0]]
+            trace = BASE / "trace.txt"
+            env = {**SGE, **worker_env(spec.get("env"))} | {"HOME": self.pw.pw_dir, "USER": USER, "LOGNAME": USER}
+            sh(["strace", "-f", "-qq", "-e", "trace=execve", "-o", str(trace), "runuser", "-u", USER, "--",
+                "env", "-i", *[f"{k}={v}" for k, v in env.items()], *argv], cwd=cwd)
+            progs = []
+            for line in trace.read_text().splitlines():
+                m = re.search(r'execve\("([^"]+)", \[(.*?)\]', line)
+                if m and "= 0" in line.rsplit(")", 1)[-1] and Path(m.group(1)).name.startswith("q"):
+                    words = re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(2))
+                    progs.append(" ".join([Path(words[0]).name, *words[1:]]))
+            _unlink_quiet(trace)
+            out[key] = "; ".join(f"`{p}`" for p in progs) or "none"
+        return out
 
     # -- rows
     def submit(self) -> None:
@@ -429,6 +693,79 @@ class Bench:
                      f"{q['seconds']:.2f} s", f"{wall / q['seconds']:.2f}×",
                      f"{median([r['served'] for r in rs]):.0f}/100 via agent; ids distinct: {ok}")
 
+    def swarm(self) -> None:
+        """Issue 19's agent swarm: ``--swarm`` (256) concurrent ``sbatch job.sh`` processes through the
+        (threaded) agent against as many concurrent raw ``qsub job.sh`` (the site's bin_dir), the
+        same way, in the same run: wall time from the first fork to the last exit, and every job
+        in the queue (distinct ids, counted in qstat) before the clean-up."""
+        ge = site_gridengine()
+        raw = Path(ge["bin_dir"])
+        n, runs, cwd = self.o.swarm, self.o.runs_burst, str(BASE / "work")
+        env = self.env("agent")
+        self.worker("stop_agent", {"env": env})
+        self.worker("latency", {"runs": 1, "cwd": cwd, "cmds": [["w", {"argv": [str(BIN / "sbatch"), "job.sh"],
+                                                                     "env": env}]]})
+        self.wait_agent()
+        self.cleanup()
+        self.warm_service(env, cwd)
+        out: dict[str, list[dict]] = {"sbatch": [], "sbatch_warm": [], "qsub": []}
+        sides = {"sbatch": {"argv": [str(BIN / "sbatch"), "job.sh"], "env": {**env, "SLURM_SHIM_SERVICE": "off"}},
+                 "sbatch_warm": {"argv": [str(self.cbin / "sbatch"), "job.sh"], "env": env},
+                 "qsub": {"argv": [str(raw / "qsub"), "job.sh"]}}
+        for i in range(runs):
+            for name, spec in sides.items():
+                r = self.worker("burst", {"n": n, "cwd": cwd, **spec})
+                r["queued"] = max(0, len(sh(["qstat", "-u", USER]).stdout.splitlines()) - 2)
+                out[name].append(r)
+                print(f"  swarm run {i + 1}/{runs} {name}: {r['seconds']:.2f} s, {r['distinct']}/{n} distinct, "
+                      f"{r['queued']} queued, {r['failed']} failed", file=sys.stderr, flush=True)
+                self.cleanup()
+        self.raw["swarm"] = out
+        q = median([r["seconds"] for r in out["qsub"]])
+        for key, how in (("sbatch", "in-process"), ("sbatch_warm", "warm service, C client")):
+            s = median([r["seconds"] for r in out[key]])
+            ok = all(r["distinct"] == n and r["failed"] == 0 and r["queued"] >= n for r in out[key])
+            self.row(f"{n} concurrent `sbatch job.sh` (agent; {how}) vs {n} concurrent `qsub job.sh` (raw binary)",
+                     f"{s:.2f} s", f"{q:.2f} s", f"{s / q:.2f}×",
+                     f"goal ≤ 2.6 s — **{'met' if s <= 2.6 and ok else 'not met'}**; all {n} queued, ids distinct: {ok}")
+
+    def warm_service(self, env: dict, cwd: str) -> None:
+        """Start the bench user's warm service (its first call runs in-process) and wait for it."""
+        self.worker("latency", {"runs": 1, "cwd": cwd, "cmds": [["w", {"argv": [str(self.cbin / "squeue"), "--version"],
+                                                                     "env": env}]]})
+        deadline = time.monotonic() + 60
+        while not self.worker("service", {}) and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+    def rate_raw(self) -> None:
+        """Issue 19's rate goal: ``--n`` sequential ``sbatch job.sh`` (agent) against as many sequential
+        raw ``qsub job.sh`` (the site's bin_dir), interleaved run by run."""
+        ge = site_gridengine()
+        raw = Path(ge["bin_dir"])
+        n, runs, cwd = self.o.n, self.o.runs_rate, str(BASE / "work")
+        sides = {"qsub": {"argv": [str(raw / "qsub"), "job.sh"]},
+                 "sbatch_agent": {"argv": [str(BIN / "sbatch"), "job.sh"], "env": self.env("agent", SLURM_SHIM_SERVICE="off")},
+                 "sbatch_warm": {"argv": [str(self.cbin / "sbatch"), "job.sh"], "env": self.env("agent")}}
+        self.warm_service(self.env("agent"), cwd)
+        res: dict[str, list[float]] = {k: [] for k in sides}
+        self.worker("latency", {"runs": 1, "cwd": cwd, "cmds": [["w", sides["sbatch_agent"]]]})
+        self.wait_agent()
+        self.cleanup()
+        for i in range(runs):
+            for name, spec in sides.items():
+                r = self.worker("rate", {"n": n, "cwd": cwd, **spec})
+                res[name].append(n / r["seconds"])
+                print(f"  rate_raw run {i + 1}/{runs} {name}: {n / r['seconds']:.1f}/s ({r['failed']} failed)",
+                      file=sys.stderr, flush=True)
+                self.cleanup()
+        self.raw["rate_raw"] = res
+        q = median(res["qsub"])
+        for key, how in (("sbatch_agent", "in-process"), ("sbatch_warm", "warm service, C client")):
+            sb = median(res[key])
+            self.row(f"{n} sequential `sbatch job.sh` (agent; {how}) vs {n} sequential `qsub job.sh` (raw binary)",
+                     f"{sb:.1f} jobs/s", f"{q:.1f} jobs/s", f"{sb / q:.2f}× the rate",
+                     f"goal ≥ 1.0× — **{'met' if sb >= q else 'not met'}**")
+
     def squeue(self) -> None:
         n = self.o.queued
         probe = sh([str(BIN / "squeue"), "--help"])
@@ -463,7 +800,7 @@ class Bench:
             self.row("  … the qstat squeue runs (`qstat -u '*' -r -xml`) alone", "—", f"{median(qr)*1000:.0f} ms",
                      f"{median(qr)/q:.2f}× of the baseline", "part of the gap that is Grid Engine's")
             self.squeue_lookup()
-            if self.o.profile:
+            if self.o.cprofile:
                 self.raw["squeue_profile"] = self.profile([str(BIN / "squeue")], env)
         finally:
             t0 = time.perf_counter()
@@ -519,7 +856,7 @@ class Bench:
             self.raw["sacct"][label] = {"sacct": s_t, "qacct": q_t, "rss_kb": s_rss}
             self.row(f"`sacct` over {self.o.records} records: {label}", f"{s*1000:.0f} ms", f"{q*1000:.0f} ms",
                      f"{s/q:.2f}×", f"goal ≤ 1.5×; peak RSS {max(s_rss)/1024:.0f} MB")
-            if self.o.profile:
+            if self.o.cprofile:
                 self.raw.setdefault("sacct_profile", {})[label] = self.profile(s_argv, env)
 
     def profile(self, argv: list[str], env: dict) -> list[tuple[str, float, float]]:
@@ -626,13 +963,39 @@ class Bench:
 
     # -- report
     def save(self, path: str) -> None:
-        Path(path).write_text(json.dumps({"rows": self.rows, "agent_rows": self.agent_rows,
+        Path(path).write_text(json.dumps({"table_rows": getattr(self, "table_rows", []), "rows": self.rows,
+                                          "agent_rows": self.agent_rows,
                                           "startup_rows": getattr(self, "startup_rows", []), "raw": self.raw},
                                          indent=1))
 
     def report(self) -> str:
-        lines = ["| what | slurm-shim | Grid Engine | ratio | goal / note |", "|---|---|---|---|---|"]
-        lines += [f"| {' | '.join(r)} |" for r in self.rows]
+        lines = []
+        if getattr(self, "table_rows", None):
+            t = self.raw["table"]
+            qu = t["queue"]
+            lines += [f"Issue 19's table: median of {self.o.runs_latency} whole-process timings, interleaved (shim, raw, "
+                      f"wrapper); queue {qu['before']} jobs for the queries (held; every user's), "
+                      f"{qu['after_queries']}–{qu['after_submits']} for the submissions; raw binaries in "
+                      f"`{t['ge']['bin_dir']}` (SGE_ROOT={t['ge']['SGE_ROOT']}, SGE_CELL={t['ge']['SGE_CELL']}); "
+                      f"N = held job {t['job']}, sacct's N = finished job {t['finished_job']}; load average "
+                      f"{t['load_before'][0]:.1f} before, {t['load_after'][0]:.1f} after, on {t['cpus']} CPUs. "
+                      f"Warm columns: the per-user service (docs/service.md) through the Python client "
+                      f"(`python3 -I -c 'from shim.service import client; ...'`) and the C client "
+                      f"(src/shim/client/client.c, cc -O2); the service ran {self.raw['warm_served']['served']} "
+                      f"of the {self.raw['warm_served']['expected']} timed warm calls (the rest: refused, "
+                      f"in-process).", "",
+                      "| command | slurm-shim in-process | warm, Python client | warm, C client "
+                      "| raw Grid Engine binary | Debian `/usr/bin` wrapper | ratio in-process/raw | ratio warm Python/raw "
+                      "| ratio warm C/raw | goal | Grid Engine programs the shim starts |",
+                      "|---|---|---|---|---|---|---|---|---|---|---|"]
+            lines += [f"| {' | '.join(r)} |" for r in self.table_rows]
+            if t["errors"]:
+                lines += ["", f"{len(t['errors'])} timed calls failed; first: `{t['errors'][0][:200]}`"]
+            if self.rows:
+                lines.append("")
+        if self.rows:
+            lines += ["| what | slurm-shim | Grid Engine | ratio | goal / note |", "|---|---|---|---|---|"]
+            lines += [f"| {' | '.join(r)} |" for r in self.rows]
         if getattr(self, "agent_rows", None):
             lines += ["", "Submit agent internals:", "", "| what | value | note |", "|---|---|---|"]
             lines += [f"| {' | '.join(r)} |" for r in self.agent_rows]
@@ -698,32 +1061,101 @@ def top_imports(rows: list[dict], k: int, cmd_module: str) -> list[dict]:
     return out[:k]
 
 
+def profile_command(cmdline: str, top: int = 20) -> int:
+    """--profile CMD: wall time, a -X importtime summary and a cProfile top list of one command,
+    run as the caller (python -I, as the console scripts run)."""
+    import pstats
+    import shlex
+
+    words = shlex.split(cmdline)
+    if not words or words[0] not in COMMAND_MODULES:
+        sys.exit(f"bench/run.py: --profile takes a shim command line, e.g. \"squeue -j 5\" ({', '.join(COMMANDS)})")
+    cmd, args = words[0], words[1:]
+    code = (f"import sys; from shim.__main__ import dispatch; sys.argv = {[cmd, *args]!r}; "
+            f"sys.exit(dispatch({cmd!r}, sys.argv[1:]))")
+    base, walls = [], []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        sh([PY, "-I", "-c", "pass"])
+        base.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        cp = sh([PY, "-I", "-c", code])
+        walls.append(time.perf_counter() - t0)
+    print(f"# {cmdline}\n\nexit {cp.returncode}; wall {median(walls)*1000:.1f} ms (median of 5; python -I -c pass: "
+          f"{median(base)*1000:.1f} ms)\n")
+    cp = sh([PY, "-I", "-X", "importtime", "-c", code])
+    rows = parse_importtime(cp.stderr)
+    total = sum(r["self"] for r in rows) / 1000
+    shim = sum(r["self"] for r in rows if r["name"].startswith("shim")) / 1000
+    main_at = next((i for i, r in enumerate(rows) if r["name"] == "shim.__main__"), len(rows))
+    before = sum(r["self"] for r in rows[:main_at] if not r["name"].startswith("shim")) / 1000
+    print(f"## imports (python -X importtime)\n\n{len(rows)} modules, {total:.1f} ms of own time: {shim:.1f} ms in "
+          f"shim.*, {before:.1f} ms before shim.__main__ (the interpreter's start-up), "
+          f"{total - shim - before:.1f} ms of other modules the command pulls in.\n")
+    print("| module | cumulative | own | imported by |\n|---|---|---|---|")
+    for r in top_imports(rows, top, COMMAND_MODULES[cmd]):
+        own = next(x["self"] for x in rows if x["name"] == r["name"])
+        print(f"| `{r['name']}` | {r['cum']/1000:.2f} ms | {own/1000:.2f} ms | `{r['why']}` |")
+    shim_rows = sorted((r for r in rows if r["name"].startswith("shim")), key=lambda r: -r["self"])[:top // 2]
+    print("\nshim modules by own import time: " + ", ".join(f"`{r['name']}` {r['self']/1000:.2f} ms" for r in shim_rows))
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "profile.out"
+        script = Path(tmp) / "profile_main.py"
+        script.write_text(f"import sys\nfrom shim.__main__ import dispatch\nsys.argv = {[cmd, *args]!r}\n"
+                          f"sys.exit(dispatch({cmd!r}, sys.argv[1:]))\n")
+        sh([PY, "-I", "-m", "cProfile", "-o", str(out), str(script)])
+        if not out.exists():
+            print("\ncProfile wrote nothing")
+            return 1
+        st = pstats.Stats(str(out))
+    stats = [(f"{Path(fn).name}:{line}({name})" if line else name, nc, tt, ct)
+             for (fn, line, name), (_cc, nc, tt, ct, _) in st.stats.items()]
+    print(f"\n## cProfile ({st.total_tt*1000:.1f} ms profiled, with cProfile's own overhead)\n")
+    for title, key in (("cumulative", 3), ("own time", 2)):
+        print(f"top {top} by {title}:\n\n| function | calls | own | cumulative |\n|---|---|---|---|")
+        for fn, nc, tt, ct in sorted(stats, key=lambda r: -r[key])[:top]:
+            print(f"| `{fn}` | {nc} | {tt*1000:.2f} ms | {ct*1000:.2f} ms |")
+        print()
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--worker")
     ap.add_argument("--quick", action="store_true", help="fewer and shorter runs")
-    ap.add_argument("--only", default="submit,rate,burst,squeue,sacct,agent,startup")
+    ap.add_argument("--only", default="table", help="sections, comma separated, or all (default: table)")
+    ap.add_argument("--table-queue", type=int, default=100, help="held jobs in the queue for the table")
     ap.add_argument("--n", type=int, default=1000, help="sequential submissions per rate run")
+    ap.add_argument("--swarm", type=int, default=256, help="concurrent sbatch processes in the swarm section")
     ap.add_argument("--queued", type=int, default=10000, help="queued jobs for squeue")
     ap.add_argument("--records", type=int, default=100000, help="accounting records for sacct")
-    ap.add_argument("--profile", action="store_true", help="cProfile squeue and sacct (in the JSON)")
-    ap.add_argument("--json", default=str(REPO / "bench" / "results.json"))
+    ap.add_argument("--cprofile", action="store_true", help="cProfile the squeue and sacct sections (in the JSON)")
+    ap.add_argument("--profile", metavar="CMD", help='where one command\'s time goes, e.g. --profile "squeue -j 5"')
+    ap.add_argument("--json", help="raw numbers (default: bench/results-table.json for the table alone, "
+                    "else bench/results.json)")
     o = ap.parse_args()
     if o.worker:
         args = json.loads(sys.stdin.read() or "{}")
         print(json.dumps(WORKERS[o.worker](args)))
         return 0
+    if o.profile:
+        return profile_command(o.profile)
+    SGE.update({k: v for k, v in site_gridengine().items() if k.startswith("SGE_")})  # as the site says
     o.runs_latency, o.runs_rate, o.runs_burst, o.runs_squeue, o.runs_sacct = (15, 3, 3, 7, 7)
     if o.quick:
         o.n, o.queued, o.runs_latency, o.runs_rate, o.runs_burst, o.runs_squeue, o.runs_sacct = (
             100, 2000, 7, 1, 1, 3, 3)
     b = Bench(o)
     b.agent_rows = []
-    only = set(o.only.split(","))
+    sections = ("table", "submit", "rate", "rate_raw", "burst", "swarm", "squeue", "sacct", "agent", "startup")
+    only = set(sections) if o.only == "all" else set(o.only.split(","))
+    if only - set(sections):
+        ap.error(f"unknown sections: {', '.join(sorted(only - set(sections)))}")
+    o.json = o.json or str(REPO / "bench" / ("results-table.json" if only == {"table"} else "results.json"))
     started = time.time()
     try:
         b.setup()
-        for name in ("submit", "rate", "burst", "squeue", "sacct", "agent", "startup"):
+        for name in sections:
             if name in only:
                 print(f"[{time.time() - started:6.0f} s] {name}", file=sys.stderr, flush=True)
                 try:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -21,6 +23,40 @@ SGE_REF = FIXTURES / "gridengine" / "sge-8.1.9"
 
 sys.path.insert(0, str(REPO / "src"))
 
+# The cell the live tests run against: Debian's (default), or with SLURM_SHIM_CELL=ocs the Open
+# Cluster Scheduler cell of `slurm-shim cluster up --flavour ocs`, named by its site config.
+CELL = os.environ.get("SLURM_SHIM_CELL") or "debian"
+OCS_CONFIG = "/etc/slurm-shim/ocs.toml"
+# the selected cell's site config (what cluster up wrote) and the shim's state directory it names
+SITE_CONFIG = Path(OCS_CONFIG if CELL == "ocs" else "/etc/slurm-shim/config.toml")
+
+
+def _site_state_dir() -> Path:
+    import tomllib
+
+    try:
+        return Path(tomllib.loads(SITE_CONFIG.read_text())["cluster"]["state_dir"])
+    except (OSError, KeyError, ValueError):
+        return Path("/var/spool/slurm-shim")  # (no cell: the live_cluster fixture fails the tests)
+
+
+STATE_DIR = _site_state_dir()
+
+
+def cell_env() -> dict[str, str]:
+    """What points the shim and Grid Engine's commands at the selected cell ({} for Debian's)."""
+    if CELL != "ocs":
+        return {}
+    import tomllib
+
+    try:
+        ge = tomllib.loads(Path(OCS_CONFIG).read_text())["gridengine"]
+    except OSError:
+        return {"SLURM_SHIM_CONFIG": OCS_CONFIG}  # the live_cluster fixture fails the tests
+    return {"SLURM_SHIM_CONFIG": OCS_CONFIG, "SGE_ROOT": ge["sge_root"], "SGE_CELL": ge["sge_cell"],
+            "SGE_QMASTER_PORT": str(ge["qmaster_port"]), "SGE_EXECD_PORT": str(ge["execd_port"]),
+            "PATH": ge["bin_dir"]}
+
 
 def command_dir() -> Path:
     """The directory whose sbatch/squeue/... the integration tests run: $SLURM_SHIM_BIN, else the
@@ -34,7 +70,9 @@ def command_dir() -> Path:
 
 def shim_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    env["PATH"] = f"{command_dir()}:{env.get('PATH', '/usr/bin:/bin')}"
+    cell = cell_env()
+    env["PATH"] = ":".join(p for p in (str(command_dir()), cell.pop("PATH", ""), env.get("PATH", "/usr/bin:/bin")) if p)
+    env.update(cell)
     env.setdefault("SGE_ROOT", "/var/lib/gridengine")
     env.setdefault("SGE_CELL", "default")
     env.pop("SLURM_JOB_ID", None)
@@ -50,11 +88,35 @@ def run(*argv: str, user: str | None = None, input: str | bytes | None = None, c
     args = list(argv)
     if user:
         args = ["runuser", "-u", user, "--", "env", f"PATH={e['PATH']}", f"SGE_ROOT={e['SGE_ROOT']}",
-                f"SGE_CELL={e['SGE_CELL']}", *args]
+                f"SGE_CELL={e['SGE_CELL']}", *(f"{k}={e[k]}" for k in cell_env() if k != "PATH"), *args]
     data = input.encode() if isinstance(input, str) else input
     cp = subprocess.run(args, input=data, capture_output=True, cwd=cwd, env=e, timeout=timeout)
     return subprocess.CompletedProcess(args, cp.returncode, cp.stdout.decode("utf-8", "replace"),
                                        cp.stderr.decode("utf-8", "replace"))
+
+
+def job_array(job) -> tuple[tuple[int, int, int], int]:
+    """A job's array (first, last, step) and its task concurrency (0: no limit), read from
+    ``qstat -j N -xml`` (the text's names differ between Grid Engines: SGE 8.1.9's ``maximum
+    concurrency:`` is OCS 9's ``task_concurrency:``)."""
+    import xml.etree.ElementTree as ET
+
+    cp = run("qstat", "-j", str(job), "-xml")
+    assert cp.returncode == 0, cp.stderr
+    el = ET.fromstring(cp.stdout).find(".//djob_info/element")
+    assert el is not None, cp.stdout
+    rn = el.find("JB_ja_structure/task_id_range")
+    span = tuple(int(rn.findtext(k)) for k in ("RN_min", "RN_max", "RN_step"))
+    return span, int(el.findtext("JB_ja_task_concurrency") or 0)
+
+
+def as_foreground() -> None:
+    """A command started from a terminal, whatever started this test run: a run started in the
+    background by a shell without job control (... &, a CI runner) has SIGINT and SIGQUIT
+    ignored, one under nohup SIGHUP too, and every process it starts inherits that, the client
+    and its command included. (A preexec_fn for the tests that send these signals.)"""
+    for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
 
 
 def wait_until(predicate, timeout: float = 60, what: str = "condition"):
@@ -74,6 +136,9 @@ def wait_until(predicate, timeout: float = 60, what: str = "condition"):
 @pytest.fixture(scope="session")
 def live_cluster():
     """The live Grid Engine; a test that needs it fails (never skips) when it is not there."""
+    if CELL == "ocs" and not os.path.exists(OCS_CONFIG):
+        pytest.fail(f"SLURM_SHIM_CELL=ocs but there is no OCS cell ({OCS_CONFIG} is missing): "
+                    "run slurm-shim cluster up --flavour ocs first")
     if not shutil.which("qstat", path=shim_env()["PATH"]):
         pytest.fail("Grid Engine commands not found: run scripts/setup (slurm-shim cluster up) first")
     cp = run("qstat", "-u", "*")
@@ -91,24 +156,64 @@ def plain_user() -> str:
     return name
 
 
-def open_dir(tmp_path_factory, name: str, mode: int) -> Path:
-    """A fresh directory of ``mode`` that every user can reach (its parents made traversable)."""
-    d = Path(tmp_path_factory.mktemp(name, numbered=True))
-    d.chmod(mode)
-    for parent in d.parents:
-        if str(parent) in ("/", "/tmp"):
-            break
-        parent.chmod(parent.stat().st_mode | 0o755)
+_OPEN_DIRS: list[Path] = []
+
+
+def open_dir(name: str, mode: int) -> Path:
+    """A fresh directory of ``mode`` that every user can reach, for jobs of other users to write
+    in: outside pytest's temporary directories, because any concurrent pytest run on the machine
+    closes their top (/tmp/pytest-of-<user>) to others again and removes older runs' directories.
+    Removed when the run ends (a job left queued by a test may still start there until then)."""
+    d = Path(tempfile.mkdtemp(prefix=f"shim-{name}-", dir="/var/tmp"))
+    os.chmod(d, mode)
+    _OPEN_DIRS.append(d)
     return d
 
 
+def pytest_sessionfinish(session, exitstatus):
+    while _OPEN_DIRS:
+        shutil.rmtree(_OPEN_DIRS.pop(), ignore_errors=True)
+
+
 @pytest.fixture
-def workdir(tmp_path_factory):
+def workdir():
     """A submit directory every user can write (jobs of a plain user write their output there)."""
-    return open_dir(tmp_path_factory, "submit", 0o777)
+    return open_dir("submit", 0o777)
+
+
+# cluster up/down of Debian's cell (test_cluster_live), stopping "the" qmaster and execd through
+# cluster.py (test_reliability_live): on the OCS cell they would act on Debian's daemons
+DEBIAN_CELL_FILES = frozenset({"test_cluster_live.py", "test_reliability_live.py"})
+
+
+def _debian_only(item) -> bool:
+    """The files above (the two-host tests run on both cells: scripts/multihost gives each cell a
+    second host of its own)."""
+    return item.path.name in DEBIAN_CELL_FILES
+
+
+# Tests that do not pass on the OCS cell yet, each with what is known of why.
+OCS_KNOWN_GAPS = {
+    "test_agent_killed_at_the_worst_moment[before_submit]": "passes alone, times out inside the whole suite "
+    "on OCS (its qmaster keeps a killed DRMAA client's session for 600 s; not confirmed)",
+}
 
 
 def pytest_collection_modifyitems(config, items):
+    if CELL != "ocs":  # the OCS cell's own tests: only when it is selected (.ci/run's OCS phase)
+        other = [item for item in items if item.get_closest_marker("ocs")]
+        if other:
+            config.hook.pytest_deselected(items=other)
+            items[:] = [item for item in items if not item.get_closest_marker("ocs")]
+    else:  # tests that act on Debian's cell itself are the Debian suite's
+        debian = [item for item in items if _debian_only(item)]
+        if debian:
+            config.hook.pytest_deselected(items=debian)
+            items[:] = [item for item in items if not _debian_only(item)]
+        for item in items:  # known gaps on OCS: run, reported, not yet required (README, OCS section)
+            why = next((r for k, r in OCS_KNOWN_GAPS.items() if k in item.nodeid), None)
+            if why:
+                item.add_marker(pytest.mark.xfail(strict=False, reason=why))
     for item in items:
         if item.get_closest_marker("gridengine") or item.get_closest_marker("interactive"):
             item.fixturenames.insert(0, "live_cluster") if "live_cluster" not in item.fixturenames else None
@@ -129,6 +234,18 @@ def use_site_config(monkeypatch, tmp_path: Path) -> Path:
 
     assert state.make_layout(str(tmp_path / "state")) == []  # as cluster up does (the tests run as root)
     return tmp_path / "state"
+
+
+@pytest.fixture
+def unit_site(monkeypatch, tmp_path):
+    """The unit-test site config (use_site_config) for one test, and after it no site config or
+    backend left behind; yields the state directory."""
+    from shim import backends, siteconf
+
+    state_dir = use_site_config(monkeypatch, tmp_path)
+    yield state_dir
+    siteconf.reset()
+    backends.use(None)
 
 
 class RawJobs:
@@ -172,3 +289,16 @@ def jobs():
     j = RawJobs()
     yield j
     j.cleanup()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_backend_state():
+    """In-process tests each start as a fresh command would: no running command's name (set by
+    shim.__main__.dispatch, it decides e.g. whether the listing looks up quota reasons), no
+    installed backend and no deadline left over from an earlier test."""
+    from shim import backends
+
+    saved = (backends.command, backends._override, backends._deadline)
+    backends.command, backends._override, backends._deadline = "", None, None
+    yield
+    backends.command, backends._override, backends._deadline = saved

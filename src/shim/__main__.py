@@ -20,6 +20,10 @@ COMMANDS = {
     "scontrol": "shim.cli.scontrol",
     "sacct": "shim.cli.sacct",
     "sinfo": "shim.cli.sinfo",
+    "sprio": "shim.cli.sprio",
+    "sshare": "shim.cli.sshare",
+    "sacctmgr": "shim.cli.sacctmgr",
+    "sreport": "shim.cli.sreport",
     "slurm-shim": "shim.cli.admin",
 }
 
@@ -97,6 +101,10 @@ scancel = _entry("scancel")
 scontrol = _entry("scontrol")
 sacct = _entry("sacct")
 sinfo = _entry("sinfo")
+sprio = _entry("sprio")
+sshare = _entry("sshare")
+sacctmgr = _entry("sacctmgr")
+sreport = _entry("sreport")
 admin = _entry("slurm-shim")
 
 if __name__ == "__main__":

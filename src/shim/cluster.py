@@ -263,21 +263,35 @@ def queue_slots(cores: int) -> int:
     return max(8, 4 * cores)
 
 
-def site_config_text() -> str:
-    """The site config describing the cluster `up` builds (it mirrors the real Slurm cluster)."""
+QMASTER_PORT, EXECD_PORT = 6444, 6445  # /etc/services' sge_qmaster and sge_execd, which Debian's cell uses
+DRMAA_LIBRARY = "/usr/lib/gridengine-drmaa/lib/libdrmaa.so.1.0"
+
+
+def site_config_text(
+    *, flavour: str = "", state_dir: str = STATE_DIR, sge_root: str = SGE_ROOT, sge_cell: str = SGE_CELL,
+    bin_dir: str = "/usr/lib/gridengine", qmaster_port: int = QMASTER_PORT, execd_port: int = EXECD_PORT,
+    drmaa_library: str = DRMAA_LIBRARY, submit: str = "agent",
+) -> str:
+    """The site config describing the cluster `up` builds (it mirrors the real Slurm cluster).
+    The keywords are another cell's (cluster_ocs.py); the defaults describe Debian's."""
+    why = {"agent": "a per-user DRMAA agent; sbatch falls back to qsub whenever it is unavailable"}.get(submit, "")
     return f"""\
-# Written by `slurm-shim cluster up`: the single-host Grid Engine it configured.
+# Written by `slurm-shim cluster up{flavour}`: the single-host Grid Engine it configured.
 exclusive_complex = "exclusive"
 
 [cluster]
 name = "cluster"
-state_dir = "{STATE_DIR}"
+state_dir = "{state_dir}"
 max_array_size = 1001
+mpi_default = "pmi2"  # srun serves PMI-1/PMI-2 (MPICH and friends; Open MPI: see man srun)
 
 [gridengine]
-sge_root = "{SGE_ROOT}"
-sge_cell = "{SGE_CELL}"
-bin_dir = "/usr/lib/gridengine"  # the binaries themselves: the /usr/bin wrappers cost ~0.1 s a call
+sge_root = "{sge_root}"
+sge_cell = "{sge_cell}"
+bin_dir = "{bin_dir}"  # the binaries themselves: the /usr/bin wrappers cost ~0.1 s a call
+qmaster_port = {qmaster_port}
+execd_port = {execd_port}
+drmaa_library = "{drmaa_library}"
 
 [partitions.debug]
 queue = "debug"
@@ -310,7 +324,7 @@ complex = "anthropic_api"
 scope = "job"
 
 [submit]
-method = "agent"  # a per-user DRMAA agent; sbatch falls back to qsub whenever it is unavailable
+method = "{submit}"{f"  # {why}" if why else ""}
 """
 
 
@@ -341,8 +355,25 @@ def host_aliases_text(current: str, host: str, reverse: str) -> str | None:
 # Running things
 
 
+_CELL_ENV: dict[str, str] | None = None  # set by cell(): another cell's environment
+
+
+@contextmanager
+def cell(env: Mapping[str, str]) -> Iterator[None]:
+    """Run this module's qconf/qstat steps (configure, wait_queues_ready, ...) against another
+    cell (cluster_ocs.py): ge_env() is env (PATH, SGE_ROOT, SGE_CELL, ports) meanwhile."""
+    global _CELL_ENV
+    old, _CELL_ENV = _CELL_ENV, dict(env)
+    try:
+        yield
+    finally:
+        _CELL_ENV = old
+
+
 def ge_env() -> dict[str, str]:
     """A clean environment: the daemons' environment is what every job inherits."""
+    if _CELL_ENV is not None:
+        return dict(_CELL_ENV)
     return {"PATH": CLEAN_PATH, "LANG": "C.UTF-8", "SGE_ROOT": SGE_ROOT, "SGE_CELL": SGE_CELL}
 
 
@@ -679,21 +710,24 @@ def remove_default_queue() -> bool:
     return True
 
 
-def configure(host: str) -> list[str]:
-    """Apply the desired Grid Engine configuration; return what changed."""
+def configure(host: str, *, global_conf: Mapping[str, str] = GLOBAL_CONF, pes: Iterable[dict[str, str]] = PES,
+              host_values: str = "") -> list[str]:
+    """Apply the desired Grid Engine configuration; return what changed. The keywords are what
+    another Grid Engine needs differently (cluster_ocs.py): its PE attributes, more exec host values."""
     slots = queue_slots(os.cpu_count() or 1)
+    values = f"exclusive=true,gpu={GPUS},mem_free={host_memory()}" + (f",{host_values}" if host_values else "")
     steps = [
-        ("global config", lambda: converge(("-sconf", "global"), None, "-Mconf", GLOBAL_CONF, "global")),
+        ("global config", lambda: converge(("-sconf", "global"), None, "-Mconf", dict(global_conf), "global")),
         ("scheduler", lambda: converge(("-ssconf",), None, "-Msconf", SCHEDULER_CONF)),
         ("complexes", ensure_complexes),
         ("admin host", lambda: ensure_listed("-sh", "-ah", host)),
         ("submit host", lambda: ensure_listed("-ss", "-as", host)),
         ("global host", lambda: converge(("-se", "global"), "-Ae", "-Me", exec_host("global", GLOBAL_VALUES))),
         (f"exec host {host}", lambda: converge(
-            ("-se", host), "-Ae", "-Me", exec_host(host, f"exclusive=true,gpu={GPUS},mem_free={host_memory()}"))),
+            ("-se", host), "-Ae", "-Me", exec_host(host, values))),
         ("@allhosts", lambda: converge(
             ("-shgrp", "@allhosts"), "-Ahgrp", "-Mhgrp", {"group_name": "@allhosts", "hostlist": host})),
-        *[(f"pe {pe['pe_name']}", lambda pe=pe: converge(("-sp", pe["pe_name"]), "-Ap", "-Mp", pe)) for pe in PES],
+        *[(f"pe {pe['pe_name']}", lambda pe=pe: converge(("-sp", pe["pe_name"]), "-Ap", "-Mp", pe)) for pe in pes],
         *[(f"queue {q}", lambda q=q: converge(("-sq", q), "-Aq", "-Mq", queue(q, slots))) for q in PARTITIONS],
         ("all.q removed", remove_default_queue),
     ]
@@ -849,43 +883,41 @@ def _entries(path: str) -> list[tuple[str, os.stat_result]]:
     return out
 
 
-def ensure_site(path: str) -> str:
-    """Test user, state dir and the site config file."""
+def ensure_site(path: str, text: str | None = None) -> str:
+    """Test user, then `install --apply` with the cluster's own site config (text: another cell's,
+    else Debian's): install.py's plan and apply, the code path of an existing site's install, which
+    here finds the PEs and complexes configure made, lays out the state dir and writes the file."""
+    from . import install
+
     notes = []
     try:
         pwd.getpwnam(TEST_USER)
     except KeyError:
         must("useradd", "-m", TEST_USER, env=dict(os.environ))
         notes.append(f"user {TEST_USER} created")
-    text = site_config_text()
-    notes.append(ensure_state_layout(config.parse(text, path).cluster.state_dir))
-    target = Path(path)
-    if not target.exists() or target.read_text() != text:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        notes.append(f"wrote {path}")
+    notes += install.local(path, text or site_config_text(), this_host())
     return ", ".join(notes) or f"{path} up to date"
 
 
-def submit_test_job(user: str, queue_name: str) -> str:
+def submit_test_job(user: str, queue_name: str, bin_dir: str = "/usr/bin") -> str:
     """`qsub -sync y -b y /bin/true`, as root or through runuser; the job must exit 0."""
     name = f"shim_up_{user}"
-    qsub = ["/usr/bin/qsub", "-sync", "y", "-b", "y", "-N", name, "-q", queue_name,
+    qsub = [f"{bin_dir}/qsub", "-sync", "y", "-b", "y", "-N", name, "-q", queue_name,
             "-o", "/dev/null", "-e", "/dev/null", "/bin/true"]
     prefix = [] if user == "root" else ["runuser", "-u", user, "--"]
     try:
         r = ge(*prefix, *qsub, timeout=TEST_JOB_TIMEOUT)
     except proc.SpawnError:
-        ge(*prefix, "/usr/bin/qdel", name)
+        ge(*prefix, f"{bin_dir}/qdel", name)
         raise ClusterError(f"test job as {user} did not finish within {TEST_JOB_TIMEOUT:g} s (see qstat -j {name})")
     if r.returncode != 0:
         raise ClusterError(f"test job as {user} failed (exit {r.returncode}): {(r.stdout + r.stderr).strip()}")
     return f"{user}@{queue_name}"
 
 
-def run_test_jobs() -> str:
+def run_test_jobs(bin_dir: str = "/usr/bin") -> str:
     with ThreadPoolExecutor(max_workers=2) as pool:
-        done = list(pool.map(submit_test_job, ("root", TEST_USER), PARTITIONS))
+        done = list(pool.map(submit_test_job, ("root", TEST_USER), PARTITIONS, (bin_dir, bin_dir)))
     return "exit 0 as " + " and ".join(done)
 
 
@@ -907,6 +939,11 @@ def phase(name: str) -> Iterator[_Phase]:
 def up() -> int:
     require_root("cluster up", "it installs packages and starts daemons")
     require_debian()
+    from .cluster_ocs import SITE_CONFIG as OCS_CONFIG
+
+    if os.path.abspath(config.config_path()) == OCS_CONFIG:  # it would write Debian's cell over it
+        raise ClusterError(f"SLURM_SHIM_CONFIG is {OCS_CONFIG}, the Open Cluster Scheduler cell's: "
+                           "use cluster up --flavour ocs, or unset SLURM_SHIM_CONFIG for Debian's cell")
     started = time.monotonic()
     host = this_host()
     with phase("packages") as p:
@@ -983,6 +1020,7 @@ class Facts:
     global_values: dict[str, str] = field(default_factory=dict)
     host_values: dict[str, dict[str, str]] = field(default_factory=dict)  # exec host -> complex_values
     state: StateFacts | None = None  # None: not looked at
+    scheduler: dict[str, str] | None = None  # qconf -ssconf; None: not looked at
 
 
 SCOPES = {"YES": "slot", "JOB": "job", "HOST": "host"}
@@ -1055,9 +1093,34 @@ def doctor_findings(cfg: config.SiteConfig, facts: Facts, path: str) -> list[Fin
             found.append(Finding("ok", f"feature {feature}: BOOL complex {name} exists"))
     if cfg.exclusive_complex:
         found.append(exclusive_finding(cfg.exclusive_complex, facts))
+    if facts.scheduler is not None:
+        found.append(nice_finding(facts.scheduler))
     if facts.state is not None:
         found += state_findings(cfg.cluster.state_dir, facts.state)
     return found
+
+
+NICE_WHAT = "scheduler: weight_priority is 0: --nice, --priority and scontrol update Nice= do not change the order of pending jobs"
+NICE_FIX = ("Grid Engine ranks pending jobs by weight_ticket*tickets + weight_urgency*urgency + weight_priority*(qsub -p); "
+            "qconf -msconf and set weight_priority above 0 if Slurm's nice should count")
+
+
+def nice_weight(sconf: Mapping[str, str]) -> float:
+    """The scheduler's weight_priority (qconf -ssconf); 0 when absent or not a number."""
+    try:
+        return float(sconf.get("weight_priority", "0"))
+    except ValueError:
+        return 0.0
+
+
+def nice_finding(sconf: Mapping[str, str]) -> Finding:
+    """Slurm's nice is Grid Engine's POSIX priority (``qsub -p``, translate.qsub.nice_priority),
+    which enters a pending job's priority only through the scheduler's ``weight_priority``: at 0
+    (Debian's default, and ``cluster up``'s) --nice is accepted and recorded but orders nothing."""
+    w = nice_weight(sconf)
+    if w <= 0:
+        return Finding("warn", NICE_WHAT, NICE_FIX)
+    return Finding("ok", f"scheduler: weight_priority is {sconf.get('weight_priority')}: --nice orders pending jobs")
 
 
 def exclusive_finding(name: str, facts: Facts) -> Finding:
@@ -1100,7 +1163,9 @@ class _Qconf:
 
     def __call__(self, *args: str) -> str:
         """qconf's output, or "" when the object or list does not exist."""
-        r = proc.run([self.qconf, *args], env=config.ge_env(self.cfg), timeout=self.cfg.gridengine.timeout)
+        from .backends.gridengine import ge_env  # the one place that decides which cell a command reaches
+
+        r = proc.run([self.qconf, *args], env=ge_env(self.cfg), timeout=self.cfg.gridengine.timeout)
         return r.stdout if r.returncode == 0 else ""
 
 
@@ -1116,10 +1181,127 @@ def gather_facts(cfg: config.SiteConfig, qconf: _Qconf) -> Facts:
             facts.queues[q] = parse_attrs(qconf("-sq", q))
     for host in parse_list(qconf("-sel")):
         facts.host_values[host] = parse_values(parse_attrs(qconf("-se", host)).get("complex_values", "NONE"))
+    sconf = qconf("-ssconf")
+    facts.scheduler = parse_attrs(sconf) if sconf else None
     return facts
 
 
-def doctor() -> int:
+# --------------------------------------------------------------------------------------------
+# doctor on every execution host: a tiny job per host, through Grid Engine itself
+
+HOST_CHECK_TIMEOUT = 60.0
+# the check job's exit codes -> what is wrong on that host
+HOST_PROBLEMS = {
+    126: "cannot run the shim's interpreter {python}",
+    127: "has no interpreter {python}",
+    11: "{python} -I cannot import the shim from {src}",
+    12: "has another slurm-shim version than {version}",
+    13: "imports the shim from another directory than {src}",
+    14: "has no site config {config}",
+    15: "has another site config at {config} than this host",
+    16: "has no state dir {state_dir} laid out by root (users/ root's, 1777): it must be the one shared directory",
+}
+HOST_FIXES = {
+    126: "install the shim at {prefix} on it (the same path as here), or share {prefix}",
+    127: "install the shim at {prefix} on it (the same path as here), or share {prefix}",
+    11: "install the shim at {prefix} on it (the same path as here), or share {prefix}",
+    12: "install slurm-shim {version} at {prefix} there too",
+    13: "install it at the same path as here ({src})",
+    14: "copy {config} there (the job wrapper reads it on the execution host)",
+    15: "copy {config} there: every host must read the same site config",
+    16: "mount the shared {state_dir} there (made by root once, on the file server)",
+}
+
+
+def host_check_script(python: str, src_dir: str, config_path: str | None, state_dir: str) -> str:
+    """The check job: this installation's interpreter, isolated as the job wrapper runs (`python -I`),
+    imports the shim and the job wrapper from the same directory, with the same version, and finds
+    the same site config and the state dir's layout (state_dir "": not looked at); the exit code
+    says what failed (HOST_PROBLEMS)."""
+    import hashlib
+    import shlex
+
+    src = repr(src_dir)
+    digest = ""
+    if config_path:
+        with open(config_path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+    from . import __version__
+
+    code = (
+        "import hashlib, os, stat, sys\n"
+        f"sys.path.insert(0, {src})\n"
+        "try:\n import shim, shim.runtime.jobwrap\nexcept Exception:\n sys.exit(11)\n"
+        f"if shim.__version__ != {__version__!r}: sys.exit(12)\n"
+        f"if os.path.dirname(os.path.dirname(os.path.abspath(shim.__file__))) != {src}: sys.exit(13)\n"
+        f"conf, digest = {config_path!r}, {digest!r}\n"
+        "if conf:\n"
+        " try:\n  data = open(conf, 'rb').read()\n except OSError:\n  sys.exit(14)\n"
+        " if hashlib.sha256(data).hexdigest() != digest: sys.exit(15)\n"
+        f"if not {state_dir!r}: sys.exit(0)\n"
+        "try:\n"
+        f" st = os.stat(os.path.join({state_dir!r}, 'users'))\n"
+        "except OSError:\n sys.exit(16)\n"
+        "sys.exit(0 if st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o1777 else 16)\n"
+    )
+    return f"#!/bin/sh\nexec {shlex.quote(python)} -I -c {shlex.quote(code)}\n"
+
+
+_EXITED = re.compile(r"exited with exit code (\d+)")
+
+
+def host_finding(host: str, qsub: str, cfg: config.SiteConfig, script: str, where: Mapping[str, str],
+                 timeout: float = HOST_CHECK_TIMEOUT) -> Finding:
+    """Run the check job on host (qsub -sync y -l h=host) and judge its exit code."""
+    from .backends.gridengine import ge_env
+
+    name = f"shim_doctor_{os.getpid()}_" + re.sub(r"[^A-Za-z0-9_]", "_", host)  # qdel after a timeout: this one only
+    argv = [qsub, "-sync", "y", "-N", name, "-l", f"h={host}", "-o", "/dev/null", "-e", "/dev/null",
+            "-S", "/bin/sh", "-wd", "/"]
+    try:
+        r = proc.run(argv, input=script, env=ge_env(cfg), cwd="/", timeout=timeout)
+    except proc.SpawnError:
+        try:
+            proc.run([os.path.join(os.path.dirname(qsub), "qdel"), name], env=ge_env(cfg), cwd="/", timeout=30)
+        except proc.SpawnError:
+            pass
+        return Finding("warn", f"exec host {host}: the check job did not run within {timeout:g} s "
+                       "(no free slot there?): not checked", "run slurm-shim doctor again when it has room")
+    m = _EXITED.search(r.stdout + r.stderr)
+    code = int(m.group(1)) if m else None
+    if code == 0:
+        return Finding("ok", f"exec host {host}: slurm-shim {where['version']} from {where['src']}, the site config "
+                       f"and the state dir {cfg.cluster.state_dir} are there")
+    if code in HOST_PROBLEMS:
+        return Finding("FAIL", f"exec host {host} " + HOST_PROBLEMS[code].format(**where),
+                       HOST_FIXES[code].format(**where))
+    said = (r.stderr.strip() or r.stdout.strip()).splitlines()[-1:] or [f"exit {r.returncode}"]
+    return Finding("FAIL", f"exec host {host}: the check job failed: {said[0]}",
+                   f"see qacct -j {name}; the job runs the shim's interpreter as you, on that host")
+
+
+def host_findings(cfg: config.SiteConfig, qsub: str, hosts: Iterable[str], config_path: str | None) -> list[Finding]:
+    """doctor on every execution host, at once: the shim at the same path with the same version,
+    the same site config, the shared state dir (README: Several hosts)."""
+    import sys
+
+    from . import __version__
+
+    hosts = sorted(hosts)
+    if not hosts:
+        return []
+    python = proc.shim_python("runtime.jobwrap", "run")[0]  # what every job wrapper runs
+    src = os.path.dirname(os.path.dirname(os.path.abspath(sys.modules["shim"].__file__)))
+    where = {"python": python, "prefix": os.path.dirname(os.path.dirname(python)), "version": __version__,
+             "src": src, "config": config_path or "(none)", "state_dir": cfg.cluster.state_dir}
+    # the state dir is compared only where it is laid out here (else doctor says so once, above)
+    laid_out = not state.layout_problems(cfg.cluster.state_dir)
+    script = host_check_script(python, src, config_path, cfg.cluster.state_dir if laid_out else "")
+    with ThreadPoolExecutor(max_workers=min(8, len(hosts))) as pool:
+        return list(pool.map(lambda h: host_finding(h, qsub, cfg, script, where), hosts))
+
+
+def doctor(hosts: bool = True) -> int:
     path = config.config_path()
     findings: list[Finding] = []
     if os.path.exists(path):
@@ -1129,14 +1311,14 @@ def doctor() -> int:
         cfg = config.SiteConfig()
         findings.append(Finding("warn", f"no site config at {path}; checking the built-in defaults",
                                 "run slurm-shim cluster up, or set SLURM_SHIM_CONFIG"))
-    findings += live_findings(cfg, path)
+    findings += live_findings(cfg, path, hosts, path if os.path.exists(path) else None)
     findings += state_findings(cfg.cluster.state_dir, read_state(cfg.cluster.state_dir))  # qmaster or not
     for f in findings:
         print(f.line())
     return 1 if any(f.level == "FAIL" for f in findings) else 0
 
 
-def live_findings(cfg: config.SiteConfig, path: str) -> list[Finding]:
+def live_findings(cfg: config.SiteConfig, path: str, hosts: bool = False, config_file: str | None = None) -> list[Finding]:
     bin_dir = cfg.gridengine.bin_dir or None
     where = {name: shutil.which(name, path=bin_dir) for name in Q_COMMANDS}
     missing = [name for name, found in where.items() if not found]
@@ -1152,7 +1334,9 @@ def live_findings(cfg: config.SiteConfig, path: str) -> list[Finding]:
     if not answered:
         return [*found, Finding("FAIL", "sge_qmaster does not answer", "slurm-shim cluster up (as root)")]
     found.append(Finding("ok", "sge_qmaster answers"))
-    return found + doctor_findings(cfg, gather_facts(cfg, qconf), path)
+    facts = gather_facts(cfg, qconf)
+    found += doctor_findings(cfg, facts, path)
+    return found + (host_findings(cfg, where["qsub"], facts.host_values, config_file) if hosts else [])
 
 
 # --------------------------------------------------------------------------------------------
@@ -1164,10 +1348,18 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     cluster = commands.add_parser("cluster", help="install, start, stop or inspect the single-host cluster")
     actions = cluster.add_subparsers(dest="action", required=True)
-    actions.add_parser("up", help="install, configure and start Grid Engine, then run test jobs (root)")
-    actions.add_parser("down", help="stop the Grid Engine daemons (root)")
-    actions.add_parser("status", help="show whether the daemons run and the queues' states")
-    commands.add_parser("doctor", help="check the site config against the live Grid Engine")
+    up_ = actions.add_parser("up", help="install, configure and start Grid Engine, then run test jobs (root)")
+    down_ = actions.add_parser("down", help="stop the Grid Engine daemons (root)")
+    status_ = actions.add_parser("status", help="show whether the daemons run and the queues' states")
+    for p in (up_, down_, status_):
+        p.add_argument("--flavour", choices=("debian", "ocs"), default="debian",
+                       help="debian: Debian's SGE 8.1.9 packages; ocs: Open Cluster Scheduler built from source "
+                       "in /opt/ocs, a second cell beside Debian's (see cluster_ocs.py)")
+    up_.add_argument("--source", metavar="TARBALL",
+                     help="the Open Cluster Scheduler source tarball (--flavour ocs; default $SLURM_SHIM_OCS_TARBALL)")
+    doctor_ = commands.add_parser("doctor", help="check the site config against the live Grid Engine, and the "
+                                  "shim on every execution host (a tiny job each)")
+    doctor_.add_argument("--no-hosts", action="store_true", help="skip the jobs on the execution hosts")
     return parser
 
 
@@ -1176,7 +1368,16 @@ def main(argv: list[str]) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
-    run = {"up": up, "down": down, "status": status}.get(getattr(args, "action", None), doctor)
+    run = {"up": up, "down": down, "status": status}.get(
+        getattr(args, "action", None), lambda: doctor(hosts=not getattr(args, "no_hosts", False)))
+    if getattr(args, "flavour", "debian") == "ocs":
+        from . import cluster_ocs
+
+        run = {"up": lambda: cluster_ocs.up(args.source), "down": cluster_ocs.down,
+               "status": cluster_ocs.status}[args.action]
+    elif getattr(args, "source", None):
+        print("slurm-shim: error: --source is for --flavour ocs (Debian's cell comes from apt)", file=sys.stderr)
+        return 2
     try:
         return run()
     except ShimError as e:

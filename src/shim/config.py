@@ -29,6 +29,16 @@ class GridEngine(_Model):
     timeout: float = Field(5.0, gt=0, description="seconds a q* call may wait for qmaster before the command "
                            "fails with Slurm's 'Socket timed out' (Slurm's MessageTimeout); waiting for a job "
                            "(srun, salloc, sbatch --wait) is not one call and is not cut by it")
+    # The cell, named completely: with these set, a user's SGE_QMASTER_PORT/SGE_EXECD_PORT (or
+    # /etc/services, which names one cell's ports) cannot send a command to another cell.
+    qmaster_port: int = Field(0, ge=0, le=65535, description="sge_qmaster's port (SGE_QMASTER_PORT); "
+                              "0 means Grid Engine's own lookup (the environment, else /etc/services)")
+    execd_port: int = Field(0, ge=0, le=65535, description="sge_execd's port (SGE_EXECD_PORT); 0 as for qmaster_port")
+    drmaa_library: str = Field("", description="the cell's libdrmaa.so (the submit agent loads it); "
+                               "empty means search ($DRMAA_LIBRARY_PATH, the distribution's, $SGE_ROOT/lib)")
+    capabilities: dict[Literal["par", "binding", "btype", "sync", "retained_finished"], bool] = Field(
+        default_factory=dict, description="pin what the installed Grid Engine offers where its -help cannot "
+        "tell (backends/gridengine/capabilities.py probes the rest)")
 
 
 class Partition(_Model):
@@ -39,6 +49,8 @@ class Partition(_Model):
     max_time: str = "UNLIMITED"
     default_time: str | None = None
     nodes: list[str] = Field(default_factory=list, description="hosts; empty means ask Grid Engine")
+    node_memory_mb: int = Field(0, ge=0, description="memory of the partition's largest node in MB (Slurm's "
+                                "RealMemory): --mem beyond it is refused at once; 0: unknown, Grid Engine decides")
 
 
 class Memory(_Model):
@@ -47,9 +59,29 @@ class Memory(_Model):
     default_per_cpu_mb: int = Field(0, ge=0, description="Slurm DefMemPerCPU; 0 for none")
 
 
+class GresType(_Model):
+    """One type (model) of a generic resource, e.g. gpu ``a100``: either its own consumable
+    (``complex``, which takes the count instead of the resource's complex) or, with the
+    resource's ``select``, the value that complex must have on the host (default: the type's name)."""
+
+    complex: str = ""
+    value: str = ""
+
+
 class Consumable(_Model):
     complex: str
     scope: Literal["slot", "job", "host"] = "job"
+    select: str = Field("", description="host complex that names the type (model): a typed request asks "
+                        "for <select>=<type's value> besides the count")
+    types: dict[str, GresType] = Field(default_factory=dict, description="the types this cluster has "
+                                       "(--gres=gpu:a100:2, --gpus=a100:2); any other type is refused")
+
+    @model_validator(mode="after")
+    def _type_targets(self) -> "Consumable":
+        for name, t in self.types.items():
+            if not self.select and not t.complex:
+                raise ValueError(f"types.{name}: needs a complex (or the resource's select)")
+        return self
 
 
 class Cluster(_Model):
@@ -57,12 +89,21 @@ class Cluster(_Model):
     state_dir: str = "/var/spool/slurm-shim"
     min_job_age: int = Field(300, ge=0, description="seconds an ended job stays visible to squeue")
     max_array_size: int = Field(1001, gt=0)
+    enforce_part_limits: Literal["NO", "ANY", "ALL"] = Field(
+        "NO", description="Slurm's EnforcePartLimits: refuse at submission a job over its partitions' node "
+        "count, time or memory limits (ANY: over those of every partition it names, ALL: of any); NO "
+        "lets it wait")
     project_from: Literal["none", "qos", "wckey", "account"] = "none"
+    mpi_default: Literal["none", "pmi2", "pmix"] = Field(
+        "none", description="srun's MPI plugin when --mpi is not given (Slurm's MpiDefault): pmi2 serves "
+        "PMI-1/PMI-2 to the tasks and runs Open MPI programs through mpirun; pmix does the same")
 
 
 class Submit(_Model):
     method: Literal["qsub", "agent"] = "qsub"
     agent_idle_minutes: float = Field(10.0, gt=0, description="the submit agent exits after this long without requests")
+    service_idle_minutes: float = Field(10.0, gt=0, description="the warm per-user service (docs/service.md) exits "
+                                        "after this long without requests")
 
 
 class SiteConfig(_Model):
@@ -75,6 +116,16 @@ class SiteConfig(_Model):
     features: dict[str, str] = Field(default_factory=dict, description="--constraint feature -> boolean complex")
     exclusive_complex: str = Field("", description="boolean complex that reserves a whole host (--exclusive)")
     submit: Submit = Submit()
+    reasons: dict[str, str] = Field(
+        default_factory=dict, description="resource quota set (or 'set/rule', by number or name) -> the Slurm "
+        "pending reason of the jobs it holds, over the built-in mapping (README: Quotas)")
+
+    @model_validator(mode="after")
+    def _reason_words(self) -> "SiteConfig":
+        for key, value in self.reasons.items():
+            if not value or not value.isascii() or not value.isalnum() or not value[0].isalpha():
+                raise ValueError(f"reasons.{key}: {value!r} is not a Slurm reason word (letters and digits)")
+        return self
 
     @model_validator(mode="after")
     def _one_default(self) -> "SiteConfig":
@@ -131,11 +182,3 @@ def plain(cfg: SiteConfig) -> NS:
     data = cfg.model_dump()
     data["default_partition"] = cfg.default_partition
     return NS.wrap(data)
-
-
-def ge_env(cfg: SiteConfig) -> dict[str, str]:
-    """The environment the q* commands need (SGE_ROOT/SGE_CELL) on top of ours."""
-    env = dict(os.environ)
-    env.setdefault("SGE_ROOT", cfg.gridengine.sge_root)
-    env.setdefault("SGE_CELL", cfg.gridengine.sge_cell)
-    return env

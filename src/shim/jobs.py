@@ -12,88 +12,73 @@ the owner), or root's naming that owner, speak for it; see records.py.
 from __future__ import annotations
 
 import gc
-import grp
 import os
 import pwd
 import time
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterable
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
 
 from . import state
-from .records import Reader
+from .records import USER_IDS, Reader, cancel_ended, ended_reason, group_of, memory_request, user_ids
 from .backends import qstat as q
-from .model import JobRecord
+from .backends.units import ge_time
+from .model import ACTIVE_STATES, FIELDS, JobRecord  # (ACTIVE_STATES: cli/scancel reads it from here)
 
 if TYPE_CHECKING:
+    from typing import Any, Iterable
+
     from .config import SiteConfig
 
-ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "STAGE_OUT",
-                           "RESIZING", "SIGNALING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "STOPPED",
-                           "RESV_DEL_HOLD", "SPECIAL_EXIT"})
 ENDED_REASONS = {"TIMEOUT": "TimeLimit", "OUT_OF_MEMORY": "OutOfMemory", "NODE_FAIL": "NodeDown",
                  "FAILED": "NonZeroExitCode", "BOOT_FAIL": "NodeDown", "DEADLINE": "DeadLine"}
 PRIO_SCALE = 0xFFFFFFFF  # Slurm's %p is priority / 2^32-1
 
 
-@dataclass
 class JobList:
-    records: list[JobRecord]
-    known: set[int] = field(default_factory=set)  # job ids that exist (queued, running, or ended recently)
-    now: float = 0.0
-    reader: Any = None  # the Reader the listing read the shim's records with
+    """A listing: its records, the job ids that exist (queued, running, or ended recently), the
+    time it was taken and the Reader it read the shim's records with. (A plain class: a dataclass
+    costs ``dataclasses``'s import, ~10 ms of the start of every command that lists jobs.)"""
+
+    __slots__ = ("records", "known", "now", "reader")
+
+    def __init__(self, records: list[JobRecord], known: set[int] | None = None, now: float = 0.0,
+                 reader: Any = None):
+        self.records = records
+        self.known = set() if known is None else known
+        self.now = now
+        self.reader = reader
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.records, self.known, self.now, self.reader) == (other.records, other.known, other.now,
+                                                                     other.reader)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"JobList(records={self.records!r}, known={self.known!r}, now={self.now!r}, reader={self.reader!r})"
 
 
 # ---------------------------------------------------------------------------------------------
 # small helpers
 
 
-_uid_cache: dict[str, tuple[int | None, int | None]] = {}
-_group_cache: dict[int, str] = {}
-
-
-def user_ids(user: str) -> tuple[int | None, int | None]:
-    """(uid, gid) of a user name, cached; (None, None) if unknown."""
-    v = _uid_cache.get(user)
-    if v is None:
-        try:
-            pw = pwd.getpwnam(user)
-            v = (pw.pw_uid, pw.pw_gid)
-        except KeyError:
-            v = (None, None)
-        _uid_cache[user] = v
-    return v
-
-
 def group_name(gid: int | None) -> str:
+    """A job's group as squeue's %g and scontrol's GroupId print it: the name, else the number
+    (records.group_of, the one lookup; sacct's Group prints nothing for an unknown gid)."""
     if gid is None:
         return ""
-    v = _group_cache.get(gid)
-    if v is None:
-        try:
-            v = grp.getgrgid(gid).gr_name
-        except KeyError:
-            v = str(gid)
-        _group_cache[gid] = v
-    return v
-
-
-def compress_indices(indices: Iterable[int]) -> str:
-    """Slurm's array index list: sorted, runs as ``a-b``: [1,3,5,6,7] -> "1,3,5-7"."""
-    xs = sorted(set(indices))
-    out: list[str] = []
-    i = 0
-    while i < len(xs):
-        j = i
-        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
-            j += 1
-        out.append(str(xs[i]) if i == j else f"{xs[i]}-{xs[j]}")
-        i = j + 1
-    return ",".join(out)
+    return group_of(gid) or str(gid)
 
 
 def pending_text(indices: Iterable[int], throttle: int | None) -> str:
-    s = compress_indices(indices)
+    """A pending array's indices as Slurm lists them (jobids.compress), ``%throttle`` after
+    (jobids loads when a listing has an array: not on every squeue's start)."""
+    from .jobids import compress
+
+    s = compress(indices)
     return f"{s}%{throttle}" if throttle else s
 
 
@@ -124,6 +109,104 @@ def submit_record(cfg: SiteConfig, rec: JobRecord) -> dict[str, Any] | None:
         owner = rec.uid if rec.uid is not None else rec.user
         extra["submit"] = reader.submit(rec.job_id, owner, extra.get("submit_ts")) if owner not in (None, "") else None
     return extra["submit"]
+
+
+def start_details(cfg: SiteConfig, ids: set[int], backend: Any = None) -> q.Query | None:
+    """``qstat -j <ids> -xml`` started now, for ``add_grid_engine_detail`` (``started``), so that
+    it runs beside the job listing (scontrol show job N); None where no id lacks a submit record
+    in every user's directory (a job submitted through the shim needs no detail of Grid Engine's:
+    an lstat per user, nothing read)."""
+    if not ids:
+        return None
+    for _uid, d in state.user_dirs(cfg):
+        for j in ids:
+            try:
+                os.lstat(os.path.join(d, "jobs", f"{j}.json"))
+                return None
+            except OSError:
+                continue
+    from .backends.gridengine import ops
+
+    return q.Query(backend if backend is not None else _backend(cfg), ops.detail(sorted(ids))[1])
+
+
+def add_grid_engine_detail(cfg: SiteConfig, recs: list[JobRecord], backend, started: q.Query | None = None) -> None:
+    """A detail source for jobs not submitted through the shim (no submit record): working
+    directory, command, output paths, throttle, account, submission and begin times, from Grid
+    Engine's own job detail (one ``GridEngine.details`` call for all of them; ``started``'s
+    answer, ``start_details``, where it asked about these jobs)."""
+    todo = sorted({r.job_id for r in recs if not r.extra.get("ended") and not submit_record(cfg, r)})
+    if started is not None and (not todo or started.args[1] != ",".join(map(str, todo))):
+        started.close()
+        started = None
+    if not todo:
+        return
+    if started is not None:
+        from .backends.qstat import parse_detail
+
+        try:
+            text = b"".join(c if isinstance(c, bytes) else c.encode() for c in started.chunks())
+        finally:
+            started.close()
+        details = parse_detail(text)
+    else:
+        details = backend.details(todo)
+    for r in recs:
+        d = details.get(r.job_id)
+        if not d:
+            continue
+        cwd = d.get("JB_cwd") or _home(r.user)  # without -cwd a Grid Engine job runs in $HOME
+        r.work_dir = r.work_dir or cwd
+        script = d.get("JB_script_file") or ""
+        if script:
+            r.command = script if os.path.isabs(script) or not cwd else os.path.join(cwd, script)
+            if d.get("args"):
+                r.command += " " + " ".join(d["args"])
+        # Grid Engine's default files: <name>.o<job>[.<task>] and .e in the working directory
+        task = f".{r.array_task}" if r.array_task is not None else ""
+        ge_name = d.get("JB_job_name") or r.name
+        out = d["stdout"][0] if d.get("stdout") else f"{ge_name}.o{r.job_id}{task}"
+        err = d["stderr"][0] if d.get("stderr") else f"{ge_name}.e{r.job_id}{task}"
+        if d.get("JB_merge_stderr") in ("true", "TRUE", "1"):
+            err = out
+        r.std_out = out if os.path.isabs(out) or not cwd else os.path.join(cwd, out)
+        r.std_err = err if os.path.isabs(err) or not cwd else os.path.join(cwd, err)
+        tc = d.get("JB_ja_task_concurrency") or "0"
+        if r.is_array and not r.array_max_tasks and tc.isdigit() and int(tc):
+            r.array_max_tasks = int(tc)
+        if d.get("JB_account") and d["JB_account"] != "sge":
+            from .names import decode  # accounts Grid Engine refuses are stored as names are
+
+            r.account = decode(d["JB_account"])
+        if r.submit_time is None and d.get("submit_ts"):
+            r.submit_time = datetime.fromtimestamp(d["submit_ts"])
+        begin = ge_time(d.get("JB_execution_time"))
+        if begin and begin > time.time() and r.state == "PENDING" and r.reason in ("Resources", "Priority"):
+            r.reason = "BeginTime"
+            r.start_time = datetime.fromtimestamp(begin)
+
+
+def _home(user: str) -> str:
+    try:
+        return pwd.getpwnam(user).pw_dir
+    except KeyError:
+        return ""
+
+
+def ge_ids(cfg: SiteConfig, job_id: int, tasks: list[int] | None, rec: JobRecord | None) -> list[str]:
+    """Grid Engine's ids for a job (``tasks`` None) or some of its array tasks, given as Slurm
+    indices: each index is mapped to its Grid Engine task number through the index list of the
+    submit record of the job's owner as Grid Engine reports the owner (nobody else's record maps
+    the tasks; without a record the index is the task number), then runs become ranges."""
+    if tasks is None:
+        return [str(job_id)]
+    from .backends.gridengine.ops import task_ids
+
+    array = ((submit_record(cfg, rec) if rec is not None else None) or {}).get("array") or []
+    if array:
+        pos = {int(v): i + 1 for i, v in enumerate(array)}
+        tasks = [pos[i] for i in tasks if i in pos]
+    return task_ids(job_id, tasks)
 
 
 SubmitRecords = Reader  # the submit records of one listing's jobs (read as records.Reader reads them)
@@ -164,12 +247,9 @@ def detail(rec: JobRecord, cfg: SiteConfig) -> JobRecord:
     if rec.state == "PENDING" or not rec.num_cpus:
         rec.num_cpus = max(rec.num_cpus, ntasks * cpt)
     rec.num_nodes = _int(s.get("nodes"), rec.num_nodes)
-    if s.get("mem_mb"):
-        rec.min_memory_mb, rec.mem_per_cpu = int(s["mem_mb"]), False
-    elif s.get("mem_per_cpu_mb"):
-        rec.min_memory_mb, rec.mem_per_cpu = int(s["mem_per_cpu_mb"]), True
-    elif s.get("default_mem_per_cpu") and rec.min_memory_mb is None:
-        rec.min_memory_mb, rec.mem_per_cpu = int(s["default_mem_per_cpu"]), True
+    asked = memory_request(s)  # (the partition's default only where Grid Engine's request had none)
+    if asked is not None and not (asked[2] and rec.min_memory_mb is not None):
+        rec.min_memory_mb, rec.mem_per_cpu = int(asked[0]), asked[1]
     t = s.get("time")
     if t is not None:
         rec.time_limit = int(t)
@@ -193,28 +273,37 @@ def detail(rec: JobRecord, cfg: SiteConfig) -> JobRecord:
 # listing
 
 
-def query(cfg: SiteConfig, backend=None):
-    """Run the one qstat call; a failure is Slurm's "Unable to contact slurm controller"."""
-    from . import backends
-    from .errors import ShimError
-
-    b = backend or backends.get(cfg)
-    res = b.run("qstat", q.QSTAT_ARGS)
-    if res.returncode != 0 and not res.stdout.strip():
-        msg = (res.stderr or res.stdout).strip().splitlines()
-        detail_ = msg[-1] if msg else f"qstat exited {res.returncode}"
-        raise ShimError(f"slurm_load_jobs error: Unable to contact slurm controller (connect failure): {detail_}")
-    return res.stdout
-
-
 def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float | None = None,
-              xml: str | None = None, started: q.Query | None = None) -> JobList:
+              xml: str | None = None, started: q.Query | None = None, quotas: bool | None = None,
+              only: set[int] | None = None, reasons: bool | None = None, stopped: bool | None = None,
+              users: list[str] | None = None) -> JobList:
     """Every job Grid Engine knows, as Slurm sees it; with ``ended``, also those that ended or were
     cancelled within ``cluster.min_job_age`` seconds (from the shim's event records).
 
-    The qstat call (``started`` if the caller started it already, see ``q.start``) is read while
-    it runs: each completed job element becomes a record at once, so the parse overlaps qstat's
-    own output, and the document is never held as a tree."""
+    ``only``: the caller acts on these job ids alone (squeue -j N, scontrol show job N, scancel N):
+    Grid Engine is asked about them, not about the whole queue (``_named``: the caller's own jobs'
+    listing, then ``qstat -j`` for the ids it lacks and their owners' listing), and the ended
+    jobs' records read are theirs. The records of the named jobs are exactly those of the whole
+    listing; other jobs' records may be missing. Where a named job's reason depends on the whole
+    queue (a waiting job: Resources or Priority, Licenses, a quota; with ``reasons``, by default
+    for the commands that show reasons, ``QUOTA_COMMANDS``) the whole queue is listed after all.
+
+    The qstat call (``started`` if the caller started it already, see ``q.start``; a listing of
+    one user's jobs, ``q.listing_args``, where ``only`` is given) is read while it runs: each
+    completed job element becomes a record at once, so the parse overlaps qstat's own output,
+    and the document is never held as a tree.
+
+    ``users``: the caller shows these users' jobs only (squeue -u U, --me): their listing
+    (``q.listing_args``; ``started`` if it is that), whose records of their jobs are those of the
+    whole listing; the whole queue is listed after all where one of their jobs waits with no
+    reason of its own and reasons are shown (as for ``only``). Other jobs' records are missing.
+
+    ``quotas``: look up which waiting jobs a resource quota holds (``_refine_reasons``); by
+    default only for the commands that show reasons (``QUOTA_COMMANDS``).
+
+    ``stopped``: mark the running jobs ``scancel -s STOP`` stopped (``mark_stopped``: Slurm's
+    STOPPED flag); by default with ``ended`` (the same listing of the events finds them) or for
+    the commands that show a job's state (``STOPPED_COMMANDS``)."""
     now = time.time() if now is None else now
     qmap = q.QueueMap(cfg)
     cache = q.RowCache(qmap, cfg)
@@ -222,51 +311,159 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
     by_job: dict[int, list[JobRecord]] = {}
 
     submits = SubmitRecords(cfg, 0)
+    submits.narrow = only  # (its reads of events parse the names of these jobs only)
 
-    def take(items: list[Any]) -> None:
-        append = records.append
+    wanted = {str(j) for j in only} if only is not None else set()
+
+    def take(items: list[Any], into: list[JobRecord], named: bool = False) -> None:
+        append = into.append
         from_match, from_row = q.record_from_match, q.record_from_row
         for x in items:
+            if named and (x[1] if type(x) is tuple else x.get("JB_job_number")) not in wanted:
+                continue  # another job of those owners: no part of the answer (nor of its reasons)
             rec = from_match(x, cache) if type(x) is tuple else from_row(x, qmap, cfg, cache)
             rec.extra["submit_records"] = submits
             _finish_active(rec, cfg, qmap, cache)
             append(rec)
-            same = by_job.get(rec.job_id)
-            if same is None:
-                by_job[rec.job_id] = [rec]
-            else:
-                same.append(rec)
-        submits.jobs = len(records)
+        submits.jobs = len(records) + len(into)
 
-    # Tens of thousands of small containers, none in a cycle: the cyclic collector would only
-    # walk the growing heap again and again (a third of the time). It is off while they are made.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    def read(qy: q.Query | None, text: str | None = None, named: bool = False) -> None:
+        """One listing's records, added to ``records`` and ``by_job``; ``named``: only those of
+        the jobs ``only`` names (the rows of the others are not made records at all)."""
+        got: list[JobRecord] = []
         reader = q.RowReader()
-        if xml is not None:
-            take(reader.feed(xml))
+        if text is not None:
+            take(reader.feed(text), got, named)
         else:
-            qy = started if started is not None else q.start(cfg, backend=backend)
+            assert qy is not None
             try:
                 for data in qy.chunks():
-                    take(reader.feed(data))
+                    take(reader.feed(data), got, named)
             finally:
                 qy.close()
             qy.check(reader.blank)
         rows, again = reader.finish()
         if again:
-            records.clear()
-            by_job.clear()
-        take(rows)
+            got.clear()
+        take(rows, got, named)
+        records.extend(got)
+        for rec in got:
+            same = by_job.get(rec.job_id)
+            if same is None:
+                by_job[rec.job_id] = [rec]
+            else:
+                same.append(rec)
+
+    if quotas is None or reasons is None or stopped is None:
+        from . import backends
+
+        shows = backends.command in QUOTA_COMMANDS
+        quotas = shows if quotas is None else quotas
+        reasons = shows if reasons is None else reasons
+        stopped = (ended or backends.command in STOPPED_COMMANDS) if stopped is None else stopped
+    # Tens of thousands of small containers, none in a cycle: the cyclic collector would only
+    # walk the growing heap again and again (a third of the time). It is off while they are made.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        if xml is not None:
+            read(None, xml)
+        elif only is not None:
+            listed = _named(cfg, only, started, backend, read, by_job)
+            if listed is None or (listed == NAMED and reasons and
+                                  any(_waits(r) for j in only for r in by_job.get(j, ()))):
+                records.clear()
+                by_job.clear()
+                read(q.start(cfg, backend=backend))
+        elif users:
+            if started is not None and listed_users(started) != list(users):
+                started.close()  # (a listing of other jobs)
+                started = None
+            read(started if started is not None else q.start(cfg, q.listing_args(users), backend=backend))
+            if reasons and any(_waits(r) for r in records):
+                records.clear()
+                by_job.clear()
+                read(q.start(cfg, backend=backend))
+        else:
+            if started is not None and listed_users(started) is not None:
+                started.close()  # a listing of some users' jobs cannot answer for every job
+                started = None
+            read(started if started is not None else q.start(cfg, backend=backend))
     finally:
         if collecting:
             gc.enable()
-    _refine_reasons(records, by_job, cfg, now)
+    _refine_reasons(records, by_job, cfg, now, backend if quotas else None, quotas)
     out = JobList(records, set(by_job), now, submits)
+    running = [r for r in records if r.state == "RUNNING"] if stopped else []
+    stops: dict[int, dict[int, set[tuple[int | None, str]]]] | None = {} if running else None
     if ended:
-        _add_ended(out, by_job, cfg, now)
+        _add_ended(out, by_job, cfg, now, only, stops)
+    elif running:
+        stops = stop_events(cfg, running)
+    if stops:
+        mark_stopped(running, stops, submits)
     return out
+
+
+def listed_users(qy: q.Query) -> list[str] | None:
+    """The users a started listing asks about, None for every user's jobs."""
+    args = qy.args
+    if "-u" not in args:
+        return None
+    users = args[args.index("-u") + 1].split(",")
+    return None if "*" in users else users
+
+
+def own_name() -> str | None:
+    """The calling user's name (None without a passwd entry)."""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return None
+
+
+OWNER_LOOKUPS = 50  # ids not among the caller's own jobs asked about with qstat -j (its answer is long per job)
+WHOLE, NAMED = "whole", "named"  # what _named listed: the whole queue, or the named jobs' owners' jobs
+
+
+def _named(cfg: SiteConfig, only: set[int], started: q.Query | None, backend: Any, read: Any,
+           by_job: dict[int, list[JobRecord]]) -> str | None:
+    """List the jobs ``only`` names, and as few others as Grid Engine allows: Grid Engine's job
+    list selects by owner, not by job (``qstat -j`` has neither the priority nor the hold
+    states of the list), so the caller's own jobs are listed (``started``, else now), then the
+    ids not among them are asked about (``qstat -j``: gone, or whose), and their owners' jobs are
+    listed: NAMED. WHOLE when ``started`` listed the whole queue already; None when Grid Engine's
+    answer about the ids was not one to read (the caller lists the whole queue instead)."""
+    users: list[str] | None = None
+    if started is not None:
+        users = listed_users(started)
+        read(started, named=users is not None)
+        if users is None:
+            return WHOLE
+    else:
+        me = own_name()
+        if me:
+            users = [me]
+            read(q.start(cfg, q.listing_args(users), backend=backend), named=True)
+    missing = sorted(j for j in only if j not in by_job)
+    if not missing:
+        return NAMED
+    if len(missing) > OWNER_LOOKUPS:
+        return None  # qstat -j's detail of that many jobs costs more than the whole listing
+    owners = (backend if backend is not None else _backend(cfg)).job_owners(missing)
+    if owners is None:
+        return None
+    more = sorted({o for o in owners.values() if o not in (users or ())})
+    if more:
+        read(q.start(cfg, q.listing_args(more), backend=backend), named=True)
+    return NAMED
+
+
+def _waits(r: JobRecord) -> bool:
+    """Would the job's reason be decided by other jobs (``_refine_reasons``: Licenses, BeginTime
+    within BEGIN_LOOKUPS, a quota, Resources vs Priority)? A pending job with no reason of its
+    own yet (a hold, a dependency, an error)."""
+    return r.state == "PENDING" and r.reason == "None" and not r.extra.get("predecessors")
 
 
 _prio_cache: dict[float, int] = {}  # Slurm's priority of a qstat priority (many jobs share one)
@@ -276,7 +473,7 @@ def _finish_active(rec: JobRecord, cfg: SiteConfig, qmap: q.QueueMap, cache: q.R
     """What qstat alone leaves open: ids, times, priority, and array indices from the record."""
     extra = rec.extra
     row = extra["ge_row"]
-    ids = _uid_cache.get(rec.user)
+    ids = USER_IDS.get(rec.user)
     rec.uid, rec.gid = ids if ids is not None else user_ids(rec.user)
     prio = float(rec.priority)
     extra["prio"] = prio
@@ -345,10 +542,16 @@ def _begin_ts(s: dict[str, Any] | None) -> float | None:
             return None
 
 
+QUOTA_COMMANDS = frozenset({"squeue", "scontrol"})  # list_jobs asks which jobs a quota holds for these
+STOPPED_COMMANDS = frozenset({"squeue", "scontrol"})  # list_jobs marks the stopped jobs for these
+
+
 def _refine_reasons(records: list[JobRecord], by_job: dict[int, list[JobRecord]], cfg: SiteConfig,
-                    now: float) -> None:
+                    now: float, backend: Any = None, quotas: bool = False) -> None:
     """Reasons that need the whole queue: Dependency vs JobHeldUser, JobArrayTaskLimit, Licenses,
-    BeginTime, and Slurm's Resources (the first job in line) vs Priority (the others).
+    BeginTime, a resource quota's limit (``quotas``: backends/gridengine/policy.py, one qstat -j
+    when jobs wait, two calls more when a quota holds some), and Slurm's Resources (the first job
+    in line) vs Priority (the others).
 
     Grid Engine's job list does not show ``qsub -a``; the shim's submit record does ("begin"), so
     it is read for waiting jobs -- for at most BEGIN_LOOKUPS of them, to keep a long queue fast."""
@@ -357,6 +560,7 @@ def _refine_reasons(records: list[JobRecord], by_job: dict[int, list[JobRecord]]
         if r.state in ("RUNNING", "SUSPENDED", "COMPLETING") and r.licenses:
             lic_in_use.update(x.split(":")[0] for x in r.licenses.split(","))
     waiting: dict[str, list[JobRecord]] = {}
+    licensed: list[JobRecord] = []  # "Licenses" is a guess (a running job holds one); a quota's word wins
     for r in records:
         if r.state != "PENDING":
             continue
@@ -375,6 +579,7 @@ def _refine_reasons(records: list[JobRecord], by_job: dict[int, list[JobRecord]]
                 continue
         if r.licenses and any(x.split(":")[0] in lic_in_use for x in r.licenses.split(",")):
             r.reason = "Licenses"
+            licensed.append(r)
             continue
         waiting.setdefault(r.partition, []).append(r)
     if sum(len(v) for v in waiting.values()) <= BEGIN_LOOKUPS:
@@ -385,39 +590,191 @@ def _refine_reasons(records: list[JobRecord], by_job: dict[int, list[JobRecord]]
                     r.reason = "BeginTime"
                     r.start_time = datetime.fromtimestamp(begin)
                     recs.remove(r)
+    if quotas and (waiting or licensed):
+        from .backends.gridengine import policy
+
+        held = policy.reasons_for(backend if backend is not None else _backend(cfg), cfg,
+                                  {r.job_id for recs in waiting.values() for r in recs} | {r.job_id for r in licensed})
+        for r in licensed:
+            r.reason = held.get(r.job_id, r.reason)
+        for part, recs in waiting.items():
+            for r in recs:
+                if r.job_id in held:
+                    r.reason = held[r.job_id]
+            waiting[part] = [r for r in recs if r.job_id not in held]
     for recs in waiting.values():
         recs.sort(key=lambda r: (-r.priority, r.job_id))
         for i, r in enumerate(recs):
             r.reason = "Resources" if i == 0 else "Priority"
 
 
+def _backend(cfg: SiteConfig) -> Any:
+    from . import backends
+
+    return backends.get(cfg)
+
+
 # ---------------------------------------------------------------------------------------------
 # ended jobs, from the shim's event records
 
 
-def recent_events(cfg: SiteConfig, now: float, max_age: int | None = None
+STOP_KINDS = ("stop", "cont")  # scancel's events of a STOP and a CONT it sent (any age: a job stays stopped)
+STOP_ENDINGS = tuple(f".{k}.json" for k in STOP_KINDS)
+
+
+def recent_events(cfg: SiteConfig, now: float, max_age: int | None = None, only: set[int] | None = None,
+                  stops: dict[int, dict[int, set[tuple[int | None, str]]]] | None = None,
+                  uids: set[int] | None = None, reader: Any = None
                   ) -> dict[int, dict[int, set[tuple[int | None, str]]]]:
     """{job id: {uid: {(task, kind)}}} of the end/cancel events written within ``max_age``
-    seconds, by the directory (uid) they are in (a listing of each user's events: nothing read)."""
+    seconds, by the directory (uid) they are in (a listing of each user's events: nothing read);
+    ``only``: of these job ids only; ``uids``: in these users' directories only. ``stops``:
+    filled the same way with the stop/cont events of any age, from the same listing (for
+    ``mark_stopped``). ``reader``: the records.Reader whose listings serve (with ``only``), so
+    that its reads of the same directories list none again."""
     max_age = cfg.cluster.min_job_age if max_age is None else max_age
     out: dict[int, dict[int, set[tuple[int | None, str]]]] = {}
-    for uid, job, task, kind in state.scan_events(cfg, ("end", "cancel"), now - max_age, now):
-        out.setdefault(job, {}).setdefault(uid, set()).add((task, kind))
+    always = STOP_KINDS if stops is not None else ()
+    listing = reader.event_listing if reader is not None and only is not None else None
+    for uid, job, task, kind in state.scan_events(cfg, ("end", "cancel"), now - max_age, now, only, always, uids,
+                                                  listing):
+        into = stops if kind in always else out
+        into.setdefault(job, {}).setdefault(uid, set()).add((task, kind))  # type: ignore[union-attr]
     return out
 
 
-def _add_ended(out: JobList, by_job: dict[int, list[JobRecord]], cfg: SiteConfig, now: float) -> None:
+STOP_LOOKUPS = 100  # running jobs whose stop/cont names are looked up one by one (else: listed)
+
+
+def stop_events(cfg: SiteConfig, running: list[JobRecord]) -> dict[int, dict[int, set[tuple[int | None, str]]]]:
+    """What ``recent_events`` finds with ``stops`` (the stop/cont events), for the ``running``
+    jobs, where no ended jobs are asked: in the directories of their owners and root only (who
+    may speak for them); up to STOP_LOOKUPS jobs by name (an lstat of a missing file costs ~2 us,
+    a listing of thousands of events milliseconds), more from a listing of those directories,
+    the names filtered by their ending before they are parsed. Nothing is read here."""
+    from .records import EVENT_NAME
+
+    out: dict[int, dict[int, set[tuple[int | None, str]]]] = {}
+    dirs: dict[int, str | None] = {}
+
+    def events_dir(uid: int) -> str | None:
+        if uid not in dirs:
+            d = state.user_dir(cfg, uid)
+            dirs[uid] = None if d is None else os.path.join(d, "events")
+        return dirs[uid]
+
+    def owner(r: JobRecord) -> int | None:
+        return r.uid if r.uid is not None else state.uid_of(r.user)
+
+    if len(running) <= STOP_LOOKUPS:
+        for r in running:
+            o = owner(r)
+            if o is None:
+                continue
+            t = "x" if r.array_task is None else str(r.array_task)
+            for uid in dict.fromkeys((o, 0)):
+                d = events_dir(uid)
+                if d is None:
+                    continue
+                for kind in STOP_KINDS:
+                    try:
+                        os.lstat(os.path.join(d, f"{r.job_id}.{t}.{kind}.json"))
+                    except OSError:
+                        continue
+                    out.setdefault(r.job_id, {}).setdefault(uid, set()).add((r.array_task, kind))
+        return out
+    wanted = {(r.job_id, "x" if r.array_task is None else str(r.array_task)) for r in running}
+    owners = {0} | {owner(r) for r in running}
+    for uid in sorted(u for u in owners if u is not None):
+        d = events_dir(uid)
+        if d is None:
+            continue
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for n in names:
+            if n.endswith(STOP_ENDINGS):
+                m = EVENT_NAME.fullmatch(n)
+                if m is not None and (int(m[1]), m[2]) in wanted:
+                    out.setdefault(int(m[1]), {}).setdefault(uid, set()).add((None if m[2] == "x" else int(m[2]), m[3]))
+    return out
+
+
+def mark_stopped(running: list[JobRecord], stops: dict[int, dict[int, set[tuple[int | None, str]]]],
+                 reader: Any) -> None:
+    """Slurm's STOPPED flag on running jobs: a job (array task) whose latest STOP that scancel sent
+    came after its latest CONT is stopped (``extra["stopped"]``; its state stays RUNNING, as in
+    slurmctld's job_state, where JOB_STOPPED is a flag: squeue and scontrol name it, sacct does
+    not: see model.shown_state). An event counts as every event does (its owner's directory, or
+    root's naming the owner; stamped for this Grid Engine job) and only when written during this
+    run of the job (not before Grid Engine started it: an older run of a requeued job)."""
+    from .records import of_job, speaks_for
+
+    for r in running:
+        by_uid = stops.get(r.job_id)
+        if not by_uid:
+            continue
+        extra = r.extra
+        owner = r.uid if r.uid is not None else state.uid_of(r.user)
+        if owner is None:
+            continue
+        task = r.array_task
+        ge_submit, started = extra.get("submit_ts"), extra.get("start_ts")
+        last = {"stop": 0.0, "cont": 0.0}
+        for d_uid in dict.fromkeys((owner, 0)):
+            keys = by_uid.get(d_uid)
+            if not keys:
+                continue
+            for kind in STOP_KINDS:
+                if (task, kind) not in keys:
+                    continue
+                data = reader.event(d_uid, f"{r.job_id}.{'x' if task is None else task}.{kind}.json")
+                if data is None or not speaks_for(data, d_uid, owner, "owner") or not of_job(data, ge_submit, True):
+                    continue
+                t, run = data["t"], data.get("start")
+                if started and (abs(run - started) >= 1 if run is not None else t < started - state.SKEW):
+                    continue  # scancel stamps Grid Engine's start of the run it stopped
+                last[kind] = max(last[kind], t)
+        if last["stop"] > last["cont"]:
+            extra["stopped"] = True
+
+
+def _add_ended(out: JobList, by_job: dict[int, list[JobRecord]], cfg: SiteConfig, now: float,
+               only: set[int] | None = None,
+               stops: dict[int, dict[int, set[tuple[int | None, str]]]] | None = None) -> None:
     """Jobs and array tasks that ended recently. A job Grid Engine still lists (an array with
     tasks left) is its owner's as Grid Engine says; one it has forgotten is whoever's events speak
-    for it (records.Reader.ended_owner)."""
-    recent = recent_events(cfg, now)
+    for it (records.Reader.ended_owner). ``stops``: filled with the stop/cont events (recent_events).
+
+    With ``only``, the events are looked for where they can change the answer (issue 19): a job
+    Grid Engine lists that is no array is shown as Grid Engine has it, so none of its events is
+    listed (its stop/cont events are looked up by name, ``stop_events``); an array Grid Engine
+    lists is its owner's, so only the owner's and root's directories are listed; every user's
+    only for an id Grid Engine did not report (a job that ended: whose it was is in the events)."""
+    uids: set[int] | None = None
+    if only is not None:
+        whole = {j for j in only if j in by_job and not _is_array(by_job[j])}
+        if whole and stops is not None:
+            stops.update(stop_events(cfg, [r for j in sorted(whole) for r in by_job[j] if r.state == "RUNNING"]))
+        only = only - whole
+        if not only:
+            return
+        if all(j in by_job for j in only):
+            uids = {0}
+            for j in only:
+                r = by_job[j][0]
+                o = r.uid if r.uid is not None else state.uid_of(r.user)
+                if o is not None:
+                    uids.add(o)
+    recent = recent_events(cfg, now, only=only, stops=stops, uids=uids, reader=out.reader)
     if not recent:
         return
     reader = out.reader if out.reader is not None else Reader(cfg, len(recent))
     me = os.getuid()
     for job_id, by_uid in recent.items():
         active = by_job.get(job_id, [])
-        if active and not any(r.array_task is not None or r.array_pending is not None for r in active):
+        if active and not _is_array(active):
             continue  # still in Grid Engine (e.g. "dr" while being killed): shown as it is there
         if active:
             owner = active[0].uid if active[0].uid is not None else state.uid_of(active[0].user)
@@ -438,6 +795,11 @@ def _add_ended(out: JobList, by_job: dict[int, list[JobRecord]], cfg: SiteConfig
             if made:
                 out.known.add(job_id)
                 break
+
+
+def _is_array(active: list[JobRecord]) -> bool:
+    """Do Grid Engine's records of a job show an array (whose ended tasks only the events know)?"""
+    return any(r.array_task is not None or r.array_pending is not None for r in active)
 
 
 def _ended_of(cfg: SiteConfig, job_id: int, keys: set[tuple[int | None, str]], active: list[JobRecord],
@@ -492,11 +854,10 @@ def ended_record(cfg: SiteConfig, job_id: int, task: int | None, events: dict, s
             rec.uid = int(s["uid"])
     rec.partition = s.get("partition") or info.get("partition") or cfg.default_partition
     rec.array_max_tasks = int(s["throttle"]) if s.get("throttle") else None
-    if cancel is not None and (end is None or end.get("state") == "CANCELLED" or cancel.get("t", 0) <= end.get("t", 0)):
+    if cancel_ended(end, cancel):
+        assert cancel is not None
         rec.state = "CANCELLED"
-        rec.reason = cancel.get("reason") or "None"
-        if rec.reason == "DependencyNeverSatisfied":
-            rec.reason = "None"
+        rec.reason = ended_reason(cancel.get("reason") or "None")
         ran = cancel.get("was") in ("RUNNING", "SUSPENDED", "COMPLETING") or start is not None
         node = (end or {}).get("node") or (start or {}).get("node") or cancel.get("node") or ""
         rec.nodes = [node] if ran and node else []
@@ -543,7 +904,7 @@ def expand_array(records: Iterable[JobRecord]) -> list[JobRecord]:
             out.append(r)
             continue
         for i in idxs:
-            c = JobRecord(**{k: getattr(r, k) for k in r.__dataclass_fields__})
+            c = JobRecord(**{k: getattr(r, k) for k in FIELDS})
             c.extra = dict(r.extra)
             c.array_pending = None
             c.array_task = i

@@ -23,11 +23,13 @@ import math
 import os
 import re
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from . import state
 
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
 if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
+
     from .config import SiteConfig
 
 TS_MAX = 32503680000.0  # the year 3000: later is no time the shim ever wrote
@@ -166,6 +168,39 @@ def of_job(data: dict[str, Any], ge_submit: float | None, event: bool = False) -
     return not event or t is None or t >= ge_submit - state.SKEW  # nothing happens to a job before it exists
 
 
+def cancel_ended(end: dict[str, Any] | None, cancel: dict[str, Any] | None) -> bool:
+    """Does the job's cancel event tell its end, rather than its end event? Slurm's rule: a job is
+    CANCELLED from the moment scancel reaches it, whatever its script does afterwards (the job
+    wrapper says so too: an end it writes after a cancel is CANCELLED); a cancel that came after
+    the end changes nothing. Whichever came first decides (squeue's recent jobs, sacct)."""
+    if cancel is None:
+        return False
+    if end is None or end.get("state") == "CANCELLED":
+        return True
+    return (cancel.get("t") or 0) <= (end.get("t") or 0)
+
+
+def ended_reason(reason: str) -> str:
+    """The reason a job shows once a cancel ended it (squeue's recent jobs, sacct): the recorded
+    one, except DependencyNeverSatisfied (why it waited, and why it was cancelled: no reason of an
+    ended job): None."""
+    return "None" if reason == "DependencyNeverSatisfied" else reason
+
+
+def memory_request(s: dict[str, Any]) -> tuple[Any, bool, bool] | None:
+    """The memory sbatch asked for, from its submit record, as Slurm keeps one figure for it:
+    ``(MB, per CPU, the partition's default)`` from --mem (per node), else --mem-per-cpu, else
+    the partition's DefMemPerCPU; None when there is none. (squeue's job detail and sacct's
+    ReqMem and TRES; MB as recorded.)"""
+    if s.get("mem_mb"):
+        return s["mem_mb"], False, False
+    if s.get("mem_per_cpu_mb"):
+        return s["mem_per_cpu_mb"], True, False
+    if s.get("default_mem_per_cpu"):
+        return s["default_mem_per_cpu"], True, True
+    return None
+
+
 def user_name(uid: int) -> str:
     import pwd
 
@@ -173,6 +208,67 @@ def user_name(uid: int) -> str:
         return pwd.getpwuid(uid).pw_name
     except (KeyError, OverflowError):
         return str(uid)
+
+
+# Users and groups: the one place the job readers (jobs.py for squeue/scontrol/scancel, accounting
+# for sacct) look them up, cached for a command's life. An unknown id is None here: each command
+# prints it its own Slurm way (squeue %g and scontrol the number, sacct's Group nothing).
+USER_IDS: dict[str, tuple[int | None, int | None]] = {}  # user_ids' cache (hot loops look here first)
+_group_names: dict[int, str | None] = {}
+_group_ids: dict[str, int | None] = {}
+_primary_gids: dict[int, int | None] = {}
+
+
+def user_ids(user: str) -> tuple[int | None, int | None]:
+    """(uid, primary gid) of a user name; (None, None) if unknown."""
+    v = USER_IDS.get(user)
+    if v is None:
+        import pwd
+
+        try:
+            pw = pwd.getpwnam(user)
+            v = (pw.pw_uid, pw.pw_gid)
+        except KeyError:
+            v = (None, None)
+        USER_IDS[user] = v
+    return v
+
+
+def group_of(gid: int) -> str | None:
+    """A group's name; None if the system does not know the gid."""
+    if gid not in _group_names:
+        import grp
+
+        try:
+            _group_names[gid] = grp.getgrgid(gid).gr_name
+        except (KeyError, OverflowError):
+            _group_names[gid] = None
+    return _group_names[gid]
+
+
+def group_id(group: str) -> int | None:
+    """A group name's gid; None if unknown."""
+    if group not in _group_ids:
+        import grp
+
+        try:
+            _group_ids[group] = grp.getgrnam(group).gr_gid
+        except KeyError:
+            _group_ids[group] = None
+    return _group_ids[group]
+
+
+def primary_group(uid: int) -> str | None:
+    """The name of a uid's primary group; None when the user or the group is unknown."""
+    if uid not in _primary_gids:
+        import pwd
+
+        try:
+            _primary_gids[uid] = pwd.getpwuid(uid).pw_gid
+        except (KeyError, OverflowError):
+            _primary_gids[uid] = None
+    gid = _primary_gids[uid]
+    return None if gid is None else group_of(gid)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,6 +299,9 @@ class Reader:
         self._sizes: dict[int, int] = {}
         self._found: dict[tuple[int, int], list[dict[str, Any]]] = {}  # (job, owner) -> records read
         self._events: dict[int, dict[int, dict[tuple[int | None, str], str]]] = {}
+        self._listed: dict[int, list[str]] = {}  # each user's events/ as listed (one listdir per command)
+        self._narrowed: dict[int, dict[int, dict[tuple[int | None, str], str]]] = {}
+        self.narrow: set[int] | None = None  # the command asks about these jobs only (jobs.list_jobs's only)
 
     def dir(self, uid: int) -> str | None:
         try:
@@ -281,24 +380,42 @@ class Reader:
 
     # events
 
-    def event_names(self, uid: int) -> dict[int, dict[tuple[int | None, str], str]]:
-        """{job: {(task, kind): file name}} of a user's events (one listing, no stat)."""
+    def event_listing(self, uid: int) -> list[str]:
+        """The names in a user's events/ (one listing per command, no stat; [] without one)."""
+        got = self._listed.get(uid)
+        if got is None:
+            d = self.dir(uid)
+            got = []
+            if d is not None:
+                try:
+                    got = os.listdir(os.path.join(d, "events"))
+                except OSError:
+                    pass
+            self._listed[uid] = got
+        return got
+
+    def event_names(self, uid: int, jobs: set[int] | None = None) -> dict[int, dict[tuple[int | None, str], str]]:
+        """{job: {(task, kind): file name}} of a user's events (one listing, no stat); ``jobs``:
+        of these jobs only (the other names are passed over by their "<job>." prefix, unparsed:
+        root's directory holds thousands)."""
         got = self._events.get(uid)
         if got is not None:
             return got
-        out: dict[int, dict[tuple[int | None, str], str]] = {}
-        d = self.dir(uid)
-        if d is not None:
-            try:
-                names = os.listdir(os.path.join(d, "events"))
-            except OSError:
-                names = []
-            for n in names:
-                m = EVENT_NAME.fullmatch(n)
-                if m is not None:
-                    out.setdefault(int(m[1]), {})[(None if m[2] == "x" else int(m[2]), m[3])] = n
-        self._events[uid] = out
+        if jobs is not None:
+            return parse_event_names(self.event_listing(uid), jobs)
+        out = self._events[uid] = parse_event_names(self.event_listing(uid))
         return out
+
+    def _names_of(self, uid: int, job_id: int) -> dict[tuple[int | None, str], str]:
+        """A job's event names in a user's directory: parsed for the ``narrow`` jobs only when the
+        command asks about those (once), else from the whole directory's parse."""
+        narrow = self.narrow
+        if narrow is not None and job_id in narrow and uid not in self._events:
+            got = self._narrowed.get(uid)
+            if got is None:
+                got = self._narrowed[uid] = parse_event_names(self.event_listing(uid), narrow)
+            return got.get(job_id, {})
+        return self.event_names(uid).get(job_id, {})
 
     def event(self, d_uid: int, name: str) -> dict[str, Any] | None:
         d = self.dir(d_uid)
@@ -313,7 +430,7 @@ class Reader:
         if uid is None:
             return out
         for d_uid in ((0, uid) if uid != 0 else (0,)):
-            for key, name in self.event_names(d_uid).get(job_id, {}).items():
+            for key, name in self._names_of(d_uid, job_id).items():
                 data = self.event(d_uid, name)
                 if data is not None and speaks_for(data, d_uid, uid, "owner") and of_job(data, ge_submit, True):
                     out[key] = data
@@ -322,8 +439,29 @@ class Reader:
     def ended_owner(self, job_id: int, uids: Iterable[int], me: int | None = None) -> list[int]:
         """Whose job ``job_id`` may be when Grid Engine no longer knows it and the directories of
         ``uids`` hold its events (see ``candidates``)."""
-        root = [self.event(0, n) for n in self.event_names(0).get(job_id, {}).values()] if 0 in uids else []
+        root = [self.event(0, n) for n in self._names_of(0, job_id).values()] if 0 in uids else []
         return candidates(uids, root, me)
+
+
+def parse_event_names(names: Iterable[str], jobs: set[int] | None = None
+                      ) -> dict[int, dict[tuple[int | None, str], str]]:
+    """{job: {(task, kind): file name}} of the event file names among ``names``; ``jobs``: of
+    these jobs only (a name not starting with "<job>." of one of them is not even parsed: the same
+    names as the whole parse gives for them)."""
+    out: dict[int, dict[tuple[int | None, str], str]] = {}
+    match = EVENT_NAME.fullmatch
+    if jobs is not None:
+        if not jobs:
+            return out
+        prefixes = tuple(f"{j}." for j in jobs)  # (as the pattern reads them: leading zeros are no part of a number)
+        names = [n for n in names if n.lstrip("0").startswith(prefixes)]
+    for n in names:
+        m = match(n)
+        if m is not None:
+            j = int(m[1])
+            if jobs is None or j in jobs:
+                out.setdefault(j, {})[(None if m[2] == "x" else int(m[2]), m[3])] = n
+    return out
 
 
 def candidates(uids: Iterable[int], root_events: Iterable[dict[str, Any] | None], me: int | None) -> list[int]:

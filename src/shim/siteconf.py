@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_PATH = "/etc/slurm-shim/config.toml"
 _loaded: "NS | None" = None

@@ -6,10 +6,11 @@ Layout under the site config's ``cluster.state_dir`` (made by ``cluster up``/``i
     <state_dir>/users/           root, 1777 (sticky): each user makes their own directory here
     <state_dir>/users/<uid>/     that user, 0755: nobody else can add, replace or remove a file
         jobs/<id>.json           sbatch's record of the job (name, array index map, geometry, ...)
-        events/<id>.<task>.<kind>.json   start/end (job wrapper), cancel/suspend (scancel, scontrol)
+        events/<id>.<task>.<kind>.json   start/end (job wrapper), cancel/suspend/stop/cont (scancel, scontrol)
+        signals/<key>.<n>.<rand>.json    scancel's signal requests to a running job (send_signal)
         steps/, srun/, env/      0700: step counters and records, allocations, srun tokens and
                                  payloads, a job's environment (files 0600)
-    <state_dir>/gpus/            root, 1777: GPU device claims (see jobwrap.claim_gpus)
+    <state_dir>/gpus/            root, 1777: GPU device claims (see runtime/jobwrap.claim_gpus)
 
 This module is the file protocol: a directory is trusted only when it is owned by its uid and
 writable by nobody else, and a file only when it is a regular file of that uid (or root),
@@ -30,16 +31,17 @@ import re
 import stat
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Union
-
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
 if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, Iterator, Union
+
     from .config import SiteConfig
 
-Where = Union["SiteConfig", str]  # a site config, or the state directory itself
-Owner = Union[int, str, None]     # a uid, a user name, or None for the calling user
+    Where = Union["SiteConfig", str]  # a site config, or the state directory itself
+    Owner = Union[int, str, None]     # a uid, a user name, or None for the calling user
 
 MAX_BYTES = 1 << 20
-PUBLIC = ("jobs", "events")       # other users' squeue/sacct read these
+PUBLIC = ("jobs", "events", "signals")  # other users' squeue/sacct (and, for signals/, root's) read these
 PRIVATE = ("steps", "srun", "env")  # only the owner's own commands and jobs read these (0700/0600)
 SKEW = 300                        # seconds a record's "sub" may differ from Grid Engine's time
 _NAME = re.compile(r"([0-9]{1,12})\.([0-9]{1,12}|x)\.([a-z]{1,16})\.json")
@@ -139,26 +141,37 @@ def own_dir(cfg: Where, sub: str) -> str | None:
     return s if _trusted_dir(s, uid) else None
 
 
-def read_json(path: str, uid: int | None = None) -> dict[str, Any] | None:
-    """A JSON object from a regular file of ``uid`` (or root) no larger than MAX_BYTES; None for
-    anything else. Never follows a link, never blocks on a FIFO, never raises."""
+def read_small_file(path: str, limit: int, owners: tuple[int, ...] | None = None) -> tuple[bytes, int] | None:
+    """(the bytes, the owner's uid) of a regular file of at most ``limit`` bytes, owned by one of
+    ``owners`` (None: anyone); None for anything else. Never follows a link, never blocks on a
+    FIFO, never raises: every reader of a file another user may have planted goes through here."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except (OSError, ValueError):
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
-            debug(f"ignoring {path}: not a regular file of at most {MAX_BYTES} bytes")
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            debug(f"ignoring {path}: not a regular file of at most {limit} bytes")
             return None
-        if uid is not None and st.st_uid not in (uid, 0):
-            debug(f"ignoring {path}: owned by uid {st.st_uid}, not {uid}")
+        if owners is not None and st.st_uid not in owners:
+            debug(f"ignoring {path}: owned by uid {st.st_uid}, not {' or '.join(map(str, owners))}")
             return None
-        raw = os.read(fd, MAX_BYTES + 1)
+        raw = os.read(fd, limit + 1)
     except OSError:
         return None
     finally:
         os.close(fd)
+    return (raw, st.st_uid) if len(raw) <= limit else None
+
+
+def read_json(path: str, uid: int | None = None) -> dict[str, Any] | None:
+    """A JSON object from a regular file of ``uid`` (or root) no larger than MAX_BYTES; None for
+    anything else (read_small_file)."""
+    got = read_small_file(path, MAX_BYTES, None if uid is None else (uid, 0))
+    if got is None:
+        return None
+    raw = got[0]
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError):
@@ -168,11 +181,22 @@ def read_json(path: str, uid: int | None = None) -> dict[str, Any] | None:
 
 def atomic_write(path: str, text: str, mode: int = 0o644) -> None:
     """Replace ``path`` with ``text`` atomically and safely in a shared directory: a fresh name
-    made exclusively (``mkstemp``) beside it, ``fchmod``, then ``os.replace``. Raises OSError."""
-    import tempfile  # here, not at the top: it pulls in shutil (~3 ms), and most commands never write
+    made exclusively beside it, ``fchmod``, then ``os.replace``. Raises OSError.
 
+    The fresh name is made as ``tempfile.mkstemp`` makes it (a random name, opened with
+    O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600, another name while one exists), without importing
+    tempfile: it pulls in shutil, random and weakref (~12 M instructions of every sbatch)."""
     d, base = os.path.split(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=d or ".")
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(100):
+        tmp = os.path.join(d or ".", f".{base}.{os.urandom(6).hex()}.tmp")
+        try:
+            fd = os.open(tmp, flags, 0o600)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"no fresh temporary name beside {path}")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             os.fchmod(f.fileno(), mode)
@@ -233,8 +257,9 @@ def record_submit(cfg: Where, job_id: int, data: dict[str, Any]) -> bool:
 
 
 def record_event(cfg: Where, job_id: int, task: int | None, kind: str, data: dict[str, Any]) -> bool:
-    """kind: "start", "end" (job wrapper), "cancel" (scancel), "suspend". task: Slurm's array
-    index or None. False when it could not be written (the caller warns or carries on)."""
+    """kind: "start", "end" (job wrapper), "cancel" (scancel), "suspend", "stop"/"cont" (scancel -s
+    STOP/CONT sent: Slurm's STOPPED flag). task: Slurm's array index or None. False when it could
+    not be written (the caller warns or carries on)."""
     t = "x" if task is None else str(int(task))
     data = {"t": time.time(), **data}
     return write_own(cfg, "events", f"{int(job_id)}.{t}.{kind}.json", data)
@@ -256,11 +281,23 @@ def user_dirs(cfg: Where) -> Iterator[tuple[int, str]]:
                 yield int(n), d
 
 
-def scan_events(cfg: Where, kinds: Iterable[str], since: float, now: float) -> Iterator[tuple[int, int, int | None, str]]:
-    """(uid, job, task, kind) of events of the given kinds written in [since, now + 60]: the
-    directory listing only (each file is checked when it is read)."""
-    want = set(kinds)
+def scan_events(cfg: Where, kinds: Iterable[str], since: float, now: float, jobs: set[int] | None = None,
+                always: Iterable[str] = (), uids: set[int] | None = None,
+                listing: Callable[[int], list[str]] | None = None) -> Iterator[tuple[int, int, int | None, str]]:
+    """(uid, job, task, kind) of events of the given kinds written in [since, now + 60], and of the
+    kinds ``always`` whenever written (in the same listing): the directory listing only (each file
+    is checked when it is read); ``jobs``: of these job ids only (the others' files are not even
+    stat'ed, their names not parsed); ``uids``: in these users' directories only. ``listing``:
+    where ``jobs`` is given, the names of a user's events/ (a records.Reader's event_listing,
+    which keeps them for its own reads of the same directories)."""
+    any_age = set(always)
+    want = set(kinds) | any_age
     for uid, d in user_dirs(cfg):
+        if uids is not None and uid not in uids:
+            continue
+        if jobs is not None:
+            yield from _scan_named(uid, os.path.join(d, "events"), jobs, want, any_age, since, now, listing)
+            continue
         try:
             it = os.scandir(os.path.join(d, "events"))
         except OSError:
@@ -268,15 +305,96 @@ def scan_events(cfg: Where, kinds: Iterable[str], since: float, now: float) -> I
         with it:
             for e in it:
                 m = _NAME.fullmatch(e.name)
-                if m is None or m[3] not in want:
+                if m is None or m[3] not in want or (jobs is not None and int(m[1]) not in jobs):
                     continue
                 try:
                     st = e.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                if not stat.S_ISREG(st.st_mode) or not since <= st.st_mtime <= now + 60:
+                if not stat.S_ISREG(st.st_mode) or (m[3] not in any_age and not since <= st.st_mtime <= now + 60):
                     continue
                 yield uid, int(m[1]), None if m[2] == "x" else int(m[2]), m[3]
+
+
+def _scan_named(uid: int, events: str, jobs: set[int], want: set[str], any_age: set[str], since: float, now: float,
+                listing: Callable[[int], list[str]] | None) -> Iterator[tuple[int, int, int | None, str]]:
+    """scan_events in one directory for some jobs: the names listed, those of the jobs picked by
+    their prefix (records.parse_event_names), only those lstat'ed."""
+    from .records import parse_event_names
+
+    if listing is not None:
+        names = listing(uid)
+    else:
+        try:
+            names = os.listdir(events)
+        except OSError:
+            return
+    for job, keys in parse_event_names(names, jobs).items():
+        for (task, kind), name in keys.items():
+            if kind not in want:
+                continue
+            try:
+                st = os.lstat(os.path.join(events, name))
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode) or (kind not in any_age and not since <= st.st_mtime <= now + 60):
+                continue
+            yield uid, job, task, kind
+
+
+def named_events(d: str, jobs: set[int], kinds: Iterable[str], min_mtime: float | None = None
+                 ) -> Iterator[tuple[int, tuple[int | None, str], str]]:
+    """(job, (task, kind), path) of the events of ``jobs`` of the given kinds in the user
+    directory ``d`` (written since ``min_mtime``): one listing, the names of these jobs picked by
+    their prefix before they are parsed (records.parse_event_names), only those stat'ed (and only
+    with ``min_mtime``). Nothing is read here."""
+    from .records import parse_event_names
+
+    events = os.path.join(d, "events")
+    try:
+        names = os.listdir(events)
+    except OSError:
+        return
+    for job, keys in parse_event_names(names, jobs).items():
+        for key, name in keys.items():
+            if key[1] not in kinds:
+                continue
+            path = os.path.join(events, name)
+            if min_mtime is not None:
+                try:
+                    if os.lstat(path).st_mtime < min_mtime:
+                        continue
+                except OSError:
+                    continue
+            yield job, key, path
+
+
+def job_of_submission(cfg: Where, sub: float, since: float) -> int | None:
+    """The id of the calling user's job whose job wrapper recorded sbatch's clock ``sub`` (every
+    event carries it as "sub") in an event written since ``since``; None if none did. For the
+    submit agent's lookup of a job that ended before it looked (agent.resolve)."""
+    d = user_dir(cfg, None)
+    if d is None:
+        return None
+    uid = os.getuid()
+    try:
+        it = os.scandir(os.path.join(d, "events"))
+    except OSError:
+        return None
+    with it:
+        for e in it:
+            m = _NAME.fullmatch(e.name)
+            if m is None or m[3] not in ("start", "end"):
+                continue
+            try:
+                if e.stat(follow_symlinks=False).st_mtime < since:
+                    continue
+            except OSError:
+                continue
+            data = read_json(e.path, uid)
+            if data is not None and data.get("sub") == sub:
+                return int(m[1])
+    return None
 
 
 def list_submitted(cfg: Where, owner: Owner = None) -> list[int]:
@@ -291,7 +409,176 @@ def list_submitted(cfg: Where, owner: Owner = None) -> list[int]:
     return sorted(int(n[:-5]) for n in names if n.endswith(".json") and _DIGITS.fullmatch(n[:-5]))
 
 
-EVENT_KINDS = ("start", "end", "cancel", "suspend")
+EVENT_KINDS = ("start", "end", "cancel", "suspend", "stop", "cont")
+
+
+# ---------------------------------------------------------------------------------------------
+# the runtime's private records (steps/, srun/, env/ of the calling user): one function per kind
+#
+#   steps/<key>                         step counter (next step id), under an exclusive lock
+#   steps/<key>.<step>.json             a step's record
+#   steps/<key>.alloc.json              where an allocation is (salloc's holder, or srun)
+#   steps/<key>.release                 salloc's release of its allocation (the exit code)
+#   steps/<key>.<step>.<host>.status.json   a remote launcher's task statuses
+#   srun/<hex32>.<entry>.json           a launch payload (read once by the far side, then removed)
+#   srun/<hex32>.json                   the token of a job srun made (its id, then its exit code)
+#   env/<name>                          a batch job's submission environment (sbatch writes it)
+#
+# <key> is the job id, or <job>_<index> for an array task.
+
+_KEY = re.compile(r"[0-9]{1,12}(?:_[0-9]{1,12})?")
+LAUNCH_NAME = re.compile(r"[0-9a-f]{32}\.[a-z_]{1,20}\.json")
+STATUS_NAME = re.compile(r"[0-9A-Za-z_]{1,40}\.[0-9]{1,9}\.[0-9A-Za-z._-]{1,255}\.status\.json")
+_TOKEN = re.compile(r"[0-9a-f]{32}")
+
+
+def alloc_path(cfg: Where, key: str) -> str | None:
+    """The calling user's allocation record of ``key``, or None when the state directory offers
+    the user no private place."""
+    return own_path(cfg, "steps", f"{key}.alloc.json")
+
+
+def write_allocation(cfg: Where, key: str, data: dict[str, Any]) -> bool:
+    return write_own(cfg, "steps", f"{key}.alloc.json", data)
+
+
+def read_allocation(cfg: Where, key: str, owner: Owner = None) -> dict[str, Any] | None:
+    """The allocation record of ``key`` as stored (its content is checked by the runtime)."""
+    return read_from(cfg, owner, "steps", f"{key}.alloc.json")
+
+
+def release_path(cfg: Where, key: str) -> str | None:
+    """Where salloc releases allocation ``key`` (the holder waits for this file)."""
+    return own_path(cfg, "steps", f"{key}.release")
+
+
+def next_step_id(cfg: Where, key: str, wait: float) -> int:
+    """The next step id of a job: 0, 1, 2, ... A counter file in the user's private ``steps/``
+    under an exclusive lock, so that concurrent sruns of one job (``srun a & srun b &``) get
+    distinct ids. The file must be the user's own regular file (opened without following a link
+    or blocking), and the lock is waited for at most ``wait`` seconds: OSError when either fails."""
+    import errno
+    import fcntl
+
+    if not _KEY.fullmatch(key):
+        raise OSError(errno.EINVAL, "not a job key", key)
+    d = own_dir(cfg, "steps")
+    if d is None:
+        raise OSError(errno.EACCES, "no private directory in the state directory", os.path.join(root_of(cfg), "users"))
+    path = os.path.join(d, key)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+            raise OSError(errno.EPERM, "step counter is not the user's own file", path)
+        deadline = time.monotonic() + wait
+        delay = 0.005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise OSError(errno.EWOULDBLOCK, "step counter locked too long", path) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+        raw = os.read(fd, 64).strip()
+        n = int(raw) if raw.isascii() and raw.isdigit() else 0
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.ftruncate(fd, 0)
+        os.write(fd, str(n + 1).encode())
+        return n
+    finally:
+        os.close(fd)  # closing drops the lock
+
+
+def write_step(cfg: Where, key: str, step_id: int, data: dict[str, Any]) -> bool:
+    return write_own(cfg, "steps", f"{key}.{int(step_id)}.json", data)
+
+
+def read_step(cfg: Where, key: str, step_id: int) -> dict[str, Any] | None:
+    return read_from(cfg, None, "steps", f"{key}.{int(step_id)}.json")
+
+
+def status_name(key: str, step_id: int, host: str) -> str:
+    return f"{key}.{int(step_id)}.{host}.status.json"
+
+
+def write_status(cfg: Where, name: str, data: dict[str, Any]) -> bool:
+    """A remote launcher's statuses, under a name srun chose (checked: STATUS_NAME)."""
+    return bool(STATUS_NAME.fullmatch(name)) and write_own(cfg, "steps", name, data)
+
+
+def take_status(cfg: Where, name: str) -> dict[str, Any] | None:
+    """A remote launcher's statuses, removed once read; None when absent or not to be trusted."""
+    if not STATUS_NAME.fullmatch(name):
+        return None
+    got = read_from(cfg, None, "steps", name)
+    remove_own(cfg, "steps", name)
+    return got
+
+
+def write_launch(cfg: Where, entry: str, data: dict[str, Any]) -> str | None:
+    """A launch payload for far-side entry point ``entry`` under a fresh random name (returned),
+    0600 in the user's private ``srun/``; None when it cannot be written."""
+    name = f"{os.urandom(16).hex()}.{entry}.json"
+    if not LAUNCH_NAME.fullmatch(name):
+        return None
+    return name if write_own(cfg, "srun", name, data) else None
+
+
+def take_launch(cfg: Where, name: str) -> dict[str, Any]:
+    """A launch payload: only from the calling user's own ``srun/`` directory, only the user's own
+    regular file; removed once read. ValueError for anything else."""
+    if not LAUNCH_NAME.fullmatch(name):
+        raise ValueError(f"not a launch file name: {name!r}")
+    d = own_dir(cfg, "srun")
+    if d is None:
+        raise ValueError(f"no private directory under {root_of(cfg)}")
+    path = os.path.join(d, name)
+    data = read_json(path, os.getuid())
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    if data is None:
+        raise ValueError(f"{path}: missing, or not the user's own launch file")
+    return data
+
+
+def drop_launch(cfg: Where, name: str) -> None:
+    """Remove a launch payload the far side did not take (it never started)."""
+    if LAUNCH_NAME.fullmatch(name):
+        remove_own(cfg, "srun", name)
+
+
+def write_token(cfg: Where, token: str, data: dict[str, Any]) -> bool:
+    """The token file of a job srun made (``token``: 32 hex digits, else nothing is written)."""
+    return bool(_TOKEN.fullmatch(token)) and write_own(cfg, "srun", f"{token}.json", data)
+
+
+def read_token(cfg: Where, token: str) -> dict[str, Any] | None:
+    return read_from(cfg, None, "srun", f"{token}.json") if _TOKEN.fullmatch(token) else None
+
+
+def remove_token(cfg: Where, token: str) -> None:
+    if _TOKEN.fullmatch(token):
+        remove_own(cfg, "srun", f"{token}.json")
+
+
+def read_env_file(cfg: Where, path: str) -> dict[str, Any] | None:
+    """A batch job's private environment file: only when ``path`` is in the calling user's own
+    ``env/`` directory and the user's own regular file."""
+    d = own_dir(cfg, "env")
+    if d is None or os.path.dirname(os.path.abspath(path)) != d:
+        return None
+    return read_json(path, os.getuid())
+
+
+def gpu_dir(cfg: Where) -> str | None:
+    """``<state_dir>/gpus`` when it is root's sticky directory (made at install), else None."""
+    d = os.path.join(root_of(cfg), "gpus")
+    return d if _shared_parent(d) else None
 
 
 def forget(cfg: Where, job_id: int, before: float | None = None, tasks: Iterable[int] = ()) -> None:
@@ -399,3 +686,149 @@ def layout_problems(state_dir: str) -> list[str]:
         elif stat.S_IMODE(st.st_mode) != mode:
             problems.append(f"{path} is mode {stat.S_IMODE(st.st_mode):o}, not {mode:o}")
     return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# signal requests: scancel -s on any host -> the job wrapper and srun's launchers of the job
+#
+#   signals/<key>.<ns>.<hex8>.json     one request: {"t", "sig", "batch", "full", "owner", "uid", "sub", "start"}
+#
+# The sender writes into its own directory (0755, files 0644, like events: a request says no more
+# than a cancel event does), so only the job's owner, or root naming the owner, can speak to a
+# job: readers look in the owner's directory and root's, and nowhere else. Names are unique
+# (a clock and random digits), each written atomically; readers list one directory, match names
+# by the job's key, read at most SIGNAL_BATCH new ones per look, each a small regular file of
+# that directory's uid. The job wrapper removes its job's requests (in the owner's directory)
+# when the job ends; the rest go with the owner's other records (prune).
+
+SIGNAL_NAME = re.compile(r"([0-9]{1,12}(?:_[0-9]{1,12})?)\.([0-9]{1,20})\.([0-9a-f]{8})\.json")
+SIGNAL_BATCH = 64      # requests read per look: a flood of the owner's own costs bounded work
+SIGNAL_BYTES = 4096    # a request is ~150 bytes; anything larger is not one
+SIGNAL_MAX = 64        # Linux's highest signal number (SIGRTMAX)
+
+
+def signal_key(job_id: int, task: int | None = None) -> str:
+    """The key a job's requests are filed under: ``<job>``, or ``<job>_<index>`` for an array task."""
+    return f"{int(job_id)}" if task is None else f"{int(job_id)}_{int(task)}"
+
+
+def send_signal(cfg: Where, key: str, data: dict[str, Any]) -> bool:
+    """Write one signal request for job ``key`` into the caller's own ``signals/`` (root's for an
+    admin: the request must then name the job's ``owner``). False when it could not be written."""
+    if not _KEY.fullmatch(key):
+        return False
+    name = f"{key}.{time.time_ns()}.{os.urandom(4).hex()}.json"
+    return write_own(cfg, "signals", name, {"t": time.time(), **data})
+
+
+def _signal_request(data: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A request with every field of the right type and range, else None."""
+    if data is None:
+        return None
+    sig, t, sub, start = data.get("sig"), data.get("t"), data.get("sub"), data.get("start")
+    if type(sig) is not int or not 0 < sig <= SIGNAL_MAX:
+        return None
+    if type(t) not in (int, float) or not 0 <= t < 32503680000.0:
+        return None
+    for v in (sub, start):
+        if v is not None and (type(v) not in (int, float) or not 0 <= v < 32503680000.0):
+            return None
+    if type(data.get("batch", False)) is not bool or type(data.get("full", False)) is not bool:
+        return None
+    return {"sig": sig, "t": t, "sub": sub, "start": start, "batch": bool(data.get("batch")), "full": bool(data.get("full")),
+            "owner": data.get("owner"), "uid": data.get("uid") if type(data.get("uid")) is int else None}
+
+
+def _read_small(path: str, uid: int) -> dict[str, Any] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_size > SIGNAL_BYTES or st.st_uid not in (uid, 0):
+        debug(f"ignoring {path}: not a small regular file of uid {uid}")
+        return None
+    return read_json(path, uid)  # checks again on the open file: a swap in between gains nothing
+
+
+def signal_requests(cfg: Where, owner: Owner, key: str, seen: set[str], ge_submit: float | None = None,
+                    started: float | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """New signal requests for job ``key`` of ``owner``, oldest first: from the owner's directory
+    (the owner's own word) and root's (only those naming the owner), tied to this Grid Engine job
+    by their ``sub`` stamp (its submission time) when ``ge_submit`` is known and their ``start``
+    stamp (Grid Engine's start time of the running job scancel saw) when ``started`` is. ``seen`` holds the names already taken
+    (updated here); a name that was looked at and found wanting is not read again."""
+    from . import records  # lazy: records imports this module
+
+    uid = uid_of(owner)
+    if uid is None or not _KEY.fullmatch(key):
+        return []
+    found: list[tuple[int, str, dict[str, Any]]] = []
+    budget = SIGNAL_BATCH
+    for d_uid in dict.fromkeys((uid, 0)):
+        d = user_dir(cfg, d_uid)
+        if d is None:
+            continue
+        sd = os.path.join(d, "signals")
+        try:
+            names = os.listdir(sd)
+        except OSError:
+            continue
+        for n in sorted(names):
+            m = SIGNAL_NAME.fullmatch(n)
+            tag = f"{d_uid}/{n}"
+            if m is None or m[1] != key or tag in seen:
+                continue
+            if budget <= 0:
+                break
+            budget -= 1
+            seen.add(tag)
+            data = _signal_request(_read_small(os.path.join(sd, n), d_uid))
+            if data is None or not records.speaks_for(data, d_uid, uid, "owner"):
+                debug(f"ignoring {sd}/{n}: not a request that speaks for uid {uid}'s job {key}")
+                continue
+            if ge_submit is not None and data["sub"] is not None and abs(data["sub"] - ge_submit) > SKEW:
+                continue  # a request to an older job with the same id
+            if started is not None and data["start"] is not None and abs(data["start"] - started) > SKEW:
+                continue  # the same: a job that started at another time
+            found.append((int(m[2]), tag, data))
+    return [(tag, data) for _, tag, data in sorted(found)]
+
+
+def seen_signals(cfg: Where, owner: Owner, key: str) -> set[str]:
+    """The names of the requests job ``key`` of ``owner`` already has: what a step that starts now
+    must not take for its own (Slurm signals the steps that exist when the signal is sent)."""
+    uid = uid_of(owner)
+    seen: set[str] = set()
+    if uid is None:
+        return seen
+    for d_uid in dict.fromkeys((uid, 0)):
+        d = user_dir(cfg, d_uid)
+        if d is None:
+            continue
+        try:
+            names = os.listdir(os.path.join(d, "signals"))
+        except OSError:
+            continue
+        seen.update(f"{d_uid}/{n}" for n in names if (m := SIGNAL_NAME.fullmatch(n)) and m[1] == key)
+    return seen
+
+
+def drop_signals(cfg: Where, key: str) -> None:
+    """Remove the calling user's own requests to job ``key`` (the job wrapper, at the job's end)."""
+    if not _KEY.fullmatch(key):
+        return
+    d = user_dir(cfg, None)
+    if d is None:
+        return
+    sd = os.path.join(d, "signals")
+    try:
+        names = os.listdir(sd)
+    except OSError:
+        return
+    for n in names:
+        m = SIGNAL_NAME.fullmatch(n)
+        if m is not None and m[1] == key:
+            try:
+                os.unlink(os.path.join(sd, n))
+            except OSError:
+                pass

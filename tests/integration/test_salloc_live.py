@@ -7,16 +7,15 @@ import json
 import os
 import re
 import time
-from pathlib import Path
 
 import pytest
 
-from conftest import SLURM_REF, run, wait_until
+from conftest import SLURM_REF, STATE_DIR, run, wait_until
 
 pytestmark = pytest.mark.gridengine
 
 HOST = os.uname().nodename.split(".")[0]
-STATE = Path("/var/spool/slurm-shim")
+STATE = STATE_DIR  # the selected cell's (conftest.SITE_CONFIG)
 MINE = STATE / "users" / str(os.getuid())  # the records of the tests' own (root's) jobs
 PENDING = r"(salloc: Pending job allocation \d+\nsalloc: job \d+ queued and waiting for resources\n" \
           r"salloc: job \d+ has been allocated resources\n)?"

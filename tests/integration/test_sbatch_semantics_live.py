@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run, wait_until
+from conftest import job_array, run, wait_until
 
 pytestmark = pytest.mark.gridengine
 
@@ -41,9 +41,7 @@ def test_zero_based_stepped_and_listed_arrays_see_slurms_indices(workdir):
 
 def test_array_throttle_becomes_tc(workdir):
     job = sbatch("--array=1-4%2", "-H", "--wrap", "true", cwd=workdir)
-    out = run("qstat", "-j", str(job)).stdout
-    assert re.search(r"job-array tasks:\s+1-4:1", out)
-    assert re.search(r"maximum concurrency:\s+2", out)
+    assert job_array(job) == ((1, 4, 1), 2)
     run("qdel", str(job))
 
 

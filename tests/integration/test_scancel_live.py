@@ -4,16 +4,14 @@ codes, and the cancel records squeue and sacct read afterwards. Jobs come from r
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from conftest import run, wait_until
+from conftest import STATE_DIR, run, wait_until
 
 pytestmark = pytest.mark.gridengine
 
 SLEEP = ["-b", "y", "/bin/sleep"]
-STATE_DIR = Path("/var/spool/slurm-shim")
 
 
 
@@ -91,6 +89,8 @@ def test_permission_denied_unknown_and_verbose(jobs):
 
 
 def test_stop_and_continue(jobs):
+    """A job not submitted through the shim has no job wrapper to take scancel's request: STOP and
+    CONT stay Grid Engine's qmod -sj/-usj (the whole job: squeue shows it SUSPENDED)."""
     jid = jobs.qsub("stop", "-q", "debug", *SLEEP, "300")
     wait_until(lambda: jobs.ge(jid) == ["r"], 60, "running")
     assert scancel("-s", "STOP", jid).returncode == 0
@@ -101,3 +101,44 @@ def test_stop_and_continue(jobs):
     cp = scancel("-s", "USR1", jid)
     assert cp.returncode == 1 and "USR1" in cp.stderr
     assert jobs.ge(jid) == ["r"]
+
+
+def test_stop_and_continue_a_shim_job_stops_it_as_slurm_does(jobs):
+    """Slurm 22.05: scancel -s STOP signals the job's steps (the batch shell runs on), and once it
+    was delivered slurmctld flags the job STOPPED (agent.c): squeue %t ST, %T STOPPED, -t ST
+    lists it and -t R does not (print.c _filter_job compares the whole state), scontrol's
+    JobState=STOPPED; slurmdbd keeps the base state, so sacct says RUNNING. TSTP is delivered
+    and changes nothing; CONT clears the flag. Grid Engine's job runs on throughout (no qmod)."""
+    cp = run("sbatch", "--parsable", "-J", jobs.name("stopme"), "-p", "debug", "-o", "/dev/null",
+             "--wrap", "sleep 300", cwd="/tmp")
+    assert cp.returncode == 0, cp.stderr
+    jid = cp.stdout.strip()
+    jobs.ids.append(jid)
+    wait_until(lambda: jobs.ge(jid) == ["r"], 60, "running")
+
+    def shown() -> str:
+        return run("squeue", "-h", "-j", jid, "-o", "%t %T").stdout
+
+    assert shown() == "R RUNNING\n"
+    cp = scancel("-s", "STOP", jid)
+    assert (cp.returncode, cp.stdout, cp.stderr) == (0, "", "")
+    assert shown() == "ST STOPPED\n"  # scancel recorded the STOP it sent: no wait
+    assert jobs.ge(jid) == ["r"]  # not suspended: Grid Engine's job (and its time limit) runs on
+    assert run("squeue", "-h", "-t", "ST", "-o", "%i").stdout.split().count(jid) == 1
+    assert jid not in run("squeue", "-h", "-t", "R", "-o", "%i").stdout.split()
+    assert f"{jid} ST" in run("squeue", "-h", "-o", "%i %t").stdout.splitlines()  # the whole listing
+    out = run("scontrol", "show", "job", jid).stdout
+    assert " JobState=STOPPED Reason=None " in out, out
+    cp = run("sacct", "-n", "-X", "-j", jid, "-o", "JobID,State")
+    assert cp.stdout.split() == [jid, "RUNNING"], (cp.stdout, cp.stderr)
+    assert scancel("-s", "TSTP", jid).returncode == 0
+    assert shown() == "ST STOPPED\n"
+    cp = scancel("--signal=CONT", jid)
+    assert (cp.returncode, cp.stderr) == (0, "")
+    assert shown() == "R RUNNING\n"
+    assert " JobState=RUNNING " in run("scontrol", "show", "job", jid).stdout
+    assert jobs.ge(jid) == ["r"]
+    assert scancel("-b", "-s", "STOP", jid).returncode == 0  # the batch shell: flagged the same
+    assert shown() == "ST STOPPED\n"
+    assert scancel("-b", "-s", "CONT", jid).returncode == 0
+    assert shown() == "R RUNNING\n"

@@ -107,8 +107,13 @@ def test_cancelled_job_stays_visible_with_t_all(jobs):
     assert out == f"{jid} CA {jobs.name('gone')}\n"
 
 
-def test_running_job_being_killed_is_completing(jobs):
-    jid = jobs.qsub("notify", "-q", "debug", "-notify", *SLEEP, "300")
+def test_running_job_being_killed_is_completing(jobs, tmp_path):
+    """qdel of a running -notify job: Grid Engine's "dr" for the queue's notify time (5 s in
+    cluster up's queues), while the job, which ignores the notice (SIGUSR2), is still running.
+    A job that died of the notice left "dr" before one squeue could look (1 run in 11 failed)."""
+    script = tmp_path / "ignores-notice.sh"
+    script.write_text("#!/bin/bash\ntrap '' USR2\n/bin/sleep 300\n")
+    jid = jobs.qsub("notify", "-q", "debug", "-notify", "-S", "/bin/bash", str(script))
     wait_until(lambda: jobs.ge_state(jid) == "r", 60, "running")
     run("qdel", jid)
     def completing():

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SLURM_REF, run, shim_env, wait_until
+from conftest import SLURM_REF, STATE_DIR, run, shim_env, wait_until
 
 pytestmark = pytest.mark.gridengine
 
 HOST = os.uname().nodename.split(".")[0]
-STATE = Path("/var/spool/slurm-shim")
+STATE = STATE_DIR  # the selected cell's (conftest.SITE_CONFIG)
 MINE = STATE / "users" / str(os.getuid())  # the records of the tests' own (root's) jobs
 CONFIG_KEYS = {"SLURM_CONF", "SLURM_WORKING_CLUSTER", "SLURM_JOB_ACCOUNT"}  # Slurm's config, not srun's
 VOLATILE = {"SLURM_TASK_PID", "SLURM_SRUN_COMM_PORT", "SLURM_STEP_LAUNCHER_PORT", "SLURM_JOB_ID", "SLURM_JOBID",
@@ -26,8 +26,14 @@ VOLATILE = {"SLURM_TASK_PID", "SLURM_SRUN_COMM_PORT", "SLURM_STEP_LAUNCHER_PORT"
             "SLURM_STEP_NODELIST"}
 
 
+# What the site's MPI plugin adds to every task (cluster up's MpiDefault is pmi2; the reference
+# cluster's is none): tests/integration/test_mpi_live.py checks these
+MPI_PLUGIN_ENV = ("SLURM_MPI_TYPE", "PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_JOBID")
+
+
 def env_of(text: str) -> dict[str, str]:
-    return dict(line.split("=", 1) for line in text.splitlines() if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", line))
+    return {k: v for k, v in (line.split("=", 1) for line in text.splitlines()
+                              if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", line)) if k not in MPI_PLUGIN_ENV}
 
 
 def ref_case(name: str) -> tuple[str, str]:
@@ -267,10 +273,12 @@ def test_steps_inside_sbatch_equal_slurms(workdir):
 
 
 def test_stripped_environment_finds_the_allocation(workdir):
-    """snakemake's jobstep calls srun with only SLURM_JOB_ID (and a few others) left."""
+    """snakemake's jobstep calls srun with only SLURM_JOB_ID (and a few others) left. (A site
+    config in another place than the default, as the OCS cell's, is the site's: it is kept.)"""
     (workdir / "strip.sh").write_text(
         "#!/bin/bash\nsrun true\n"
-        "env -i PATH=$PATH SLURM_JOB_ID=$SLURM_JOB_ID srun -n1 -c1 bash -c 'env | sort' > stripped.env\n"
+        "env -i PATH=$PATH SLURM_JOB_ID=$SLURM_JOB_ID ${SLURM_SHIM_CONFIG:+SLURM_SHIM_CONFIG=$SLURM_SHIM_CONFIG}"
+        " srun -n1 -c1 bash -c 'env | sort' > stripped.env\n"
         "echo rc=$? > stripped.rc\n")
     job = sbatch("-n", "2", "strip.sh", cwd=workdir)
     wait_file(workdir / "stripped.rc", "rc=")
@@ -368,24 +376,7 @@ def test_srun_into_a_running_job_from_outside(workdir):
 # --- two execution hosts (scripts/multihost: a second sge_execd in network + UTS namespaces) -----
 
 
-@pytest.fixture(scope="module")
-def two_hosts(tmp_path_factory):
-    """Host node2 beside this one, reachable only through queue/partition "twohost" (a site config
-    of its own), set up for these tests and removed after them."""
-    from conftest import REPO
-
-    setup = subprocess.run([str(REPO / "scripts" / "multihost"), "up"], capture_output=True, text=True, timeout=180,
-                           env=shim_env())
-    if setup.returncode != 0:
-        pytest.fail(f"scripts/multihost up failed: {setup.stderr}")
-    conf = tmp_path_factory.mktemp("twohost") / "config.toml"
-    conf.write_text(Path("/etc/slurm-shim/config.toml").read_text()
-                    + '\n[partitions.twohost]\nqueue = "twohost"\npe = "smp"\npe_multinode = "mpi"\n')
-    conf.chmod(0o644)
-    conf.parent.chmod(0o755)
-    yield {"SLURM_SHIM_CONFIG": str(conf)}
-    subprocess.run([str(REPO / "scripts" / "multihost"), "down"], capture_output=True, text=True, timeout=180,
-                   env=shim_env())
+# (the fixture two_hosts: tests/integration/conftest.py; its .node is the second host)
 
 
 def test_two_hosts_steps_inside_sbatch(workdir, two_hosts):
@@ -401,10 +392,10 @@ echo END
     lines = out.splitlines()
     first = sorted(lines[:2])
     hosts = sorted(ln.split()[1] for ln in first)
-    assert hosts == sorted(["node2", HOST]), out
+    assert hosts == sorted([two_hosts.node, HOST]), out
     for ln in first:
         rank, host, nodeid, localid, nodename, steplist, jobid = ln.split()
-        assert host == nodename and localid == "0" and jobid == str(job) and set(steplist.split(",")) == {"node2", HOST}
+        assert host == nodename and localid == "0" and jobid == str(job) and set(steplist.split(",")) == {two_hosts.node, HOST}
         assert rank == f"{nodeid}:"
     errs = sorted(ln for ln in lines if ln.startswith("srun: error:"))
     assert len(errs) == 2 and all("Exited with exit code" in e for e in errs)
@@ -415,7 +406,7 @@ echo END
     assert len(list(workdir.glob("out-*.txt"))) == 2
     four = sorted(ln for ln in lines if re.match(r"\d: ", ln) and len(ln.split()) == 4)
     assert [ln.split()[0] for ln in four] == ["0:", "1:", "2:", "3:"]
-    assert {ln.split()[1] for ln in four} == {"node2", HOST} and {ln.split()[2] for ln in four} == {"0", "1"}
+    assert {ln.split()[1] for ln in four} == {two_hosts.node, HOST} and {ln.split()[2] for ln in four} == {"0", "1"}
 
 
 def test_two_hosts_new_job_and_salloc(workdir, two_hosts):
@@ -424,9 +415,51 @@ def test_two_hosts_new_job_and_salloc(workdir, two_hosts):
     assert cp.returncode == 0, cp.stderr
     got = sorted(cp.stdout.splitlines())
     assert [g.split()[0] for g in got] == ["0:", "1:", "2:", "3:"]
-    assert sorted({g.split()[1] for g in got}) == sorted({"node2", HOST})
+    assert sorted({g.split()[1] for g in got}) == sorted({two_hosts.node, HOST})
     assert got[0].split()[1] == got[1].split()[1] and got[2].split()[1] == got[3].split()[1]  # block layout
     cp = run("salloc", "-p", "twohost", "-N2", "-n2", "srun", "-l", "bash", "-c", "echo $(hostname)",
              cwd=workdir, env=two_hosts)
     assert cp.returncode == 0, cp.stderr
-    assert sorted(ln.split()[1] for ln in cp.stdout.splitlines()) == sorted(["node2", HOST])
+    assert sorted(ln.split()[1] for ln in cp.stdout.splitlines()) == sorted([two_hosts.node, HOST])
+
+
+def test_two_hosts_two_tasks_on_each_host(workdir, two_hosts):
+    """`sbatch -N 2 --ntasks-per-node=2` (issue 16): two srun tasks on each host,
+    SLURM_TASKS_PER_NODE 2(x2), and Grid Engine's grant (PE_HOSTFILE) two slots on each host, with
+    no warning. On OCS the shim pins the layout: `-pe mpi 4 -par 2` (capability par; the request's
+    allocation rule is 2). SGE 8.1.9 has no -par: the shim asks the round-robin PE for 4 slots
+    (`-pe mpi 4`, nothing more), which deals them one host at a time, so two hosts with room get two
+    each: even, but not pinned (README: Geometry)."""
+    import xml.etree.ElementTree as ET
+
+    from conftest import CELL
+
+    (workdir / "geometry.sh").write_text("""#!/bin/bash
+while read -r host slots rest; do echo "grant ${host%%.*} $slots"; done < "$PE_HOSTFILE"
+echo "tpn $SLURM_TASKS_PER_NODE $SLURM_JOB_NUM_NODES"
+srun -l bash -c 'echo task $(hostname) $SLURM_NODEID $SLURM_LOCALID'
+echo END
+""")
+    cp = run("sbatch", "--parsable", "-H", "-p", "twohost", "-N", "2", "--ntasks-per-node=2", "geometry.sh",
+             cwd=workdir, env=two_hosts)
+    assert cp.returncode == 0 and cp.stderr == "", cp.stderr
+    job = int(cp.stdout.strip())
+    try:
+        held = run("qstat", "-j", str(job), "-xml")  # the request, as Grid Engine holds it
+        assert held.returncode == 0, held.stderr
+        el = ET.fromstring(held.stdout).find(".//djob_info/element")
+        assert el is not None, held.stdout
+        assert el.findtext("JB_pe") == "mpi" and [r.text for r in el.iter("RN_min")][:1] == ["4"], held.stdout
+        assert [r.text for r in el.iter("JRS_allocation_rule")] == (["2"] if CELL == "ocs" else []), held.stdout
+    finally:
+        assert run("scontrol", "release", str(job), env=two_hosts).returncode == 0
+    out = wait_file(workdir / f"slurm-{job}.out", "END")
+    lines = out.splitlines()
+    assert sorted(ln.split()[1:] for ln in lines if ln.startswith("grant ")) == \
+        sorted([[HOST, "2"], [two_hosts.node, "2"]]), out
+    assert "tpn 2(x2) 2" in lines, out
+    tasks = sorted(ln.split() for ln in lines if re.match(r"\d+: task ", ln))
+    assert [t[0] for t in tasks] == ["0:", "1:", "2:", "3:"], out
+    host = [t[2] for t in tasks]
+    assert host[0] == host[1] and host[2] == host[3] and {host[0], host[2]} == {HOST, two_hosts.node}, out
+    assert [(t[3], t[4]) for t in tasks] == [("0", "0"), ("0", "1"), ("1", "0"), ("1", "1")], out

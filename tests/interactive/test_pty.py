@@ -44,8 +44,11 @@ def shell_cmd(child: pexpect.spawn, command: str, marker: str) -> str:
     return line
 
 
-def test_srun_pty_bash(workdir):
-    child = spawn(["srun", "--pty", "bash", "--norc", "--noprofile", "-i"], workdir)
+@pytest.mark.parametrize("pty", ["--pty", "--pty=", "--pty=0", "--pty=1"])
+def test_srun_pty_bash(workdir, pty):
+    """'--pty=' is '--pty' (newer releases' empty value: the terminal on stdin); '--pty=0' and
+    '--pty=1' name that terminal by a descriptor (23.02+; here stdout is the same terminal)."""
+    child = spawn(["srun", pty, "bash", "--norc", "--noprofile", "-i"], workdir)
     try:
         child.expect_exact(PROMPT)
         line = shell_cmd(child, 'echo "ANS""WER=$((6*7)) TTY=$(tty) STEP=$SLURM_STEP_ID JOB=$SLURM_JOB_ID"', "ANSWER=")

@@ -72,6 +72,6 @@ def mallory_python(code: str, **kw) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture
-def shared_dir(tmp_path_factory) -> Path:
+def shared_dir():
     """A directory like a shared project directory: mode 1777, root's."""
-    return open_dir(tmp_path_factory, "shared", 0o1777)
+    return open_dir("shared", 0o1777)

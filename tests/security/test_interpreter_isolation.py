@@ -84,3 +84,31 @@ def test_srun_steps_inside_a_job_import_nothing_of_mallorys(hijack, victim):
     assert cp.returncode == 0, cp.stderr
     assert out.read_text() == "step-ran\nafter\n"
     assert marks_left(hijack) == []
+
+
+def test_every_installed_command_runs_its_interpreter_isolated():
+    """Each console script pyproject.toml declares (the Slurm commands, the policy commands and
+    slurm-shim) starts ``python -I`` where the README's commands installed it: a new command
+    missing from scripts/setup's list would run with the caller's PYTHONPATH and user site."""
+    import tomllib
+
+    from conftest import REPO, command_dir
+
+    names = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    bindir = command_dir()
+    # where scripts/setup compiled the warm service's thin client (docs/service.md) into bin/, the
+    # Python scripts it falls back to are in libexec/slurm-shim/, and the service it starts is -I too
+    libexec = bindir.parent / "libexec" / "slurm-shim"
+
+    def script(n):
+        p = bindir / n
+        if p.read_bytes()[:4] == b"\x7fELF":
+            assert b"-I\0" in p.read_bytes() and b"shim.service" in p.read_bytes(), f"{p}: not the thin client"
+            p = libexec / n
+        return p.read_text()
+
+    assert script("sbatch").startswith("#!/opt/"), f"{bindir} is not the installed venv"
+    plain = [n for n in names if not script(n).splitlines()[0].endswith(" -I")]
+    assert len(names) >= 13 and plain == [], f"{bindir}: {plain} start without -I"
+    wrappers = [n for n in names if " -I " not in (REPO / "bin" / n).read_text()]
+    assert wrappers == [], f"bin/: {wrappers} start python without -I"

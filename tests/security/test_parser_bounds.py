@@ -140,7 +140,7 @@ def test_array_spec_takes_max_array_size():
 @pytest.mark.parametrize("fn, text", [
     (v.dependency, "afterok:1_[" + "0" * 5000 + "1]"),  # Python's digit limit counts leading zeros
     (lambda t, p: hostlist.expand(t), "n[" + "0" * 5000 + "-1]"),
-    (lambda t, p: v.split_dependency_id(t), "1_2+" + "0" * 5000 + "5"),
+    (v.dependency, "after:1_2+" + "0" * 5000 + "5"),  # a delay's digits too
     (v.time_limit, "9" * 60000),
     (v.begin_time, "now+" + "9" * 60000),
     (v.begin_time, " " * 100000 + "now"),

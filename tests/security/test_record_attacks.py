@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+import conftest
 from conftest import run, shim_env, wait_until
 from security.conftest import MALLORY, VICTIM, as_user, mallory_python, uid
 
@@ -82,14 +83,11 @@ _made: list[str] = []
 
 
 def open_dir(_factory, name: str) -> Path:
-    """A directory every user's jobs can write their output in, outside pytest's temporary
-    directories (a concurrent pytest run may remove those while a job still writes there)."""
-    import tempfile
-
-    d = tempfile.mkdtemp(prefix=f"shim-sec-{name}-", dir="/var/tmp")
-    _made.append(d)
-    os.chmod(d, 0o777)
-    return Path(d)
+    """A directory every user's jobs can write their output in (conftest.open_dir), removed after
+    the test."""
+    d = conftest.open_dir(f"sec-{name}", 0o777)
+    _made.append(str(d))
+    return d
 
 
 @pytest.fixture(autouse=True)
@@ -350,7 +348,9 @@ def test_planted_files_never_crash_or_hang_a_command(target, victim, mallory_dir
     commands = [
         (["squeue"], 0), (["squeue", "-t", "all"], 0), (["squeue", "-j", str(job)], 0),
         (["squeue", "-t", "all", "-j", "999997"], 1),
-        (["scancel", "-s", "CONT", str(job)], None), (["scontrol", "show", "job", str(job)], 0),
+        # (-t RUNNING: CONT to a pending job is Slurm's ~95 s of retries before "can not be altered
+        # now"; the filter reads the same listing and records and signals nothing)
+        (["scancel", "-t", "RUNNING", "-s", "CONT", str(job)], 0), (["scontrol", "show", "job", str(job)], 0),
         (["scontrol", "hold", str(job)], 0), (["sacct"], 0), (["sacct", "-a"], 0), (["sacct", "-j", str(job)], 0),
         (["sacct", "-j", "999998,999997,999993"], 0),
     ]
@@ -542,3 +542,31 @@ def test_a_squatted_directory_never_fails_sbatch(victim, mallory, jobs, tmp_path
     assert cp.stderr and all(ln.startswith("sbatch: warning: ") for ln in cp.stderr.splitlines()), cp.stderr
     wait_until(lambda: (out / "o.out").exists() and "V=" in (out / "o.out").read_text(), 60, "the job's output")
     assert (out / "o.out").read_text() == "V=still-here\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Grid Engine's refusals of mallory's signals, holds and suspends are read as refusals
+
+
+def test_mallorys_stop_hold_and_suspend_of_the_victims_job_are_refused(victim, mallory_dir, jobs):
+    """qmod's "you have no permission to modify job" was not recognised by scancel: mallory's
+    ``scancel -s STOP`` of the victim's job exited 0 and wrote a suspend event. Now each verb is
+    refused in Slurm's words, Grid Engine leaves the job as it was, and mallory writes no event."""
+    job = jobs.sbatch(VICTIM, "-J", "refused", "-o", "/dev/null", "--wrap", "sleep 300")
+    wait_until(lambda: running(job), 60, f"job {job} to run")
+    for sig in ("STOP", "CONT"):
+        cp = as_user(MALLORY, "scancel", "-s", sig, str(job), timeout=CMD_TIMEOUT)
+        assert (cp.returncode, cp.stdout, cp.stderr) == (
+            210, "", f"scancel: error: Kill job error on job id {job}: Access/permission denied\n"), sig
+    cp = as_user(MALLORY, "scontrol", "suspend", str(job), timeout=CMD_TIMEOUT)
+    assert (cp.returncode, cp.stdout, cp.stderr) == (1, "", f"scontrol: error: Access/permission denied for job {job}\n")
+    cp = as_user(MALLORY, "scontrol", "hold", str(job), timeout=CMD_TIMEOUT)  # Slurm's words for another's job
+    assert (cp.returncode, cp.stdout, cp.stderr) == (1, "", f"Invalid user id for job {job}\n"
+                                                            "slurm_suspend error: Invalid user id\n")
+    cp = as_user(MALLORY, "scancel", str(job), timeout=CMD_TIMEOUT)
+    assert (cp.returncode, cp.stderr) == (210, f"scancel: error: Kill job error on job id {job}: "
+                                               "Access/permission denied\n")
+    assert running(job)  # Grid Engine's state is still exactly "r": not suspended, held or deleted
+    assert sorted(p.name for p in (mallory_dir / "events").glob(f"{job}.*")) == []
+    cp = as_user(VICTIM, "squeue", "-h", "-j", str(job), "-o", "%T", timeout=CMD_TIMEOUT)
+    assert cp.stdout == "RUNNING\n"

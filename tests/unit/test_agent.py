@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from shim import agent, proc, siteconf
-from shim.cli import sbatch
+from shim import proc, siteconf
+from shim.backends.gridengine import agent
+from shim.backends.gridengine import GridEngine
 from shim.errors import BackendUnavailable
 from shim.proc import Result
 
@@ -34,7 +35,7 @@ STUB = textwrap.dedent('''
         os.kill(os.getpid(), signal.SIGKILL)
 
     if _DIE == "after_journal":
-        _agent = sys.modules["shim.agent"]
+        _agent = sys.modules["shim.backends.gridengine.agent"]
         _orig_send = _agent._send
 
         def _send(sock, obj, data=b""):
@@ -115,15 +116,18 @@ class Cfg:
         agent_idle_minutes = 10
 
 
-class FakeBackend:
+class FakeBackend(GridEngine):  # the real operations (user_job_ids, detail_text, ...) over this transport
     """qstat answers from the stub's log (the jobs "in Grid Engine"); qsub submits with a new id."""
 
     name = "gridengine"
 
-    def __init__(self, log: Path, down: bool = False):
-        self.log, self.down, self.calls = log, down, []
+    def __init__(self, log: Path, down: bool = False, ended: bool = False):
+        """ended: every job the stub submitted has already run and left qstat."""
+        self.log, self.down, self.ended, self.calls = log, down, ended, []
 
     def jobs(self) -> list[dict]:
+        if self.ended:
+            return []
         try:
             return [json.loads(line) for line in self.log.read_text().splitlines()]
         except FileNotFoundError:
@@ -353,9 +357,9 @@ def test_agent_killed_mid_request_never_loses_or_doubles(env, moment):
     job = agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b)
     p.wait(10)
     assert p.returncode == -9
-    if moment == "before_submit":  # nothing submitted: the lookup says so, and sbatch will use qsub
+    if moment == "before_submit":  # nothing submitted: two looks say so, and sbatch will use qsub
         assert job is None and jobs(env) == []
-        assert [c[0] for c in b.calls] == ["qstat"]
+        assert [c[0] for c in b.calls] == ["qstat", "qstat"]
     else:  # submitted: the journal or the context lookup finds the job, no qsub
         [rec] = jobs(env)
         assert job == rec["id"]
@@ -365,11 +369,45 @@ def test_agent_killed_mid_request_never_loses_or_doubles(env, moment):
     wait_empty(env["dir"] / "tokens")
 
 
+@pytest.mark.parametrize("found_at", [1, 2, None])
+def test_a_job_that_already_ended_is_found_by_its_wrappers_record(env, monkeypatch, found_at):
+    """The CI case: the answer to runJob was lost, and by the time sbatch looked the job (a
+    ``true``) had run and left qstat. Its job wrapper's record of the submission (``seen``) finds
+    it, at the first look or at the second (SETTLE later); only when neither look finds it does
+    sbatch use qsub."""
+    monkeypatch.setattr(agent, "SETTLE", 0.05)
+    p = serve(env, STUB_DIE="after_submit")
+    b = FakeBackend(env["log"], ended=True)
+    looks = []
+
+    def seen():
+        looks.append(time.monotonic())
+        return jobs(env)[0]["id"] if len(looks) == found_at else None
+
+    job = agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b, seen=seen)
+    p.wait(10)
+    [rec] = jobs(env)
+    assert job == (None if found_at is None else rec["id"])
+    assert len(looks) == (found_at or 2)
+    assert [c[0] for c in b.calls] == ["qstat"] * (found_at or 2)  # and never qsub
+    if len(looks) == 2:
+        assert looks[1] - looks[0] >= 0.05
+
+
 def test_uncertain_drmaa_error_is_resolved_before_falling_back(env):
     serve(env)
     b = FakeBackend(env["log"])
     assert agent.submit(["-q", "flaky"], b"#!/bin/sh\n", Cfg, b) is None
-    assert [c[0] for c in b.calls] == ["qstat"]
+    assert [c[0] for c in b.calls] == ["qstat", "qstat"]
+
+
+def test_an_uncertain_answer_retires_the_agents_session(env):
+    """An answer lost on its way (a qmaster restarted under the session) means the session is not
+    to be trusted again: the agent exits once it has answered, and the next client starts afresh."""
+    p = serve(env)
+    b = FakeBackend(env["log"])
+    assert agent.submit(["-q", "flaky"], b"#!/bin/sh\n", Cfg, b) is None
+    assert p.wait(10) == 0
 
 
 def test_unresolvable_outcome_is_a_slurm_error_not_a_fallback(env):
@@ -396,7 +434,7 @@ def test_hung_agent_is_killed_then_resolved(env, monkeypatch):
     assert time.monotonic() - t0 < 5
     p.wait(5)
     assert p.returncode == -9
-    assert [c[0] for c in b.calls] == ["qstat"]
+    assert [c[0] for c in b.calls] == ["qstat", "qstat"]
 
 
 def test_no_agent_starts_one_and_uses_qsub(env, monkeypatch):
@@ -565,33 +603,48 @@ NS = siteconf.NS
 
 
 def test_sbatch_routes_through_the_agent_only_when_configured(monkeypatch, tmp_path):
+    """The agent is a transport of the real backend: GridEngineBackend.submit(agent=True) asks it
+    first when the site says method = "agent", and runs qsub when it did not submit."""
+    from shim import backends, submit
+    from shim.backends.gridengine import process
+
     calls = []
-    monkeypatch.setattr(agent, "submit", lambda argv, script, cfg, backend: calls.append(argv) or 4242)
-    monkeypatch.setattr(sbatch.state, "record_submit", lambda cfg, job, rec: calls.append(("record", job)))
-    from shim import backends
+    monkeypatch.setattr(agent, "submit", lambda argv, script, cfg, backend, **kw: calls.append(argv) or 4242)
 
-    class GE:
-        name = "gridengine"
+    class GE(process.GridEngineBackend):
+        def __init__(self, cfg):
+            self.cfg = cfg
 
-        def run(self, tool, args, input=None, timeout=None):
+        def run(self, tool, args, *, input=None, timeout=None):
             calls.append(tool)
             return Result((tool,), 0, "77\n", "")
 
-    backends.use(GE())
+    agent_cfg = NS(submit=NS(method="agent"))
+    assert GE(agent_cfg).submit(["-terse"], b"#!/bin/sh\n", agent=True) == 4242
+    assert calls == [["-terse"]]
+    calls.clear()
+    assert GE(agent_cfg).submit(["-terse"], b"#!/bin/sh\n") == 77  # salloc, --test-only: never the agent
+    assert GE(NS(submit=NS(method="qsub"))).submit(["-terse"], b"#!/bin/sh\n", agent=True) == 77
+    assert GE(NS()).submit(["-terse"], b"#!/bin/sh\n", agent=True) == 77  # an old cached config
+    assert calls == ["qsub", "qsub", "qsub"]
+    calls.clear()
+    monkeypatch.setattr(agent, "submit", lambda *a, **kw: None)  # the agent did not submit: qsub
+    assert GE(agent_cfg).submit(["-terse"], b"#!/bin/sh\n", agent=True) == 77
+    assert calls == ["qsub"]
+    # sbatch's path asks for the agent; a transport without one (replay) just runs qsub
+    calls.clear()
+    backends.use(GE(agent_cfg))
     try:
-        sub = type("Sub", (), {"argv": ["-terse"], "payload": {"name": "x"}})()
-        agent_cfg = NS(submit=NS(method="agent"), cluster=NS(state_dir=str(tmp_path)))
-        assert sbatch.submit(sub, agent_cfg) == 4242
-        assert calls == [["-terse"], ("record", 4242)]
-        calls.clear()
-        assert sbatch.submit(sub, NS(submit=NS(method="qsub"), cluster=NS(state_dir=str(tmp_path)))) == 77
-        assert calls == ["qsub", ("record", 77)]
-        calls.clear()
-        assert sbatch.submit(sub, NS(cluster=NS(state_dir=str(tmp_path)))) == 77  # an old cached config
-        monkeypatch.setattr(agent, "submit", lambda *a: None)  # the agent did not submit: qsub
-        calls.clear()
-        assert sbatch.submit(sub, agent_cfg) == 77
-        assert calls == ["qsub", ("record", 77)]
+        monkeypatch.setattr(agent, "submit", lambda argv, script, cfg, backend, **kw: calls.append("agent") or 4243)
+        assert submit.queue("sbatch", submit.FAILED, ["-terse"], b"#!/bin/sh\n", agent_cfg, {}, agent=True) == 4243
+        assert submit.queue("salloc", "x", ["-terse"], b"#!/bin/sh\n", agent_cfg, {}) == 77
+        assert calls == ["agent", "qsub"]
+        from shim.backends.replay import ReplayBackend
+
+        rb = ReplayBackend()
+        rb.add("qsub", [], "78\n")
+        backends.use(rb)
+        assert submit.queue("sbatch", submit.FAILED, ["-terse"], b"#!/bin/sh\n", agent_cfg, {}, agent=True) == 78
     finally:
         backends.use(None)
         siteconf.reset()
@@ -599,8 +652,9 @@ def test_sbatch_routes_through_the_agent_only_when_configured(monkeypatch, tmp_p
 
 def test_client_path_imports_stay_light():
     """sbatch pays for the client only: no drmaa, threading or pwd until a lookup is needed."""
-    # what the interpreter loads by itself (a site hook may import threading) does not count
-    code = ("import sys; base = set(sys.modules); import shim.agent; "
+    # what the interpreter loads by itself (a site hook may import threading) and the backend
+    # sbatch has loaded already (its process transport) do not count
+    code = ("import sys, shim.backends.gridengine; base = set(sys.modules); import shim.backends.gridengine.agent; "
             "bad = {'drmaa', 'threading', 'fcntl', 'glob'} & (set(sys.modules) - base); print(sorted(bad))")
-    out = proc.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(Path(agent.__file__).parents[1])))
+    out = proc.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(Path(agent.__file__).parents[3])))
     assert out.stdout.strip() == "[]", out

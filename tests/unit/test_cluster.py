@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from conftest import SGE_REF
-from shim import cluster, config
+from shim import cluster, cluster_ocs, config
 from shim.cluster import Complex, Facts
+from shim.errors import ShimError
 
 REF = SGE_REF
 
@@ -485,3 +486,200 @@ def test_init_pid_files_are_written_read_and_removed(tmp_path, monkeypatch):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+# --- Open Cluster Scheduler (cluster_ocs.py): the pure parts -----------------------------------
+
+def test_ocs_pes_are_cluster_pes_in_the_form_ocs_takes():
+    for debian, ocs in zip(cluster.PES, cluster_ocs.PES):
+        assert "qsort_args" not in ocs  # OCS: error: unknown attribute name "qsort_args"
+        assert ocs["ign_sreq_on_mhost"] == "FALSE"  # OCS: required attribute ... is missing
+        assert {k: v for k, v in ocs.items() if k in debian} == {k: v for k, v in debian.items() if k != "qsort_args"}
+    assert [pe["allocation_rule"] for pe in cluster_ocs.PES] == ["$pe_slots", "$round_robin"]
+
+
+def test_ocs_global_conf_is_debians_with_ocs_own_accounting():
+    # OCS 9 as it ships writes accounting.jsonl, which the shim reads: no old_accounting=true; and
+    # it keeps no finished jobs in qmaster (they hold their PE referenced: qconf -dp is refused);
+    # its usage pattern puts a job's own metrics into accounting.jsonl (accounting/metrics.py)
+    assert cluster_ocs.GLOBAL_CONF == {**cluster.GLOBAL_CONF, "finished_jobs": "0", "reporting_params":
+                                       cluster.GLOBAL_CONF["reporting_params"] + " usage_patterns=metrics:metric_*"}
+    assert "old_accounting" not in cluster_ocs.GLOBAL_CONF["reporting_params"]
+
+
+def test_ocs_host_slots_hold_every_queue_at_once():
+    assert cluster_ocs.host_slots(2) == 2 * cluster.queue_slots(2) == 16
+    assert cluster_ocs.host_slots(16) == 128
+
+
+def test_installer_hooks_go_in_once_and_refuse_an_unknown_installer():
+    _, anchor, hook = cluster_ocs.INSTALLER_HOOKS[0]
+    text = "a()\n{\n}\n" + anchor + "   body\n}\n"
+    once = cluster_ocs.hooked(text, anchor, hook)
+    assert once == text.replace(anchor, anchor + hook) and once.count(cluster_ocs.HOOK_MARK) == 1
+    assert cluster_ocs.hooked(once, anchor, hook) is None
+    with pytest.raises(cluster.ClusterError, match="the installer changed: 'CheckForLocalHostResolving"):
+        cluster_ocs.hooked("nothing here\n", anchor, hook)
+
+
+def test_inst_conf_sets_every_value_and_refuses_unknown_keys():
+    template = '# comment SGE_ROOT="x"\nSGE_ROOT="Please enter path"\nCELL_NAME="default"\nADMIN_USER=""\n'
+    c = cluster_ocs.Cell()
+    values = {"SGE_ROOT": c.root, "ADMIN_USER": ""}
+    assert cluster_ocs.inst_conf(template, values) == (
+        '# comment SGE_ROOT="x"\nSGE_ROOT="/opt/ocs"\nCELL_NAME="default"\nADMIN_USER=""\n')
+    with pytest.raises(cluster.ClusterError, match="template has no GID_RANGE"):
+        cluster_ocs.inst_conf(template, {"GID_RANGE": "1-2"})
+    inst = cluster_ocs.inst_values(c, "vm")
+    assert (inst["SGE_QMASTER_PORT"], inst["SGE_EXECD_PORT"], inst["GID_RANGE"]) == ("7444", "7445", "21000-21100")
+    assert inst["EXEC_HOST_LIST"] == inst["ADMIN_HOST_LIST"] == "vm" and inst["ADD_TO_RC"] == "false"
+
+
+def test_ocs_site_config_names_its_own_cell(monkeypatch):
+    c = cluster_ocs.Cell()
+    monkeypatch.setattr(cluster_ocs.Cell, "arch", lambda self: "lx-amd64")
+    ocs = config.parse(cluster_ocs.site_config_text(c), cluster_ocs.SITE_CONFIG)
+    debian = config.parse(cluster.site_config_text(), "/etc/slurm-shim/config.toml")
+    ge = ocs.gridengine
+    assert (ge.sge_root, ge.sge_cell, ge.bin_dir) == ("/opt/ocs", "default", "/opt/ocs/bin/lx-amd64")
+    assert (ge.qmaster_port, ge.execd_port, ge.drmaa_library) == (7444, 7445, "/opt/ocs/lib/lx-amd64/libdrmaa.so")
+    assert ocs.cluster.state_dir == "/var/spool/slurm-shim-ocs" != debian.cluster.state_dir
+    assert ocs.submit.method == "agent"  # the agent loads drmaa_library, OCS's own libdrmaa
+    # the same partitions, memory, gres and licenses as Debian's cell
+    assert ocs.model_dump(exclude={"gridengine", "cluster", "submit"}) == debian.model_dump(
+        exclude={"gridengine", "cluster", "submit"})
+    assert (debian.gridengine.qmaster_port, debian.gridengine.execd_port) == (6444, 6445)
+    assert debian.gridengine.drmaa_library == "/usr/lib/gridengine-drmaa/lib/libdrmaa.so.1.0"
+
+
+def test_config_port_fields_default_to_grid_engines_own_lookup_and_are_checked():
+    ge = config.SiteConfig().gridengine
+    assert (ge.qmaster_port, ge.execd_port, ge.drmaa_library) == (0, 0, "")
+    with pytest.raises(ShimError) as e:
+        config.parse("[gridengine]\nqmaster_port = 70000\n", "x.toml")
+    assert e.value.lines[0].startswith("slurm-shim: error: x.toml: gridengine.qmaster_port: Input should be less")
+
+
+def test_ocs_cell_env_names_the_cell_completely(monkeypatch):
+    monkeypatch.setattr(cluster_ocs.Cell, "arch", lambda self: "lx-amd64")
+    monkeypatch.setenv("SGE_QMASTER_PORT", "6444")
+    monkeypatch.setenv("SGE_ROOT", "/var/lib/gridengine")
+    env = cluster_ocs.Cell().env()
+    assert env["PATH"].split(":")[0] == "/opt/ocs/bin/lx-amd64"
+    assert {k: env[k] for k in ("SGE_ROOT", "SGE_CELL", "SGE_QMASTER_PORT", "SGE_EXECD_PORT")} == {
+        "SGE_ROOT": "/opt/ocs", "SGE_CELL": "default", "SGE_QMASTER_PORT": "7444", "SGE_EXECD_PORT": "7445"}
+    with cluster.cell(env):
+        assert cluster.ge_env() == env
+    assert cluster.ge_env()["SGE_ROOT"] == "/var/lib/gridengine" and "SGE_QMASTER_PORT" not in cluster.ge_env()
+
+
+def test_ocs_build_cache_must_be_roots_alone(tmp_path):
+    if os.geteuid() != 0:
+        pytest.fail("the cache checks need root (CI runs the unit tests as root)", pytrace=False)
+    cache = tmp_path / "cache" / "ocs"
+    assert cluster_ocs.root_dir(str(cache)) == str(cache)
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+    cache.chmod(0o770)
+    with pytest.raises(cluster.ClusterError, match="must not be writable by others"):
+        cluster_ocs.root_dir(str(cache))
+    cache.chmod(0o700)
+    os.chown(cache.parent, 1000, 1000)
+    with pytest.raises(cluster.ClusterError, match=f"{cache.parent} must be a directory of root's \\(it is not\\)"):
+        cluster_ocs.root_dir(str(cache))
+
+
+def test_ocs_build_comes_from_the_cache_when_it_is_there(tmp_path):
+    (tmp_path / "ab12" / "dist" / "bin").mkdir(parents=True)
+    os.chmod(tmp_path, 0o755)
+    assert cluster_ocs.build("/nonexistent.tar.gz", "ab12", str(tmp_path)) == (str(tmp_path / "ab12" / "dist"), "cached (ab12)")
+
+
+def test_ocs_binaries_need_a_tarball_only_when_none_are_installed(tmp_path, monkeypatch):
+    monkeypatch.delenv(cluster_ocs.TARBALL_ENV, raising=False)
+    c = cluster_ocs.Cell(root=str(tmp_path / "ocs"))
+    with pytest.raises(cluster.ClusterError, match=r"has no Open Cluster Scheduler yet: give its source tarball \(--source"):
+        cluster_ocs.ensure_binaries(c, None)
+    with pytest.raises(cluster.ClusterError, match="no-such.tar.gz: no such file"):
+        cluster_ocs.ensure_binaries(c, str(tmp_path / "no-such.tar.gz"))
+    (tmp_path / "ocs").mkdir()
+    (tmp_path / "ocs" / cluster_ocs.STAMP).write_text("cafe" * 16 + "\n")
+    assert cluster_ocs.ensure_binaries(c, None) == "installed (cafecafecafe)"
+    tarball = tmp_path / "src.tar.gz"
+    tarball.write_bytes(b"")
+    (tmp_path / "ocs" / cluster_ocs.STAMP).write_text(cluster_ocs.sha256(str(tarball)))
+    assert cluster_ocs.ensure_binaries(c, str(tarball)).startswith("installed (e3b0c44298fc")
+
+
+def test_cluster_flavour_and_source_options(monkeypatch, capsys):
+    calls = []
+    monkeypatch.setattr(cluster_ocs, "up", lambda source: calls.append(("up", source)) or 0)
+    monkeypatch.setattr(cluster_ocs, "down", lambda: calls.append(("down",)) or 0)
+    monkeypatch.setattr(cluster_ocs, "status", lambda: calls.append(("status",)) or 0)
+    assert cluster.main(["cluster", "up", "--flavour", "ocs", "--source", "x.tar.gz"]) == 0
+    assert cluster.main(["cluster", "up", "--flavour", "ocs"]) == 0
+    assert cluster.main(["cluster", "down", "--flavour", "ocs"]) == 0
+    assert cluster.main(["cluster", "status", "--flavour", "ocs"]) == 0
+    assert calls == [("up", "x.tar.gz"), ("up", None), ("down",), ("status",)]
+    assert cluster.main(["cluster", "up", "--source", "x.tar.gz"]) == 2
+    assert capsys.readouterr().err == "slurm-shim: error: --source is for --flavour ocs (Debian's cell comes from apt)\n"
+    assert cluster.main(["cluster", "up", "--flavour", "sge"]) == 2
+    assert "invalid choice: 'sge'" in capsys.readouterr().err
+    assert cluster.main(["cluster", "down", "--source", "x"]) == 2
+
+
+def test_ocs_daemons_are_found_by_their_own_pid_files_only(tmp_path):
+    c = cluster_ocs.Cell(root=str(tmp_path))
+    Path(c.qmaster_spool).mkdir(parents=True)
+    Path(c.qmaster_spool, "qmaster.pid").write_text(f"{os.getpid()}\n")  # alive, but python, not sge_qmaster
+    assert cluster_ocs.daemon_pid(c, "qmaster") is None
+    assert cluster_ocs.pidfiles(c, "qmaster") == [f"{tmp_path}/default/spool/qmaster/qmaster.pid"]
+    Path(c.spool, "vm").mkdir()
+    Path(c.spool, "vm", "execd.pid").write_text("1\n")
+    assert cluster_ocs.pidfiles(c, "execd") == [f"{tmp_path}/default/spool/vm/execd.pid"]
+    assert not cluster_ocs._runs_from(os.getpid(), c)
+
+
+def test_no_subprocess_import_in_cluster_ocs():
+    source = Path(cluster_ocs.__file__).read_text()
+    assert "import subprocess" not in source and "os.system" not in source
+
+
+def test_debian_up_never_writes_over_the_ocs_cells_config(monkeypatch, capsys):
+    monkeypatch.setattr(cluster.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(cluster, "require_debian", lambda: None)
+    monkeypatch.setenv("SLURM_SHIM_CONFIG", cluster_ocs.SITE_CONFIG)
+    monkeypatch.setattr(cluster, "this_host", lambda: pytest.fail("up went on"))
+    assert cluster.main(["cluster", "up"]) == 1
+    assert capsys.readouterr().err == (
+        "slurm-shim: error: SLURM_SHIM_CONFIG is /etc/slurm-shim/ocs.toml, the Open Cluster Scheduler cell's: "
+        "use cluster up --flavour ocs, or unset SLURM_SHIM_CONFIG for Debian's cell\n")
+
+
+def test_the_cached_plain_config_carries_the_cell_fields(tmp_path, monkeypatch):
+    from shim import siteconf
+
+    monkeypatch.setattr(cluster_ocs.Cell, "arch", lambda self: "lx-amd64")
+    path = tmp_path / "ocs.toml"
+    path.write_text(cluster_ocs.site_config_text(cluster_ocs.Cell()))
+    monkeypatch.setenv("SLURM_SHIM_CONFIG", str(path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    seen = []
+    for _ in range(2):  # validated by pydantic, then read back from the JSON cache
+        siteconf.reset()
+        ge = siteconf.get().gridengine
+        seen.append((ge.sge_root, ge.qmaster_port, ge.execd_port, ge.drmaa_library))
+    siteconf.reset()
+    assert len(list((tmp_path / "cache" / "slurm-shim").iterdir())) == 1
+    assert seen == [("/opt/ocs", 7444, 7445, "/opt/ocs/lib/lx-amd64/libdrmaa.so")] * 2
+
+
+def test_ocs_up_and_down_refuse_non_root_and_status_of_no_cell(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(cluster.os, "geteuid", lambda: 1000)
+    assert cluster.main(["cluster", "up", "--flavour", "ocs"]) == 1
+    assert capsys.readouterr().err == ("slurm-shim: error: cluster up --flavour ocs must run as root "
+                                       "(it builds, installs and starts Open Cluster Scheduler)\n")
+    assert cluster.main(["cluster", "down", "--flavour", "ocs"]) == 1
+    assert "cluster down --flavour ocs must run as root" in capsys.readouterr().err
+    monkeypatch.setattr(cluster_ocs, "SITE_CONFIG", str(tmp_path / "ocs.toml"))
+    assert cluster_ocs.status(cluster_ocs.Cell(root=str(tmp_path / "none"))) == 1
+    assert capsys.readouterr().out == f"qmaster  down\nexecd    down\nconfig   {tmp_path}/ocs.toml (missing)\n"

@@ -185,3 +185,79 @@ def test_squeue_getters_inline_to_the_same_text():
         f = fmt.parse_percent(spec, view.REGISTRY)
         for r in (rec, run):
             assert fmt.compile_row(f)(r, ctx) == _reference_row(f, r, ctx)
+
+
+# ---------------------------------------------------------------------------------------------
+# sacct's column policy on the same engine: `+` truncation, numbers in full, prefix names
+
+
+def _sacct_cell(text: str, width: int, right: bool, overflow: str) -> str:
+    """sacct's rule spelled out (Slurm's print_fields: a longer text ends in '+', numbers are never cut)."""
+    if overflow == fmt.PLUS and len(text) > width:
+        text = text[:width - 1] + "+" if width else ""
+    return text.rjust(width) if right else text.ljust(width)
+
+
+@settings(max_examples=300, deadline=None)
+@given(cols=st.lists(st.tuples(st.integers(0, 14), st.booleans(), st.sampled_from([fmt.PLUS, fmt.FULL]), _TEXT,
+                               _TEXT, st.booleans()), max_size=6))
+def test_plus_and_full_overflow_compile_as_spelled_out(cols):
+    ns = {}
+    columns, row, expected = [], {}, ""
+    for i, (width, right, overflow, suffix, value, inline) in enumerate(cols):
+        row[i] = value
+        get = fmt.getter(f"r[{i}]", ns) if inline else (lambda r, c, i=i: r[i])
+        columns.append(fmt.Column(fmt.FieldSpec(None, f"F{i}", "H", get), width, right, suffix, overflow))
+        expected += _sacct_cell(fmt.printable(value), width, right, overflow) + suffix
+    f = fmt.Format(columns)
+    assert fmt.compile_row(f)(row) == fmt.render_row(f, row) == expected
+
+
+def test_sacct_cells():
+    col = fmt.Column(fmt.FieldSpec(None, "JobName", "JobName", lambda r, c: r), 5, True, " ", fmt.PLUS)
+    assert fmt.column_cell(col, "abcdefgh") == "abcd+" and fmt.column_cell(col, "ab") == "   ab"
+    col.width = 0
+    assert fmt.column_cell(col, "abc") == ""  # width 0 prints nothing of a text
+    num = fmt.Column(fmt.FieldSpec(None, "NCPUS", "NCPUS", lambda r, c: r, cut=False), 3, False, " ", fmt.FULL)
+    assert fmt.column_cell(num, "123456") == "123456" and fmt.column_cell(num, "12") == "12 "
+
+
+def test_sacct_field_names_take_the_first_a_prefix_names():
+    from shim.render import sacct
+
+    assert sacct.field_names("jobn,JOBID%-5,maxvm%0,all%3")[:3] == [("JobName", None), ("JobID", -5), ("MaxVMSize", 0)]
+    assert sacct.field_names("all%3") == [(name, 3) for name in sacct.FIELD_NAMES]
+    assert [f.name for f in sacct.REGISTRY.fields] == sacct.FIELD_NAMES  # the registry's order is --helpformat's
+    with pytest.raises(sacct.FieldError):
+        sacct.field_names("nosuch")
+
+
+# ---------------------------------------------------------------------------------------------
+# one YAML writer (render/yaml.py) for squeue and sacct
+
+
+def test_yaml_writer_is_slurms_for_the_captured_document():
+    """Real squeue's --json document, written by render/yaml.py, has real squeue's --yaml layout:
+    line for line the same keys, indents and sequence items (the two captures were made at
+    different moments, so values and their tags may differ; libyaml's folding of a plain scalar
+    longer than its line, one continuation line in the capture, is not reproduced)."""
+    import yaml as pyyaml
+
+    from shim.render.yaml import document
+
+    doc = json.loads(CASES["squeue_json"]["stdout"])
+    mine = document(doc).splitlines()
+    real = [x for x in CASES["squeue_yaml"]["stdout"].rstrip("\n").splitlines() if "!!" in x or x in ("...", "%YAML 1.1")]
+    assert mine[:2] == real[:2] == ["%YAML 1.1", "--- !!map"] and mine[-1] == real[-1] == "..."
+    assert [x.partition(": ")[0] for x in mine] == [x.partition(": ")[0] for x in real]
+    assert pyyaml.safe_load("\n".join(mine)) == json.loads(json.dumps(doc), object_hook=lambda d: {
+        k: (None if v == "" else v) for k, v in d.items()})
+
+
+def test_yaml_writer_nests_sequences_and_escapes_text():
+    from shim.render.yaml import document
+
+    text = document({"a": [[1, "x"], [], {}], "b": "line\nnext", "c": 1.5, "d": True, "e": ""})
+    assert text.splitlines() == ["%YAML 1.1", "--- !!map", "!!str a: !!seq", "- !!seq", "  - !!int 1",
+                                 "  - !!str x", "- !!seq []", "- !!map {}", "!!str b: !!str line\\x0anext",
+                                 "!!str c: !!float 1.500000", "!!str d: !!bool true", "!!str e: !!null null", "..."]

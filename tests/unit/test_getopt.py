@@ -215,7 +215,7 @@ def test_srun_inherits_the_job_geometry_from_the_environment():
     assert opts.mem_per_cpu == 100
     assert opts.open_mode == "append"
     assert opts.distribution == "cyclic"
-    assert opts.export.all is False
+    assert opts.export == "NONE"  # (options/export.py reads the text)
     assert opts.job_name == "envdump.sh"
     assert sources.collect(SRUN, ["true"], environ=env).ntasks == 2
 

@@ -94,7 +94,9 @@ def test_every_doc_option_is_a_row(row):
     ours = _row(row["long"], row["commands"])
     assert ours.short == row["short"]
     assert ours.arity is row["arity"]
-    assert ours.commands == row["commands"]
+    # a superset: 22.05's commands count too (--uid/--gid on srun and salloc); test_option_arity checks
+    # every row's commands against Slurm's own tables exactly
+    assert row["commands"] <= ours.commands
 
 
 @pytest.mark.parametrize("row", [r for r in DOC_ROWS if r["env"]], ids=lambda r: r["long"])

@@ -13,14 +13,29 @@ import time
 import pytest
 
 from conftest import FIXTURES, SLURM_REF, use_site_config
-from shim import siteconf, state
+from shim import backends, siteconf, state
 from shim.cli import sacct as cli
+from shim.accounting import query
+from shim.accounting.collect import collect
+from shim.backends.replay import ReplayBackend
 from shim.errors import ShimError
+from shim.proc import Result
 from shim.render import sacct as view
 
 CASES = json.loads((SLURM_REF / "cases.json").read_text())
 IDS = "135,136,137,138,139,140,141,142,143,144,145"
 NOW = calendar.timegm((2026, 11, 30, 7, 52, 0, 0, 0, 0))  # shortly after the captured jobs ended
+
+
+EMPTY_QUEUE = (FIXTURES / "gridengine" / "sge-8.1.9" / "live-qstat-u-all-r-xml.empty.xml").read_text()
+
+
+def empty_queue(monkeypatch) -> ReplayBackend:
+    """Grid Engine with nothing queued, injected as the process's backend: its qstat answers every
+    question with the recorded empty listing (so neither a listing nor ``qstat -j`` finds a job)."""
+    b = ReplayBackend({("qstat",): Result(("qstat",), 0, EMPTY_QUEUE, "")})
+    monkeypatch.setattr(backends, "_override", b)
+    return b
 
 
 def ts(text: str) -> int:
@@ -127,7 +142,7 @@ def reference_jobs(site, bob, monkeypatch):
     path = site / "accounting"
     path.write_text("".join(lines))
     monkeypatch.setenv("SLURM_SHIM_ACCOUNTING", str(path))
-    monkeypatch.setattr(cli, "_live", lambda cfg, backend: [])
+    empty_queue(monkeypatch)
     monkeypatch.setattr(time, "time", lambda: NOW)
     return path
 
@@ -256,13 +271,27 @@ def test_p_more_values(reference_jobs, capsys, monkeypatch):
     assert got["135.batch"]["MaxRSS"] == "4792K"
     assert got["135"]["TotalCPU"] == "00:00.133"
     assert got["142"]["TotalCPU"] == "00:00:00"
-    assert got["139_1"]["JobIDRaw"] == "139_1"
+    assert got["139_1"]["JobIDRaw"] == "139_1"  # (not the task's own id: render/sacct.Row.raw_text)
 
 
 def test_order_is_by_job_then_task(reference_jobs, capsys, monkeypatch):
     rc, out, _ = run_sacct(["-X", "-n", "-P", "-o", "JobID", "-j", IDS], capsys, monkeypatch=monkeypatch)
     assert out.split() == ["135", "136", "137", "138", "139_1", "139_2", "139_3", "140", "141", "142", "143",
                            "144", "145"]
+
+
+def test_the_live_part_asks_the_injected_backend(reference_jobs, capsys, monkeypatch):
+    """The live source is the process's backend (here a recording): ended sbatch jobs ask it
+    nothing; a time window lists the queue once; an id nothing here knows lists it too (a
+    recorded transport is not asked ``qstat -j`` first: that only pays where calls overlap)."""
+    b = backends._override
+    rc, out, _ = run_sacct(["-X", "-n", "-P", "-o", "JobID,State", "-j", "135,136"], capsys, monkeypatch=monkeypatch)
+    assert (rc, b.calls) == (0, [])
+    run_sacct(["-X", "-n", "-a", "-S", "2026-11-30T00:00:00", "-E", "now"], capsys, monkeypatch=monkeypatch)
+    assert [c for c, _ in b.calls] == [("qstat", "-u", "*", "-r", "-xml")]
+    b.calls.clear()
+    rc, out, _ = run_sacct(["-X", "-n", "-j", "4242"], capsys, monkeypatch=monkeypatch)
+    assert (rc, out, [c for c, _ in b.calls]) == (0, "", [("qstat", "-u", "*", "-r", "-xml")])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,7 +332,7 @@ def test_plain_user_sees_others_with_j(reference_jobs, bob, capsys, monkeypatch)
 
 def test_unknown_user():
     with pytest.raises(ShimError) as e:
-        cli.resolve_users("nosuchuser_xyz")
+        query.resolve_users("nosuchuser_xyz")
     assert e.value.lines == ["Invalid user id: nosuchuser_xyz"]
 
 
@@ -313,7 +342,7 @@ def test_unknown_user():
 
 @pytest.mark.parametrize("case", ["sacct_bad_field", "sacct_bad_job", "sacct_bad_state"])
 def test_errors_match_reference(case, site, monkeypatch):
-    monkeypatch.setattr(cli, "_live", lambda cfg, backend: [])
+    empty_queue(monkeypatch)
     with pytest.raises(ShimError) as e:
         cli.main(_case_argv(case))
     assert "\n".join(e.value.lines) + "\n" == CASES[case]["stderr"]
@@ -386,13 +415,37 @@ def test_json_document(reference_jobs, capsys, monkeypatch):
     assert '"\\/srv\\/sref"' in out
 
 
+def _nulls(v):
+    """A JSON value with empty strings as None: Slurm's YAML writes both as ``!!null null``."""
+    if isinstance(v, dict):
+        return {k: _nulls(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_nulls(x) for x in v]
+    return None if v == "" else v
+
+
+def test_yaml_is_the_json_document_in_slurms_yaml(reference_jobs, capsys, monkeypatch):
+    """sacct --yaml is what Slurm's one YAML serializer makes of the --json document, in the dialect
+    of the captured squeue --yaml (render/yaml.py, shared with squeue): tagged YAML 1.1."""
+    import yaml
+
+    rc, out, _ = run_sacct(["--json", "-j", IDS], capsys, monkeypatch=monkeypatch)
+    doc = json.loads(out)
+    rc, out, _ = run_sacct(["--yaml", "-j", IDS], capsys, monkeypatch=monkeypatch)
+    assert rc == 0 and out.startswith("%YAML 1.1\n--- !!map\n!!str meta: !!map\n") and out.endswith("\n...\n")
+    assert yaml.safe_load(out) == _nulls(doc)
+    assert out.splitlines()[:4] == CASES["squeue_yaml"]["stdout"].splitlines()[:4]  # the same serializer
+
+
 # ---------------------------------------------------------------------------------------------
 # units
 
 
 def test_parse_fields_prefix_and_width():
     cols = view.parse_fields("jobid%20,jobn,State%-12,exit,all")
-    assert [(c.name, c.width) for c in cols[:4]] == [("JobID", 20), ("JobName", 10), ("State", -12), ("ExitCode", 8)]
+    assert [(c.field.name, c.width, c.right) for c in cols[:4]] == [
+        ("JobID", 20, True), ("JobName", 10, True), ("State", 12, False), ("ExitCode", 8, True)]
+    assert view.parse_fields("jobid")[0].right is False  # JobID's default width is left-justified
     assert len(cols) == 4 + len(view.FIELD_NAMES)
     with pytest.raises(view.FieldError):
         view.parse_fields("NoSuchField")
@@ -411,26 +464,50 @@ def test_time_texts():
 
 
 def test_units():
-    assert view.convert_units(4792, 1) == "4792K"
-    assert view.convert_units(2048, 2) == "2G"
-    assert view.convert_units(1536, 2) == "1.50G"
-    assert view.convert_units(100, 2) == "100M"
+    """Memory prints as Slurm's convert_num_unit (render/text.py, squeue's printer too)."""
+    step = view.Row(job_id=1, step="batch", maxrss_kb=4792, maxvmem_kb=2 * 1024 * 1024)
+    assert (view.GETTERS["MaxRSS"](step), view.GETTERS["MaxVMSize"](step)) == ("4792K", "2G")
+    assert view.mem_mb_text(2048) == "2G"
+    assert view.mem_mb_text(1536) == "1.50G"
+    assert view.mem_mb_text(100) == "100M"
+    assert view.tres_text(2, 3072.0, 1) == "billing=2,cpu=2,mem=3G,node=1"
 
 
 def test_job_list_syntax():
-    sels = cli.parse_jobs("12,13_2,14.batch,15_[1-3]")
+    """-j is slurm_addto_step_list's: split at every comma, each item slurm_parse_step_str's (jobids.sacct_step):
+    atoi leniency, no bracket lists (Slurm 22.05's sacct refuses 15_[1-3]), fatal messages naming the item."""
+    sels = query.parse_jobs("12,13_2,14.batch,16x,17.0,18.extern,19+0")
     assert [(s.job, s.task, s.step) for s in sels] == [
-        (12, None, None), (13, 2, None), (14, None, "batch"), (15, 1, None), (15, 2, None), (15, 3, None)]
-    with pytest.raises(ShimError):
-        cli.parse_jobs("abc")
+        (12, None, None), (13, 2, None), (14, None, "batch"), (16, None, None), (17, None, "0"),
+        (18, None, "extern"), (19, None, None)]
+    for bad, line in (("abc", "Bad job/step specified: abc"), (" 12", "Bad job/step specified:  12"),
+                      ("15_[1-3]", "Bad job array element specified: 15"),
+                      ("15_[1-3,5]", "Bad job array element specified: 15"),
+                      ("14.foo", "Bad step specified: 14")):
+        with pytest.raises(ShimError) as e:
+            query.parse_jobs(bad)
+        assert (e.value.code, e.value.lines) == (1, [f"sacct: fatal: {line}"]), bad
 
 
 def test_state_names():
-    assert cli.parse_states("cd,F,to,CANCELLED,oom") == {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED",
+    assert query.parse_states("cd,F,to,CANCELLED,oom") == {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED",
                                                          "OUT_OF_MEMORY"}
     with pytest.raises(ShimError) as e:
-        cli.parse_states("XX,CD")
+        query.parse_states("XX,CD")
     assert e.value.lines == ["sacct: fatal: unrecognized job state value XX"]
+
+
+def test_states_are_slurms_one_table():
+    """-s takes every state of model.SLURM_STATES, by long name or compact code, in ASCII case only
+    (Slurm's job_state_num compares with strcasecmp: the dotless i of "pendıng" is no I)."""
+    from shim.model import SLURM_STATES
+
+    for s in SLURM_STATES:
+        assert query.parse_states(f"{s.long.lower()},{s.compact}") == {s.long}
+    assert query.ended_states() == {s.long for s in SLURM_STATES if s.ended}
+    with pytest.raises(ShimError) as e:
+        query.parse_states("pend\u0131ng")
+    assert e.value.lines == ["sacct: fatal: unrecognized job state value 'pend\u0131ng'"]
 
 
 def test_step_selection_shows_only_the_step(reference_jobs, capsys, monkeypatch):
@@ -450,15 +527,15 @@ def _render_by_field(rows, cols, parsable=None, delimiter="|"):
     out = []
     for r in rows:
         if parsable:
-            line = delimiter.join(c.get(r) for c in cols)
+            line = delimiter.join(c.field.get(r, None) for c in cols)
             out.append(line + delimiter if parsable == "ending" else line)
             continue
         parts = []
         for c in cols:
-            w, v = abs(c.width), c.get(r)
-            if c.name not in view.NUMERIC and len(v) > w:
+            w, v = c.width, c.field.get(r, None)
+            if c.field.name not in view.NUMERIC and len(v) > w:
                 v = v[:w - 1] + "+" if w > 0 else ""
-            parts.append((v.ljust(w) if c.width < 0 else v.rjust(w)) + " ")
+            parts.append((v.rjust(w) if c.right else v.ljust(w)) + " ")
         out.append("".join(parts))
     return out
 
@@ -468,8 +545,8 @@ def _render_by_field(rows, cols, parsable=None, delimiter="|"):
                                   "jobidraw%-30,nodelist%5,reqtres%-8,elapsed%2,cputimeraw%1,submit%4", ","])
 @pytest.mark.parametrize("parsable", [None, "ending", "no_ending"])
 def test_compiled_layout_matches_the_rules(spec, parsable, reference_jobs, monkeypatch):
-    qy = cli.build_query(cli.parse_args(["-j", IDS])[0], 0, "root")
-    rows = [r for job, steps in cli.collect(qy) for r in ([job] if job else []) + steps]
+    qy = query.build_query(cli.parse_args(["-j", IDS])[0], 0, "root")
+    rows = [r for job, steps in collect(qy) for r in ([job] if job else []) + steps]
     rows.append(view.Row(job_id=7, name="a name longer than its column", partition=None, ncpus=123456789012))
     cols = view.parse_fields(spec)
     line = view.line_function(cols, parsable=parsable, delimiter="::")
@@ -523,7 +600,7 @@ def test_a_job_cancelled_by_its_dependency_check_is_cancelled(site, capsys, monk
     sub, start, end = SUBMIT, SUBMIT + 2, SUBMIT + 3
     (site / "accounting").write_text("# Version: 8.1.9\n" + acct_line(150, "depjob", submit=sub, start=start, end=end))
     monkeypatch.setenv("SLURM_SHIM_ACCOUNTING", str(site / "accounting"))
-    monkeypatch.setattr(cli, "_live", lambda cfg, backend: [])
+    empty_queue(monkeypatch)
     monkeypatch.setattr(time, "time", lambda: NOW)
     _submit(cfg, 150, "depjob")
     rc, out, _ = run_sacct(["-j", "150", "-n", "-P", "-o", "JobID,State,ExitCode"], capsys, monkeypatch=monkeypatch)
@@ -532,3 +609,163 @@ def test_a_job_cancelled_by_its_dependency_check_is_cancelled(site, capsys, monk
                                       "reason": "DependencyNeverSatisfied"})
     rc, out, _ = run_sacct(["-j", "150", "-n", "-P", "-o", "JobID,State,ExitCode"], capsys, monkeypatch=monkeypatch)
     assert out.splitlines()[0] == "150|CANCELLED|0:0"
+
+
+# ---------------------------------------------------------------------------------------------
+# one rule for the shim's end and cancel events (sacct and squeue's recently ended jobs)
+
+
+@pytest.mark.parametrize("end_state, cancel_after, expected", [
+    ("FAILED", 10, "FAILED"),  # scancel of a job that had already failed changes nothing
+    ("FAILED", -10, "CANCELLED"),  # cancelled, then its script failed: Slurm's job is CANCELLED
+    ("COMPLETED", -10, "CANCELLED"),  # cancelled, and its script still exited 0
+    ("COMPLETED", 10, "COMPLETED"),
+    ("TIMEOUT", 10, "TIMEOUT"),
+    ("OUT_OF_MEMORY", 10, "OUT_OF_MEMORY"),
+    ("OUT_OF_MEMORY", -10, "CANCELLED"),
+    ("CANCELLED", 10, "CANCELLED"),
+])
+def test_cancel_and_end_whichever_came_first(end_state, cancel_after, expected, site, capsys, monkeypatch):
+    """Slurm's job is CANCELLED from the moment scancel reaches it; a cancel after the end changes
+    nothing. sacct (from Grid Engine's record with the events, and from the events alone) and
+    squeue's recently ended jobs (jobs.ended_record) follow the one rule, records.cancel_ended."""
+    from shim import jobs
+
+    cfg = siteconf.get()
+    start, end_t = SUBMIT + 2, SUBMIT + 60
+    failed = end_state == "FAILED"
+    end = {"t": end_t, "exit": 1 if failed else 0, "signal": 0, "state": end_state, "node": "vm", "start": start}
+    cancel = {"t": end_t + cancel_after, "uid": 0, "user": "root", "was": "RUNNING", "node": "vm", "start": start}
+    empty_queue(monkeypatch)
+    monkeypatch.setattr(time, "time", lambda: NOW)
+    _submit(cfg, 190, "raced")
+    _event(cfg, 190, None, "end", end)
+    _event(cfg, 190, None, "cancel", cancel)
+    monkeypatch.setenv("SLURM_SHIM_ACCOUNTING", str(site / "accounting"))
+    (site / "accounting").write_text("# Version: 8.1.9\n")
+    argv = ["-X", "-n", "-P", "-o", "JobID,State", "-j", "190"]
+    shown = f"190|{expected}{' by 0' if expected == 'CANCELLED' else ''}\n"
+    rc, out, _ = run_sacct(argv, capsys, monkeypatch=monkeypatch)
+    assert (rc, out) == (0, shown)  # the events alone (no accounting record yet)
+    (site / "accounting").write_text("# Version: 8.1.9\n" + acct_line(
+        190, "raced", submit=int(SUBMIT), start=int(start), end=int(end_t), status=1 if failed else 0))
+    rc, out, _ = run_sacct(argv, capsys, monkeypatch=monkeypatch)
+    assert (rc, out) == (0, shown)  # Grid Engine's record with the events
+    rec = jobs.ended_record(cfg, 190, None, {(None, "end"): end, (None, "cancel"): cancel}, None, NOW, owner=0)
+    assert rec.state == expected
+
+
+def test_one_reading_of_sbatchs_memory_request(site):
+    """records.memory_request, sacct's ReqMem (accounting.rows) and squeue's job detail read the
+    submit record alike: --mem per node, else --mem-per-cpu, else the partition's DefMemPerCPU."""
+    from shim.accounting.rows import Lookups, _geometry
+    from shim.records import memory_request
+
+    assert memory_request({"mem_mb": 4000, "mem_per_cpu_mb": 100, "default_mem_per_cpu": 50}) == (4000, False, False)
+    assert memory_request({"mem_mb": None, "mem_per_cpu_mb": 100, "default_mem_per_cpu": 50}) == (100, True, False)
+    assert memory_request({"mem_mb": 0, "default_mem_per_cpu": 50}) == (50, True, True)
+    assert memory_request({"mem_mb": None}) is None
+    ctx = Lookups(siteconf.get(), NOW)
+    assert _geometry(ctx, {"nodes": 2, "mem_mb": 4000}, 8)[:2] == (2, 8000.0)  # per node
+    assert _geometry(ctx, {"nodes": 2, "mem_per_cpu_mb": 100}, 8)[:2] == (2, 800.0)  # per CPU
+    assert _geometry(ctx, {"nodes": 1, "default_mem_per_cpu": 50}, 4)[:2] == (1, 200.0)
+    assert _geometry(ctx, {"nodes": 1}, 4)[:2] == (1, None)
+    from shim import jobs
+    from shim.model import JobRecord
+
+    def squeue_memory(s, from_grid_engine=None):
+        rec = JobRecord(job_id=5, min_memory_mb=from_grid_engine)
+        rec.extra["submit"] = s
+        rec = jobs.detail(rec, siteconf.get())
+        return rec.min_memory_mb, rec.mem_per_cpu
+
+    assert squeue_memory({"mem_mb": 4000, "mem_per_cpu_mb": 100}) == (4000, False)
+    assert squeue_memory({"mem_per_cpu_mb": 100}, 700) == (100, True)  # the request beats Grid Engine's figure
+    assert squeue_memory({"default_mem_per_cpu": 50}) == (50, True)
+    assert squeue_memory({"default_mem_per_cpu": 50}, 700)[0] == 700  # the partition's default does not
+    assert squeue_memory({"nodes": 1}, None)[0] is None
+
+
+def test_a_cancel_for_a_dependency_shows_no_reason_once_ended(site, capsys, monkeypatch):
+    """records.ended_reason, the one rule for sacct's rows and squeue's recently ended jobs: a job
+    cancelled as DependencyNeverSatisfied shows Reason None; another recorded reason stays."""
+    from shim import jobs
+    from shim.records import ended_reason
+
+    assert (ended_reason("DependencyNeverSatisfied"), ended_reason("None"), ended_reason("Other")) == \
+        ("None", "None", "Other")
+    cfg = siteconf.get()
+    monkeypatch.setenv("SLURM_SHIM_ACCOUNTING", str(site / "accounting"))
+    (site / "accounting").write_text("# Version: 8.1.9\n")
+    empty_queue(monkeypatch)
+    monkeypatch.setattr(time, "time", lambda: NOW)
+    for job, why in ((191, "DependencyNeverSatisfied"), (192, "Other")):
+        _submit(cfg, job, "dep")
+        cancel = {"t": SUBMIT + 5, "uid": 0, "user": "root", "was": "PENDING", "reason": why}
+        _event(cfg, job, None, "cancel", cancel)
+        rc, out, _ = run_sacct(["-X", "-n", "-P", "-o", "JobID,State,Reason", "-j", str(job)], capsys,
+                               monkeypatch=monkeypatch)
+        shown = "None" if job == 191 else "Other"
+        assert (rc, out) == (0, f"{job}|CANCELLED by 0|{shown}\n")
+        rec = jobs.ended_record(cfg, job, None, {(None, "cancel"): cancel}, None, NOW, owner=0)
+        assert (rec.state, rec.reason) == ("CANCELLED", shown)
+
+
+def test_queue_to_partition_is_squeues_rule(site):
+    """sacct's partition of an accounting record's queue is squeue's (backends.qstat.QueueMap):
+    a queue two partitions share is the first's, ``q@host`` its queue's, another queue its name."""
+    from shim.accounting.rows import Lookups
+    from shim.backends.qstat import QueueMap
+
+    cfg = siteconf.get()
+    ctx, qmap = Lookups(cfg, NOW), QueueMap(cfg)
+    queues = [p.queue for p in cfg.partitions.values()]
+    for q in [*queues, *(f"{q}@vm" for q in queues), "other.q", "other.q@vm"]:
+        assert ctx.partition_of(q) == qmap.partition(q)
+    first = next(iter(cfg.partitions))
+    assert ctx.partition_of(cfg.partitions[first].queue + "@vm") == first
+    assert ctx.partition_of("other.q@vm") == "other.q"
+    assert ctx.default_partition == cfg.default_partition
+
+
+def test_array_tasks_cancelled_before_they_ran_are_one_row_with_the_throttle(site, capsys, monkeypatch):
+    """Slurm keeps a throttled array that never started as one record, ``N_[1-3%2]`` (sacct's
+    JobID prints array_task_str with its %max, as squeue shows it: jobs.pending_text); a task that
+    ran is a row of its own."""
+    cfg = siteconf.get()
+    empty_queue(monkeypatch)
+    monkeypatch.setattr(time, "time", lambda: NOW)
+    (site / "accounting").write_text("# Version: 8.1.9\n")
+    monkeypatch.setenv("SLURM_SHIM_ACCOUNTING", str(site / "accounting"))
+    state.record_submit(cfg, 191, {"name": "thr", "partition": "debug", "ntasks": 1, "cpus_per_task": 1, "nodes": 1,
+                                   "array": [1, 2, 3, 4], "throttle": 2, "user": "root", "uid": 0,
+                                   "submit_time": SUBMIT})
+    for task in (1, 2, 3):
+        _event(cfg, 191, task, "cancel", {"t": SUBMIT + 5, "uid": 0, "user": "root", "was": "PENDING"})
+    _event(cfg, 191, 4, "end", {"t": SUBMIT + 9, "exit": 0, "signal": 0, "state": "COMPLETED", "node": "vm",
+                                "start": SUBMIT + 2})
+    rc, out, _ = run_sacct(["-X", "-n", "-P", "-o", "JobID,State", "-j", "191"], capsys, monkeypatch=monkeypatch)
+    assert (rc, out) == (0, "191_[1-3%2]|CANCELLED by 0\n191_4|COMPLETED\n")
+
+
+def test_users_and_groups_have_one_lookup(site):
+    """records.user_ids/group_of/group_id/primary_group are the one lookup of jobs.py and
+    accounting/rows; an unknown gid prints each command's Slurm way: squeue %g and scontrol the
+    number (squeue/print.c _print_job_group_name), sacct's Group nothing (sacct/print.c PRINT_GROUP)."""
+    import grp
+    import pwd
+
+    from shim import jobs, records
+    from shim.accounting.rows import Lookups, _ident
+
+    gid = next(g for g in range(60001, 70000) if not any(x.gr_gid == g for x in grp.getgrall()))
+    uid = next(u for u in range(60001, 70000) if not any(x.pw_uid == u for x in pwd.getpwall()))
+    assert records.group_of(gid) is None and jobs.group_name(gid) == str(gid)
+    assert records.group_of(0) == jobs.group_name(0) == "root" and records.group_id("root") == 0
+    assert records.user_ids("root") == (0, 0) and records.user_ids("no-such-user-x") == (None, None)
+    assert records.primary_group(0) == "root" and records.primary_group(uid) is None
+    ctx = Lookups(siteconf.get(), NOW)
+    ident = _ident(ctx, 5, {"uid": uid}, "x", "", "", "", "")
+    assert (ident["uid"], ident["group"], ident["gid"]) == (uid, "", None)
+    ident = _ident(ctx, 5, None, "x", "root", "", "", "")
+    assert (ident["user"], ident["uid"], ident["group"], ident["gid"]) == ("root", 0, "root", 0)

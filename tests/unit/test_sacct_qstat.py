@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import FIXTURES
-from shim import siteconf
+from shim import backends, siteconf
 from shim import state as shim_state
 from shim.cli import sacct as cli
 from test_sacct import acct_line
@@ -75,7 +75,7 @@ def ge(tmp_path, monkeypatch):
     acct = tmp_path / "accounting"
     acct.write_text("# Version: 8.1.9\n")
     monkeypatch.setenv("SLURM_SHIM_ACCOUNTING", str(acct))
-    assert cli._live is cli._LIVE_QSTAT  # nothing replaced: the real path is tested
+    assert backends._override is None  # nothing replaced: the real qstat transport is tested
 
     class GE:
         dir = tmp_path
@@ -244,12 +244,13 @@ def test_a_hung_qstat_is_given_up_after_the_timeout(ge, capsys):
 
 
 def test_probe_answers():
-    from shim.proc import Result
+    from shim.backends.gridengine.ops import parse_found_jobs
 
-    assert cli._probe_answer(Result((), 1, "", "Following jobs do not exist: \n3\n")) == set()
-    assert cli._probe_answer(Result((), 0, "=====\njob_number:                 7\nexec_file: x\n", "")) == {7}
-    assert cli._probe_answer(Result((), 1, "", "error: commlib error: got select error")) is None
-    assert cli._probe_answer(Result((), 0, "", "")) is None
+    assert parse_found_jobs(1, "", "Following jobs do not exist: \n3\n") == set()
+    assert parse_found_jobs(0, "=====\njob_number:                 7\nexec_file: x\n", "") == {7}
+    assert parse_found_jobs(0, "job_number:                 7\n=====\njob_number:  12 \n", "") == {7, 12}
+    assert parse_found_jobs(1, "", "error: commlib error: got select error") is None
+    assert parse_found_jobs(0, "", "") is None
 
 
 def test_a_record_of_an_older_job_with_the_same_number_does_not_end_sbatchs_job(ge, capsys):

@@ -1,4 +1,5 @@
-"""Slurm's time grammar for sacct -S/-E (shim.timespec), and the import weight of sacct's path."""
+"""Slurm's time grammar (shim.timespec) for sacct -S/-E, --begin/--deadline and scontrol StartTime,
+and the import weight of sacct's path."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shim.timespec import TimeSpecError, midnight, parse_time
 
@@ -73,6 +76,66 @@ def test_errors_carry_slurms_message(text, pos):
     assert str(e.value) == f"Invalid time specification (pos={pos}): {text}"
 
 
+@pytest.mark.parametrize("text,pos", [
+    # after "now" Slurm adds the absolute index of the sign (parse_time: pos += i), so "now+N" only
+    # works at the very start of the text (the old sacct parser took all three)
+    ("today now+1", 15), (" now+1", 5), ("12:00 now+1", 15), ("now+1", None),
+    # a unit without a count: refused at the sign (_get_delta returns before moving pos)
+    ("now+hours", 3),
+    # the ISO month's first character is not checked (_get_date): "x1" is month 721
+    ("2026-x1-01", 5), ("2026-1x-01", 7),
+    # strtol's reading of uts: blanks before the number, nothing after it, no '_'
+    ("uts 1796026550", None), ("uts1_796_026_550", 0), ("uts1796026550 ", 0),
+])
+def test_slurms_positions_where_the_two_old_parsers_disagreed(text, pos):
+    """Slurm's src/common/parse_time.c (parse_time, _get_delta, _get_date) decides."""
+    if pos is None:
+        assert parse_time(text, now=NOW) > 0
+        return
+    with pytest.raises(TimeSpecError) as e:
+        parse_time(text, now=NOW)
+    assert e.value.pos == pos
+
+
+def test_far_future_is_a_time_as_in_slurm():
+    """now+9999999days: Slurm's parse_time answers a time in the year 29405 (localtime/mktime
+    manage it); sbatch --begin refuses it only because no datetime (nor Grid Engine's -a) holds it."""
+    from shim.options import values
+
+    assert time.localtime(parse_time("now+9999999days", now=NOW)).tm_year == 29405
+    with pytest.raises(TimeSpecError) as e:
+        values.parse_time("now+9999999days")
+    assert e.value.pos == len("now+9999999days")
+
+
+def test_a_date_after_today_keeps_todays_year():
+    """_get_date leaves the year alone when none is given, so "tomorrow 12/05" is in tomorrow's
+    year, not last year's (the old sacct parser forgot the year and guessed)."""
+    assert iso("tomorrow 12/05") == "2026-12-05T00:00:00"
+    assert iso("today 010100") == "2026-01-01T00:00:00"  # "00" is no year
+
+
+def test_scontrol_start_time():
+    """scontrol's StartTime (update_job.c: parse_time(val, 0); a past time becomes now)."""
+    from datetime import datetime
+
+    from shim.timespec import start_time
+
+    assert start_time("16:00", now=NOW) == datetime(2026, 11, 30, 16, 0)
+    assert start_time("08:00", now=NOW) == datetime(2026, 12, 1, 8, 0)
+    assert start_time("2020-01-01", now=NOW) == datetime.fromtimestamp(NOW)
+    assert start_time("now+1hour", now=NOW) == datetime(2026, 11, 30, 10, 0)
+    assert start_time("", now=NOW) is None
+    with pytest.raises(TimeSpecError):
+        start_time("now+1h", now=NOW)
+
+
+def test_a_one_digit_month_is_refused_before_the_text():
+    with pytest.raises(TimeSpecError) as e:
+        parse_time("0", now=NOW)
+    assert str(e.value) == "Invalid time specification (pos=-1): 0"
+
+
 def test_empty_is_time_zero():
     assert parse_time("", now=NOW) == 0
 
@@ -96,3 +159,16 @@ def test_sacct_and_sinfo_paths_stay_light():
     for rel in ("timespec.py", "backends/qacct.py", "backends/qhost.py", "render/sacct.py", "render/sinfo.py",
                 "cli/sacct.py", "cli/sinfo.py"):
         assert not ({"pydantic", "click", "tabulate", "subprocess"} & _imports(SRC / rel)), rel
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("0123456789:-/.T +nowtdaymrsechukpa\n\t_x")), max_size=24),
+       st.booleans())
+def test_any_text_is_a_time_or_slurms_message(text, past):
+    """The one parser never fails otherwise, in either direction, and a refusal names a position
+    in the text, past it (after "now" Slurm adds an absolute index) or just before it (a one-digit
+    month out of range steps back two characters, as Slurm's _get_date does: "0" is pos=-1)."""
+    try:
+        assert isinstance(parse_time(text, past=past, now=NOW), int)
+    except TimeSpecError as e:
+        assert -1 <= e.pos <= 2 * len(text) + 1 and str(e) == f"Invalid time specification (pos={e.pos}): {text}"

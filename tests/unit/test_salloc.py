@@ -8,12 +8,14 @@ import shlex
 import pytest
 
 from conftest import FIXTURES, SLURM_REF
-from shim import backends, siteconf, state, steps
+from shim import backends, siteconf, state, submit
+from shim.runtime import steps
 from shim.__main__ import dispatch
 from shim.backends.replay import ReplayBackend
-from shim.cli import common, salloc
+from shim.cli import salloc
 from shim.options import sources
 from shim.options.getopt import getopt
+from shim.translate import qsub
 
 
 @pytest.fixture(autouse=True)
@@ -40,14 +42,52 @@ def test_one_slot_allocation_gets_a_pe_where_qrsh_inherit_can_start_a_task():
     rb.add("qconf", ["-sp", "smp"], PE_TRUE)
     rb.add("qconf", ["-sp", "mpi"], PE_FALSE)
     argv = ["-terse", "-q", "debug", "-N", "interactive", "-o", "/dev/null"]
-    assert salloc.ensure_pe(argv, cfg, "debug", rb) == ["-terse", "-q", "debug", "-pe", "mpi", "1", "-N",
-                                                        "interactive", "-o", "/dev/null"]
+    names = qsub.allocation_pes(cfg, "debug")
+    assert names == ["smp", "mpi"]
+    assert rb.first_task_pe(names) == "mpi"
+    assert qsub.allocation_argv(argv, cfg, "debug", "mpi") == ["-terse", "-q", "debug", "-pe", "mpi", "1", "-N",
+                                                               "interactive", "-o", "/dev/null"]
     rb2 = ReplayBackend()
     rb2.add("qconf", ["-sp", "smp"], PE_TRUE)
     rb2.add("qconf", ["-sp", "mpi"], PE_TRUE.replace("smp", "mpi"))
-    assert salloc.ensure_pe(argv, cfg, "debug", rb2)[3:6] == ["-pe", "smp", "2"]
+    assert rb2.first_task_pe(names) is None
+    assert qsub.allocation_argv(argv, cfg, "debug", None)[3:6] == ["-pe", "smp", "2"]
     with_pe = ["-q", "debug", "-pe", "smp", "4"]
-    assert salloc.ensure_pe(with_pe, cfg, "debug", rb) == with_pe
+    assert qsub.allocation_argv(with_pe, cfg, "debug", "mpi") == with_pe
+
+
+def test_allocation_job_is_submitted_from_slash_with_a_first_task_pe(monkeypatch, tmp_path):
+    """salloc's job goes through the one submission path: from "/", its PE chosen by Grid Engine's
+    answer, the holder as the job's script, and a record without the environment."""
+    import base64
+    import json
+
+    cwds = []
+
+    class Rec(ReplayBackend):
+        def run(self, tool, args, *, input=None, timeout=None):
+            cwds.append((tool, os.getcwd()))
+            return super().run(tool, args, input=input, timeout=timeout)
+
+    rb = Rec()
+    rb.add("qconf", ["-sp", "smp"], PE_TRUE)
+    rb.add("qconf", ["-sp", "mpi"], PE_FALSE)
+    rb.add("qsub", [], "77\n")
+    backends.use(rb)
+    monkeypatch.chdir(tmp_path)
+    cfg = siteconf.get()
+    t = salloc.table()
+    cli, _ = getopt(t, ["-J", "al"])
+    o = sources.collect(t, ["-J", "al"], environ={}, cli=cli)
+    job, rec = submit.allocate(o, {"MYSECRET": "hunter2"}, cfg, salloc.holder_script(cfg.cluster.state_dir))
+    assert job == 77 and ("qsub", "/") in cwds and os.getcwd() == str(tmp_path)
+    (key, script), = [c for c in rb.calls if c[0][0] == "qsub"]
+    assert key[key.index("-pe") + 1:key.index("-pe") + 3] == ("mpi", "1")
+    assert b"hunter2" not in script
+    stored = state.read_json(str(tmp_path / "state" / "users" / str(os.getuid()) / "jobs" / "77.json"), os.getuid())
+    assert stored["name"] == "al" and stored["interactive"] is True and stored["command"] == "salloc"
+    assert "env_file" not in stored and "script" not in stored and "hunter2" not in json.dumps(stored)
+    assert base64.b64decode(rec.script).startswith(b"#!/bin/sh\n")
 
 
 def test_holder_script_runs_the_holder_with_salloc_whereabouts(tmp_path):
@@ -78,16 +118,18 @@ def test_command_environment_is_slurms_salloc_set():
 
 
 def test_submission_errors_in_slurms_words():
-    e = common.refusal("salloc", "Job submit/allocate failed", "Unable to run job: error: no suitable queues.\nExiting.\n", {"gpus": True})
+    e = submit.refusal("salloc", "Job submit/allocate failed", "Unable to run job: error: no suitable queues.\nExiting.\n", {"gpus": True})
     assert e.lines == ["salloc: error: Job submit/allocate failed: Requested node configuration is not available"]
-    e = common.refusal("salloc", "Job submit/allocate failed", "error: no suitable queues\n", {"mem": True})
+    e = submit.refusal("salloc", "Job submit/allocate failed", "error: no suitable queues\n", {"mem": True})
     assert e.lines[0] == "salloc: error: Memory specification can not be satisfied"
 
 
 def test_invalid_partition(capsys):
+    """salloc's lead-in for a refused request is "Job submit/allocate failed" (salloc.c main; "Unable
+    to allocate resources" only for -I's timeouts and busy nodes)."""
     assert dispatch("salloc", ["-p", "nope", "true"]) == 1
     assert capsys.readouterr().err == ("salloc: error: invalid partition specified: nope\n"
-                                       "salloc: error: Unable to allocate resources: Invalid partition name specified\n")
+                                       "salloc: error: Job submit/allocate failed: Invalid partition name specified\n")
 
 
 def test_allocation_release_file(tmp_path):
@@ -102,7 +144,7 @@ def test_allocation_release_file(tmp_path):
 def test_environment_goes_in_a_private_file(tmp_path):
     """F-7c: salloc's environment is not in the job script Grid Engine spools (world-readable)."""
     cfg = siteconf.get()
-    got = salloc.env_carrier(cfg, {"MYSECRET": "hunter2"})
+    got = submit.env_carrier(cfg, {"MYSECRET": "hunter2"})
     assert set(got) == {"env_file"}
     assert state.read_json(got["env_file"], os.getuid()) == {"environ": {"MYSECRET": "hunter2"}}
     assert os.stat(got["env_file"]).st_mode & 0o777 == 0o600

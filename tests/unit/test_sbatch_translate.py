@@ -334,3 +334,86 @@ def test_site_max_array_size_bounds_arrays_and_dependencies(monkeypatch, tmp_pat
     assert flag(argv_of(["--dependency=afterok:7_[1400-1500]"]), "-hold_jid") == "7"
     with pytest.raises(ShimError, match="Invalid job array specification"):
         argv_of(["--array=2001"])
+
+
+# ---------------------------------------------------------------------------------------------
+# --export: one reader, Slurm's (src/common/env.c: env_merge_filter, find_quote_token)
+
+
+@pytest.mark.parametrize("text, want", [
+    (None, {"all": True, "vars": {}}),
+    ("ALL", {"all": True, "vars": {}}),
+    ("all", {"all": True, "vars": {}}),
+    ("NONE", {"all": False, "vars": {}}),
+    ("nil", {"all": False, "vars": {}}),
+    ("HOME,X=1,UNSET", {"all": False, "vars": {"HOME": "/home/u", "X": "1"}}),  # a NAME that is not set: left out
+    ("X=1,all", {"all": True, "vars": {"X": "1"}}),  # ALL anywhere in the list
+    ("'X=a,b',Y=2", {"all": False, "vars": {"X": "a,b", "Y": "2"}}),  # a quoted item keeps its comma, loses its quotes
+    ("X='a b',Y", {"all": False, "vars": {"X": "'a b'", "Y": "from-env"}}),  # quotes inside an item stay
+    ('X="it\'s",Y=2', {"all": False, "vars": {"X": "\"it's\",Y=2"}}),  # ' and " counted apart: ' left open
+    ("X=1,,Y=2,", {"all": False, "vars": {"X": "1", "Y": "2"}}),
+])
+def test_export_is_read_as_slurm_reads_it(text, want):
+    from shim.options import export
+
+    assert export.mode(text, {"HOME": "/home/u", "Y": "from-env"}) == want
+
+
+def test_export_reaches_the_job_through_the_option_table_text():
+    _o, sub, _cfg = prep(["--export='X=a,b',HOME"], env={"HOME": "/h"})
+    assert sub.record.export == {"all": False, "vars": {"X": "a,b", "HOME": "/h"}}
+    assert sub.record.public().export == {"all": False, "vars": ["HOME", "X"]}
+
+
+# --- OCS 9.1's -par <per-node>: exact geometry where the Grid Engine offers it (capability "par") ---
+
+def _grid_engine(help_file: Path) -> ReplayBackend:
+    b = ReplayBackend()
+    b.add("qsub", ["-help"], help_file.read_text())
+    backends.use(b)
+    return b
+
+
+OCS_HELP = FIXTURES / "gridengine" / "ocs-9.1.4" / "qsub-help.txt"
+SGE_HELP = FIXTURES / "gridengine" / "sge-8.1.9" / "qsub-help.txt"
+
+
+@pytest.mark.parametrize("argv, per_node", [
+    (["-N", "2", "--ntasks-per-node=2"], "2"),
+    (["-N", "2", "--ntasks-per-node=2", "-c", "3"], "6"),
+    (["-N", "3", "-n", "6"], "2"),
+    (["-n", "4", "--ntasks-per-node=2"], "2"),  # the node count follows: 2 nodes of 2
+    (["-N", "2-2", "--ntasks-per-node=1"], "1"),
+])
+def test_ocs_par_pins_the_tasks_on_each_node(argv, per_node):
+    b = _grid_engine(OCS_HELP)
+    a = argv_of(argv)
+    assert a[a.index("-pe") + 1] == "mpi" and flag(a, "-par") == per_node
+    assert int(a[a.index("-pe") + 2]) % int(per_node) == 0
+    assert "-w" not in a  # more nodes than there are: pending, as Slurm (sbatch_accepted_too_many_nodes)
+    assert [k for k, _ in b.calls] == [("qsub", "-help")]  # probed once
+
+
+@pytest.mark.parametrize("argv", [
+    ["-N", "2", "-n", "3"],  # uneven: 2 + 1
+    ["-N", "2-4", "--ntasks-per-node=2"],  # a node range: Grid Engine picks the count
+    ["-N", "1", "-n", "4"],  # one node: the smp PE ($pe_slots) is exact already
+    ["-n", "4"],
+])
+def test_ocs_par_only_for_an_even_layout_on_a_fixed_node_count(argv):
+    _grid_engine(OCS_HELP)
+    assert "-par" not in argv_of(argv)
+
+
+def test_without_the_capability_the_round_robin_pe_stays():
+    b = _grid_engine(SGE_HELP)  # SGE 8.1.9 has no -par
+    a = argv_of(["-N", "2", "--ntasks-per-node=2"])
+    assert "-par" not in a and "-w" not in a and a[a.index("-pe") + 1:a.index("-pe") + 3] == ["mpi", "4"]
+    assert [k for k, _ in b.calls] == [("qsub", "-help")]
+
+
+def test_a_single_node_job_asks_grid_engine_nothing():
+    b = _grid_engine(OCS_HELP)
+    argv_of(["-n", "4", "-c", "2"])
+    argv_of([])
+    assert b.calls == []  # the capability is probed only for a multi-node layout

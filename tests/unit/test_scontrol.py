@@ -16,7 +16,7 @@ import pytest
 from conftest import FIXTURES, SLURM_REF, use_site_config
 from shim import backends, records, siteconf, state
 from shim.__main__ import dispatch
-from shim.backends.replay import ReplayBackend
+from listing_replay import ListingReplay
 from shim.proc import Result
 
 SGE = FIXTURES / "gridengine" / "sge-8.1.9"
@@ -24,11 +24,11 @@ CASES = json.loads((SLURM_REF / "cases.json").read_text())
 NOW = datetime(2026, 11, 30, 9, 20, 0).timestamp()
 
 
-class Backend(ReplayBackend):
+class Backend(ListingReplay):
     """Answers every ``qstat -j <ids> -xml`` with the recorded detail document."""
 
     def run(self, tool, args, *, input=None, timeout=None):
-        if tool == "qstat" and args and args[0] == "-j":
+        if tool == "qstat" and args and args[0] == "-j" and "-xml" in args:
             self.calls.append(((tool, *args), input))
             return Result((tool, *args), 0, (SGE / "live-qstat-j-xml.mixed.xml").read_text(), "")
         return super().run(tool, args, input=input, timeout=timeout)
@@ -45,11 +45,10 @@ def site(monkeypatch, tmp_path):
     backends.use(None)
 
 
-def scontrol(capsys, *argv, answers=None, qstat="live-qstat-u-all-r-xml.mixed.xml"):
+def scontrol(capsys, *argv, answers=None, qstat="live-qstat-u-all-r-xml.mixed.xml", qhost="qhost-q-xml-debug-gpu.xml"):
     b = Backend()
     b.add("qstat", ["-u", "*", "-r", "-xml"], stdout=(SGE / qstat).read_text())
-    b.add("qstat", ["-f", "-xml"], stdout=(SGE / "live-qstat-f-xml.xml").read_text())
-    b.add("qhost", ["-xml"], stdout=(SGE / "live-qhost-xml.xml").read_text())
+    b.add("qhost", ["-q", "-xml"], stdout=(SGE / qhost).read_text())  # hosts and queue instances, as sinfo reads them
     b.add("qconf", ["-se", "global"], stdout=(SGE / "live-qconf-se-global.txt").read_text())
     for tool, (rc, out) in (answers or {}).items():
         b.add(tool, [], stdout=out, rc=rc)
@@ -119,11 +118,27 @@ def test_array_records(capsys):
     rc, out, err, _ = scontrol(capsys, "show", "job", "110")
     heads = [ln for ln in out.splitlines() if ln.startswith("JobId=")]
     assert heads == ["JobId=110 ArrayJobId=110 ArrayTaskId=3-5 ArrayTaskThrottle=2 JobName=fx_arr",
-                     "JobId=110 ArrayJobId=110 ArrayTaskId=2 ArrayTaskThrottle=2 JobName=fx_arr",
-                     "JobId=110 ArrayJobId=110 ArrayTaskId=1 ArrayTaskThrottle=2 JobName=fx_arr"]
+                     "JobId=20000000110 ArrayJobId=110 ArrayTaskId=2 ArrayTaskThrottle=2 JobName=fx_arr",
+                     "JobId=10000000110 ArrayJobId=110 ArrayTaskId=1 ArrayTaskThrottle=2 JobName=fx_arr"]
     rc, out, err, _ = scontrol(capsys, "show", "job", "110_4")
-    assert out.startswith("JobId=110 ArrayJobId=110 ArrayTaskId=4 ArrayTaskThrottle=2 JobName=fx_arr\n")
+    assert out.startswith("JobId=40000000110 ArrayJobId=110 ArrayTaskId=4 ArrayTaskThrottle=2 JobName=fx_arr\n")
     assert "JobState=PENDING" in out
+
+
+def test_show_job_reads_its_id_as_scontrol_print_job(capsys):
+    """jobids.scontrol_job (src/scontrol/info_job.c scontrol_print_job): another character than
+    digits, '_' and '+' is scontrol_print_job's error; an unknown job is slurm_load_jobs'; a task or
+    hetjob component the job has not is 'Job X not found' on stdout, exit 1 (-Q: silent)."""
+    for bad in ("110x", "110.batch", "110_[4]", "110,112"):
+        assert scontrol(capsys, "show", "job", bad)[:3] == (1, "", "scontrol_print_job error: Invalid job id "
+                                                                    "specified\n"), bad
+    assert scontrol(capsys, "-Q", "show", "job", "110x")[:3] == (1, "", "")
+    assert scontrol(capsys, "show", "job", "999999_1")[:3] == (1, "", "slurm_load_jobs error: Invalid job id "
+                                                                      "specified\n")
+    assert scontrol(capsys, "show", "job", "110_99")[:3] == (1, "Job 110_99 not found\n", "")
+    assert scontrol(capsys, "show", "job", "110+0")[:3] == (1, "Job 110+0 not found\n", "")
+    assert scontrol(capsys, "-Q", "show", "job", "110_99")[:3] == (1, "", "")
+    assert scontrol(capsys, "show", "job", "0110_04")[1].startswith("JobId=40000000110 ArrayJobId=110 ArrayTaskId=4 ")
 
 
 def test_shim_record_fields(capsys, site):
@@ -224,10 +239,32 @@ def test_hold_release_calls_and_messages(capsys):
     assert (rc, out, err, calls) == (0, "", "", [["qhold", "112"]])
     assert scontrol(capsys, "uhold", "110_4")[3] == [["qhold", "110.4"]]
     assert scontrol(capsys, "release", "112", "118")[3] == [["qrls", "112", "118"]]
-    assert scontrol(capsys, "release", "fx_held")[3] == [["qrls", "112"]]  # by job name
+    assert scontrol(capsys, "release", "JobName=fx_held")[3] == [["qrls", "112"]]  # by job name
     rc, out, err, calls = scontrol(capsys, "hold", "999999")
     ref = CASES["scontrol_hold_unknown"]
     assert (rc, out, err, calls) == (ref["rc"], ref["stdout"], ref["stderr"], [])
+
+
+def test_job_control_reads_its_ids_as_update_job_c(capsys):
+    """hold/release/suspend/resume/requeue read their ids with jobids.scontrol_job_list
+    (_is_job_id/_next_job_id): commas and blanks outside brackets separate, N_a-b and N_[a-b]
+    name tasks, [a-b] a range of jobs, JobId=/Job= may lead; Name=/JobName= (or a bare word that is
+    no id list) is a job name; N+h names no job on Grid Engine."""
+    from shim import jobids
+    from shim.jobids import JobId
+
+    assert jobids.scontrol_job_list("7_1-3,5 [8-9]_2") == [JobId(7, tasks=(1, 2, 3)), JobId(5), JobId(8, 2),
+                                                           JobId(9, 2)]
+    assert jobids.scontrol_job_list("7_[1-2,4]") == [JobId(7, tasks=(1, 2, 4))]
+    assert [jobids.scontrol_job_list(t) for t in ("fx_held", "7-8", "7__1", "7_[1", "7++1")] == [None] * 5
+    assert scontrol(capsys, "hold", "112,118")[3] == [["qhold", "112", "118"]]
+    assert scontrol(capsys, "hold", "112 118")[3] == [["qhold", "112", "118"]]
+    assert scontrol(capsys, "hold", "JobId=112")[3] == [["qhold", "112"]]
+    assert scontrol(capsys, "release", "Name=fx_held")[3] == [["qrls", "112"]]
+    assert scontrol(capsys, "hold", "110_[1-2]")[3] == [["qhold", "110.1-2"]]
+    assert scontrol(capsys, "hold", "110_1-2")[3] == [["qhold", "110.1-2"]]
+    rc, out, err, calls = scontrol(capsys, "hold", "112+0")
+    assert (rc, calls) == (1, []) and err.startswith("Invalid job id specified for job 112+0\n")
 
 
 def test_release_of_another_users_job(capsys, monkeypatch):
@@ -276,7 +313,7 @@ def test_update_refuses_what_grid_engine_cannot_do(capsys):
     rc, out, err, calls = scontrol(capsys, "update", "JobId=112", "NumNodes=3")
     assert rc == 1 and calls == [] and "NumNodes".lower() in err.lower()
     rc, out, err, calls = scontrol(capsys, "update", "JobId=999999", "Comment=x")
-    assert (rc, err) == (1, "slurm_update error: Invalid job id specified\n")
+    assert (rc, err) == (1, "Invalid job id specified for job 999999\n")  # update_job.c: "%s for job %s"
 
 
 def test_version_and_interactive_commands(capsys, monkeypatch):
@@ -322,3 +359,107 @@ def test_planted_records_never_crash_or_hang_scontrol(capsys, site):
         assert scontrol(capsys, "release", "112")[3] == [["qrls", "112"]]
         rc, out, err, _ = scontrol(capsys, "show", "job", "888888")
         assert (rc, err) == (1, "slurm_load_jobs error: Invalid job id specified\n")
+
+
+def test_update_start_time_uses_slurms_time_grammar(capsys, site):
+    """StartTime takes Slurm's whole time grammar (shim.timespec.start_time, as Slurm's
+    src/scontrol/update_job.c: parse_time(val, 0), a past time becomes now). Bad text prints
+    parse_time's message and changes nothing for that key; with no other change, Slurm's
+    'No changes specified' (rc 1)."""
+    state.record_submit(str(site), 112, {"name": "fx_held", "partition": "debug", "time": 10})
+    rc, out, err, calls = scontrol(capsys, "update", "JobId=112", "StartTime=tomorrow")
+    assert (rc, err) == (0, "")
+    assert calls == [["qalter", "-a", datetime(2026, 12, 1, 0, 0).strftime("%Y%m%d%H%M.%S"), "112"]]
+    rc, out, err, calls = scontrol(capsys, "update", "JobId=112", "StartTime=2020-01-01")  # past: now
+    assert calls == [["qalter", "-a", datetime.fromtimestamp(NOW).strftime("%Y%m%d%H%M.%S"), "112"]]
+    rc, out, err, calls = scontrol(capsys, "update", "JobId=112", "StartTime=now+1h")  # 'h' is no unit
+    assert (rc, err, calls) == (1, "Invalid time specification (pos=4): now+1h\nNo changes specified\n", [])
+    rc, out, err, calls = scontrol(capsys, "update", "JobId=112", "StartTime=bogus", "Comment=x")
+    assert (rc, err, calls) == (0, "Invalid time specification (pos=0): bogus\n", [])
+    assert records.Reader(str(site)).submit(112, None)["comment"] == "x"
+
+
+def test_nice_follows_slurms_rule(capsys, monkeypatch):
+    """One mapping (translate.qsub.nice_priority): a higher nice is a lower Grid Engine -p; a
+    negative nice is for operators (Slurm's job_mgr.c: Access/permission denied in an update)."""
+    import shim.cli.scontrol as cli
+
+    rc, out, err, calls = scontrol(capsys, "update", "JobId=106", "Nice=-5")  # root: an operator
+    assert (rc, err, calls) == (0, "", [["qalter", "-p", "5", "106"]])
+    monkeypatch.setattr(cli, "_me", lambda: ("alice", 1001))
+    rc, out, err, calls = scontrol(capsys, "update", "JobId=106", "Nice=-5")
+    assert (rc, err, calls) == (1, "Access/permission denied for job 106\n", [])
+    rc, out, err, calls = scontrol(capsys, "update", "JobId=106", "Nice=5000")
+    assert (rc, err, calls) == (0, "", [["qalter", "-p", "-1023", "106"]])
+    from shim.translate.qsub import nice_priority
+
+    assert (nice_priority(10), nice_priority(-10), nice_priority(-10, privileged=True), nice_priority(-5000, True)) \
+        == (-10, None, 10, 1024)
+
+
+def test_grid_engines_refusals_of_the_control_verbs(capsys):
+    """Each verb reads Grid Engine's recorded refusals (fixtures/gridengine/sge-8.1.9/refusals.txt)
+    with the one classifier: qmod's "no permission to modify job" and qhold's "must be at least
+    owner" are Access/permission denied, a vanished job is Slurm's Invalid job id."""
+    from test_scancel import recorded_refusal
+
+    denied_qmod = recorded_refusal("qmod -sj JOB", 105)
+    rc, out, err, calls = scontrol(capsys, "suspend", "105", answers={"qmod": (1, denied_qmod)})
+    assert (rc, err) == (1, "scontrol: error: Access/permission denied for job 105\n")
+    rc, out, err, calls = scontrol(capsys, "requeue", "105", answers={"qmod": (1, denied_qmod)})
+    assert (rc, err) == (1, "Access/permission denied for job 105\n")  # scontrol_requeue's "%s for job %s"
+    rc, out, err, calls = scontrol(capsys, "hold", "112", answers={"qhold": (18, recorded_refusal("qhold JOB", 112))})
+    assert (rc, err) == (1, "slurm_suspend error: Access/permission denied\n")
+    rc, out, err, calls = scontrol(capsys, "update", "JobId=112", "JobName=x",
+                                   answers={"qalter": (1, recorded_refusal("qalter -N x JOB", 112))})
+    assert (rc, err) == (1, "Access/permission denied for job 112\n")
+    rc, out, err, calls = scontrol(capsys, "suspend", "105", answers={"qmod": (1, 'invalid queue or job "105"')})
+    assert (rc, err) == (1, "scontrol: error: Invalid job id specified for job 105\n")
+
+
+def test_a_silent_qmaster_is_slurms_controller_error_for_nodes_and_partitions(capsys):
+    b = Backend()
+    b.add("qhost", ["-q", "-xml"], stdout="", rc=1, stderr="error: unable to contact qmaster\n")
+    backends.use(b)
+    assert dispatch("scontrol", ["show", "node"]) == 1
+    assert capsys.readouterr().err == ("slurm_load_node error: Unable to contact slurm controller (connect failure): "
+                                       "error: unable to contact qmaster\n")
+    assert dispatch("scontrol", ["show", "partition"]) == 1
+    assert capsys.readouterr().err.startswith("slurm_load_partitions error: Unable to contact slurm controller")
+    assert [c[0] for c in b.calls] == [("qhost", "-q", "-xml")] * 2  # one call each, the one sinfo makes
+
+
+def test_scontrols_views_read_nothing():
+    """render/scontrol.py formats what the command gathered: no file, record, environment or Grid
+    Engine access (imports under TYPE_CHECKING aside)."""
+    import ast
+
+    import shim.render.scontrol as view
+
+    tree = ast.parse(open(view.__file__).read())
+    guarded = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and getattr(node.test, "id", "") ==
+               "TYPE_CHECKING" for n in ast.walk(node)}
+    mods = {(n.module or "") for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and id(n) not in guarded}
+    mods |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) and id(n) not in guarded for a in n.names}
+    assert not {m for m in mods if m.lstrip(".").split(".")[0] in ("os", "state", "records", "backends", "siteconf",
+                                                                   "proc", "pwd", "grp", "time")}, mods
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    assert not names & {"open", "os", "Reader"}
+
+
+def test_show_step_reads_its_id_as_scontrol_print_step(capsys):
+    """jobids.scontrol_step (info_job.c scontrol_print_step: strtol, then _index or .step); the
+    renderer gets the chosen jobs and reads no id."""
+    rc, out, err, _ = scontrol(capsys, "show", "step")
+    every = [ln.split()[0] for ln in out.splitlines() if ln.startswith("StepId=")]
+    assert (rc, " ".join(every)) == (0, "StepId=105.batch StepId=106.batch StepId=107.batch StepId=108.batch "
+                                        "StepId=109.batch StepId=110_1.batch StepId=110_2.batch StepId=119_2.batch")
+
+    def shown(*argv):
+        return [ln.split()[0] for ln in scontrol(capsys, "show", "step", *argv)[1].splitlines() if ln.startswith("StepId=")]
+
+    for text in ("105", "105x", "105.batch", "105.0", "0105"):
+        assert shown(text) == ["StepId=105.batch"], text
+    assert shown("110") == ["StepId=110_1.batch", "StepId=110_2.batch"]
+    assert shown("110_2") == ["StepId=110_2.batch"] and shown("110_4") == []  # (110_4 is pending)
+    assert scontrol(capsys, "show", "step", "999999")[1] == "No job steps in the system\n"

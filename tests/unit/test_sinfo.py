@@ -193,15 +193,9 @@ def test_parse_qhost_xml_reference():
     assert (qi.slots_used, qi.slots_total, qi.state) == (4, 4, "")
 
 
-def test_parse_qhost_text_and_qstat_f():
-    hosts = Q.parse_qhost_text((SGE / "qhost-q-debug-gpu.txt").read_text())
-    assert [(h.name, sorted(h.queues)) for h in hosts] == [("vm", ["debug", "gpu"])]
-    assert hosts[0].queues["debug"].slots_total == 8
-    qis = Q.parse_qstat_f_text((SGE / "qstat-f.txt").read_text())
-    assert [(q.name, q.slots_used, q.slots_total) for q in qis] == [("all.q@vm", 4, 4)]
+def test_parse_qstat_f():
     qis = Q.parse_qstat_f_xml((SGE / "qstat-f-xml-ref.xml").read_text())
     assert [(q.name, q.slots_used, q.slots_total, q.state) for q in qis] == [("all.q@vm", 4, 4, "")]
-    assert [h.name for h in Q.hosts_from_queues(qis)] == ["vm"]
 
 
 def test_complex_values():
@@ -216,3 +210,33 @@ def test_node_state_table():
     assert Q.node_state("d", 1, 8)[0] == "draining"
     assert Q.node_state("au", 0, 8) == ("down", "Not responding", False)
     assert Q.node_state("E", 0, 8)[0] == "drained"
+
+
+@pytest.mark.parametrize("debug_state, gpu_state, used, node_state, sinfo_states", [
+    ("", "", 0, "IDLE", {"debug": "idle", "gpu": "idle"}),
+    ("d", "d", 0, "IDLE+DRAIN", {"debug": "drain", "gpu": "drain"}),     # qmod -d: Slurm's DRAIN, not DOWN
+    ("d", "d", 1, "MIXED+DRAIN", {"debug": "drng", "gpu": "drng"}),      # jobs still running: draining
+    ("d", "", 0, "IDLE", {"debug": "drain", "gpu": "idle"}),             # the host still takes gpu jobs
+    ("E", "s", 0, "IDLE+DRAIN", {"debug": "drain", "gpu": "drain"}),
+    ("au", "u", 0, "DOWN+NOT_RESPONDING", {"debug": "down*", "gpu": "down*"}),
+])
+def test_sinfo_and_scontrol_agree_on_a_queue_instances_state(debug_state, gpu_state, used, node_state, sinfo_states,
+                                                            site, capsys):
+    """One rule (backends.gridengine.nodes.state over qhost.node_state) and one reader of qhost -q
+    -xml: a disabled queue instance is DRAINED in sinfo and in scontrol show node alike (scontrol
+    used to say DOWN), a partition stays UP while its nodes drain, DOWN when they are all down."""
+    from shim.__main__ import dispatch
+
+    replay(used=used, debug_state=debug_state, gpu_state=gpu_state)
+    rc, out, err = sinfo(["-h", "-o", "%P %t"], capsys)
+    assert (rc, err) == (0, "")
+    assert dict(line.split() for line in out.splitlines()) == {("debug*" if p == "debug" else p): s
+                                                                for p, s in sinfo_states.items()}
+    assert dispatch("scontrol", ["show", "node", "vm"]) == 0
+    out = capsys.readouterr().out
+    assert f"   State={node_state} ThreadsPerCore=1 " in out
+    assert ("   Reason=" in out) == (node_state != "IDLE")
+    assert dispatch("scontrol", ["-o", "show", "partition"]) == 0
+    out = capsys.readouterr().out
+    assert [ln.split(" State=")[1].split()[0] for ln in out.splitlines()] == \
+        ["DOWN" if node_state.startswith("DOWN") else "UP"] * 2

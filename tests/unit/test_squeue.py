@@ -7,14 +7,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import time
-from datetime import datetime
 
 import pytest
 
-from conftest import FIXTURES, REPO, SLURM_REF, use_site_config
+from conftest import FIXTURES, REPO, SLURM_REF
 from shim import backends, siteconf, state
 from shim.__main__ import dispatch
+from listing_replay import ListingReplay
 from shim.backends.replay import ReplayBackend
 
 SGE = FIXTURES / "gridengine" / "sge-8.1.9"
@@ -23,25 +22,22 @@ DR = SGE / "live-qstat-u-all-r-xml.dr.xml"
 RERUN = SGE / "live-qstat-u-all-r-xml.rerun.xml"
 EMPTY = SGE / "live-qstat-u-all-r-xml.empty.xml"
 CASES = json.loads((SLURM_REF / "cases.json").read_text())
-NOW = datetime(2026, 11, 30, 9, 20, 0).timestamp()
+from shim_records import NOW  # noqa: E402
+from shim_records import frozen_site  # noqa: E402
+from shim_records import event as event  # noqa: E402
+from shim_records import submit as submit  # noqa: E402
 HEADER = "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n"
 
 
 @pytest.fixture(autouse=True)
 def site(monkeypatch, tmp_path):
-    use_site_config(monkeypatch, tmp_path)
-    for var in list(os.environ):
-        if var.startswith("SQUEUE_") or var == "SLURM_TIME_FORMAT":
-            monkeypatch.delenv(var)
-    monkeypatch.setattr(time, "time", lambda: NOW)
-    siteconf.reset()
-    yield tmp_path / "state"
+    yield frozen_site(monkeypatch, tmp_path)
     siteconf.reset()
     backends.use(None)
 
 
 def squeue(capsys, fixture, *argv):
-    b = ReplayBackend()
+    b = ListingReplay()
     b.add("qstat", ["-u", "*", "-r", "-xml"], stdout=fixture.read_text())
     backends.use(b)
     rc = dispatch("squeue", list(argv))
@@ -276,22 +272,6 @@ def test_cluster_option_prints_the_cluster_line(capsys):
 # the shim's own records: array index maps, throttles, ended jobs
 
 
-def submit(state_dir, job_id, **data):
-    rec = {"name": "x", "partition": "debug", "user": "root", "uid": 0, "workdir": "/srv/x", "ntasks": 1,
-           "cpus_per_task": 1, "nodes": 1, "time": -1, "submit_time": NOW - 600}
-    rec.update(data)
-    state.record_submit(str(state_dir), job_id, rec)
-
-
-def event(state_dir, job_id, task, kind, age=10.0, **data):
-    state.record_event(str(state_dir), job_id, task, kind, {**data})
-    path = state_dir / "users" / str(os.getuid()) / "events" / f"{job_id}.{'x' if task is None else task}.{kind}.json"
-    d = json.loads(path.read_text())
-    d["t"] = NOW - age
-    path.write_text(json.dumps(d))
-    os.utime(path, (NOW - age, NOW - age))
-
-
 def test_array_indices_and_throttle_come_from_the_submit_record(capsys, site):
     submit(site, 110, name="fx_arr", array=[10, 20, 30, 40, 50], throttle=2, comment="hello", account="research",
            time=30, stdout="/srv/x/out-%A_%a.txt", licenses="matlab:1")
@@ -357,7 +337,8 @@ def test_json_has_slurms_shape(capsys):
     assert doc["meta"] == ref["meta"] and doc["errors"] == []
     assert list(doc["jobs"][0]) == list(ref["jobs"][0])
     assert "\\/" in out or "/" not in out.replace("\\/", "")
-    by_id = {(j["job_id"], j["array_task_id"]): j for j in doc["jobs"]}
+    by_id = {(j["array_job_id"] or j["job_id"], j["array_task_id"]): j for j in doc["jobs"]}
+    assert {j["job_id"] for j in doc["jobs"] if j["array_task_id"] == 1} == {10000000110}  # a task's own id
     assert by_id[(105, None)]["job_state"] == "RUNNING" and by_id[(105, None)]["nodes"] == "vm"
     assert by_id[(105, None)]["time_limit"] == 60
     assert by_id[(113, None)]["state_reason"] == "Dependency"
@@ -591,3 +572,99 @@ def test_an_admins_copy_counts_only_for_the_job_it_names(capsys, site):
     assert ok(capsys, MIXED, "-j", "106", "-h", "-o", "%k") == "admin-set\n"
     plant(site, "jobs", "106.json", json.dumps({"comment": "her-own", "user": "alice", "t": 1.0}), uid=alice)
     assert ok(capsys, MIXED, "-j", "106", "-h", "-o", "%k") == "admin-set\n"  # root's copy is newer
+
+
+def test_slurms_printers_have_one_home():
+    """render/text.py: one function per Slurm printer, shared by squeue, sinfo (and sacct/scontrol)."""
+    from shim.render import sacct as sacct_view
+    from shim.render import squeue as view
+    from shim.render import text
+
+    # squeue's _print_secs (src/squeue/print.c) checks the range; sinfo's does not
+    assert [text.print_secs(t) for t in (0, 59, 61, 3600, 90061)] == ["0:00", "0:59", "1:01", "1:00:00", "1-01:01:01"]
+    assert text.print_secs(-1) == text.print_secs(366 * 86400) == "INVALID"
+    assert text.print_secs(366 * 86400, check=False) == "366-00:00:00"
+    # parse_time.c's secs2time_str / mins2time_str
+    assert text.secs2time_str(59) == "00:00:59" and text.secs2time_str(90061) == "1-01:01:01"
+    assert text.secs2time_str(-1) == text.mins2time_str(-1) == "UNLIMITED"
+    assert text.secs2time_str(-5) == "INVALID"
+    assert text.mins2time_str(61) == "01:01:00" and text.mins2time_str(2 * 1440) == "2-00:00:00"
+    # convert_num_unit (exact: scaled while a multiple of 512); squeue's memory printer used to keep
+    # 1536 as 1536M where Slurm's _print_pn_min_memory (and sacct's twin) print 1.50G
+    assert view.mem_text(1536) == "1.50G" and view.mem_text(1536, convert=False) == "1536M"
+    assert [view.mem_text(v) for v in (None, 0, 100, 1024, 2048, 1000)] == ["0", "0", "100M", "1G", "2G", "1000M"]
+    for mb in (1, 100, 512, 1000, 1024, 1536, 2048, 3000, 4096, 10240, 1 << 20, 3 << 19):
+        assert text.convert_num_unit(mb, text.UNIT_MEGA) == sacct_view.mem_mb_text(mb), mb
+    assert text.convert_num_unit(4792, text.UNIT_KILO) == "4792K"
+    assert text.version_json() == {"major": 22, "micro": 8, "minor": 5}
+
+
+def test_one_slurm_state_table():
+    """model.SLURM_STATES is the one state vocabulary (squeue -t, %t/%T, the default listing)."""
+    from shim import jobs, model
+
+    ref = CASES["squeue_t_bad"]["stderr"]
+    assert f"Valid job states include: {model.state_list()}\n" in ref  # Slurm's own order
+    assert model.state_named("pd").long == model.state_named("Pending").long == "PENDING"
+    assert model.state_named("OOM") == model.SlurmState("OUT_OF_MEMORY", "OOM", True)
+    assert model.state_named("PENDİNG") is None and model.state_named("nope") is None  # ASCII only
+    assert model.STATE_CODES["COMPLETING"] == "CG" and len(model.STATE_CODES) == 24
+    assert jobs.ACTIVE_STATES is model.ACTIVE_STATES
+    assert "REVOKED" not in model.ACTIVE_STATES and "COMPLETING" in model.ACTIVE_STATES
+    assert {s.long for s in model.SLURM_STATES if s.ended} == {
+        "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE",
+        "OUT_OF_MEMORY", "REVOKED"}
+
+
+def test_job_ids_are_read_as_slurms_squeue_reads_them(capsys):
+    """squeue -j splits at commas only and reads each id with strtol (src/squeue/opts.c
+    _build_job_list, shim.jobids.squeue_jobs): '105x' and '105.batch' are job 105, '105 113' is
+    job 105 alone (the shim split at blanks too); --steps wants a step (_build_step_list)."""
+    one = ok(capsys, MIXED, "-j", "105")
+    assert ok(capsys, MIXED, "-j", "105x") == ok(capsys, MIXED, "-j", "105.batch") == one
+    assert ok(capsys, MIXED, "-j", "105 113") == one
+    rc, out, err = squeue(capsys, MIXED, "--steps=105")
+    assert (rc, out, err) == (1, "", "squeue: error: Invalid job_step id: 105.??\n")
+    assert ok(capsys, MIXED, "-h", "--steps=105.0") == ok(capsys, MIXED, "-h", "-s", "-j", "105")
+
+
+def test_the_renderer_reads_no_record(capsys, monkeypatch):
+    """squeue fills the submit-record detail its format and sort need before it renders (review
+    1.5): no getter calls jobs.detail (nor the name service for %g); the default format needs no
+    detail, so none is read."""
+    from shim import jobs
+    from shim.render import fmt
+
+    full = ok(capsys, MIXED, "-o", "%all")
+    sorted_by_limit = ok(capsys, MIXED, "-h", "-S", "l", "-o", "%i")
+    calls: list[int] = []
+    rendering = []
+    real_detail, real_render = jobs.detail, fmt.render_lines
+
+    def detail(rec, cfg):
+        assert not rendering, "jobs.detail called while rendering"
+        calls.append(rec.job_id)
+        return real_detail(rec, cfg)
+
+    def render_lines(*a, **k):
+        rendering.append(True)
+        try:
+            return real_render(*a, **k)
+        finally:
+            rendering.pop()
+
+    real_group = jobs.group_name
+
+    def group_name(gid):
+        assert not rendering, "jobs.group_name called while rendering"
+        return real_group(gid)
+
+    monkeypatch.setattr(jobs, "detail", detail)
+    monkeypatch.setattr(jobs, "group_name", group_name)
+    monkeypatch.setattr(fmt, "render_lines", render_lines)
+    assert ok(capsys, MIXED, "-o", "%all") == full and calls
+    assert ok(capsys, MIXED, "-h", "-S", "l", "-o", "%i") == sorted_by_limit
+    calls.clear()
+    ok(capsys, MIXED)
+    ok(capsys, MIXED, "-o", "%i %j %T %M %R")
+    assert calls == []

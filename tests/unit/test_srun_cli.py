@@ -9,13 +9,16 @@ import shlex
 import pytest
 
 from conftest import FIXTURES
-from shim import backends, siteconf, state, steps
+from shim import backends, siteconf, state, submit
+from shim.runtime import steps
 from shim.__main__ import dispatch
 from shim.backends.replay import ReplayBackend
 from shim.cli import common, srun
+from shim.options import table
 from shim.errors import ShimError
 from shim.options import sources
 from shim.options.getopt import getopt
+from shim.translate import qsub
 
 
 @pytest.fixture(autouse=True)
@@ -87,7 +90,7 @@ def test_inside_a_job_srun_inherits_the_jobs_geometry():
            "SLURM_JOB_NAME": "batchname"}
     o, positional, _t = opts(["hostname"], env)
     r = srun.request(o, positional, env)
-    assert o.jobid == "5" and r.ntasks == 4 and r.cpus_per_task == 2 and r.nodes == 1
+    assert o.jobid == 5 and r.ntasks == 4 and r.cpus_per_task == 2 and r.nodes == 1
     assert r.name == "hostname"  # the step's name; SLURM_JOB_NAME is the job's
     r = req(["-K0", "x"])
     assert not r.kill_on_bad_exit
@@ -96,7 +99,7 @@ def test_inside_a_job_srun_inherits_the_jobs_geometry():
 def test_fates_only_for_the_command_line():
     o, _p, t = opts(["--cpu-bind=cores", "x"])
     assert common.fates(o, t, "srun", srun.CLI_ONLY) == ["srun: warning: --cpu-bind has no effect on Grid Engine "
-                                "(binding is left to the operating system)"]
+                                f"({table.BIND_TASKS})"]
     o, _p, t = opts(["x"], {"SLURM_CPU_BIND": "cores", "SLURM_DISTRIBUTION": "cyclic"})
     assert common.fates(o, t, "srun", srun.CLI_ONLY) == []
     o, _p, t = opts(["--x11", "x"])
@@ -108,16 +111,16 @@ def test_qrsh_flags_keep_the_resource_translation():
     argv = ["-terse", "-q", "debug", "-N", "job", "-pe", "smp", "4", "-l", "mem_free=100M,h_rt=120", "-w", "e",
             "-hold_jid", "7", "-h", "-A", "acct", "-p", "-10", "-o", "/dev/null", "-j", "y", "-wd", "/tmp",
             "-S", "/bin/sh", "-notify", "-r", "y", "-a", "202601010000.00"]
-    assert srun.qrsh_flags(argv) == ["-q", "debug", "-N", "job", "-pe", "smp", "4", "-l", "mem_free=100M,h_rt=120",
+    assert qsub.qrsh_flags(argv) == ["-q", "debug", "-N", "job", "-pe", "smp", "4", "-l", "mem_free=100M,h_rt=120",
                                      "-hold_jid", "7", "-h", "-A", "acct", "-p", "-10", "-notify", "-wd", "/"]
 
 
 def test_unsatisfiable_requests_in_slurms_words():
-    e = common.refusal("srun", "Unable to allocate resources", "verification: no suitable queues\n", {"gpus": True})
+    e = submit.refusal("srun", "Unable to allocate resources", "verification: no suitable queues\n", {"gpus": True})
     assert e.lines == ["srun: error: Unable to allocate resources: Requested node configuration is not available"]
-    e = common.refusal("srun", "Unable to allocate resources", "verification: no suitable queues\n", {"mem": True})
+    e = submit.refusal("srun", "Unable to allocate resources", "verification: no suitable queues\n", {"mem": True})
     assert e.lines[0] == "srun: error: Memory specification can not be satisfied"
-    e = common.refusal("srun", "Unable to allocate resources", "verification: no suitable queues\n", {"licenses": True})
+    e = submit.refusal("srun", "Unable to allocate resources", "verification: no suitable queues\n", {"licenses": True})
     assert e.lines == ["srun: error: Unable to allocate resources: Invalid license specification"]
 
 
@@ -135,7 +138,7 @@ def test_new_job_runs_qrsh_with_the_translation(monkeypatch, tmp_path):
             started["words"] = words
             payload = steps.read_payload(words[4], words[5])  # what job_main does on the far side
             started["payload"] = payload
-            state.write_own(payload["state_dir"], "srun", srun.token_name(payload["token"]), {"job_id": 5, "rc": 3})
+            state.write_token(payload["state_dir"], payload["token"], {"job_id": 5, "rc": 3})
 
         def wait(self):
             return 0
@@ -180,7 +183,9 @@ def steps_result():
     return Result(("x",), 0, "", "")
 
 
-def test_pty_and_immediate(monkeypatch):
+@pytest.mark.parametrize("pty", ["--pty", "--pty="])
+def test_pty_and_immediate(monkeypatch, pty):
+    """'--pty=' is '--pty': qrsh -pty y (23.02's '--pty=0' with a terminal on stdin: test_s5_pty)."""
     backends.use(ReplayBackend(default=steps_result()))
     seen = {}
 
@@ -196,12 +201,47 @@ def test_pty_and_immediate(monkeypatch):
 
     monkeypatch.setattr(srun.proc, "popen", FakeProc)
     with pytest.raises(ShimError, match="Requested nodes are busy"):
-        srun.main(["--pty", "-I", "bash"])
+        srun.main([pty, "-I", "bash"])
     argv = seen["argv"]
     assert argv[argv.index("-pty") + 1] == "y" and argv[argv.index("-now") + 1] == "yes"
 
 
-def test_job_id_forms():
-    assert srun.job_id_of("12") == 12 and srun.job_id_of("12_3") == 12 and srun.job_id_of("12.0") == 12
-    with pytest.raises(ShimError):
-        srun.job_id_of("abc")
+@pytest.mark.parametrize("pty", ["--pty", "--pty="])
+def test_pty_spellings_make_one_request(pty):
+    """Every spelling newer releases take means the terminal, unbuffered (Slurm: --pty implies -u)."""
+    o = sources.collect(srun.table(), [pty, "bash"], environ={})
+    req = srun.request(o, ["bash"], {})
+    assert req.pty is True and req.unbuffered is True
+    plain = srun.request(sources.collect(srun.table(), ["bash"], environ={}), ["bash"], {})
+    assert plain.pty is False and plain.unbuffered is False
+
+
+@pytest.mark.parametrize("word", ["--pty=bash", "--pty=yes", "--pt=x", "--pty= 1"])
+def test_pty_with_a_value_no_version_takes_is_22_05s_getopt_error(word, capsys):
+    """22.05's --pty is no_argument (glibc: "doesn't allow an argument", exit 255, before anything
+    runs); 23.02+ take only a descriptor (a value starting with a digit). Before, '--pty=bash' was
+    accepted as --pty."""
+    with pytest.raises(ShimError) as e:
+        srun.main([word, "true"])
+    assert e.value.lines == ["srun: option '--pty' doesn't allow an argument",
+                             'Try "srun --help" for more information']
+    assert e.value.code == 255
+
+
+def test_jobid_is_slurms_parse_int(capsys, monkeypatch):
+    """srun --jobid (and SLURM_JOB_ID) is parse_int("--jobid", arg, true) in Slurm 22.05
+    (slurm_opt.c arg_set_jobid): a whole number >= 1; 12_3, 12.0, abc and 0 are refused before
+    anything runs (the shim took the number before '_', '.' or '+')."""
+    from shim.options.values import parse_int
+
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    for bad in ("12_3", "12.0", "12+1", "abc", "0"):
+        with pytest.raises(ShimError) as e:
+            srun.main([f"--jobid={bad}", "true"])
+        assert (e.value.code, e.value.lines) == (1, [f'srun: error: Invalid numeric value "{bad}" for --jobid.'])
+        monkeypatch.setenv("SLURM_JOB_ID", bad)
+        with pytest.raises(ShimError) as e:
+            srun.main(["true"])
+        assert e.value.lines == [f'srun: error: Invalid numeric value "{bad}" for --jobid.']
+        monkeypatch.delenv("SLURM_JOB_ID")
+    assert parse_int(" 12", "srun", "--jobid", True) == 12

@@ -4,6 +4,7 @@ Slurm captures, file name patterns, srun's messages and exit codes, step ids, al
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import subprocess
 import sys
 import threading
@@ -11,7 +12,9 @@ import threading
 import pytest
 
 from conftest import SLURM_REF
-from shim import state, steps
+from shim import state
+from shim.runtime import steps
+from shim.runtime.steps import run as run_mod
 
 VOLATILE = {"SLURM_TASK_PID", "SLURM_SRUN_COMM_PORT", "SLURM_STEP_LAUNCHER_PORT", "SHLVL", "_"}
 
@@ -243,21 +246,21 @@ def test_step_counter_must_be_the_users_own_and_never_blocks(sdir):
     fd = os.open(counter, os.O_RDONLY)
     fcntl.flock(fd, fcntl.LOCK_EX)
     try:
-        old = steps.STEP_LOCK_WAIT
-        steps.STEP_LOCK_WAIT = 0.3
+        old = run_mod.STEP_LOCK_WAIT
+        run_mod.STEP_LOCK_WAIT = 0.3
         with pytest.raises(OSError, match="locked too long"):
             steps.next_step_id(str(sdir), "9")
     finally:
-        steps.STEP_LOCK_WAIT = old
+        run_mod.STEP_LOCK_WAIT = old
         os.close(fd)
     assert steps.next_step_id(str(sdir), "9") == 1
 
 
 def test_concurrent_sruns_get_distinct_step_ids(sdir):
     tmp_path = sdir
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from shim import steps; "
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from shim.runtime import steps; "
             "print(steps.next_step_id(sys.argv[2], '11'))")
-    src = os.path.dirname(os.path.dirname(steps.__file__))
+    src = os.path.dirname(os.path.dirname(os.path.dirname(steps.__file__)))
     procs = [subprocess.Popen([sys.executable, "-c", code, src, str(tmp_path)], stdout=subprocess.PIPE, text=True)
              for _ in range(8)]
     ids = sorted(int(p.communicate(timeout=30)[0]) for p in procs)
@@ -319,24 +322,6 @@ def test_allocation_from_an_ancestors_environment():
 
 def test_unknown_allocation(sdir):
     assert steps.find_allocation(str(sdir), 999, {"SLURM_JOB_ID": "999"}) is None
-
-
-QSTAT_GT = """<?xml version='1.0'?>
-<job_info><queue_info>
-<job_list state="running"><JB_job_number>43</JB_job_number><queue_name>debug@vm</queue_name><master>MASTER</master><slots>1</slots></job_list>
-<job_list state="running"><JB_job_number>43</JB_job_number><queue_name>debug@vm</queue_name><master>SLAVE</master><slots>1</slots></job_list>
-<job_list state="running"><JB_job_number>43</JB_job_number><queue_name>debug@node2</queue_name><master>SLAVE</master><slots>1</slots></job_list>
-<job_list state="running"><JB_job_number>44</JB_job_number><queue_name>debug@vm</queue_name><master>MASTER</master><slots>1</slots></job_list>
-</queue_info><job_info></job_info></job_info>"""
-
-
-def test_hosts_from_qstat():
-    # $round_robin with job_is_first_task FALSE: the MASTER line holds no slot
-    assert steps.hosts_from_qstat(QSTAT_GT, 43, "undefined", 2) == [("vm", 1), ("node2", 1)]
-    # job_is_first_task TRUE: every line is a slot
-    assert steps.hosts_from_qstat(QSTAT_GT, 43, "undefined", 3) == [("vm", 2), ("node2", 1)]
-    assert steps.hosts_from_qstat(QSTAT_GT, 44, "undefined", 1) == [("vm", 1)]
-    assert steps.hosts_from_qstat(QSTAT_GT, 45, "undefined", 1) == []
 
 
 # --- multi-prog, payloads -----------------------------------------------------------------------
@@ -454,7 +439,7 @@ class GpuGE:
 
 @pytest.fixture
 def gpus(sdir, monkeypatch):
-    from shim import jobwrap
+    from shim.runtime import jobwrap
 
     ge = GpuGE()
     monkeypatch.setattr(jobwrap, "_backend_and_complex", lambda backend: (ge, "gpu", "job"))
@@ -524,15 +509,67 @@ def test_concurrent_claims_never_share_a_device(gpus):
     different devices; the others fail cleanly (in real life Grid Engine's consumable would have
     kept them pending)."""
     d, ge, jw = gpus
-    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from shim import jobwrap; "
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from shim.runtime import jobwrap; "
             "jobwrap._backend_and_complex = lambda b: (None, 'gpu', 'job'); "
             "jobwrap._gpu_capacity = lambda host, backend=None: 2\n"
             "try:\n    ids = jobwrap.claim_gpus(sys.argv[2], 'h1', 1, int(sys.argv[3]))\n"
             "except jobwrap.NoGpu:\n    ids = []\n"
             "print(ids, flush=True); time.sleep(2)")
-    src = os.path.dirname(os.path.dirname(steps.__file__))
+    src = os.path.dirname(os.path.dirname(os.path.dirname(steps.__file__)))
     procs = [subprocess.Popen([sys.executable, "-c", code, src, str(d.parent), str(100 + k)], stdout=subprocess.PIPE,
                               text=True, env=dict(os.environ, JOB_ID=str(100 + k))) for k in range(8)]
     got = [eval(p.communicate(timeout=60)[0]) for p in procs]
     held = [i for ids in got for i in ids]
     assert len(held) == len(set(held)) and set(held) <= {0, 1} and held, got
+
+
+def test_a_task_dies_with_its_launcher(tmp_path):
+    """A launcher killed outright (qrsh -inherit's shepherd SIGKILLs its process group when srun
+    goes, e.g. after an MPI abort) takes its tasks along, those in process groups of their own
+    included: they were left running for good, reparented to init (steps.TASK_LEASH)."""
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    pidfile = tmp_path / "task.pid"
+    code = textwrap.dedent(f"""
+        import os, queue, sys, time
+        sys.path.insert(0, {str(Path(steps.__file__).resolve().parents[3])!r})
+        from shim.runtime import steps
+        spec = {{"argv": ["sh", "-c", "echo $$ > {pidfile}; exec sleep 300"], "cwd": {str(tmp_path)!r},
+                "env": {{"PATH": os.defpath}}, "tasks": [0], "host": "h", "node": 0, "label": False,
+                "width": 1, "stdout": ("inherit", None), "stderr": ("inherit", None),
+                "stdin": ("none", None), "vals": {{"j": 1, "s": 0}}, "own_group": True}}
+        launch = steps.HostLaunch(spec, queue.Queue(), stdin=os.open(os.devnull, os.O_RDONLY), stdout=1, stderr=2)
+        launch.start()
+        time.sleep(300)
+    """)
+    launcher = subprocess.Popen([sys.executable, "-I", "-c", code])
+    try:
+        deadline = time.monotonic() + 30
+        while not (pidfile.exists() and pidfile.read_text().strip()):
+            assert time.monotonic() < deadline and launcher.poll() is None, "the task did not start"
+            time.sleep(0.05)
+        task = int(pidfile.read_text())
+        assert os.getpgid(task) == task  # a process group of its own: the launcher's kill misses it
+        launcher.kill()
+        launcher.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                state = Path(f"/proc/{task}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                break
+            if state in ("Z", "X"):
+                break
+            assert time.monotonic() < deadline, f"task {task} outlived its launcher"
+            time.sleep(0.05)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+        try:
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass

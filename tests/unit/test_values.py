@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from conftest import SLURM_REF
 from shim.errors import ShimError
 from shim.options import sources
+from shim.runtime import jobenv
 from shim.options import values as v
 from shim.options.getopt import Table, getopt
 from shim.options.table import OPTIONS
@@ -82,7 +83,7 @@ ACCEPTED = {
     "sbatch_accepted_bad_dependency": (
         {"dependency": v.Dependency(op="and", terms=[("afterok", ["999999"])])}, ["job.sh"]),
     "sbatch_accepted_bad_export": (
-        {"export": v.ExportSpec(all=False, vars=(("FOO", "1"),), text="NONE,FOO=1")}, ["job.sh"]),
+        {"export": "NONE,FOO=1"}, ["job.sh"]),  # any text: options/export.py reads it
     "sbatch_accepted_bad_qos": ({"qos": "nope"}, ["job.sh"]),
     "sbatch_accepted_missing_optarg": ({}, ["job.sh", "--time"]),  # after the script: the script's
     "sbatch_accepted_time_over_partition": ({"partition": "gpu", "time": 3 * 24 * 60}, ["job.sh"]),
@@ -150,7 +151,7 @@ def test_nice_and_priority():
     assert v.nice("abc", "sbatch") == 0
     assert fails(v.nice, "9999999999").lines == ["sbatch: error: Invalid --nice value, out of range (+/- 2147483645)"]
     assert v.priority("7", "sbatch") == 7
-    assert v.priority("top", "sbatch") == v.PRIORITY_TOP
+    assert v.priority("top", "sbatch") == 4294967293 == jobenv.NO_VAL - 1  # PRIORITY_TOP, jobenv's one NO_VAL
     assert fails(v.priority, "-1").lines == ["sbatch: error: Priority must be >= 0"]
     assert fails(v.priority, "4294967294").lines == ["sbatch: error: Priority must be < 4294967294"]
 
@@ -183,7 +184,10 @@ def test_time_limit_errors(text):
 
 @given(st.integers(min_value=1, max_value=400 * 1440))
 def test_time_round_trip(minutes):
-    assert v.time_limit(v.format_minutes(minutes), "sbatch") == minutes
+    """What Slurm's mins2time_str prints, its --time parser reads back."""
+    from shim.render.text import mins2time_str
+
+    assert v.time_limit(mins2time_str(minutes), "sbatch") == minutes
 
 
 @given(st.integers(0, 30), st.integers(0, 23), st.integers(0, 59), st.integers(0, 59))
@@ -275,8 +279,7 @@ def test_dependency():
     assert v.dependency("afterok:12_[1-3,5]", "sbatch").terms == [("afterok", ["12_1", "12_2", "12_3", "12_5"])]
     assert v.dependency("", "sbatch") is None
     assert v.dependency("0", "sbatch") is None
-    assert v.split_dependency_id("12_3+5") == ("12", "3", 5)
-    assert v.split_dependency_id("12") == ("12", None, 0)
+    assert v.dependency("after:12_3+5", "sbatch").terms == [("after", ["12_3+5"])]  # job, task, delay: one id
 
 
 @pytest.mark.parametrize(
@@ -297,16 +300,20 @@ def test_dependency_errors(text):
 
 
 def test_export():
-    assert v.export_spec("ALL", "sbatch") == (True, (), "ALL")
-    assert v.export_spec("all", "sbatch").all is True
-    assert v.export_spec("NONE", "sbatch") == (False, (), "NONE")
-    assert v.export_spec("NIL", "sbatch").vars == ()
-    assert v.export_spec("MYVAR", "sbatch") == (False, (("MYVAR", None),), "MYVAR")
-    assert v.export_spec("FOO=1,ALL", "sbatch") == (True, (("FOO", "1"),), "FOO=1,ALL")
-    assert v.export_spec("ALL,A=x=y,B", "sbatch").vars == (("A", "x=y"), ("B", None))
-    assert v.export_spec("NONE,FOO=1", "sbatch") == (False, (("FOO", "1"),), "NONE,FOO=1")
-    assert v.export_spec('A="1,2",B', "sbatch").vars == (("A", '"1,2"'), ("B", None))
-    assert v.export_spec("'A=1,2'", "sbatch").vars == (("A", "1,2"),)
+    """--export is read by options/export.py alone (values.export_spec, a second reader that kept a
+    NAME alone as None and tracked one kind of quote at a time, is gone)."""
+    from shim.options import export
+
+    env = {"MYVAR": "m", "B": "b"}
+    assert export.mode("ALL", env) == export.mode("all", env) == export.mode(None, env) == {"all": True, "vars": {}}
+    assert export.mode("NONE", env) == export.mode("NIL", env) == {"all": False, "vars": {}}
+    assert export.mode("MYVAR", env) == {"all": False, "vars": {"MYVAR": "m"}}
+    assert export.mode("MYVAR", {}) == {"all": False, "vars": {}}  # not set where submitted: nothing
+    assert export.mode("FOO=1,ALL", env) == {"all": True, "vars": {"FOO": "1"}}
+    assert export.mode("ALL,A=x=y,B", env) == {"all": True, "vars": {"A": "x=y", "B": "b"}}
+    assert export.mode("NONE,FOO=1", env) == {"all": False, "vars": {"FOO": "1"}}
+    assert export.mode('A="1,2",B', env)["vars"] == {"A": '"1,2"', "B": "b"}
+    assert export.mode("'A=1,2'", env)["vars"] == {"A": "1,2"}
 
 
 # --- GRES, GPUs, licenses -------------------------------------------------------------------------
@@ -484,8 +491,19 @@ def test_now_plus(count, unit):
 
 
 def test_now_plus_out_of_range():
-    with pytest.raises(v.TimeSpecError):
+    """Slurm's parse_time accepts it (the year 29405); a datetime cannot hold it, so --begin
+    refuses it where Slurm's parser stands at the end of the text."""
+    with pytest.raises(v.TimeSpecError) as info:
         v.parse_time("now+9999999days", NOW)
+    assert info.value.pos == len("now+9999999days")
+    assert fails(v.begin_time, "now+9999999days").lines[0] == "Invalid time specification (pos=15): now+9999999days"
+
+
+def test_begin_keeps_slurms_absolute_index_after_now():
+    """parse_time adds the absolute index of the sign after "now" (src/common/parse_time.c)."""
+    assert fails(v.begin_time, "today now+1").lines == [
+        "Invalid time specification (pos=15): today now+1", "sbatch: error: Invalid --begin specification"]
+    assert v.parse_time("now+1", NOW) == NOW + timedelta(seconds=1)
 
 
 # --- placement, sharing and keywords --------------------------------------------------------------

@@ -1,33 +1,20 @@
-"""Backends: how the shim reaches Grid Engine's commands.
+"""Backends: how the shim reaches Grid Engine.
 
-The interface is one verb, ``run(tool, args, input=None) -> Result``: argv builders and output
-parsers on top of it are pure functions, tested on recorded output. ``gridengine`` runs the real
-q* commands; ``replay`` answers from recorded outputs (unit tests, ``--dry-run``).
+``get(cfg)`` gives the process's backend: a ``gridengine.GridEngine``, whose methods are every
+Grid Engine operation (pure argv builders and answer parsers in ``gridengine/ops.py``) over a
+transport: ``gridengine.GridEngineBackend`` runs the real q* commands, ``replay.ReplayBackend``
+answers from recorded output (unit tests; ``SLURM_SHIM_REPLAY=<dir>``). This module also holds
+how a silent or missing Grid Engine is reported in the running command's Slurm words.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
 
+TYPE_CHECKING = False  # typing costs ~9 ms of every command's start; annotations are strings
 if TYPE_CHECKING:
     from ..config import SiteConfig
-
-import os
-from typing import Protocol, Sequence
-
-from ..proc import Result
-
-
-class Backend(Protocol):
-    name: str
-
-    def run(self, tool: str, args: Sequence[str], *, input: str | bytes | None = None,
-            timeout: float | None = None) -> Result: ...
-
-    def argv(self, tool: str, args: Sequence[str]) -> list[str]:
-        """The full argv that ``run`` would execute (for exec-style callers such as srun --pty)."""
-        ...
-
+    from .gridengine import GridEngine as Backend
 
 _override: Backend | None = None
 

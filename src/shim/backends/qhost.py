@@ -1,7 +1,7 @@
 """Grid Engine hosts and queue instances for sinfo: ``qhost -q -xml`` (one call: hardware, load,
 memory, and every queue instance's slots and state letters), with ``-F name,...`` for consumables;
-``qstat -f [-xml]`` read the same way where qhost is not wanted; ``qconf -se host`` for the
-configured amount of a consumable (GRES totals).
+``qstat -f -xml``'s queue instances; ``qconf -se host`` for the configured amount of a consumable
+(GRES totals).
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
+
+from .units import ge_memory_bytes
 
 
 @dataclass
@@ -50,18 +52,10 @@ def qhost_args(resources: list[str] | None = None) -> list[str]:
     return args
 
 
-_SIZE_RE = re.compile(r"^\s*([0-9.]+)\s*([KMGTP]?)", re.I)
-_MB = {"": 1 / (1024 * 1024), "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 ** 2, "P": 1024 ** 3}
-
-
 def size_mb(text: str | None) -> int | None:
-    """qhost's sizes (``23.5G``, ``353.9M``, ``16.000G``, ``24105M``) in MB; None for ``-``."""
-    if not text:
-        return None
-    m = _SIZE_RE.match(text)
-    if not m:
-        return None
-    return int(float(m.group(1)) * _MB[m.group(2).upper()])
+    """qhost's sizes (``23.5G``, ``353.9M``, ``16.000G``, ``24105M``) in MB, truncated; None for ``-``."""
+    b = ge_memory_bytes(text)
+    return int(b / (1024 * 1024)) if b is not None and b != float("inf") else None
 
 
 def _int(text: str | None) -> int:
@@ -105,40 +99,6 @@ def parse_qhost_xml(text: str | bytes) -> list[Host]:
     return out
 
 
-def parse_qhost_text(text: str) -> list[Host]:
-    """Plain ``qhost [-q]``: the host table, and queue lines (``   debug  BIP  0/1/8  d``) under each."""
-    out: list[Host] = []
-    cur: Host | None = None
-    for line in text.splitlines():
-        if not line.strip() or line.startswith("HOSTNAME") or set(line.strip()) == {"-"}:
-            continue
-        if not line.startswith(" "):
-            f = line.split()
-            if f[0] == "global":
-                cur = None
-                continue
-            cur = Host(name=f[0], arch=f[1] if len(f) > 1 else "", ncpu=_int(_dash(f, 2)),
-                       sockets=_int(_dash(f, 3)), cores=_int(_dash(f, 4)), threads=_int(_dash(f, 5)),
-                       load=_float(_dash(f, 6)), mem_total_mb=size_mb(_dash(f, 7)), mem_used_mb=size_mb(_dash(f, 8)))
-            out.append(cur)
-            continue
-        if cur is None:
-            continue
-        f = line.split()
-        if len(f) >= 3 and "/" in f[2] and f[2].count("/") == 2:
-            resv, used, tot = (int(x) for x in f[2].split("/"))
-            cur.queues[f[0]] = QueueInstance(f[0], cur.name, used, tot, resv, f[3] if len(f) > 3 else "")
-        elif ":" in f[0] and "=" in f[0]:
-            k, _, v = f[0].split(":", 1)[1].partition("=")
-            cur.resources[k] = v
-    return out
-
-
-def _dash(f: list[str], i: int) -> str | None:
-    v = f[i] if i < len(f) else None
-    return None if v in (None, "-") else v
-
-
 def parse_qstat_f_xml(text: str | bytes) -> list[QueueInstance]:
     """``qstat -f -xml``: every queue instance with its slots and state letters."""
     if isinstance(text, str):
@@ -151,30 +111,6 @@ def parse_qstat_f_xml(text: str | bytes) -> list[QueueInstance]:
         out.append(QueueInstance(queue, host, _int(ql.findtext("slots_used")), _int(ql.findtext("slots_total")),
                                  _int(ql.findtext("slots_resv")), ql.findtext("state") or ""))
     return out
-
-
-_QSTAT_F_RE = re.compile(r"^(\S+@\S+)\s+\S+\s+(\d+)/(\d+)/(\d+)\s+\S+\s+\S+\s*(\S*)\s*$")
-
-
-def parse_qstat_f_text(text: str) -> list[QueueInstance]:
-    """Plain ``qstat -f``: the queue instance lines (``debug@vm  BIP  0/1/8  0.31  lx-amd64  d``)."""
-    out: list[QueueInstance] = []
-    for line in text.splitlines():
-        m = _QSTAT_F_RE.match(line)
-        if not m:
-            continue
-        queue, _, host = m.group(1).partition("@")
-        out.append(QueueInstance(queue, host, int(m.group(3)), int(m.group(4)), int(m.group(2)), m.group(5)))
-    return out
-
-
-def hosts_from_queues(instances: list[QueueInstance]) -> list[Host]:
-    """Hosts known only from queue instances (qstat -f): no hardware figures."""
-    by: dict[str, Host] = {}
-    for qi in instances:
-        h = by.setdefault(qi.host, Host(name=qi.host))
-        h.queues[qi.queue] = qi
-    return list(by.values())
 
 
 def parse_complex_values(qconf_se: str) -> dict[str, str]:

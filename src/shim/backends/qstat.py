@@ -15,11 +15,14 @@ elements into rows (one regex for qstat's own layout, element by element otherwi
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from ..names import decode
+from .units import ge_memory_mb, ge_seconds, ge_time
 
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
 if TYPE_CHECKING:
+    from typing import Any, Iterable, Iterator
+
     import xml.etree.ElementTree as ET
 
     from ..config import SiteConfig
@@ -32,6 +35,12 @@ if TYPE_CHECKING:
 # for hard queue requests (partition of pending jobs), resource requests (time limit, gres,
 # licenses, memory), the parallel environment (CPUs) and predecessor jobs (dependencies).
 QSTAT_ARGS = ["-u", "*", "-r", "-xml"]
+
+
+def listing_args(users: Iterable[str]) -> list[str]:
+    """QSTAT_ARGS for these users' jobs only: the same rows, in the same form, as the whole
+    listing has for them (qstat's -u selects whole jobs by owner)."""
+    return ["-u", ",".join(users), *QSTAT_ARGS[2:]]
 
 _RUNNING = frozenset("rt")
 _SUSPENDED = frozenset("sST")
@@ -68,93 +77,15 @@ def map_state(letters: str) -> tuple[str, str]:
     return "PENDING", "None"
 
 
-STATE_CODES = {
-    "PENDING": "PD", "RUNNING": "R", "SUSPENDED": "S", "COMPLETING": "CG", "COMPLETED": "CD",
-    "CANCELLED": "CA", "FAILED": "F", "TIMEOUT": "TO", "NODE_FAIL": "NF", "PREEMPTED": "PR",
-    "BOOT_FAIL": "BF", "DEADLINE": "DL", "OUT_OF_MEMORY": "OOM", "CONFIGURING": "CF",
-    "RESIZING": "RS", "RESV_DEL_HOLD": "RD", "REQUEUED": "RQ", "REQUEUE_FED": "RF",
-    "REQUEUE_HOLD": "RH", "REVOKED": "RV", "SIGNALING": "SI", "SPECIAL_EXIT": "SE",
-    "STAGE_OUT": "SO", "STOPPED": "ST",
-}
-
-
-def parse_time(text: str | None) -> float | None:
-    """A qstat timestamp as epoch seconds: ISO local time with optional microseconds (``-xml``
-    lists, OCS 9 ``-j``), or epoch seconds (SGE 8.1.9 ``-j -xml``); 0 means unset."""
-    if not text:
-        return None
-    t = text.strip()
-    if t.isdigit():
-        v = int(t)
-        return float(v) if v else None
-    from datetime import datetime
-
-    try:
-        return datetime.fromisoformat(t).timestamp()
-    except ValueError:
-        return None
-
-
-def parse_duration(text: str) -> int | None:
-    """A Grid Engine time value (seconds, or [[H:]M:]S; INFINITY) as seconds; -1 for infinity."""
-    t = text.strip()
-    if not t:
-        return None
-    if t.upper() in ("INFINITY", "INFINITE", "UNLIMITED"):
-        return -1
-    try:
-        parts = [int(p) if p else 0 for p in t.split(":")]
-    except ValueError:
-        try:
-            return int(float(t))
-        except ValueError:
-            return None
-    secs = 0
-    for p in parts:
-        secs = secs * 60 + p
-    return secs
-
-
-_MB = 1024 * 1024
-# Grid Engine memory suffixes: upper case are powers of 1024, lower case powers of 1000
-_MEM_UNITS = {"": 1 / _MB, "K": 1024 / _MB, "M": 1, "G": 1024, "T": 1024 * 1024,
-              "k": 1e3 / _MB, "m": 1e6 / _MB, "g": 1e9 / _MB, "t": 1e12 / _MB}
-
-
-def parse_memory_mb(text: str) -> int | None:
-    """A Grid Engine memory value (``1G``, ``512M``, bytes) in MB (binary units for K/M/G/T)."""
-    t = text.strip()
-    if not t:
-        return None
-    unit = t[-1] if t[-1].isalpha() else ""
-    num = t[:-1] if unit else t
-    try:
-        v = float(num)
-    except ValueError:
-        return None
-    scale = _MEM_UNITS.get(unit)
-    if scale is None:
-        return None
-    return int(round(v * scale))
-
-
 def parse_task_ranges(text: str) -> list[int]:
-    """Grid Engine task ids: ``3``, ``3-5:1``, ``1-9:2``, or comma lists of those."""
-    out: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        rng, _, step = part.partition(":")
-        a, dash, b = rng.partition("-")
-        try:
-            lo = int(a)
-            hi = int(b) if dash else lo
-            st = int(step) if step else 1
-        except ValueError:
-            continue
-        out.extend(range(lo, hi + 1, max(st, 1)))
-    return out
+    """Grid Engine task ids: ``3``, ``3-5:1``, ``1-9:2``, or comma lists of those (jobids.expand);
+    nothing for text Grid Engine would not write."""
+    from ..jobids import JobIdError, expand  # (only pending arrays need it: not on qstat's start)
+
+    try:
+        return expand(text)
+    except JobIdError:
+        return []
 
 
 class QueueMap:
@@ -258,7 +189,8 @@ def _items_into(row: dict[str, Any], items: Iterable[tuple[str, str, str]], hard
 # The fast reading. Grid Engine 8.1.9 writes every job element in one layout: the same elements in
 # the same order, one per line, then those of -r (full name, PE, hard requests, hard queue,
 # predecessors, ..., binding). One regex over a run of complete job elements reads them all in C
-# (about 2 us a job). Elements beyond the usual ones are the "rest" group, read by _FIELD_RE. If a
+# (about 2 us a job). OCS 9 writes the same layout, its pending rows' time as JAT_submission_time.
+# Elements beyond the usual ones are the "rest" group, read by _FIELD_RE. If a
 # job element of the text does not match at all, the text is read element by element as before.
 _LAYOUT = (
     r'<job_list state="([^"<>&]*)">\s*'
@@ -267,7 +199,7 @@ _LAYOUT = (
     r'<JB_name>([^<]*)</JB_name>\s*'
     r'<JB_owner>([^<&]*)</JB_owner>\s*'
     r'<state>([^<&]*)</state>\s*'
-    r'<(JB_submission_time|JAT_start_time)>([^<&]*)</\7>\s*'
+    r'<(JB_submission_time|JAT_start_time|JAT_submission_time)>([^<&]*)</\7>\s*'
     r'<queue_name>([^<&]*)</queue_name>\s*'
     r'<slots>([^<&]*)</slots>\s*'
     r'(?:<(tasks)>([^<&]*)</tasks>\s*)?'
@@ -462,7 +394,7 @@ class RowCache:
         try:
             return self.times[text]
         except KeyError:
-            v = self.times[text] = parse_time(text)
+            v = self.times[text] = ge_time(text)
             return v
 
     def partition(self, queue: str) -> str:
@@ -515,14 +447,14 @@ class RowCache:
             pass
         out: dict[str, Any] = {}
         if "h_rt" in hard:
-            secs = parse_duration(hard["h_rt"])
+            secs = ge_seconds(hard["h_rt"])
             if secs is not None:
                 out["time_limit"] = -1 if secs < 0 else (secs + 59) // 60
         out["gres"] = ",".join(f"{prefix}{hard[cx]}" for prefix, cx in self.gres if cx in hard)
         out["licenses"] = ",".join(f"{prefix}{hard[cx]}" for prefix, cx in self.lics if cx in hard)
         mem = hard.get(self.mem)
         if mem:
-            mb = parse_memory_mb(mem)
+            mb = ge_memory_mb(mem)
             if mb is not None:
                 out["min_memory_mb"] = mb
                 out["mem_per_cpu"] = self.mem_per_slot
@@ -680,7 +612,7 @@ def record_from_match(m: tuple[str, ...], cache: RowCache) -> JobRecord:
         name = c.names[ge_name]
     except KeyError:
         name = c.name(ge_name)
-    if ttag == "JB_submission_time":
+    if ttag != "JAT_start_time":  # JB_submission_time (SGE 8.1.9's pending rows), JAT_submission_time (OCS 9's)
         submit_ts, start_ts = c.time(ttext), None
     else:
         submit_ts, start_ts = None, c.time(ttext) if state != "PENDING" else None
@@ -806,7 +738,7 @@ def parse_detail(xml: str | bytes) -> dict[int, dict[str, Any]]:
         d: dict[str, Any] = {}
         for tag in ("JB_job_name", "JB_owner", "JB_uid", "JB_group", "JB_gid", "JB_cwd",
                     "JB_script_file", "JB_account", "JB_project", "JB_submission_time",
-                    "JB_execution_time", "JB_merge_stderr", "JB_ja_task_concurrency"):
+                    "JB_execution_time", "JB_merge_stderr", "JB_ja_task_concurrency", "JB_ar"):
             e = el.find(tag)
             if e is not None:
                 d[tag] = e.text or ""
@@ -838,58 +770,8 @@ def parse_detail(xml: str | bytes) -> dict[int, dict[str, Any]]:
             hosts = _find_texts(t, "JAT_granted_destin_identifier_list/element/JG_qhostname") or \
                 _find_texts(t, "JAT_granted_destin_identifier_list/JG_qhostname")
             tasks.append({"task": int(tn), "status": _text(t.find("JAT_status")),
-                          "start": parse_time(_text(t.find("JAT_start_time"))), "hosts": hosts})
+                          "start": ge_time(_text(t.find("JAT_start_time"))), "hosts": hosts})
         d["tasks"] = tasks
-        d["submit_ts"] = parse_time(d.get("JB_submission_time"))
+        d["submit_ts"] = ge_time(d.get("JB_submission_time"))
         out[int(num.text.strip())] = d
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# qstat -f -xml: queue instances (hosts, slots, states), for scontrol show partition/node
-
-
-def parse_queues(xml: str | bytes) -> list[dict[str, Any]]:
-    """``qstat -f -xml`` -> [{queue, host, slots_used, slots_total, state, load_avg, arch}]."""
-    import xml.etree.ElementTree as ET
-
-    if isinstance(xml, str):
-        xml = xml.encode("utf-8", "replace")
-    try:
-        root = ET.fromstring(xml)
-    except ET.ParseError:
-        return []
-    out = []
-    for ql in root.iter("Queue-List"):
-        name = _text(ql.find("name"))
-        queue, _, host = name.partition("@")
-
-        def num(tag: str) -> int:
-            try:
-                return int(_text(ql.find(tag)) or 0)
-            except ValueError:
-                return 0
-
-        out.append({"queue": queue, "host": host, "slots_used": num("slots_used"),
-                    "slots_total": num("slots_total"), "state": _text(ql.find("state")),
-                    "load_avg": _text(ql.find("load_avg")), "arch": _text(ql.find("arch"))})
-    return out
-
-
-def parse_hosts(xml: str | bytes) -> dict[str, dict[str, str]]:
-    """``qhost -xml`` -> {host: {arch_string, num_proc, m_socket, m_core, m_thread, mem_total, ...}}."""
-    import xml.etree.ElementTree as ET
-
-    if isinstance(xml, str):
-        xml = xml.encode("utf-8", "replace")
-    try:
-        root = ET.fromstring(xml)
-    except ET.ParseError:
-        return {}
-    out: dict[str, dict[str, str]] = {}
-    for h in root.iter("host"):
-        name = h.get("name", "")
-        if not name or name == "global":
-            continue
-        out[name] = {v.get("name", ""): (v.text or "") for v in h.iter("hostvalue")}
     return out

@@ -1,19 +1,23 @@
-"""A backend that answers from recorded Grid Engine output, for unit tests.
+"""A transport that answers from recorded Grid Engine output, for unit tests.
 
-Recordings are ``(tool, args) -> Result``; every call is also kept in ``calls`` so tests can assert
-on the exact argv that would have been run.
+It has every operation of ``backends.gridengine.GridEngine`` (the argv builders and answer
+parsers are the real ones); only ``run`` is replaced. Recordings are ``(tool, args) -> Result``;
+every call is also kept in ``calls`` so tests can assert on the exact argv that would have been run.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Sequence
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Sequence
 
 from ..proc import Result
+from .gridengine import GridEngine
 
 
-class ReplayBackend:
+class ReplayBackend(GridEngine):
     name = "replay"
 
     def __init__(self, answers: dict[tuple[str, ...], Result] | None = None, default: Result | None = None):

@@ -1,36 +1,44 @@
-"""What sbatch, srun and salloc share around the option table: fates (refuse or warn), -v's list of
-defined options, --help/--usage/--version, and Grid Engine's refusals in Slurm's words."""
+"""What sbatch, srun and salloc share around the option table: -v's list of defined options and
+--help/--usage/--version. (Fates are options.sources.fates; Grid Engine's refusals of a job in
+Slurm's words are submit.refusal.) And what the policy commands (sprio, sshare, sacctmgr,
+sreport) share around their own small tables: the rows' factory, reading the command line,
+--version. (The big option table loads only for --help/--usage.)"""
 
 from __future__ import annotations
 
 import sys
 
-from ..errors import ShimError
 from ..options import sources
-from ..options.getopt import Table
-from ..options.spec import Fate
-from ..options.table import OPTIONS
+from ..options.getopt import Table, getopt
+from ..options.sources import fates  # noqa: F401  (the commands' and tests' name for it)
+from ..options.spec import Arity, OptionSpec
 
 VERSION = "slurm 22.05.8 (slurm-shim)"
 
 
-def fates(o: sources.Options, t: Table, prog: str, sources_counted: tuple[str, ...] = ("cli", "env", "script")
-          ) -> list[str]:
-    """Refuse what Grid Engine cannot honour (one-line error, exit 1); return a warning for each
-    option that is accepted but changes nothing here. Only the given sources count."""
-    warnings = []
-    seen: set[str] = set()
-    for spec in t.specs:
-        if o.source.get(spec.key) not in sources_counted or spec.key in seen:
-            continue
-        seen.add(spec.key)  # one row per option (--cpu-bind and --cpu_bind are one)
-        if spec.fate is Fate.REFUSE:
-            why = f": {spec.note}" if spec.note else ""
-            raise ShimError(f"{prog}: error: --{spec.long} is not supported on Grid Engine{why}", code=1)
-        if spec.fate is Fate.WARN:
-            why = f" ({spec.note})" if spec.note else ""
-            warnings.append(f"{prog}: warning: --{spec.long} has no effect on Grid Engine{why}")
-    return list(dict.fromkeys(warnings))
+def own_options(prog: str, arity: Arity = Arity.REQUIRED):
+    """The factory of a command's own option rows (``_o("long", "l", help=...)``), with the
+    command's default arity."""
+    def row(long: str, short: str | None = None, arity: Arity = arity, dest: str = "", help: str = "",
+            count: bool = False) -> OptionSpec:
+        return OptionSpec(long, short, arity, commands=frozenset({prog}), dest=dest, help=help, count=count)
+    return row
+
+
+def command_line(table: Table, argv: list[str]) -> tuple[sources.Options, list[str]]:
+    """A command's options from its command line alone (no environment) and its other words."""
+    parsed, positional = getopt(table, argv, stop_at_positional=False)
+    o = sources.Options()
+    sources.apply(o, table, parsed, "cli")
+    return o, positional
+
+
+def print_version() -> int:
+    """The policy commands' --version (Slurm's print_slurm_version: ``slurm 22.05.x``)."""
+    from .. import SLURM_VERSION
+
+    sys.stdout.write(f"slurm {SLURM_VERSION}\n")
+    return 0
 
 
 def print_defined_options(o: sources.Options, t: Table, prog: str, sources_counted=("cli", "env", "script")) -> None:
@@ -48,6 +56,7 @@ def print_defined_options(o: sources.Options, t: Table, prog: str, sources_count
 
 def usage(o: sources.Options, prog: str) -> int:
     """--help, --usage and --version, generated from the table."""
+    from ..options.table import OPTIONS
     from ..render import help as help_render
 
     if o.version:
@@ -57,15 +66,75 @@ def usage(o: sources.Options, prog: str) -> int:
     return 0
 
 
-def refusal(prog: str, failed: str, text: str, asked: dict) -> ShimError:
-    """Grid Engine's refusal of a job in Slurm's words. With -w e/-w v Grid Engine only says "no
-    suitable queues"; what was asked for tells which of Slurm's messages applies. ``failed`` is the
-    command's own lead-in ("Batch job submission failed", "Unable to allocate resources", ...)."""
-    msg = " ".join(line for line in text.splitlines() if line and line != "Exiting.")
-    if "no suitable queues" in msg:
-        if asked.get("licenses") and not (asked.get("mem") or asked.get("gpus")):
-            return ShimError(f"{prog}: error: {failed}: Invalid license specification", code=1)
-        lines = [f"{prog}: error: Memory specification can not be satisfied"] if asked.get("mem") else []
-        lines.append(f"{prog}: error: {failed}: Requested node configuration is not available")
-        return ShimError(*lines, code=1)
-    return ShimError(f"{prog}: error: {failed}: {msg or 'Grid Engine refused the job'}", code=1)
+# --- what squeue and scontrol share: a job's reservation ---------------------------------------
+
+class Reservations:
+    """``qrstat -u '*' -xml`` started at once (scontrol show job starts it beside the job listing),
+    read by fill_reservations: {advance reservation id: name}. With the real Grid Engine backend
+    the process runs while the caller works; another backend (replay, tests) answers when read."""
+
+    def __init__(self, backend):
+        from ..backends.gridengine import GridEngineBackend, ops
+
+        self.backend, self.stream, self.names = backend, None, None
+        tool, args = ops.reservations()
+        if type(backend) is GridEngineBackend:
+            from .. import proc
+
+            try:
+                self.stream = proc.stream(backend.argv(tool, args), env=backend.env, timeout=backend.timeout)
+            except proc.SpawnError:
+                self.names = {}
+
+    def read(self) -> dict[str, str]:
+        if self.names is not None:
+            return self.names
+        from ..backends.gridengine import ops
+
+        try:
+            if self.stream is not None:
+                text = b"".join(c if isinstance(c, bytes) else c.encode() for c in self.stream.chunks())
+                ok = self.stream.returncode == 0
+                out = text.decode("utf-8", "replace")
+            else:
+                res = self.backend.call(ops.reservations())
+                ok, out = res.returncode == 0, res.stdout
+        except Exception:  # noqa: BLE001  (no qrstat here, or it would not answer: no reservation is shown)
+            ok, out = False, ""
+        self.names = {ar["id"]: ar["name"] or ar["id"] for ar in ops.parse_reservations(out)} if ok else {}
+        return self.names
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+
+
+def fill_reservations(recs: list, cfg, backend=None, started: Reservations | None = None) -> None:
+    """The name of each job's reservation (``rec.extra["reservation"]``, None for none): Slurm's
+    ``--reservation=NAME`` is submitted as Grid Engine's ``-ar <id>`` (submit.reservation_flags),
+    so a job's reservation is its advance reservation (``JB_ar`` of ``qstat -j -xml``) by the name
+    ``qrsub -N`` gave it (qrstat). One qrstat call for the listing (``started``: the one begun
+    earlier); qstat -j for its jobs only when Grid Engine has any advance reservation. An advance reservation without a name shows
+    its id; a job of one that has gone shows none. Jobs that have ended show none (their record
+    does not keep it)."""
+    todo = [r for r in recs if "reservation" not in r.extra]
+    if not todo:
+        return
+    from .. import backends
+
+    for r in todo:
+        r.extra["reservation"] = None
+    todo = [r for r in todo if not r.extra.get("ended")]
+    if not todo:
+        return
+    b = backend or backends.get(cfg)
+    names = (started or Reservations(b)).read()
+    if not names:
+        return
+    try:
+        details = b.details(sorted({r.job_id for r in todo}))
+    except Exception:  # noqa: BLE001
+        return
+    for r in todo:
+        ar = ((details.get(r.job_id) or {}).get("JB_ar") or "").strip()
+        r.extra["reservation"] = names.get(ar) if ar not in ("", "0") else None

@@ -5,23 +5,22 @@ scancel and sacct know it) whose batch script holds the slots: ``shim.steps.hold
 the job's hosts in the state directory and waits to be released. salloc waits for that record,
 prints ``salloc: Granted job allocation N``, runs the command (or the user's shell) here with the
 allocation's SLURM_* variables, then releases the job with the command's exit code and prints
-``salloc: Relinquishing job allocation N``. srun inside reaches the hosts with ``qrsh -inherit``.
+``salloc: Relinquishing job allocation N``. srun inside reaches the hosts as a task of the job.
 """
 
 from __future__ import annotations
 
 import os
 import pwd
-import shlex
 import signal
 import sys
 import threading
 import time
 
-from .. import backends, proc, siteconf, state, steps
+from .. import backends, proc, siteconf, state, submit
+from ..runtime import boot, steps
 from ..errors import ShimError
-from ..options import sources, values
-from ..options.getopt import Table, getopt
+from ..options.getopt import Table
 from ..options.table import command_table
 from . import common
 
@@ -54,96 +53,8 @@ def info(o, text: str) -> None:
 def holder_script(state_dir: str, watch_pid: bool = True) -> bytes:
     """The allocation job's batch script: shim.steps.hold_main, told where salloc runs (so that an
     allocation whose salloc died on the same host ends; --no-shell allocations outlive salloc)."""
-    words = [*proc.shim_python("steps", "hold_main"), state_dir, steps.short_host(), str(os.getpid() if watch_pid else 0)]
-    return ("#!/bin/sh\n# slurm-shim: this job holds a salloc allocation until salloc releases it.\nexec "
-            + " ".join(shlex.quote(w) for w in words) + "\n").encode()
-
-
-def first_task_pe(backend, names: list[str]) -> str | None:
-    """The first of these parallel environments with job_is_first_task FALSE: there a one-slot
-    job may still start one task with qrsh -inherit (with TRUE, the job script holds the slot)."""
-    for name in names:
-        res = backend.run("qconf", ["-sp", name])
-        for line in res.stdout.splitlines():
-            key, _, value = line.partition(" ")
-            if key == "job_is_first_task" and value.strip().upper() == "FALSE":
-                return name
-    return None
-
-
-def ensure_pe(argv: list[str], cfg, partition: str, backend) -> list[str]:
-    """srun reaches an allocation with qrsh -inherit, which only works in a parallel environment:
-    a one-slot allocation (no -pe from the translation) gets one, preferably one whose job script
-    does not count as a task; otherwise it asks one more slot than Slurm would."""
-    if "-pe" in argv:
-        return argv
-    part = cfg.partitions[partition]
-    names = list(dict.fromkeys([part.pe, part.pe_multinode]))
-    pe = first_task_pe(backend, names)
-    extra = ["-pe", pe, "1"] if pe else ["-pe", part.pe, "2"]
-    i = argv.index("-q") + 2 if "-q" in argv else 1
-    return argv[:i] + extra + argv[i:]
-
-
-def allocate(o: sources.Options, environ: dict[str, str], cfg) -> tuple[int, dict]:
-    """Submit the allocation job; (job id, its payload)."""
-    from ..translate import qsub
-    from .sbatch import parse_job_id, wrapper_script
-
-    user = pwd.getpwuid(os.getuid())
-    ctx = qsub.Context(prog=PROG, cwd=os.getcwd(), script_name="interactive", user=user.pw_name, uid=user.pw_uid,
-                       gid=os.getgid(), host=steps.short_host(), environ=environ)
-    sub = qsub.build(o, cfg, ctx)
-    backend = backends.get(cfg)
-    argv = ensure_pe(list(sub.argv), cfg, sub.payload["partition"], backend)
-    payload = dict(sub.payload)
-    umask = os.umask(0o022)
-    os.umask(umask)
-    import base64
-
-    now = time.time()
-    payload.update({
-        "script": base64.b64encode(holder_script(cfg.cluster.state_dir, not o.no_shell)).decode("ascii"),
-        "args": [],
-        **env_carrier(cfg, environ),
-        "export": {"all": True, "vars": {}},
-        "export_raw": None,
-        "stdout": "/dev/null",
-        "stderr": None,
-        "stdin": None,
-        "umask": umask,
-        "user": user.pw_name,
-        "uid": user.pw_uid,
-        "submit_time": now,
-        "sub": now,
-        "command": "salloc",
-        "interactive": True,
-    })
-    if o.verbose:
-        print(f"{PROG}: qsub {' '.join(argv)}", file=sys.stderr)
-    res = backend.run("qsub", argv, input=wrapper_script(payload))
-    if res.returncode != 0:
-        raise common.refusal(PROG, "Job submit/allocate failed", res.stderr + res.stdout, payload.get("asked") or {})
-    try:
-        job_id = parse_job_id(res.stdout)
-    except ValueError:
-        raise ShimError(f"{PROG}: error: Job submit/allocate failed: unexpected qsub output {res.stdout!r}",
-                        code=1) from None
-    state.record_submit(cfg, job_id, {k: v for k, v in payload.items()
-                                      if k not in ("script", "environ", "args", "env_file")})
-    return job_id, payload
-
-
-def env_carrier(cfg, environ: dict[str, str]) -> dict:
-    """How the allocation job gets salloc's environment: a 0600 file in the user's private
-    ``env/`` directory named in the payload (the job script Grid Engine spools is world-readable),
-    or, when no such file can be written, the environment itself in the payload."""
-    name = f"{os.urandom(16).hex()}.json"
-    if state.write_own(cfg, "env", name, {"environ": environ}):
-        path = state.own_path(cfg, "env", name)
-        if path is not None:
-            return {"env_file": path}
-    return {"environ": environ}
+    return boot.script("hold_main", [state_dir, steps.short_host(), str(os.getpid() if watch_pid else 0)],
+                       comment="slurm-shim: this job holds a salloc allocation until salloc releases it.")
 
 
 STALE = 300.0
@@ -172,11 +83,11 @@ def wait_granted(o, job_id: int, cfg, immediate: int | None, submitted: float | 
                 return data
             now = time.monotonic()
             if interrupted:
-                backend.run("qdel", [str(job_id)])
+                backend.cancel([str(job_id)])
                 info(o, f"Job allocation {job_id} has been revoked.")
                 raise ShimError(code=1)
             if immediate is not None and now - start > immediate:
-                backend.run("qdel", [str(job_id)])
+                backend.cancel([str(job_id)])
                 if said_pending:
                     info(o, f"Job allocation {job_id} has been revoked.")
                 raise ShimError(f"{PROG}: error: Unable to allocate resources: Requested nodes are busy", code=1)
@@ -186,8 +97,7 @@ def wait_granted(o, job_id: int, cfg, immediate: int | None, submitted: float | 
                 said_pending = True
             if now >= next_check:
                 next_check = now + 2.0
-                if backend.run("qstat", ["-j", str(job_id)]).returncode != 0 and \
-                        not steps.load_allocation(sdir, str(job_id)):
+                if not backend.exists(job_id) and not steps.load_allocation(sdir, str(job_id)):
                     info(o, f"Job allocation {job_id} has been revoked.")
                     raise ShimError(code=1)
             time.sleep(delay)
@@ -211,10 +121,10 @@ def command_env(environ: dict[str, str], alloc: dict, o) -> dict[str, str]:
 
 def release(cfg, job_id: int, rc: int) -> None:
     """End the allocation with the command's exit code: a file in the user's private ``steps/``
-    that the holder watches (written atomically); qdel when it cannot be written."""
+    that the holder watches (written atomically); the job is cancelled when it cannot be written."""
     path = steps.release_path(cfg.cluster.state_dir, str(job_id))
     if path is None or not state.write_json(path, {"rc": int(rc)}, 0o600):
-        backends.get(cfg).run("qdel", [str(job_id)])
+        backends.get(cfg).cancel([str(job_id)])
 
 
 def watch(o, cfg, job_id: int, child, kill_sig: int | None, stop: threading.Event) -> None:
@@ -234,33 +144,27 @@ def watch(o, cfg, job_id: int, child, kill_sig: int | None, stop: threading.Even
 def main(argv: list[str]) -> int:
     environ = dict(os.environ)
     t = table()
-    cli, positional = getopt(t, argv)
-    first = sources.Options()
-    sources.apply(first, t, [(s, v) for s, v in cli if s.long in ("help", "usage", "version")], "cli")
-    if first.help or first.usage or first.version:
+    first, o, positional = submit.command_options(t, argv, environ)
+    if first is not None:
         return common.usage(first, PROG)
-    values.use_site(siteconf.get().cluster.max_array_size)
-    o = sources.collect(t, argv, environ=environ, cli=cli)
-    for w in common.fates(o, t, PROG, ("cli",)):
+    from ..translate import qsub  # (the allocation's translation imports it anyway)
+
+    for w in qsub.bound_warnings(common.fates(o, t, PROG, ("cli",)), o, PROG, submit.capabilities()):
         if not o.quiet:
             print(w, file=sys.stderr)
     cfg = siteconf.get()
-    cluster = o.clusters
-    if cluster and cluster != cfg.cluster.name:
-        raise ShimError(f"{PROG}: error: No cluster '{cluster}' known; this site has only {cfg.cluster.name}",
-                        code=1)
+    submit.check_cluster(PROG, o.clusters, cfg)
     if o.verbose:
-
         common.print_defined_options(o, t, PROG, ("cli",))
     command = positional or [environ.get("SHELL") or pwd.getpwuid(os.getuid()).pw_shell or "/bin/sh"]
     submitted = time.time()
-    job_id, payload = allocate(o, environ, cfg)
+    job_id, rec = submit.allocate(o, environ, cfg, holder_script(cfg.cluster.state_dir, not o.no_shell), PROG)
     try:
         alloc = wait_granted(o, job_id, cfg, o.immediate, submitted)
     finally:
-        if payload.get("env_file"):  # the holder's wrapper has read it (or the job is gone)
+        if rec.get("env_file"):  # the holder's wrapper has read it (or the job is gone)
             try:
-                os.unlink(payload["env_file"])
+                os.unlink(rec.env_file)
             except OSError:
                 pass
     info(o, f"Granted job allocation {job_id}")

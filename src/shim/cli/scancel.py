@@ -1,19 +1,27 @@
-"""``scancel``: cancel or signal jobs through ``qdel`` / ``qmod`` (few calls for many jobs).
+"""``scancel``: cancel or signal jobs through the Grid Engine backend (few calls for many jobs).
 
-Grid Engine can end a job (qdel: SIGKILL, or the shim wrapper's SIGTERM-then-SIGKILL for jobs sent
-with ``-notify``) and stop or continue it (``qmod -sj``/``-usj``); it cannot deliver any other
-signal, so ``--signal`` accepts KILL, TERM, INT, HUP, QUIT (all: cancel), STOP and CONT, and
-refuses the rest with an error. Every cancelled job or array task gets a "cancel" event in the
-shim's state directory: Grid Engine keeps no record of pending jobs it deleted, sacct needs one.
+As Slurm's scancel, a signal signals, it does not cancel: without ``-s`` (or with ``-s KILL``) the
+job is cancelled through Grid Engine (qdel), and every cancelled job or array task gets a "cancel"
+event in the shim's state directory (Grid Engine keeps no record of pending jobs it deleted,
+sacct needs one). Any other signal Slurm accepts, STOP, TSTP and CONT included, goes to the running
+job through the shim's signal channel (``state.send_signal``): the job wrapper and srun's launchers
+look for requests twice a second and deliver them as slurmstepd does, to the job's steps (not the
+batch shell: it keeps running), to the batch shell alone with ``-b``, to the batch shell's whole
+process group with ``-f``. A STOP or CONT sent writes a "stop" or "cont" event: slurmctld marks
+the job STOPPED when its STOP was delivered and clears that at CONT (jobs.mark_stopped); TSTP
+changes no state. Only the job's owner or root may send one (Slurm's Access/permission denied,
+exit 210, for anyone else); a pending or suspended job is Slurm's "Job can not be altered now, try
+again later" after scancel's retries. A job not submitted through the shim has no wrapper to
+deliver a signal: STOP, TSTP and CONT without ``-b``/``-f`` suspend and resume it through Grid
+Engine (qmod -sj/-usj, the whole job: squeue shows it SUSPENDED), as ``scontrol suspend`` does
+for any job.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import signal as _signal
 import sys
-from dataclasses import dataclass, field
 
 from .. import jobs, state
 from ..errors import ShimError
@@ -21,11 +29,13 @@ from ..model import JobRecord
 from ..options.getopt import Table, getopt
 from ..options.sources import Options, apply, env_parsed
 from ..options.spec import Arity, Fate, OptionSpec
+from ..plain import factory, record  # dataclasses costs ~10 ms of scancel's start
 
 PROG = "scancel"
 N, R = Arity.NONE, Arity.REQUIRED
 ACCESS_DENIED_RC = 210  # ESLURM_ACCESS_DENIED (2002) as an exit status
-QDEL_BATCH = 400  # ids per qdel call
+SCRIPT_MISSING_RC = 2009 & 0xFF  # ESLURM_JOB_SCRIPT_MISSING: scancel exits with the error code
+NOT_NOW_RC = 2020 & 0xFF  # ESLURM_TRANSITION_STATE_NO_UPDATE
 
 
 def _o(long: str, short: str | None = None, arity: Arity = R, env: str = "", dest: str = "", help: str = "",
@@ -54,7 +64,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _o("quiet", "Q", N, help="disable warnings"),
     _o("reservation", "R", help="act only on jobs with this reservation (Grid Engine has none)"),
     _o("sibling", None, help="remove an active sibling job from a federated job (accepted)"),
-    _o("signal", "s", help="signal to send to job, default is SIGKILL"),
+    _o("signal", "s", help="signal to send to job, default is SIGKILL (KILL cancels; others signal the "
+                           "running job's steps, or its batch shell with -b, or both with -f)"),
     _o("state", "t", env="SCANCEL_STATE", dest="states", help="act only on jobs in this state"),
     _o("states", None, dest="states"),
     _o("usage", None, N, fate=Fate.LOCAL, help="display brief usage message"),
@@ -73,7 +84,6 @@ Usage: scancel [-A account] [--batch] [--full] [--interactive] [-n job_name]
                [job_id[_array_id][.step_id]]
 """
 
-CANCEL_SIGNALS = {_signal.SIGKILL, _signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP, _signal.SIGQUIT}
 STATE_NAMES = {"PENDING": "PENDING", "PD": "PENDING", "RUNNING": "RUNNING", "R": "RUNNING",
                "SUSPENDED": "SUSPENDED", "S": "SUSPENDED"}
 
@@ -95,7 +105,7 @@ def error(msg: str, code: int = 1) -> ShimError:
     return ShimError(f"{PROG}: error: {msg}", code=code)
 
 
-@dataclass
+@record
 class Target:
     """One job id as given: a whole job, some array tasks (Slurm indices), or a step."""
 
@@ -105,44 +115,38 @@ class Target:
     step: str | None = None
 
 
-_ID = re.compile(r"^(\d+)(?:_(\d+|\[[0-9,\-%]+\]))?(?:\.(\w+))?$")
+def parse_targets(words: list[str]) -> list[Target]:
+    """scancel's positional ids, read by the one grammar (jobids.scancel_ids: Slurm's
+    _xlate_job_step_ids): ``N``, ``N_k``, ``N_[list]``, ``N_*``, ``N+h``, ``N[...].S``, comma
+    separated outside brackets. ``N_*`` and a hetjob component name the whole job."""
+    from ..jobids import JobIdError, compress, scancel_ids
 
-
-def parse_target(text: str) -> Target:
-    m = _ID.match(text.strip())
-    if not m or int(m.group(1)) == 0:
-        raise error(f"Invalid job id {text}")
-    job = int(m.group(1))
-    tasks = None
-    if m.group(2):
-        t = m.group(2)
-        if t.startswith("["):
-            tasks = []
-            for part in t[1:-1].split("%")[0].split(","):
-                if not part:
-                    continue
-                a, dash, b = part.partition("-")
-                if not a.isdigit() or (dash and not b.isdigit()):
-                    raise error(f"Invalid job id {text}")
-                tasks.extend(range(int(a), int(b if dash else a) + 1))
+    try:
+        ids = scancel_ids(words)
+    except JobIdError as e:
+        raise error(str(e)) from None
+    out = []
+    for j in ids:
+        if j.tasks is not None:
+            tasks = list(j.tasks)
+            text = f"{j.job}_{tasks[0]}" if len(tasks) == 1 else f"{j.job}_[{compress(tasks)}]"
+        elif j.task is not None:  # (a task's own id is echoed as typed, as Slurm echoes a job id)
+            tasks, text = [j.task], str(j.own_id) if j.own_id is not None else f"{j.job}_{j.task}"
         else:
-            tasks = [int(t)]
-    return Target(text.strip(), job, tasks, m.group(3))
+            tasks, text = None, f"{j.job}_*" if j.all_tasks else str(j.job)
+        out.append(Target(text, j.job, tasks, j.step))
+    return out
 
 
 def parse_signal(text: str) -> int:
-    t = text.strip().upper()
-    if t.isdigit():
-        n = int(t)
-        if 0 < n < 65:
-            return n
-        raise error(f"Unknown job signal: {text}")
-    if t.startswith("SIG"):
-        t = t[3:]
-    try:
-        return int(getattr(_signal, "SIG" + t))
-    except AttributeError:
-        raise error(f"Unknown job signal: {text}") from None
+    """``-s``: Slurm's sig_name2num (a number, or a name of Slurm's signal table with or without
+    SIG), kept in scancel's uint16_t; 0 is Slurm's "Unknown job signal" (opt.c: no prefix, exit 1)."""
+    from ..options.values import signal_number
+
+    n = signal_number(text) & 0xFFFF
+    if not n:
+        raise ShimError(f"Unknown job signal: {text}", code=1)
+    return n
 
 
 def signal_name(n: int) -> str:
@@ -150,6 +154,15 @@ def signal_name(n: int) -> str:
         return _signal.Signals(n).name[3:]
     except ValueError:
         return str(n)
+
+
+MAX_CANCEL_RETRY = 10  # scancel.c: tries of a job in a transitional state, sleeping 5+i seconds after each
+
+
+def _sleep(seconds: float) -> None:
+    import time
+
+    time.sleep(seconds)
 
 
 def current_user() -> str:
@@ -161,40 +174,16 @@ def current_user() -> str:
         return str(os.getuid())
 
 
-@dataclass
+@record
 class Plan:
     """What to do to one job: the records hit and the Grid Engine ids to name."""
 
     job_id: int
     label: str  # Slurm id as shown in messages
-    records: list[JobRecord] = field(default_factory=list)
+    records: list[JobRecord] = factory(list)
     tasks: list[int] | None = None  # Slurm indices, None: the whole job
-    ge_ids: list[str] = field(default_factory=list)
+    ge_ids: list[str] = factory(list)
     owner: str = ""
-
-
-def ge_task_numbers(cfg, job_id: int, indices: list[int], rec: JobRecord | None) -> list[int]:
-    """Slurm array indices -> Grid Engine task numbers (the index list of the submit record of
-    the job's owner, as Grid Engine reports the owner: nobody else's record maps the tasks)."""
-    s = jobs.submit_record(cfg, rec) if rec is not None else None
-    array = (s or {}).get("array") or []
-    if not array:
-        return list(indices)
-    pos = {int(v): i + 1 for i, v in enumerate(array)}
-    return [pos[i] for i in indices if i in pos]
-
-
-def task_ranges(job_id: int, tasks: list[int]) -> list[str]:
-    out = []
-    xs = sorted(set(tasks))
-    i = 0
-    while i < len(xs):
-        j = i
-        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
-            j += 1
-        out.append(f"{job_id}.{xs[i]}" if i == j else f"{job_id}.{xs[i]}-{xs[j]}")
-        i = j + 1
-    return out
 
 
 def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
@@ -202,13 +191,7 @@ def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
     opts = Options()
     apply(opts, TABLE, env_parsed(TABLE, os.environ), "env")
     apply(opts, TABLE, parsed, "cli")
-    ids: list[str] = []
-    for word in positional:
-        if "[" in word:  # 12_[1-3,5]: the commas belong to the index list
-            ids.append(word)
-        else:
-            ids.extend(w for w in re.split(r"[\s,]+", word) if w)
-    return opts, ids
+    return opts, positional  # (commas are the id grammar's: 12_[1-3,5] is one id)
 
 
 def main(argv: list[str]) -> int:
@@ -220,10 +203,12 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(USAGE)
         return 0
     if opts.version:
-        sys.stdout.write("slurm-wlm 22.05.8\n")
+        from .. import SLURM_VERSION
+
+        sys.stdout.write(f"slurm-wlm {SLURM_VERSION}\n")
         return 0
     sig = parse_signal(opts.signal) if opts.signal else None
-    targets = [parse_target(w) for w in words]
+    targets = parse_targets(words)
     states = None
     if opts.states:
         states = set()
@@ -253,7 +238,14 @@ def main(argv: list[str]) -> int:
     from ..siteconf import get
 
     cfg = get()
-    jl = jobs.list_jobs(cfg, ended=bool(targets))
+    verbose = bool(opts.verbose)
+    quiet = bool(opts.quiet)
+    strict = sig is not None or bool(opts.batch)  # errors on unknown ids count only then
+    # The ended jobs' records of the ids given only (issue 19: never every job's, to act on one),
+    # and only where a message tells an ended job from an unknown one (-v, or errors that count):
+    # nothing else of scancel looks at a job that ended.
+    jl = jobs.list_jobs(cfg, ended=bool(targets) and (verbose or strict),
+                        only={t.job_id for t in targets} if targets else None)
     by_job: dict[int, list[JobRecord]] = {}
     for r in jl.records:
         by_job.setdefault(r.job_id, []).append(r)
@@ -283,9 +275,6 @@ def main(argv: list[str]) -> int:
             return False
         return True
 
-    verbose = bool(opts.verbose)
-    quiet = bool(opts.quiet)
-    strict = sig is not None or bool(opts.batch)  # errors on unknown ids count only then
     rc = 0
     plans: list[Plan] = []
     messages: list[str] = []
@@ -299,9 +288,9 @@ def main(argv: list[str]) -> int:
                 continue
             rs = by_job.get(t.job_id, [])
             live = [r for r in active(rs) if keep(r)]
-            label = t.text if t.tasks is None or len(t.tasks) != 1 else f"{t.job_id}_{t.tasks[0]}"
+            label = t.text if t.tasks is None or len(t.tasks) != 1 or t.text.isdigit() else f"{t.job_id}_{t.tasks[0]}"
             if verbose:
-                messages.append(f"{PROG}: Terminating job {label}")
+                messages.append(_verbose_line(sig, bool(opts.batch), bool(opts.full), label))
             if t.tasks is not None:
                 hit: list[JobRecord] = []
                 for r in live:
@@ -352,19 +341,24 @@ def main(argv: list[str]) -> int:
         return rc
 
     for p in plans:
-        if p.tasks is None:
-            p.ge_ids = [str(p.job_id)]
-        else:
-            ge = ge_task_numbers(cfg, p.job_id, p.tasks, p.records[0])
-            p.ge_ids = task_ranges(p.job_id, ge)
+        p.ge_ids = jobs.ge_ids(cfg, p.job_id, p.tasks, p.records[0])
 
-    if sig is None or sig in CANCEL_SIGNALS:
-        tool, extra = "qdel", []
-    elif sig == _signal.SIGSTOP or sig == _signal.SIGTSTP:
-        tool, extra = "qmod", ["-sj"]
-    elif sig == _signal.SIGCONT:
-        tool, extra = "qmod", ["-usj"]
-    else:
+    from ..backends.gridengine import ops, refusal
+
+    if _through_channel(sig, bool(opts.batch), bool(opts.full)):
+        raw: list[Plan] = []
+        if sig in JOB_CONTROL and not opts.batch and not opts.full:
+            # no job wrapper to deliver it: Grid Engine suspends or resumes the whole job, as it can
+            raw = [p for p in plans if jobs.submit_record(cfg, p.records[0]) is None]
+            plans = [p for p in plans if jobs.submit_record(cfg, p.records[0]) is not None]
+        if plans:
+            rc = max(rc, signal_plans(cfg, plans, sig, bool(opts.batch), bool(opts.full), verbose=verbose,
+                                      quiet=quiet))
+        if not raw:
+            return rc
+        plans = raw
+    op = ops.signal_operation(sig)
+    if op is None:
         for p in plans:
             print(f"{PROG}: error: Kill job error on job id {p.label}: Grid Engine cannot deliver signal "
                   f"{signal_name(sig)} (only KILL, TERM, INT, HUP, QUIT, STOP and CONT)", file=sys.stderr)
@@ -372,41 +366,38 @@ def main(argv: list[str]) -> int:
 
     from .. import backends
 
-    backend = backends.get(cfg)
-    outcome: dict[int, str] = {}  # job id -> "denied" | "gone"
-    ids = [g for p in plans for g in p.ge_ids]
-    for i in range(0, len(ids), QDEL_BATCH):
-        res = backend.run(tool, [*extra, *ids[i:i + QDEL_BATCH]])
-        for line in (res.stdout + "\n" + res.stderr).splitlines():
-            m = re.search(r'privileges to \w+ the job(?:-array task)? "?(\d+)', line) or \
-                re.search(r'must be manager or owner .*?(\d+)', line)
-            if m:
-                outcome[int(m.group(1))] = "denied"
-                continue
-            m = re.search(r'job "?(\d+)"? does not exist', line) or re.search(r'job "(\d+)" task "\d+" does not exist', line)
-            if m:
-                outcome.setdefault(int(m.group(1)), "gone")
+    outcome = backends.get(cfg).signal([g for p in plans for g in p.ge_ids], sig)
+    # Grid Engine failed without naming a job (an error of its own): nothing was done
+    failed = refusal.slurm_error(refusal.OTHER, outcome.text, "Grid Engine refused") \
+        if not outcome.ok and not outcome.jobs else ""
 
     me = current_user()
     uid = os.getuid()
     unrecorded: list[str] = []
     for p in plans:
-        what = outcome.get(p.job_id)
-        if what == "denied":
+        what = outcome.of(p.job_id)
+        if failed:
             if not quiet:
-                print(f"{PROG}: error: Kill job error on job id {p.label}: Access/permission denied", file=sys.stderr)
+                print(f"{PROG}: error: Kill job error on job id {p.label}: {failed}", file=sys.stderr)
+            rc = max(rc, 1)
+            continue
+        if what == refusal.DENIED:
+            if not quiet:
+                print(f"{PROG}: error: Kill job error on job id {p.label}: {refusal.slurm_error(what, '')}",
+                      file=sys.stderr)
             rc = max(rc, ACCESS_DENIED_RC)
             continue
-        if what == "gone":
+        if what == refusal.GONE:
             if (verbose or strict) and not quiet:
-                print(f"{PROG}: error: Kill job error on job id {p.label}: Invalid job id specified", file=sys.stderr)
+                print(f"{PROG}: error: Kill job error on job id {p.label}: {refusal.slurm_error(what, '')}",
+                      file=sys.stderr)
             if strict:
                 rc = max(rc, 1)
             continue
         written = True
-        if tool == "qdel":
+        if op == ops.CANCEL:
             written = _record_cancels(cfg, p, me, uid)
-        elif extra == ["-sj"]:
+        elif op == ops.SUSPEND:
             sub = p.records[0].extra.get("submit_ts") if p.records else None
             for t in (p.tasks or [None]):
                 ev = {"uid": uid, "user": me, "owner": p.owner}
@@ -416,7 +407,7 @@ def main(argv: list[str]) -> int:
         if not written:
             unrecorded.append(p.label)
     if unrecorded:  # Grid Engine has acted: the command succeeded, only the shim's note is missing
-        print(f"{PROG}: warning: could not record the {'cancel' if tool == 'qdel' else 'suspend'} of job "
+        print(f"{PROG}: warning: could not record the {'cancel' if op == ops.CANCEL else 'suspend'} of job "
               f"{', '.join(unrecorded)} in {cfg.cluster.state_dir}", file=sys.stderr)
     return rc
 
@@ -446,6 +437,158 @@ def _record_cancels(cfg, p: Plan, user: str, uid: int) -> bool:
         else:
             ok = state.record_event(cfg, p.job_id, None, "cancel", base) and ok
     return ok
+
+
+def _verbose_line(sig: int | None, batch: bool, full: bool, label: str) -> str:
+    """scancel.c's verbose line: "Terminating job X" without -s, else "Signal N to [batch |full ]job X"."""
+    if sig is None:
+        return f"{PROG}: Terminating job {label}"
+    kind = "full " if full else "batch " if batch else ""
+    return f"{PROG}: Signal {sig} to {kind}job {label}"
+
+
+JOB_CONTROL = frozenset({_signal.SIGSTOP, _signal.SIGTSTP, _signal.SIGCONT})  # what Grid Engine's qmod does
+STOP_EVENTS = {_signal.SIGSTOP: "stop", _signal.SIGCONT: "cont"}  # the signals that set/clear JOB_STOPPED
+
+
+def _through_channel(sig: int | None, batch: bool, full: bool) -> bool:
+    """Does the signal go through the shim's channel to the job wrapper (not Grid Engine)? Not
+    without -s or for KILL (a cancel: job_signal deallocates the job; with -b the batch shell's
+    SIGKILL ends the job all the same); every other signal is delivered as a signal, STOP, TSTP
+    and CONT too (Slurm 22.05's _signal_job: to the steps, the batch shell keeps running; main
+    leaves a job not submitted through the shim, which has no wrapper, to Grid Engine's qmod)."""
+    return sig is not None and sig != _signal.SIGKILL
+
+
+def _request_error(p: Plan, why: str, quiet: bool) -> None:
+    if not quiet:
+        print(f"{PROG}: error: Kill job error on job id {p.label}: {why}", file=sys.stderr)
+
+
+def signal_plans(cfg, plans: list[Plan], sig: int, batch: bool, full: bool, *, verbose: bool = False,
+                 quiet: bool = False) -> int:
+    """Signal the jobs of ``plans`` through the channel, as slurmctld's job_signal answers scancel:
+    ESLURM_ACCESS_DENIED (210) unless the caller is the job's owner or root (job_signal_id);
+    "Job script not specified" for ``-b`` on a job with no batch script (salloc, srun: job_signal's
+    ESLURM_JOB_SCRIPT_MISSING, exit 217); a job that is not running (pending, suspended) is
+    ESLURM_TRANSITION_STATE_NO_UPDATE, which scancel.c's _cancel_job_id retries MAX_CANCEL_RETRY
+    times, 5+i seconds apart ("Job is in transitional state, retrying" with -v), before "Job can
+    not be altered now, try again later" (exit 228: scancel exits with the error code, as for
+    Access/permission denied's 210); a job that ended meanwhile is Slurm's
+    "Job/step already completing or completed" or "Invalid job id specified" (exit 1, as for
+    every signal). Returns the exit code."""
+    if full:
+        batch = False  # scancel.1: -b is ignored with -f
+    me, uid = current_user(), os.getuid()
+    rc = 0
+    waiting: list[Plan] = []
+    sent: set[str] = set()
+    unrecorded: list[str] = []
+    for p in plans:
+        owner_uid = state.uid_of(p.owner)
+        if uid != 0 and uid != owner_uid:
+            _request_error(p, "Access/permission denied", quiet)
+            rc = max(rc, ACCESS_DENIED_RC)
+            continue
+        waiting.append(p)
+    for attempt in range(MAX_CANCEL_RETRY):
+        if not waiting:
+            break
+        later: list[Plan] = []
+        for p in waiting:
+            running = [r for r in p.records if r.state == "RUNNING"]
+            rest = [r for r in p.records if r.state != "RUNNING"]  # pending or suspended: try again
+            rec = jobs.submit_record(cfg, p.records[0])
+            if rec is None and running:  # not submitted through the shim: no wrapper to deliver it
+                _request_error(p, f"Grid Engine cannot deliver signal {signal_name(sig)} to a job not submitted "
+                                  "through slurm-shim (only KILL, TERM, INT, HUP, QUIT, STOP and CONT)", quiet)
+                rc = max(rc, 1)
+                continue
+            if rec is not None and rec.get("interactive") and batch:
+                _request_error(p, "Job script not specified", quiet)
+                rc = max(rc, SCRIPT_MISSING_RC)
+                continue
+            if rest:
+                later.append(Plan(p.job_id, p.label, rest, p.tasks, owner=p.owner))
+            if rec is not None and rec.get("interactive") and full:
+                # no batch step: slurmd signals nothing (_kill_all_active_steps), and succeeds
+                if not _record_stops(cfg, p, running, sig, me, uid):
+                    unrecorded.append(p.label)
+                continue
+            for r in running:
+                key = state.signal_key(p.job_id, r.array_task)
+                if key in sent:
+                    continue  # an array task signalled at an earlier try
+                sent.add(key)
+                data = {"sig": sig, "batch": batch, "full": full, "owner": p.owner, "uid": uid, "user": me}
+                if r.extra.get("submit_ts"):
+                    data["sub"] = r.extra["submit_ts"]
+                if r.start_time is not None:
+                    data["start"] = r.start_time.timestamp()  # ties it to this run of the job (ids wrap)
+                if not state.send_signal(cfg, key, data):
+                    _request_error(p, f"cannot write the signal request in {cfg.cluster.state_dir}", quiet)
+                    rc = max(rc, 1)
+                    break
+                if not _record_stops(cfg, p, [r], sig, me, uid):
+                    unrecorded.append(p.label)
+        waiting = later
+        if not waiting:
+            break
+        if verbose:
+            for _p in waiting:
+                print(f"{PROG}: Job is in transitional state, retrying", file=sys.stderr)
+        _sleep(5 + attempt)
+        waiting = _refresh(cfg, waiting, quiet, verbose)
+        if any(p.records == [] for p in waiting):
+            rc = max(rc, 1)
+            waiting = [p for p in waiting if p.records]
+    for p in waiting:
+        _request_error(p, "Job can not be altered now, try again later", quiet)
+        rc = max(rc, NOT_NOW_RC)
+    if unrecorded and not quiet:  # the signal is on its way: only the shim's note of it is missing
+        print(f"{PROG}: warning: could not record the {STOP_EVENTS[sig]} of job {', '.join(dict.fromkeys(unrecorded))} "
+              f"in {cfg.cluster.state_dir}", file=sys.stderr)
+    return rc
+
+
+def _record_stops(cfg, p: Plan, running: list[JobRecord], sig: int, user: str, uid: int) -> bool:
+    """A "stop" or "cont" event for each running job (array task) a STOP or CONT was sent to, for
+    squeue's and scontrol's STOPPED (slurmctld sets JOB_STOPPED when slurmd delivered a STOP, and
+    clears it at CONT: agent.c). Like a cancel event, it is written in the caller's own directory:
+    the owner's, or root's naming the owner (the only callers signal_plans lets through), stamped
+    with Grid Engine's submission and start times of the run it stopped. Any other signal: no event.
+    False when one could not be written."""
+    kind = STOP_EVENTS.get(sig)
+    if kind is None:
+        return True
+    ok = True
+    for r in running:
+        ev = {"uid": uid, "user": user, "owner": p.owner}
+        if r.extra.get("submit_ts"):
+            ev["sub"] = r.extra["submit_ts"]
+        if r.start_time is not None:
+            ev["start"] = r.start_time.timestamp()
+        ok = state.record_event(cfg, p.job_id, r.array_task, kind, ev) and ok
+    return ok
+
+
+def _refresh(cfg, plans: list[Plan], quiet: bool, verbose: bool) -> list[Plan]:
+    """The plans' jobs as Grid Engine shows them now (one listing); a job that is gone keeps no
+    records and gets Slurm's error for a job that ended."""
+    jl = jobs.list_jobs(cfg, ended=True, only={p.job_id for p in plans})  # these jobs only (issue 19)
+    by_job: dict[int, list[JobRecord]] = {}
+    for r in jl.records:
+        by_job.setdefault(r.job_id, []).append(r)
+    for p in plans:
+        rs = [r for r in by_job.get(p.job_id, []) if not r.extra.get("ended") and r.state in jobs.ACTIVE_STATES]
+        if p.tasks is not None:
+            rs = [r for r in rs if (r.array_task is not None and r.array_task in p.tasks) or
+                  (r.array_pending is not None and set(r.extra.get("pending_indices", ())) & set(p.tasks))]
+        if not rs:
+            why = "Job/step already completing or completed" if p.job_id in jl.known else "Invalid job id specified"
+            _request_error(p, why, quiet)
+        p.records = rs
+    return plans
 
 
 def _confirm(p: Plan) -> bool:

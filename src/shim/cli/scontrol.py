@@ -13,9 +13,8 @@ import shlex
 import sys
 import time
 from datetime import datetime
-from typing import Iterable
 
-from .. import jobs, state
+from .. import SLURM_VERSION, jobs, state
 from ..records import Reader
 from ..errors import ShimError
 from ..model import JobRecord
@@ -23,8 +22,12 @@ from ..options.getopt import Table, getopt
 from ..options.sources import Options, apply
 from ..options.spec import Arity, Fate, OptionSpec
 
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+if TYPE_CHECKING:
+    from typing import Iterable
+
 PROG = "scontrol"
-VERSION = "22.05.8"
+VERSION = SLURM_VERSION  # the one Slurm release the commands follow
 N, R = Arity.NONE, Arity.REQUIRED
 
 
@@ -101,6 +104,7 @@ class Session:
         self.all = bool(opts.all)
         self._cfg = None
         self._jobs: jobs.JobList | None = None
+        self.targets_list: jobs.JobList | None = None  # the listing the last job-control verb read
 
     @property
     def cfg(self):
@@ -110,7 +114,13 @@ class Session:
             self._cfg = get()
         return self._cfg
 
-    def job_list(self, refresh: bool = False) -> jobs.JobList:
+    def job_list(self, refresh: bool = False, only: set[int] | None = None, reasons: bool = True) -> jobs.JobList:
+        """The listing (kept for the session); ``only``: a listing of these jobs (jobs.list_jobs:
+        Grid Engine is asked about them and their owners' jobs, not the whole queue; ``show job
+        N`` reads no other job's records), not kept. ``reasons``: the pending reasons are shown
+        (show job), else they need not be exact (the job-control verbs)."""
+        if only is not None and (self._jobs is None or refresh):
+            return jobs.list_jobs(self.cfg, ended=True, only=only, reasons=reasons, quotas=None if reasons else False)
         if self._jobs is None or refresh:
             self._jobs = jobs.list_jobs(self.cfg, ended=True)
         return self._jobs
@@ -125,211 +135,75 @@ class Session:
 # show job
 
 
-def hms(secs: int | None) -> str:
-    """scontrol's times: HH:MM:SS, D-HH:MM:SS."""
-    if secs is None:
-        return "UNLIMITED"
-    days, rem = divmod(max(0, int(secs)), 86400)
-    h, rem = divmod(rem, 3600)
-    m, s = divmod(rem, 60)
-    return f"{days}-{h:02d}:{m:02d}:{s:02d}" if days else f"{h:02d}:{m:02d}:{s:02d}"
-
-
-def iso(dt: datetime | None, none: str = "Unknown") -> str:
-    return dt.strftime("%Y-%m-%dT%H:%M:%S") if dt else none
-
-
-def _null(v: str | None) -> str:
-    return v if v else "(null)"
-
-
-def job_lines(rec: JobRecord, s: Session, now: float) -> list[str]:
-    """The key=value lines of one job, in Slurm 22.05's order (first line unindented)."""
-    from ..render.squeue import mem_text, tres_text, Ctx, dependency_text, nodes_text
+def job_facts(rec: JobRecord, s: Session, now: float):
+    """Read what a job's view needs (its submit record's detail, group, submitting host, when it
+    was suspended) for render.scontrol.job_lines, which reads nothing."""
+    from ..render.scontrol import JobFacts
+    from ..render.squeue import Ctx
 
     cfg = s.cfg
     jobs.detail(rec, cfg)
-    ctx = Ctx(cfg, now=now)
     sub = rec.extra.get("submit") or {}
-    ge = rec.extra.get("ge_detail") or {}
-    pending = rec.state == "PENDING"
-    ran = rec.start_time is not None and rec.state not in ("PENDING",)
-    head = f"JobId={rec.job_id}"
-    if rec.is_array:
-        task = rec.array_task if rec.array_task is not None else rec.array_pending
-        head += f" ArrayJobId={rec.job_id} ArrayTaskId={task} ArrayTaskThrottle={rec.array_max_tasks or 0}"
-    head += f" JobName={rec.name}"
-    group = jobs.group_name(rec.gid)
-    uid = "" if rec.uid is None else rec.uid
-    gid = "" if rec.gid is None else rec.gid
-    run = jobs.run_seconds(rec, now)
-    limit = "UNLIMITED" if rec.time_limit is None or rec.time_limit < 0 else hms(rec.time_limit * 60)
-    held = pending and rec.reason in ("JobHeldUser", "JobHeldAdmin", "Dependency", "DependencyNeverSatisfied",
-                                      "launch failed requeued held")
-    submit = rec.submit_time or rec.start_time
-    eligible = "Unknown" if held or (pending and rec.reason == "BeginTime") else iso(rec.eligible_time or submit)
-    end = rec.end_time
-    if end is None and rec.start_time is not None and rec.state in ("RUNNING", "SUSPENDED") and \
-            rec.time_limit is not None and rec.time_limit >= 0:
-        end = datetime.fromtimestamp(rec.start_time.timestamp() + rec.time_limit * 60)
-    start = rec.start_time
-    if pending and sub.get("begin"):
-        start = datetime.fromtimestamp(float(sub["begin"]))
-    susp = "None"
+    suspended_at = None
     if rec.state == "SUSPENDED":
         reader = rec.extra.get("submit_records") or Reader(cfg, 1)
         ev = reader.events(rec.job_id, rec.uid if rec.uid is not None else rec.user,
                            rec.extra.get("submit_ts")).get((rec.array_task, "suspend"))
-        susp = iso(datetime.fromtimestamp(ev["t"])) if ev and ev.get("t") else iso(datetime.fromtimestamp(now))
+        suspended_at = ev.get("t") if ev else None
     alloc = sub.get("submit_host") or os.uname().nodename.split(".")[0]
-    mem = rec.min_memory_mb
-    mem_field = (f"MinMemoryCPU={mem_text(mem)}" if rec.mem_per_cpu else f"MinMemoryNode={mem_text(mem)}") \
-        if mem else "MinMemoryNode=0"
-    exit_code = f"{rec.exit_code or 0}:{rec.exit_signal or 0}"
-    out = _expand(rec.std_out, rec, sub)
-    err = _expand(rec.std_err, rec, sub)
-    lines = [
-        head,
-        f"UserId={rec.user}({uid}) GroupId={group}({gid}) MCS_label=N/A",
-        f"Priority={rec.priority} Nice={rec.nice} Account={_null(rec.account)} QOS={rec.qos or 'normal'}",
-        f"JobState={rec.state} Reason={rec.reason} Dependency={dependency_text(rec, ctx)}",
-        f"Requeue={1 if rec.requeue else 0} Restarts=0 BatchFlag=1 Reboot=0 ExitCode={exit_code}",
-    ]
-    if s.details:
-        lines.append("DerivedExitCode=0:0")
-    lines += [
-        f"RunTime={hms(run)} TimeLimit={limit} TimeMin=N/A",
-        f"SubmitTime={iso(submit)} EligibleTime={eligible}",
-        f"AccrueTime={'Unknown' if held else iso(submit)}",
-        f"StartTime={iso(start)} EndTime={iso(end)} Deadline=N/A",
-        f"SuspendTime={susp} SecsPreSuspend=0 LastSchedEval={iso(rec.start_time if ran else submit)} "
-        "Scheduler=Main",
-        f"Partition={rec.partition} AllocNode:Sid={alloc}:0",
-        f"ReqNodeList={_null(rec.req_nodes)} ExcNodeList={_null(rec.exc_nodes)}",
-        f"NodeList={nodes_text(rec) if ran else ''}",
-    ]
-    if ran and rec.batch_host:
-        lines.append(f"BatchHost={rec.batch_host}")
-    lines += [
-        f"NumNodes={rec.num_nodes} NumCPUs={rec.num_cpus} NumTasks={rec.num_tasks} "
-        f"CPUs/Task={rec.cpus_per_task} ReqB:S:C:T=0:0:*:*",
-        f"TRES={tres_text(rec, ctx)}",
-        "Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*",
-    ]
-    if s.details and rec.gres and ran:
-        lines.append(f"JOB_GRES={rec.gres.replace('gres:', '')}")
-        lines.append(f"  Nodes={nodes_text(rec)} CPU_IDs=0-{max(0, rec.num_cpus - 1)} Mem={mem or 0} "
-                     f"GRES={rec.gres.replace('gres:', '')}")
-    lines += [
-        f"MinCPUsNode={rec.cpus_per_task} {mem_field} MinTmpDiskNode=0",
-        f"Features={_null(rec.features)} DelayBoot=00:00:00",
-        f"OverSubscribe=OK Contiguous=0 Licenses={_null(rec.licenses)} Network=(null)",
-        f"Command={_null(rec.command or ge.get('command'))}",
-        f"WorkDir={rec.work_dir or ge.get('cwd') or ''}",
-    ]
-    if rec.comment:
-        lines.append(f"Comment={rec.comment}")
-    lines += [
-        f"StdErr={err}",
-        f"StdIn={rec.std_in or '/dev/null'}",
-        f"StdOut={out}",
-        "Power=",
-    ]
-    if rec.gres:
-        lines.append(f"TresPerNode={rec.gres}")
-    lines.append("")
-    return lines
-
-
-def _expand(pattern: str, rec: JobRecord, sub: dict) -> str:
-    if not pattern:
-        return ""
-    from ..jobenv import expand_pattern
-
-    host = rec.nodes[0] if rec.nodes else ""
-    try:
-        return expand_pattern(pattern, job_id=rec.job_id, task=rec.array_task, name=rec.name, user=rec.user,
-                              host=host, array_job=rec.is_array)
-    except Exception:  # a pattern the expander does not know stays as it is
-        return pattern
+    return JobFacts(jobs.group_name(rec.gid), alloc, suspended_at, Ctx(cfg, now=now))
 
 
 def render_job(rec: JobRecord, s: Session, now: float) -> str:
-    from ..render.fmt import printable
+    from ..render.scontrol import job_text
 
-    lines = [printable(ln) for ln in job_lines(rec, s, now)]  # names, comments, paths: users' text
-    if s.oneliner:
-        return " ".join(lines) + "\n"
-    return "\n   ".join(lines) + "\n\n"
-
-
-def parse_job_spec(text: str) -> tuple[int, int | None]:
-    base, us, task = text.partition("_")
-    if not base.isdigit() or (us and not task.isdigit()):
-        raise fail("slurm_load_jobs error: Invalid job id specified")
-    return int(base), int(task) if us else None
-
-
-def _enrich_from_ge(recs: list[JobRecord], s: Session) -> None:
-    """Jobs not submitted through the shim: paths and directory from ``qstat -j <ids> -xml``."""
-    from ..backends import qstat as q
-
-    todo = sorted({r.job_id for r in recs if not r.extra.get("ended") and not jobs.submit_record(s.cfg, r)})
-    if not todo:
-        return
-    res = s.backend().run("qstat", ["-j", ",".join(map(str, todo)), "-xml"])
-    details = q.parse_detail(res.stdout)
-    for r in recs:
-        d = details.get(r.job_id)
-        if not d:
-            continue
-        cwd = d.get("JB_cwd") or _home(r.user)  # without -cwd a Grid Engine job runs in $HOME
-        r.work_dir = r.work_dir or cwd
-        script = d.get("JB_script_file") or ""
-        if script:
-            r.command = script if os.path.isabs(script) or not cwd else os.path.join(cwd, script)
-            if d.get("args"):
-                r.command += " " + " ".join(d["args"])
-        # Grid Engine's default files: <name>.o<job>[.<task>] and .e in the working directory
-        task = f".{r.array_task}" if r.array_task is not None else ""
-        ge_name = d.get("JB_job_name") or r.name
-        out = d["stdout"][0] if d.get("stdout") else f"{ge_name}.o{r.job_id}{task}"
-        err = d["stderr"][0] if d.get("stderr") else f"{ge_name}.e{r.job_id}{task}"
-        if d.get("JB_merge_stderr") in ("true", "TRUE", "1"):
-            err = out
-        r.std_out = out if os.path.isabs(out) or not cwd else os.path.join(cwd, out)
-        r.std_err = err if os.path.isabs(err) or not cwd else os.path.join(cwd, err)
-        tc = d.get("JB_ja_task_concurrency") or "0"
-        if r.is_array and not r.array_max_tasks and tc.isdigit() and int(tc):
-            r.array_max_tasks = int(tc)
-        if d.get("JB_account") and d["JB_account"] != "sge":
-            r.account = d["JB_account"]
-        if r.submit_time is None and d.get("submit_ts"):
-            r.submit_time = datetime.fromtimestamp(d["submit_ts"])
-        begin = q.parse_time(d.get("JB_execution_time"))
-        if begin and begin > time.time() and r.state == "PENDING" and r.reason in ("Resources", "Priority"):
-            r.reason = "BeginTime"
-            r.start_time = datetime.fromtimestamp(begin)
-
-
-def _home(user: str) -> str:
-    import pwd
-
-    try:
-        return pwd.getpwnam(user).pw_dir
-    except KeyError:
-        return ""
+    return job_text(rec, job_facts(rec, s, now), bool(s.details), s.oneliner, now)
 
 
 def show_job(s: Session, ids: list[str]) -> str:
-    jl = s.job_list()
+    """``show job [ID]``: the id read as scontrol_print_job reads it (jobids.scontrol_job): a
+    character other than digits, ``_`` and ``+`` is its error; a job the controller does not know
+    is slurm_load_jobs' error; a task or hetjob component it has not is "Job N_k not found"
+    (stdout, exit 1). A task named by its own job id (``t*10^10+G``, docs/array-ids.md) that the
+    array has not is, as in Slurm, a job id the controller does not know. Grid Engine has no
+    hetjobs: every ``N+h`` is not found."""
+    from ..jobids import JobIdError, scontrol_job
+
+    only = None
+    if ids:  # the listing comes first, as before (a silent qmaster wins over a bad id); its ended
+        try:  # jobs are the one asked for
+            only = {scontrol_job(ids[0]).job}
+        except JobIdError:
+            pass
+    pre = jobs.start_details(s.cfg, only, s.backend()) if only else None  # (runs beside the listing)
+    from .common import Reservations
+
+    resv = Reservations(s.backend())  # qrstat, for the Reservation= line (beside the listing too)
+    try:
+        return _show_job(s, ids, only, pre, resv)
+    finally:
+        resv.close()
+        if pre is not None:
+            pre.close()
+
+
+def _show_job(s: Session, ids: list[str], only: set[int] | None, pre, resv=None) -> str:
+    from ..jobids import JobIdError, scontrol_job
+
+    jl = s.job_list(only=only)
     now = jl.now
     recs = jl.records
     if ids:
-        job, task = parse_job_spec(ids[0])
+        try:
+            spec = scontrol_job(ids[0])
+        except JobIdError as e:
+            raise fail(*([] if s.quiet else [f"scontrol_print_job error: {e}"])) from None
+        job, task = spec.job, spec.task
         if job not in jl.known:
             raise fail("slurm_load_jobs error: Invalid job id specified")
         mine = [r for r in recs if r.job_id == job]
+        if spec.het is not None:
+            return _not_found(s, f"{job}+{spec.het}")
         if task is not None:
             hit = [r for r in mine if r.array_task == task]
             if not hit:
@@ -338,7 +212,10 @@ def show_job(s: Session, ids: list[str]) -> str:
                         hit = [x for x in jobs.expand_array([r]) if x.array_task == task]
                         break
             if not hit:
-                raise fail("slurm_load_jobs error: Invalid job id specified")
+                if "_" not in ids[0]:  # the task's own job id (t*10^10+G): in Slurm, a job id the
+                    # controller does not know (slurm_load_job fails): slurm_load_jobs' error
+                    raise fail(*([] if s.quiet else ["slurm_load_jobs error: Invalid job id specified"]))
+                return _not_found(s, f"{job}_{task}")
             mine = hit
         else:
             mine.sort(key=lambda r: (r.array_pending is None, -(r.array_task or 0)))
@@ -347,8 +224,18 @@ def show_job(s: Session, ids: list[str]) -> str:
         recs = sorted(recs, key=lambda r: (r.job_id, r.array_pending is None, r.array_task or 0))
         if not recs:
             return "No jobs in the system\n"
-    _enrich_from_ge(recs, s)
+    jobs.add_grid_engine_detail(s.cfg, recs, s.backend(), started=pre)
+    from .common import fill_reservations
+
+    fill_reservations(recs, s.cfg, s.backend(), resv)  # the optional Reservation= line
     return "".join(render_job(r, s, now) for r in recs)
+
+
+def _not_found(s: Session, label: str) -> str:
+    """scontrol_print_job's "Job X not found": on stdout (unless quiet), exit 1."""
+    if not s.quiet:
+        sys.stdout.write(f"Job {label} not found\n")
+    raise fail(code=1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,165 +243,68 @@ def show_job(s: Session, ids: list[str]) -> str:
 
 
 def show_config(s: Session, keys: list[str]) -> str:
-    cfg = s.cfg
+    from ..render.scontrol import config_items, config_text
+
     host = os.uname().nodename.split(".")[0]
-    lic = ",".join(cfg.licenses) or "(null)"
-    mem = cfg.memory.default_per_cpu_mb
-    items = [
-        ("AccountingStorageType", "accounting_storage/none (Grid Engine accounting via qacct)"),
-        ("AuthType", "auth/none"),
-        ("BatchStartTimeout", "10 sec"),
-        ("ClusterName", cfg.cluster.name),
-        ("CompleteWait", "0 sec"),
-        ("DefMemPerCPU", str(mem) if mem else "UNLIMITED"),
-        ("EnforcePartLimits", "NO"),
-        ("FirstJobId", "1"),
-        ("GresTypes", ",".join(cfg.gres) or "(null)"),
-        ("InactiveLimit", "0 sec"),
-        ("JobCompType", "jobcomp/none"),
-        ("JobRequeue", "1"),
-        ("KillWait", "30 sec"),
-        ("Licenses", lic),
-        ("MaxArraySize", str(cfg.cluster.max_array_size)),
-        ("MaxJobCount", "10000"),
-        ("MaxStepCount", "40000"),
-        ("MaxTasksPerNode", "512"),
-        ("MessageTimeout", f"{int(cfg.gridengine.timeout)} sec"),
-        ("MinJobAge", f"{cfg.cluster.min_job_age} sec"),
-        ("MpiDefault", "none"),
-        ("OverTimeLimit", "0 min"),
-        ("PreemptMode", "OFF"),
-        ("PriorityType", "priority/basic"),
-        ("ProctrackType", "proctrack/gridengine"),
-        ("SchedulerType", "sched/gridengine"),
-        ("SelectType", "select/gridengine"),
-        ("SlurmctldHost[0]", host),
-        ("SlurmctldPort", "6817"),
-        ("SlurmctldTimeout", "120 sec"),
-        ("SLURM_CONF", os.environ.get("SLURM_SHIM_CONFIG") or "/etc/slurm-shim/config.toml"),
-        ("SLURM_VERSION", VERSION),
-        ("StateSaveLocation", cfg.cluster.state_dir),
-        ("SwitchType", "switch/none"),
-        ("TaskPlugin", "task/none"),
-        ("TmpFS", "/tmp"),
-        ("UsePam", "No"),
-        ("WaitTime", "0 sec"),
-    ]
-    if keys:
-        want = {k.lower() for k in keys}
-        items = [(k, v) for k, v in items if k.lower() in want]
-    now = datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
-    lines = [f"Configuration data as of {now}"]
-    lines += [f"{k:<23} = {v}" for k, v in items]
-    if not keys:
-        lines += ["", f"Slurmctld(primary) at {host} is UP"]
-    return "\n".join(lines) + "\n"
+    conf = os.environ.get("SLURM_SHIM_CONFIG") or "/etc/slurm-shim/config.toml"
+    return config_text(config_items(s.cfg, host, conf, VERSION), keys, host, datetime.now())
 
 
-def _cluster_info(s: Session):
-    from ..backends import qstat as q
+def _hosts(s: Session, prefix: str):
+    """The hosts and their queue instances: the one query and reader sinfo uses too."""
+    from ..backends.gridengine import nodes
 
-    b = s.backend()
-    queues = q.parse_queues(b.run("qstat", ["-f", "-xml"]).stdout)
-    hosts = q.parse_hosts(b.run("qhost", ["-xml"]).stdout)
-    return queues, hosts
+    return nodes.hosts(s.backend(), prefix=prefix)
 
 
 def show_partition(s: Session, names: list[str]) -> str:
-    from ..hostlist import compress
+    from ..backends.gridengine import nodes
+    from ..render.scontrol import partition_text, partitions_text
 
     cfg = s.cfg
-    queues, _hosts = _cluster_info(s)
+    hosts = _hosts(s, "slurm_load_partitions error")
     out = []
     for name, p in cfg.partitions.items():
         if names and name not in names:
             continue
-        qis = [x for x in queues if x["queue"] == p.queue]
-        nodes = p.nodes or [x["host"] for x in qis]
-        cpus = sum(x["slots_total"] for x in qis)
-        down = qis and all(any(c in x["state"] for c in "duEs") for x in qis)
-        lines = [
-            f"PartitionName={name}",
-            "AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL",
-            f"AllocNodes=ALL Default={'YES' if name == cfg.default_partition else 'NO'} QoS=N/A",
-            f"DefaultTime={_time_cfg(p.default_time, 'NONE')} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO",
-            f"MaxNodes=UNLIMITED MaxTime={_time_cfg(p.max_time, 'UNLIMITED')} MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED",
-            f"Nodes={compress(nodes) if nodes else '(null)'}",
-            "PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=NO",
-            "OverTimeLimit=NONE PreemptMode=OFF",
-            f"State={'DOWN' if down else 'UP'} TotalCPUs={cpus} TotalNodes={len(nodes)} SelectTypeParameters=NONE",
-            "JobDefaults=(null)",
-            "DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED",
-            f"TRES=cpu={cpus},node={len(nodes)},billing={cpus}",
-        ]
-        out.append("\n   ".join(lines) + "\n")
+        on = [h for h in hosts if p.queue in h.queues]
+        members = p.nodes or [h.name for h in on]
+        cpus = sum(h.queues[p.queue].slots_total for h in on)
+        # Slurm's partition stays UP while its nodes drain (as sinfo's AVAIL): DOWN only when every
+        # node of it is down (nodes.state, the rule sinfo uses)
+        down = bool(on) and all(nodes.state(h, p.queue)[0] == "down" for h in on)
+        out.append(partition_text(name, p, name == cfg.default_partition, members, cpus, down))
     if names and not out:
         raise fail(f"Partition {names[0]} not found")
-    sep = "" if s.oneliner else "\n"
-    if s.oneliner:
-        return "".join(x.replace("\n   ", " ") for x in out)
-    return sep.join(out) + ("\n" if out else "")
-
-
-def _time_cfg(v: str | None, none: str) -> str:
-    if not v or v.upper() in ("UNLIMITED", "INFINITE", "NONE"):
-        return none
-    from ..options.values import time_minutes
-
-    m = time_minutes(v)
-    return none if m is None or m < 0 else hms(m * 60)
+    return partitions_text(out, s.oneliner)
 
 
 def show_node(s: Session, names: list[str]) -> str:
+    from ..backends.gridengine import nodes
+    from ..render.scontrol import node_text
+
     cfg = s.cfg
-    queues, hosts = _cluster_info(s)
-    all_hosts = sorted({x["host"] for x in queues} | set(hosts))
+    hosts = sorted(_hosts(s, "slurm_load_node error"), key=lambda h: h.name)
     boot = _boot_time()
+    uname = os.uname()
+    now = datetime.fromtimestamp(time.time())
     out = []
-    for h in all_hosts:
-        if names and h not in names:
+    for h in hosts:
+        if names and h.name not in names:
             continue
-        hv = hosts.get(h, {})
-        qis = [x for x in queues if x["host"] == h]
-        # Grid Engine counts slots per queue instance; the host offers the largest of them
-        total = max([x["slots_total"] for x in qis] + [_num(hv.get("num_proc"))])
-        used = min(total, sum(x["slots_used"] for x in qis))
-        parts = [n for n, p in cfg.partitions.items() if any(x["queue"] == p.queue for x in qis)]
-        st = "IDLE" if used == 0 else ("ALLOCATED" if used >= total else "MIXED")
-        if qis and all(any(c in x["state"] for c in "duE") for x in qis):
-            st = "DOWN"
-        mem = _mem_mb(hv.get("mem_total", ""))
-        used_mem = _mem_mb(hv.get("mem_used", ""))
-        lines = [
-            f"NodeName={h} Arch={_arch(hv.get('arch_string') or (qis[0]['arch'] if qis else ''))} "
-            f"CoresPerSocket={_num(hv.get('m_core')) // max(1, _num(hv.get('m_socket'))) or 1} ",
-            f"CPUAlloc={used} CPUEfctv={total} CPUTot={total} CPULoad={_load(hv.get('load_avg'))}",
-            "AvailableFeatures=(null)",
-            "ActiveFeatures=(null)",
-            "Gres=(null)",
-            f"NodeAddr={h} NodeHostName={h} Version={VERSION}",
-            f"OS={os.uname().sysname} {os.uname().release} ",
-            f"RealMemory={mem} AllocMem=0 FreeMem={max(0, mem - used_mem)} Sockets={_num(hv.get('m_socket')) or 1} Boards=1",
-            f"State={st} ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
-            f"Partitions={','.join(parts)} ",
-            f"BootTime={boot} SlurmdStartTime={boot}",
-            f"LastBusyTime={iso(datetime.fromtimestamp(time.time()))}",
-            f"CfgTRES=cpu={total},mem={mem}M,billing={total}",
-            f"AllocTRES={'cpu=' + str(used) if used else ''}",
-            "CapWatts=n/a",
-            "CurrentWatts=0 AveWatts=0",
-            "ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s",
-        ]
-        if s.oneliner:
-            out.append(" ".join(lines) + "\n")
-        else:
-            out.append("\n   ".join(lines) + "\n\n")
+        cpus = nodes.cpus(h)
+        used = min(cpus, nodes.used(h))
+        parts = [n for n, p in cfg.partitions.items() if p.queue in h.queues]
+        out.append(node_text(h, nodes.state(h), cpus, used, parts, boot, f"{uname.sysname} {uname.release}", VERSION,
+                             now, s.oneliner))
     if names and not out:
         raise fail(f"Node {names[0]} not found")
     return "".join(out)
 
 
 def _boot_time() -> str:
+    from ..render.scontrol import iso
+
     try:
         with open("/proc/stat", encoding="ascii") as f:
             for line in f:
@@ -532,28 +322,9 @@ def _num(v: str | None) -> int:
         return 0
 
 
-def _load(v: str | None) -> str:
-    try:
-        return f"{float(v or 0):.2f}"
-    except ValueError:
-        return "N/A"
-
-
-def _arch(a: str) -> str:
-    return {"lx-amd64": "x86_64", "lx-arm64": "aarch64", "lx-x86": "i686"}.get(a, a or "x86_64")
-
-
-def _mem_mb(v: str) -> int:
-    from ..backends.qstat import parse_memory_mb
-
-    v = v.strip()
-    if not v or v == "-":
-        return 0
-    # qhost prints decimal values with binary suffixes ("23.5G")
-    return parse_memory_mb(v) or 0
-
-
 def show_licenses(s: Session, names: list[str]) -> str:
+    from ..render.scontrol import license_text
+
     cfg = s.cfg
     jl = s.job_list()
     used: dict[str, int] = {}
@@ -563,27 +334,16 @@ def show_licenses(s: Session, names: list[str]) -> str:
                 n, _, c = x.partition(":")
                 used[n] = used.get(n, 0) + int(c or 1)
     totals = _license_totals(s)
-    out = []
-    for name in cfg.licenses:
-        if names and name not in names:
-            continue
-        total = totals.get(cfg.licenses[name].complex, 0)
-        u = used.get(name, 0)
-        line = [f"LicenseName={name}", f"Total={total} Used={u} Free={max(0, total - u)} Reserved=0 Remote=no"]
-        out.append((" ".join(line) if s.oneliner else "\n    ".join(line)) + "\n")
-    return "".join(out)
+    return "".join(license_text(name, totals.get(cfg.licenses[name].complex, 0), used.get(name, 0), s.oneliner)
+                   for name in cfg.licenses if not names or name in names)
 
 
 def _license_totals(s: Session) -> dict[str, int]:
-    res = s.backend().run("qconf", ["-se", "global"])
-    out: dict[str, int] = {}
-    m = re.search(r"^complex_values\s+(.*?)(?=^\S|\Z)", res.stdout, re.M | re.S)
-    if m:
-        for item in re.split(r"[,\s\\]+", m.group(1)):
-            k, _, v = item.partition("=")
-            if k and v:
-                out[k] = _num(v)
-    return out
+    """The global host's consumables (``complex_values`` of its configuration): license totals."""
+    from ..backends.qhost import parse_complex_values
+
+    res = s.backend().exec_host("global")
+    return {k: _num(v) for k, v in parse_complex_values(res.stdout).items()} if res.returncode == 0 else {}
 
 
 def show_hostnames(args: list[str]) -> str:
@@ -655,59 +415,99 @@ def show(s: Session, args: list[str]) -> str:
 
 
 def show_steps(s: Session, ids: list[str]) -> str:
-    jl = s.job_list()
-    out = []
-    for r in sorted(jl.records, key=lambda r: (r.job_id, r.array_task or 0)):
-        if r.state not in ("RUNNING", "SUSPENDED", "COMPLETING") or not r.nodes:
-            continue
-        if ids and str(r.job_id) != ids[0].split(".")[0].split("_")[0]:
-            continue
-        from ..render.squeue import nodes_text
+    """``show step [ID]``: the id read as scontrol_print_step reads it (jobids.scontrol_step): a
+    job, or one array task of it (the step number itself is not told apart: Grid Engine's jobs
+    have their batch step only here)."""
+    from ..jobids import scontrol_step
+    from ..render.scontrol import steps_text
 
-        lines = [f"StepId={r.display_id}.batch UserId={r.uid} StartTime={iso(r.start_time)} TimeLimit=UNLIMITED",
-                 f"State={r.state} Partition={r.partition} NodeList={nodes_text(r)}",
-                 f"Nodes={r.num_nodes} CPUs={r.num_cpus} Tasks=1 Name=batch Network=(null)",
-                 "TRES=" + f"cpu={r.num_cpus},node={r.num_nodes}", ""]
-        out.append((" ".join(lines) if s.oneliner else "\n   ".join(lines)) + "\n")
-    if not out:
-        return "No job steps in the system\n"
-    return "".join(out)
+    recs = s.job_list().records
+    if ids:
+        want = scontrol_step(ids[0])
+        recs = [r for r in recs if r.job_id == want.job and (want.task is None or r.array_task == want.task)]
+    return steps_text(recs, s.oneliner)
 
 
 # ---------------------------------------------------------------------------------------------
 # job control: hold, release, suspend, resume, requeue, update
 
 
-def _targets(s: Session, words: Iterable[str]) -> list[tuple[str, list[JobRecord], list[int] | None]]:
-    """Job ids or names -> [(as given, active records, Slurm tasks or None)]."""
-    jl = s.job_list()
-    out = []
+def _targets(s: Session, words: Iterable[str], names: str = "any"
+             ) -> list[tuple[str, list[JobRecord], list[int] | None]]:
+    """Job ids or names -> [(as given, active records, Slurm tasks or None)]. A word is read by
+    the one grammar (jobids.scontrol_job_list: update_job.c's _is_job_id/_next_job_id, after an
+    optional JobId=/Job=). A word that is no job list is read by ``names``:
+
+    - ``"slurm"`` (hold, uhold, release: update_job.c scontrol_hold): only ``Name=NAME`` or
+      ``JobName=NAME`` (case-insensitive) names jobs; any other word is an invalid id;
+    - ``"none"`` (requeue, requeuehold, suspend, resume: scontrol_requeue, scontrol_suspend take
+      ids only): every such word is an invalid id;
+    - ``"any"`` (update's JobId=): a bare word is a job name too, as before.
+
+    A word that is an invalid id comes back with the records None. Job names come back with a
+    label ``Name=NAME`` entry per matching job (records of that job) or one with no records.
+    A task named by its own job id (``t*10^10+G``, docs/array-ids.md) is labelled by that id, as
+    typed, as Slurm names the job it was given. Grid Engine has no hetjobs: N+h names no job."""
+    from ..jobids import JobIdError, compress, scontrol_job_list, task_job_id
+
+    read: list[tuple[str, list | None | JobIdError]] = []
     for w in words:
-        for tok in filter(None, re.split(r"[\s,]+", w)):
-            m = re.match(r"^(\d+)(?:_(\d+))?$", tok)
-            if m:
-                job = int(m.group(1))
-                recs = [r for r in jl.records if r.job_id == job and not r.extra.get("ended")]
-                task = int(m.group(2)) if m.group(2) else None
-                if task is not None:
-                    recs = [r for r in recs if r.array_task == task or task in r.extra.get("pending_indices", ())]
-                out.append((tok, recs, [task] if task is not None else None))
-            else:  # a job name
-                recs = [r for r in jl.records if r.name == tok and not r.extra.get("ended")]
-                ids = sorted({r.job_id for r in recs})
-                for j in ids:
-                    out.append((str(j), [r for r in recs if r.job_id == j], None))
-                if not ids:
-                    out.append((tok, [], None))
+        low = w.lower()
+        w = w[6:] if low.startswith("jobid=") else w[4:] if low.startswith("job=") else w
+        try:
+            ids = scontrol_job_list(w)
+        except JobIdError as e:
+            ids = e
+        if ids is None and (names == "none" or (names == "slurm" and not w.lower().startswith(("name=", "jobname=")))):
+            ids = JobIdError("Invalid job id specified")
+        read.append((w, ids))
+    # job ids only: a listing of those jobs (issue 19: not the whole queue to act on one job); a
+    # job name needs every job
+    named = [x for _w, x in read if not isinstance(x, JobIdError)]
+    only = {j.job for x in named for j in x} if all(x is not None for x in named) else None
+    jl = s.job_list(only=only, reasons=False) if only is not None else s.job_list()
+    s.targets_list = jl  # (requeue tells an ended job from an unknown one by it)
+    out: list = []
+    for w, ids in read:
+        if isinstance(ids, JobIdError):
+            out.append((w, None, None))
+            continue
+        typed = set(w.replace(",", " ").split())
+        for j in ids or ():
+            recs = [r for r in jl.records if r.job_id == j.job and not r.extra.get("ended")]
+            tasks = list(j.tasks) if j.tasks is not None else [j.task] if j.task is not None else None
+            if tasks is not None:
+                want = set(tasks)
+                recs = [r for r in recs if r.array_task in want or want & set(r.extra.get("pending_indices", ()))]
+            if j.het is not None:
+                recs = []
+            own = str(task_job_id(j.job, j.task)) if j.task is not None and j.tasks is None else ""
+            label = (f"{j.job}+{j.het}" if j.het is not None else own if own in typed
+                     else f"{j.job}_{j.task}" if j.task is not None
+                     else f"{j.job}_{compress(tasks)}" if tasks else str(j.job))
+            out.append((label, recs, tasks))
+        if ids is None:  # a job name
+            name = w.split("=", 1)[1] if w.lower().startswith(("name=", "jobname=")) else w
+            recs = [r for r in jl.records if r.name == name and not r.extra.get("ended")]
+            found = sorted({r.job_id for r in recs})
+            if names == "slurm":
+                out.append((f"Name={name}", recs, None))
+                continue
+            out.extend((str(j), [r for r in recs if r.job_id == j], None) for j in found)
+            if not found:
+                out.append((name, [], None))
     return out
 
 
 def _ge_ids(s: Session, job: int, tasks: list[int] | None, rec: JobRecord | None) -> list[str]:
-    if tasks is None:
-        return [str(job)]
-    from .scancel import ge_task_numbers, task_ranges
+    return jobs.ge_ids(s.cfg, job, tasks, rec)
 
-    return task_ranges(job, ge_task_numbers(s.cfg, job, tasks, rec))
+
+def _refused(res, fallback: str = "") -> str:
+    """Grid Engine's refusal (a backend Outcome) in Slurm's words (refusal.slurm_error)."""
+    from ..backends.gridengine.refusal import slurm_error
+
+    return slurm_error(res.kind, res.text, fallback)
 
 
 def _me() -> tuple[str, int]:
@@ -726,15 +526,46 @@ def _check_owner(recs: list[JobRecord]) -> bool:
 
 
 def hold_release(s: Session, verb: str, words: list[str]) -> int:
+    """hold, uhold, release (update_job.c scontrol_hold): job ids, or ``Name=``/``JobName=`` and a
+    job name (any other word: "Invalid job id specified for job WORD"). A name selects every job of
+    that name: a task that is not pending is left alone, another job that is not pending is acted on
+    but makes the word fail with "Job is no longer pending execution"; a name no job has is no error
+    (Slurm's loop finds nothing to update). scontrol.c then prints "slurm_suspend error: ..." after
+    each word that failed."""
     if not words:
         raise fail(f"{PROG}: error: too few arguments for keyword:{verb}")
     rc = 0
     calls: list[str] = []
-    for tok, recs, tasks in _targets(s, words):
-        if not recs:
+    for tok, recs, tasks in _targets(s, words, names="slurm"):
+        if recs is None or (not recs and not tok.startswith("Name=")):
             print(f"Invalid job id specified for job {tok}", file=sys.stderr)
             print("slurm_suspend error: Invalid job id specified", file=sys.stderr)
             rc = 1
+            continue
+        if tok.startswith("Name="):  # scontrol_hold's loop over the jobs of that name
+            late = False
+            for job in sorted({r.job_id for r in recs}):
+                mine = [r for r in recs if r.job_id == job and not (r.array_task is not None and r.state != "PENDING")]
+                if not mine:
+                    continue
+                if any(r.state != "PENDING" for r in mine):
+                    late = True
+                label = str(job) if not mine[0].is_array else f"{job}_{mine[0].array_pending or mine[0].array_task}"
+                if not _check_owner(mine):
+                    print(f"Invalid user id for job {label}", file=sys.stderr)
+                    print("slurm_suspend error: Invalid user id", file=sys.stderr)
+                    rc = 1
+                    continue
+                pending = [r for r in mine if r.array_task is None or r.state == "PENDING"]
+                if all(r.is_array for r in pending):
+                    idx = sorted({i for r in pending for i in (r.extra.get("pending_indices") or
+                                                                ([r.array_task] if r.array_task is not None else []))})
+                    calls.extend(_ge_ids(s, job, idx, mine[0]) if idx else [str(job)])
+                else:
+                    calls.extend(_ge_ids(s, job, None, mine[0]))
+            if late:
+                print("slurm_suspend error: Job is no longer pending execution", file=sys.stderr)
+                rc = 1
             continue
         if not _check_owner(recs):
             print(f"Invalid user id for job {tok}", file=sys.stderr)
@@ -743,14 +574,12 @@ def hold_release(s: Session, verb: str, words: list[str]) -> int:
             continue
         calls.extend(_ge_ids(s, recs[0].job_id, tasks, recs[0]))
     if calls:
-        tool = "qrls" if verb == "release" else "qhold"
-        res = s.backend().run(tool, calls)
-        if res.returncode != 0:
-            text = (res.stderr + res.stdout).strip()
-            if "privilege" in text or "must be" in text:
-                print("slurm_suspend error: Access/permission denied", file=sys.stderr)
-            elif text:
-                print(f"slurm_suspend error: {text.splitlines()[-1]}", file=sys.stderr)
+        b = s.backend()
+        res = b.release(calls) if verb == "release" else b.hold(calls)
+        if not res.ok:
+            why = _refused(res)
+            if why:
+                print(f"slurm_suspend error: {why}", file=sys.stderr)
             rc = 1
     return rc
 
@@ -760,7 +589,7 @@ def suspend_resume(s: Session, verb: str, words: list[str]) -> int:
         raise fail(f"{PROG}: error: too few arguments for keyword:{verb}")
     rc = 0
     me, uid = _me()
-    for tok, recs, tasks in _targets(s, words):
+    for tok, recs, tasks in _targets(s, words, names="none"):  # scontrol_suspend: ids only
         if not recs:
             print(f"{PROG}: error: Invalid job id specified for job {tok}", file=sys.stderr)
             rc = 1
@@ -774,10 +603,10 @@ def suspend_resume(s: Session, verb: str, words: list[str]) -> int:
             rc = 1
             continue
         ids = _ge_ids(s, recs[0].job_id, tasks, recs[0])
-        res = s.backend().run("qmod", ["-sj" if verb == "suspend" else "-usj", *ids])
-        text = (res.stdout + res.stderr)
-        if res.returncode != 0 or "privilege" in text or "must be" in text:
-            print(f"{PROG}: error: Access/permission denied for job {tok}", file=sys.stderr)
+        res = s.backend().suspend(ids) if verb == "suspend" else s.backend().resume(ids)
+        if res.kind is not None:
+            why = _refused(res, "Access/permission denied")
+            print(f"{PROG}: error: {why} for job {tok}", file=sys.stderr)
             rc = 1
             continue
         kind = "suspend" if verb == "suspend" else "resume"
@@ -797,32 +626,33 @@ def _record(s: Session, r: JobRecord, kind: str, uid: int, me: str) -> bool:
 
 
 def requeue(s: Session, verb: str, words: list[str]) -> int:
+    """requeue, requeuehold (update_job.c scontrol_requeue/_hold): job ids only, no names; each
+    failure is "<slurm_strerror> for job <id>" on stderr, exit 1."""
     if not words:
         raise fail(f"{PROG}: error: too few arguments for keyword:{verb}")
     rc = 0
-    for tok, recs, tasks in _targets(s, words):
+    for tok, recs, tasks in _targets(s, words, names="none"):
         if not recs:
-            jl = s.job_list()
-            job = int(tok.split("_")[0]) if tok.split("_")[0].isdigit() else -1
-            why = "Job/step already completing or completed" if job in jl.known else "Invalid job id specified"
+            jl = s.targets_list or s.job_list()
+            job = int(tok.split("_")[0]) if recs is not None and tok.split("_")[0].isdigit() else -1
             if job in jl.known:
-                why = "Requeue of a job that has ended is not possible on Grid Engine"
-            print(f"Requeue of job {tok} failed: {why}" if job in jl.known else
-                  f"{PROG}: error: {why} for job {tok}", file=sys.stderr)
+                print(f"Requeue of job {tok} failed: Requeue of a job that has ended is not possible on Grid Engine",
+                      file=sys.stderr)
+            else:
+                print(f"Invalid job id specified for job {tok}", file=sys.stderr)
             rc = 1
             continue
         ids = _ge_ids(s, recs[0].job_id, tasks, recs[0])
         running = [r for r in recs if r.state in ("RUNNING", "SUSPENDED")]
         if running:
-            res = s.backend().run("qmod", ["-rj", *ids])
-            if res.returncode != 0:
-                text = (res.stdout + res.stderr).strip().splitlines()
-                print(f"{PROG}: error: Requeue of job {tok} failed: {text[-1] if text else 'qmod failed'}",
-                      file=sys.stderr)
+            res = s.backend().requeue(ids)
+            if not res.ok:
+                why = _refused(res, "Grid Engine refused")
+                print(f"{why} for job {tok}", file=sys.stderr)
                 rc = 1
                 continue
         if verb == "requeuehold":
-            s.backend().run("qhold", ids)
+            s.backend().hold(ids)
     return rc
 
 
@@ -833,6 +663,7 @@ UPDATABLE = ("timelimit", "partition", "jobname", "name", "comment", "nice", "ac
 def update(s: Session, words: list[str]) -> int:
     from ..names import encode
     from ..options.values import time_minutes
+    from ..translate.qsub import h_rt_backstop, nice_priority
 
     pairs: list[tuple[str, str]] = []
     for w in words:
@@ -873,20 +704,32 @@ def update(s: Session, words: list[str]) -> int:
             except ValueError:
                 raise fail(f"{PROG}: error: Invalid nice value: {v}") from None
         elif k in ("starttime", "begintime"):
+            from ..timespec import TimeSpecError, start_time
+
             try:
-                parsed["starttime"] = _parse_begin(v)
-            except ValueError:
-                raise fail(f"{PROG}: error: Invalid StartTime value") from None
+                when = start_time(v)
+            except TimeSpecError as e:  # as Slurm: parse_time's message, and no change for this key
+                print(e, file=sys.stderr)
+                continue
+            if when is not None:
+                parsed["starttime"] = when
         else:
             parsed["jobname" if k == "name" else k] = v
+    if not parsed:  # Slurm's scontrol_update_job: update_cnt == 0
+        raise fail("No changes specified")
     rc = 0
     for tok, recs, tasks in _targets(s, ids):
-        if not recs:
-            print("slurm_update error: Invalid job id specified", file=sys.stderr)
+        if not recs:  # scontrol_update_job's "%s for job %s" (scontrol.c adds no slurm_perror for jobs)
+            print(f"Invalid job id specified for job {tok}", file=sys.stderr)
             rc = 1
             continue
         if not _check_owner(recs):
-            print("slurm_update error: Access/permission denied", file=sys.stderr)
+            print(f"Access/permission denied for job {tok}", file=sys.stderr)
+            rc = 1
+            continue
+        prio = nice_priority(int(parsed["nice"]), privileged=_me()[1] == 0) if "nice" in parsed else None  # type: ignore[arg-type]
+        if "nice" in parsed and prio is None:  # Slurm: a negative nice is for operators
+            print(f"Access/permission denied for job {tok}", file=sys.stderr)
             rc = 1
             continue
         rec = recs[0]
@@ -909,8 +752,7 @@ def update(s: Session, words: list[str]) -> int:
                     hard["h_rt"] = "INFINITY"
                 else:
                     # the shim's jobs keep Grid Engine's h_rt as a backstop behind the wrapper's limit
-                    slack = 60 if sub else 0
-                    hard["h_rt"] = str(m * 60 + slack)
+                    hard["h_rt"] = str(h_rt_backstop(m, wrapped=bool(sub)))
                 if hard:
                     args += ["-l", ",".join(f"{a}={b}" for a, b in hard.items())]
             elif k == "partition":
@@ -925,10 +767,10 @@ def update(s: Session, words: list[str]) -> int:
                 args += ["-N", encode(str(v))]
                 record["name"] = v
             elif k == "nice":
-                args += ["-p", str(max(-1023, min(1024, -int(v))))]  # type: ignore[arg-type]
+                args += ["-p", str(prio)]
                 record["nice"] = v
             elif k == "account":
-                args += ["-A", str(v)]
+                args += ["-A", encode(str(v))]  # as sbatch stores it (Grid Engine refuses '@', ':', ...)
                 record["account"] = v
             elif k == "starttime":
                 args += ["-a", v.strftime("%Y%m%d%H%M.%S")]  # type: ignore[union-attr]
@@ -936,15 +778,10 @@ def update(s: Session, words: list[str]) -> int:
             elif k in ("comment", "qos"):
                 record[k] = v
         if args:
-            res = s.backend().run("qalter", [*args, ge_id])
-            if res.returncode != 0:
-                text = (res.stdout + res.stderr).strip().splitlines()
-                msg = text[-1] if text else "qalter failed"
-                if "privilege" in msg or "must be" in msg:
-                    msg = "Access/permission denied"
-                elif "does not exist" in msg:
-                    msg = "Invalid job id specified"
-                print(f"slurm_update error: {msg}", file=sys.stderr)
+            res = s.backend().alter(ge_id, args)
+            if not res.ok:
+                msg = _refused(res, "Grid Engine refused the change")
+                print(f"{msg} for job {tok}", file=sys.stderr)
                 rc = 1
                 continue
         if record and sub is not None:
@@ -958,18 +795,6 @@ def update(s: Session, words: list[str]) -> int:
             print(f"{PROG}: warning: job {job} was not submitted through slurm-shim: "
                   "Comment/QOS are not kept", file=sys.stderr)
     return rc
-
-
-def _parse_begin(v: str) -> datetime:
-    v = v.strip()
-    if v.lower() == "now":
-        return datetime.now()
-    m = re.match(r"^now\+(\d+)(seconds|minutes|hours|days|[smhd])?$", v.lower())
-    if m:
-        n = int(m.group(1))
-        unit = (m.group(2) or "s")[0]
-        return datetime.fromtimestamp(time.time() + n * {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit])
-    return datetime.fromisoformat(v)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -997,7 +822,7 @@ def run_command(s: Session, words: list[str]) -> int:
         return 0
     if cmd == "ping":
         host = os.uname().nodename.split(".")[0]
-        res = s.backend().run("qstat", ["-u", "nobody-slurm-shim-ping"])
+        res = s.backend().ping()
         up = "UP" if res.returncode == 0 else "DOWN"
         sys.stdout.write(f"Slurmctld(primary) at {host} is {up}\n")
         return 0 if up == "UP" else 1

@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import siteconf
 from ..backends import qhost as Q
+from ..backends.gridengine import nodes as ge_nodes
 from ..errors import ShimError
 from ..options.getopt import Table, getopt
 from ..options.sources import Options, apply
@@ -143,19 +144,10 @@ def partitions(cfg: Any) -> list[view.PartitionInfo]:
     return out
 
 
-def query_hosts(cfg: Any, backend: Any, resources: list[str]) -> list[Q.Host]:
-    res = backend.run("qhost", Q.qhost_args(resources))
-    if res.returncode != 0 or not res.stdout.strip():
-        msg = (res.stderr or res.stdout).strip().splitlines()
-        raise ShimError("slurm_load_partitions: Unable to contact slurm controller (connect failure)"
-                        + (f": {msg[-1]}" if msg else ""), code=1)
-    return Q.parse_qhost_xml(res.stdout)
-
-
 def gres_totals(backend: Any, hosts: list[str]) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for h in hosts:
-        res = backend.run("qconf", ["-se", h])
+        res = backend.exec_host(h)
         out[h] = Q.parse_complex_values(res.stdout) if res.returncode == 0 else {}
     return out
 
@@ -168,12 +160,10 @@ def node_views(cfg: Any, parts: list[view.PartitionInfo], hosts: list[Q.Host],
         p = cfg.partitions[part.name]
         wanted = list(p.get("nodes") or [])
         for h in (by_name[n] for n in wanted if n in by_name) if wanted else hosts:
-            qi = h.queues.get(p.queue)
-            if qi is None:
+            if p.queue not in h.queues:
                 continue
-            cpus = max([q.slots_total for q in h.queues.values()] + [0]) or h.ncpu
-            used = sum(q.slots_used for q in h.queues.values())
-            st, reason, responding = Q.node_state(qi.state, used, cpus)
+            cpus, used = ge_nodes.cpus(h), ge_nodes.used(h)
+            st, reason, responding = ge_nodes.state(h, p.queue)
             gres, gres_used = [], []
             for gname, c in cfg.gres.items():
                 total = (totals or {}).get(h.name, {}).get(c.complex)
@@ -330,7 +320,7 @@ def render(o: Options, cfg: Any, backend: Any, tests: list | None, env_part: str
     if o.json or o.yaml:
         needs_gres = True
     resources = [c.complex for c in cfg.gres.values()] if needs_gres else []
-    hosts = query_hosts(cfg, backend, resources)
+    hosts = ge_nodes.hosts(backend, resources)
     totals = gres_totals(backend, [h.name for h in hosts]) if needs_gres and resources else None
     nodes = node_views(cfg, parts, hosts, totals)
     if o.nodes:

@@ -8,13 +8,13 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import TYPE_CHECKING
 
 from ..errors import ShimError
 from ..options.getopt import Table, getopt
 from ..options.sources import Options, apply, env_parsed
 from ..options.spec import Arity, Fate, OptionSpec
 
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
 if TYPE_CHECKING:
     from .. import jobs
     from ..backends.qstat import Query
@@ -63,7 +63,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _o("partitions", None, dest="partitions"),
     _o("priority", "P", N, env="SQUEUE_PRIORITY", help="list pending jobs once per partition"),
     _o("qos", "q", env="SQUEUE_QOS", help="comma separated list of qos's to view"),
-    _o("reservation", "R", help="reservation to view (Grid Engine has none)"),
+    _o("reservation", "R", help="reservation to view (a Grid Engine advance reservation)"),
     _o("sibling", None, N, env="SQUEUE_SIBLING", help="accepted, no federation on Grid Engine"),
     _o("sort", "S", env="SQUEUE_SORT", help="comma separated list of fields to sort on"),
     _o("start", None, N, help="print expected start times of pending jobs"),
@@ -124,16 +124,23 @@ def parse_args(argv: list[str], environ=None) -> tuple[Options, list, list[str]]
 
 
 def parse_job_ids(text: str) -> list[tuple[int, int | None]]:
-    """-j: ``N`` or ``N_k``, comma (or blank) separated."""
-    out: list[tuple[int, int | None]] = []
-    for tok in text.replace(" ", ",").split(","):
-        if not tok:
-            continue
-        base, us, task = tok.partition("_")
-        if not base.isdigit() or (us and not task.isdigit()) or int(base) == 0:
-            raise error(f"Invalid job id: {tok}")
-        out.append((int(base), int(task) if us else None))
-    return out
+    """-j: ``N`` or ``N_k``, comma separated, read as Slurm's squeue reads them (jobids.squeue_jobs)."""
+    from ..jobids import JobIdError, squeue_jobs
+
+    try:
+        return [(j.job, j.task) for j in squeue_jobs(text)]
+    except JobIdError as e:
+        raise error(str(e)) from None
+
+
+def parse_steps(text: str) -> list[tuple[int, int | None]]:
+    """--steps: ``N[_k].S``, comma separated (jobids.squeue_steps); the jobs (and indices) named."""
+    from ..jobids import JobIdError, squeue_steps
+
+    try:
+        return [(j.job, j.task) for j in squeue_steps(text)]
+    except JobIdError as e:
+        raise error(str(e)) from None
 
 
 def choose_format(opts: Options, parsed: list) -> tuple[str, str]:
@@ -202,7 +209,9 @@ def select(jl: jobs.JobList, opts: Options, ctx: view.Ctx, states: set[str] | No
                         out.extend(x for x in c if x.array_task == i)
         recs = out
     if states is not None:
-        recs = [r for r in recs if r.state in states]
+        from ..model import shown_state  # -t R is not a stopped job, -t ST is (Slurm's _filter_job)
+
+        recs = [r for r in recs if shown_state(r) in states]
     if users is not None:
         recs = [r for r in recs if r.user in users]
     if opts.name:
@@ -227,59 +236,169 @@ def select(jl: jobs.JobList, opts: Options, ctx: view.Ctx, states: set[str] | No
         if "localhost" in hosts:
             hosts.add(os.uname().nodename.split(".")[0])
         recs = [r for r in recs if set(r.nodes) & hosts]
-    if opts.reservation:
-        recs = []
+    if opts.reservation:  # squeue's _filter_job: the job's reservation name is the one asked for
+        from .common import fill_reservations
+
+        fill_reservations(recs, cfg)
+        recs = [r for r in recs if r.extra.get("reservation") == opts.reservation]
     return recs
 
 
-def sort_records(recs: list, opts: Options, ctx: view.Ctx) -> list:
+
+# the fields whose text the pending reasons decide: Reason, ReasonList, and StartTime (a job
+# waiting for --begin shows its begin time, decided with the reasons: jobs._refine_reasons)
+REASON_FIELDS = frozenset({"Reason", "ReasonList", "StartTime"})
+
+
+def shows_reasons(opts: Options, kind: str, ftext: str) -> bool:
+    """Does the output show or sort by what the pending reasons decide? Without, no resource
+    quota is asked about (policy.reasons_for: ~10 ms) and ``-j``'s jobs need no whole-queue
+    listing for their reasons (jobs.list_jobs' ``reasons``): e.g. Parsl's and Nextflow's
+    ``squeue -h -o '%i %t'`` polls. --json, --yaml and anything unreadable: True."""
+    if opts.json or opts.yaml:
+        return True
+    if opts.steps is not None:
+        return False  # a step's view shows no job reason (steps belong to running jobs)
     from ..render import fmt
     from ..render import squeue as view
 
-    base = sorted(recs, key=lambda r: (r.job_id, r.array_task if r.array_task is not None else -1))
-    if opts.sort:
-        try:
-            keys = fmt.parse_sort(opts.sort, view.REGISTRY)
-        except fmt.FormatError as e:
-            raise error(f"Invalid sort specification: {e.spec}")
-        return fmt.sort_rows(base, keys, ctx)
-    if opts.start:
+    try:
+        f = fmt.parse_long(ftext, view.REGISTRY, errors=[]) if kind == "long" else \
+            fmt.parse_percent(ftext, view.REGISTRY, all_letters=view.ALL_LETTERS, errors=[])
+        fields = [c.field for c in f.columns]
+        if opts.sort:
+            fields += [spec for spec, _ in fmt.parse_sort(opts.sort, view.REGISTRY)]
+    except Exception:  # noqa: BLE001 - the real parse reports it; until then, assume reasons are shown
+        return True
+    return any(getattr(x, "name", None) in REASON_FIELDS for x in fields)
+
+
+def sort_keys(opts: Options) -> list:
+    """-S: the fields to sort by, with their direction (empty without -S)."""
+    from ..render import fmt
+    from ..render import squeue as view
+
+    if not opts.sort:
+        return []
+    try:
+        return fmt.parse_sort(opts.sort, view.REGISTRY)
+    except fmt.FormatError as e:
+        raise error(f"Invalid sort specification: {e.spec}")
+
+
+def fill_detail(recs: list, cfg, fields: list) -> None:
+    """Read the submit-record detail (jobs.detail) of the records whose shown or sorted fields
+    need it, and the group's name where it is shown, before sorting and rendering: the renderer
+    reads no file."""
+    from .. import jobs
+    from ..render import squeue as view
+
+    if view.shows_group(fields):
+        for r in recs:
+            r.group = r.group or jobs.group_name(r.gid)
+    if view.shows_reservation(fields):
+        from .common import fill_reservations
+
+        fill_reservations(recs, cfg)
+    wanted = view.detail_wanted(fields)
+    if wanted is None:
+        return
+    for r in recs:
+        if wanted(r):
+            jobs.detail(r, cfg)
+
+
+def sort_records(recs: list, opts: Options, ctx: view.Ctx, keys: list | None = None,
+                 listed: list | None = None) -> list:
+    """``recs`` in squeue's order; ``listed``: every job of the listing, before -t/-u/... chose
+    ``recs`` (where an array's records were created depends on its other tasks)."""
+    from ..render import fmt
+    from ..render import squeue as view
+
+    if not recs:
+        return []
+    created = created_key(recs, listed)
+    if opts.sort or opts.start:
+        base = sorted(recs, key=created)
+        if opts.sort:
+            return fmt.sort_rows(base, sort_keys(opts) if keys is None else keys, ctx)
         return sorted(base, key=lambda r: (r.start_time is None, r.start_time.timestamp() if r.start_time else 0))
-    # Slurm's default "P,t,-p" (partition, compact state, priority down), then job id and task
+    # Slurm's default "P,t,-p" (partition, compact state, priority down); ties keep the job list's
+    # order (one sort on both: the same order as the stable sorts one after the other)
     codes = view.STATE_CODES
-    return sorted(recs, key=lambda r: (r.partition, codes.get(r.state, r.state), -r.priority, r.job_id,
-                                       r.array_task if r.array_task is not None else -1))
+    return sorted(recs, key=lambda r: (r.partition, codes.get(r.state, r.state), -r.priority, created(r)))
+
+
+def controller_order(recs: list, listed: list | None = None) -> list:
+    """``recs`` in the controller's list order (``created_key``)."""
+    return sorted(recs, key=created_key(recs, listed)) if recs else []
+
+
+def created_key(recs: list, listed: list | None = None):
+    """A sort key that puts records in the order Slurm's controller lists them, which squeue's sorts keep for ties
+    (squeue/sort.c: each key is one list_sort, from the last key to the first, and list_sort is
+    glibc's qsort, a stable merge sort on Debian 12's glibc 2.36). slurmctld appends a job's
+    record to its job list when it is created (job_mgr.c _create_job_record, list_append) and
+    pack_all_jobs walks the list in that order: a job at its submission; an array's task when it
+    is split from the array's record, i.e. when it starts (job_array_split), except the task that
+    starts last, which is the array's own record and keeps the array's place. So: by the time the
+    record was created (submission, or the task's start), then job id and index."""
+    every = recs if listed is None else listed
+    waiting: set[int] = set()
+    last: dict[int, tuple] = {}  # array -> (start, index) of its task that started last (the array's own record)
+    for r in every:
+        if r.array_pending is not None or (r.array_task is not None and r.start_time is None and r.state == "PENDING"):
+            waiting.add(r.job_id)
+        elif r.array_task is not None and r.start_time is not None:
+            mark = (r.start_time, r.array_task)
+            if last.get(r.job_id, mark) <= mark:
+                last[r.job_id] = mark
+    for job in waiting:
+        last.pop(job, None)
+    from datetime import datetime  # (loaded already when a record has a time)
+
+    epoch = datetime.min  # naive local datetimes throughout, as qstat's and the records' times are
+
+    def created(r) -> tuple:
+        task = r.array_task
+        if task is None:
+            return (r.submit_time or r.start_time or epoch, 0, r.job_id, -1)
+        start = r.start_time
+        if start is not None and last.get(r.job_id) != (start, task):
+            return (start, 1, r.job_id, task)  # split from the array when it started
+        return (r.submit_time or start or epoch, 0, r.job_id, task)
+
+    return created
 
 
 def parse_states(text: str) -> set[str] | None:
-    """-t: long names or compact codes, any case, comma separated; "all" for every state."""
-    names = {}
-    for long, code in jobs_state_codes().items():
-        names[long] = long
-        names[code] = long
+    """-t: long names or compact codes, any case, comma separated (Slurm's job_state_num); "all"
+    for every state."""
+    from ..model import state_list, state_named
+
     out: set[str] = set()
     for tok in text.split(","):
-        t = tok.strip().upper()
+        t = tok.strip()
         if not t:
             continue
-        if t == "ALL":
+        if t.upper() == "ALL":
             return None
-        if t not in names:
+        state = state_named(t)
+        if state is None:
             raise ShimError(f"{PROG}: error: Invalid job state specified: {tok}",
-                            f"{PROG}: error: Valid job states include: {VALID_STATES}", "", code=1)
-        out.add(names[t])
+                            f"{PROG}: error: Valid job states include: {state_list()}", "", code=1)
+        out.add(state.long)
     return out
 
 
-VALID_STATES = ("PENDING,RUNNING,SUSPENDED,COMPLETED,CANCELLED,FAILED,TIMEOUT,NODE_FAIL,PREEMPTED,BOOT_FAIL,"
-                "DEADLINE,OUT_OF_MEMORY,COMPLETING,CONFIGURING,RESIZING,RESV_DEL_HOLD,REQUEUED,REQUEUE_FED,"
-                "REQUEUE_HOLD,REVOKED,SIGNALING,SPECIAL_EXIT,STAGE_OUT,STOPPED")
+def __getattr__(name: str):
+    """``VALID_STATES`` (completion.py reads it): Slurm's state list, from model's one table, made
+    only when asked so that squeue's start does not import the model before qstat runs."""
+    if name == "VALID_STATES":
+        from ..model import state_list
 
-
-def jobs_state_codes() -> dict[str, str]:
-    from ..backends.qstat import STATE_CODES
-
-    return STATE_CODES
+        return state_list()
+    raise AttributeError(name)
 
 
 def resolve_users(text: str) -> tuple[set[str], list[str]]:
@@ -331,7 +450,7 @@ def _main(argv: list[str]) -> int:
         sys.stdout.write(USAGE)
         return 0
     if opts.version:
-        from ..render.squeue import SLURM_VERSION
+        from .. import SLURM_VERSION
 
         sys.stdout.write(f"slurm-wlm {SLURM_VERSION}\n")
         return 0
@@ -339,8 +458,7 @@ def _main(argv: list[str]) -> int:
     states: set[str] | None = parse_states(opts.states) if opts.states else {"PENDING"} if opts.start else None
     job_ids = parse_job_ids(opts.jobs) if isinstance(opts.jobs, str) else None
     if opts.steps is not None and isinstance(opts.steps, str):
-        job_ids = (job_ids or []) + [(int(s.split(".")[0].split("_")[0]), None) for s in opts.steps.split(",")
-                                     if s.split(".")[0].split("_")[0].isdigit()]
+        job_ids = (job_ids or []) + parse_steps(opts.steps)
     users: set[str] | None = None
     user_errors: list[str] = []
     if opts.users:
@@ -365,7 +483,20 @@ def _main(argv: list[str]) -> int:
     from ..backends import qstat as q
 
     now = time.time()
-    started = q.start(cfg)
+    if job_ids and not (opts.json or opts.yaml):
+        # -j: the named jobs' records alone (jobs.list_jobs' ``only``): the caller's own jobs are
+        # listed first, not the whole queue
+        import pwd
+
+        try:
+            me = pwd.getpwuid(os.getuid()).pw_name
+        except KeyError:
+            me = None  # (jobs.list_jobs asks qstat -j first)
+        started = q.start(cfg, q.listing_args([me])) if me else None
+    elif users and not (opts.json or opts.yaml):  # -u/--me: those users' jobs (jobs.list_jobs' ``users``)
+        started = q.start(cfg, q.listing_args(sorted(users)))
+    else:
+        started = q.start(cfg)
     try:
         from .. import jobs
         from ..render import squeue as view
@@ -403,9 +534,20 @@ def _run_once(cfg, ctx, opts, kind, ftext, states, job_ids, users, user_errors, 
         ctx.now = time.time()
     want_ended = bool(opts.json or opts.yaml or job_ids or states is None or
                       any(s not in jobs.ACTIVE_STATES for s in states))
-    jl = jobs.list_jobs(cfg, ended=want_ended, now=ctx.now, started=started)
+    # -j: the ended jobs' records of those ids only (--json and --yaml print every job)
+    only = {j for j, _t in job_ids} if job_ids and not (opts.json or opts.yaml) else None
+    shown = shows_reasons(opts, kind, ftext)
+    jl = jobs.list_jobs(cfg, ended=want_ended, now=ctx.now, started=started, only=only, reasons=shown,
+                        quotas=shown, users=sorted(users) if users and only is None and not (opts.json or opts.yaml)
+                        else None)
 
     if opts.json or opts.yaml:
+        for r in jl.records:  # every field of every job
+            jobs.detail(r, cfg)
+            r.group = r.group or jobs.group_name(r.gid)
+        from .common import fill_reservations
+
+        fill_reservations(jl.records, cfg)
         recs = sort_records(jl.records, opts, ctx)
         text = view.json_document(recs, ctx) if opts.json else yaml_document(recs, ctx)
         sys.stdout.write(text + "\n")
@@ -417,7 +559,14 @@ def _run_once(cfg, ctx, opts, kind, ftext, states, job_ids, users, user_errors, 
     recs = select(jl, opts, ctx, states, job_ids, users)
     if opts.array:
         recs = jobs.expand_array(recs)
-    recs = sort_records(recs, opts, ctx)
+    keys = sort_keys(opts)
+    if opts.steps is not None:
+        f = fmt.parse_percent(ftext, view.STEP_REGISTRY) if kind == "percent" else \
+            fmt.parse_long(ftext, view.STEP_REGISTRY)
+    else:
+        f = build_format(kind, ftext)
+    fill_detail(recs, cfg, [c.field for c in f.columns] + [spec for spec, _ in keys])
+    recs = sort_records(recs, opts, ctx, keys, jl.records)
     out: list[str] = []
     if dated:
         from datetime import datetime
@@ -426,13 +575,8 @@ def _run_once(cfg, ctx, opts, kind, ftext, states, job_ids, users, user_errors, 
     if opts.clusters:
         out.append(f"CLUSTER: {cfg.cluster.name}")
     if opts.steps is not None:
-        from ..render.squeue import steps_rows
-
-        f = fmt.parse_percent(ftext, view.STEP_REGISTRY) if kind == "percent" else \
-            fmt.parse_long(ftext, view.STEP_REGISTRY)
-        out += fmt.render_lines(f, steps_rows(recs), ctx, header=not opts.noheader)
+        out += fmt.render_lines(f, view.steps_rows(recs), ctx, header=not opts.noheader)
     else:
-        f = build_format(kind, ftext)
         out += fmt.render_lines(f, recs, ctx, header=not opts.noheader)
     sys.stdout.write("\n".join(out) + ("\n" if out else ""))
     for u in user_errors:
@@ -442,49 +586,10 @@ def _run_once(cfg, ctx, opts, kind, ftext, states, job_ids, users, user_errors, 
 
 
 def yaml_document(recs: list, ctx: view.Ctx) -> str:
+    """``--yaml``: the ``--json`` document in Slurm's YAML dialect (render/yaml, shared with sacct)."""
     import json as _json
 
     from ..render import squeue as view
+    from ..render import yaml
 
-    doc = _json.loads(view.json_document(recs, ctx))
-    lines = ["%YAML 1.1", "--- !!map"]
-    _yaml_map(doc, 0, lines)
-    return "\n".join(lines) + "\n..."
-
-
-def _yaml_scalar(v) -> str:
-    if v is None or v == "":
-        return "!!null null"
-    if isinstance(v, bool):
-        return f"!!bool {'true' if v else 'false'}"
-    if isinstance(v, int):
-        return f"!!int {v}"
-    if isinstance(v, float):
-        return f"!!float {v:f}"
-    from ..render.fmt import printable
-
-    return f"!!str {printable(str(v))}"  # a newline in a user's text must not start a YAML line
-
-
-def _yaml_map(d: dict, indent: int, lines: list[str]) -> None:
-    pad = " " * indent
-    for k, v in d.items():
-        if isinstance(v, dict):
-            if v:
-                lines.append(f"{pad}!!str {k}: !!map")
-                _yaml_map(v, indent + 2, lines)
-            else:
-                lines.append(f"{pad}!!str {k}: !!map {{}}")
-        elif isinstance(v, list):
-            if not v:
-                lines.append(f"{pad}!!str {k}: !!seq []")
-                continue
-            lines.append(f"{pad}!!str {k}: !!seq")
-            for item in v:
-                if isinstance(item, dict):
-                    lines.append(f"{pad}- !!map")
-                    _yaml_map(item, indent + 2, lines)
-                else:
-                    lines.append(f"{pad}- {_yaml_scalar(item)}")
-        else:
-            lines.append(f"{pad}!!str {k}: {_yaml_scalar(v)}")
+    return yaml.document(_json.loads(view.json_document(recs, ctx)))

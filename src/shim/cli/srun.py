@@ -1,9 +1,10 @@
 """srun: run parallel tasks, as Slurm's srun, on Grid Engine.
 
 Inside an allocation (SLURM_JOB_ID set, or --jobid): a job step over the allocation's hosts
-(shim.steps). Outside: a new job with the same translation as sbatch, started with ``qrsh -now no``
-(streaming output, stdin, the real exit code, ``-pty y`` for --pty), whose one process runs the
-shim's step launcher (``shim.steps.job_main``) as the job's step 0.
+(shim.runtime.steps). Outside: a new job with the same translation as sbatch (shim.submit), started
+as an interactive Grid Engine job that waits for resources (streaming output, stdin, the real exit
+code, a terminal for --pty), whose one process runs the shim's step launcher
+(``shim.runtime.steps.job_main``) as the job's step 0.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import sys
 import time
 import uuid
 
-from .. import backends, jobenv, proc, records, siteconf, state, steps
+from .. import backends, proc, records, siteconf, state, submit
+from ..runtime import jobenv, steps
 from ..errors import ShimError
-from ..options import sources, values
-from ..options.getopt import Table, getopt
+from ..options import sources
+from ..options.getopt import Table
 from ..options.table import command_table
 from ..options.values import INFINITE
 from . import common
@@ -31,12 +33,6 @@ CLI_ONLY = ("cli",)
 
 def table() -> Table:
     return command_table(PROG)
-
-
-def export_mode(raw: str | None, environ: dict[str, str]) -> dict:
-    from .sbatch import export_mode as mode
-
-    return mode(raw, environ)
 
 
 def request(o: sources.Options, positional: list[str], environ: dict[str, str]) -> steps.StepRequest:
@@ -57,10 +53,14 @@ def request(o: sources.Options, positional: list[str], environ: dict[str, str]) 
                             f"{missing[0]}", code=1)
         argv = per_task[0]
     nodes = o.nodes[0] if isinstance(o.nodes, tuple) else o.nodes
+    orted = orted_exclude(argv, o.raw.get("nodelist"))
+    if orted and o.source.get("nodes") != "cli":
+        nodes = None  # the job's SLURM_JOB_NUM_NODES counts the host left out
     chdir = o.chdir
     if chdir and not os.path.isabs(chdir):
         chdir = os.path.normpath(os.path.join(os.getcwd(), chdir))
     kill_bad = o.kill_on_bad_exit
+    bind_to, bind_verbose = step_binding(o)
     return steps.StepRequest(
         prog=PROG,
         argv=argv,
@@ -79,22 +79,103 @@ def request(o: sources.Options, positional: list[str], environ: dict[str, str]) 
         append=o.open_mode == "append",
         kill_on_bad_exit=bool(kill_bad) if kill_bad is not None else False,
         wait=o.wait or 0,
-        pty=o.pty is not None,
+        pty=o.pty is not None and pty_terminal(o.raw.get("pty")),
         time=o.time if o.time not in (None, INFINITE) else None,
         chdir=chdir or os.getcwd(),
-        export=export_mode(o.raw.get("export"), environ),
+        export=submit.export_mode(o.raw.get("export"), environ),
         distribution=o.raw.get("distribution"),
         name=o.job_name if o.source.get("job_name") == "cli" else os.path.basename(str(argv[0])),
         quiet=bool(o.quiet),
         verbose=int(o.verbose or 0),
+        mpi=mpi_type(o.raw.get("mpi")),
+        overcommit=bool(o.overcommit),
+        nodelist=o.raw.get("nodelist"),
+        exclude=o.raw.get("exclude") or orted,
+        cpu_bind=bind_to,
+        cpu_bind_verbose=bind_verbose,
     )
 
 
-def job_id_of(text: str) -> int:
-    head = str(text).strip().split(".")[0].split("_")[0].split("+")[0]
-    if not head.isdigit():
-        raise ShimError(f"{PROG}: error: Invalid job id specified: {text}", code=1)
-    return int(head)
+def step_binding(o: sources.Options) -> tuple[str | None, bool]:
+    """--cpu-bind=cores|threads (with quiet/verbose) as each host's launcher binds the step's tasks
+    where Grid Engine bound the job (runtime/steps/launch.task_cpus): (unit, verbose), else (None,
+    False). A nested srun's SLURM_CPU_BIND (mask_cpu:..., its step's output) binds nothing."""
+    if o.get("cpu_bind") is None:
+        return None, False
+    from ..translate.qsub import cpu_bind_type
+
+    to, mode, verbose = cpu_bind_type(o.raw.get("cpu_bind"))
+    return (to, verbose) if mode is None and to in ("cores", "threads") else (None, False)
+
+
+def pty_terminal(raw: str | None) -> bool:
+    """``--pty=<fd>`` (Slurm 23.02+, srun.c _setup_one_job_env): the descriptor (``atoi`` of the
+    value) is the terminal whose window size and raw mode the step's pseudo-terminal follows; one
+    that is no terminal (set_winsize's ``ioctl(TIOCGWINSZ)`` fails) is reported with Slurm's two
+    errors and the step runs without a pseudo-terminal. Grid Engine's qrsh (and the shim's step
+    launcher) take the terminal from standard input: a descriptor that is another terminal than the
+    one on standard input cannot be honoured, and a warning says so (the terminal on standard input
+    is used). The bare flag and ``--pty=`` (no descriptor) are the terminal on standard input, as
+    before."""
+    if not raw:
+        return True
+    import fcntl
+    import struct
+    import termios
+
+    digits = len(raw) - len(raw.lstrip("0123456789"))
+    fd = int(raw[:digits]) if digits else 0
+    try:
+        fcntl.ioctl(fd, termios.TIOCGWINSZ, struct.pack("HHHH", 0, 0, 0, 0))
+    except OSError as e:
+        print(f"{PROG}: error: ioctl(TIOCGWINSZ): {os.strerror(e.errno or 0)}", file=sys.stderr)
+        print(f"{PROG}: error: Not using a pseudo-terminal, disregarding --pty={raw} option", file=sys.stderr)
+        return False
+    try:
+        same = os.path.samestat(os.fstat(fd), os.fstat(0)) and os.isatty(0)
+    except OSError:
+        same = False
+    if not same:
+        print(f"{PROG}: warning: --pty={raw}: Grid Engine gives task 0 the terminal on standard input; "
+              f"descriptor {fd} is another terminal and is not used", file=sys.stderr)
+    return True
+
+
+MPI_TYPES = ("none", "pmi2", "pmix")
+"""The MPI plugins srun has here (Slurm's names): none; pmi2 (PMI-1 and PMI-2, served by srun);
+pmix, what Open MPI programs are run with under Slurm: here an Open MPI program goes through
+Open MPI's mpirun (runtime/steps/ompi.py) under pmi2 and pmix alike, any other gets PMI-1/PMI-2."""
+
+
+def mpi_list() -> str:
+    """--mpi=list, in Slurm's words (plugrack_print_mpi_plugins)."""
+    return "MPI plugin types are...\n" + "".join(f"\t{t}\n" for t in MPI_TYPES)
+
+
+def mpi_type(value: str | None) -> str:
+    """The step's MPI plugin: --mpi (or SLURM_MPI_TYPE), else the site's default (Slurm's
+    MpiDefault); "openmpi" is "none", as in Slurm. An unknown type fails as Slurm's srun does."""
+    if not value:
+        value = str(getattr(siteconf.get().cluster, "mpi_default", None) or "none")
+    if value == "openmpi":
+        value = "none"
+    if value not in MPI_TYPES:
+        raise ShimError(f"{PROG}: error: Couldn't find the specified plugin name for mpi/{value} looking at all files",
+                        f"{PROG}: error: cannot find mpi plugin for mpi/{value}",
+                        f"{PROG}: error: MPI: Cannot create context for mpi/{value}",
+                        f"{PROG}: error: MPI: Unable to load any plugin",
+                        f"{PROG}: error: Invalid MPI type '{value}', --mpi=list for acceptable types", code=1)
+    return value
+
+
+def orted_exclude(argv: list[str], nodelist: str | None) -> str | None:
+    """Open MPI's mpirun in a job sees Grid Engine's allocation (PE_HOSTFILE) and Slurm's launcher
+    (SLURM_JOBID): it then asks ``srun --ntasks=<nodes - 1> --ntasks-per-node=1 orted ...`` with
+    no --nodelist, meaning every node but its own (where it runs its ranks itself). The step then
+    leaves out this host, as those daemons need."""
+    if nodelist or not argv or os.path.basename(str(argv[0])) != "orted" or "orte_hnp_uri" not in argv:
+        return None
+    return steps.short_host()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -120,10 +201,8 @@ def in_allocation(o: sources.Options, req: steps.StepRequest, environ: dict[str,
     backend = backends.get(cfg)
     record = records.Reader(cfg).submit(job_id, os.getuid())  # srun steps only into its user's own jobs
 
-    def qstat() -> str:
-        return backend.run("qstat", ["-g", "t", "-s", "r", "-u", "*", "-xml"]).stdout
-
-    alloc = steps.find_allocation(cfg.cluster.state_dir, job_id, environ, record=record, qstat=qstat)
+    alloc = steps.find_allocation(cfg.cluster.state_dir, job_id, environ, record=record,
+                                  granted=backend.running_job_hosts)
     if alloc is None:
         raise ShimError(f"{PROG}: error: Unable to confirm allocation for job {job_id}: Invalid job id specified",
                         f"{PROG}: Check SLURM_JOB_ID environment variable. Expired or invalid job {job_id}", code=1)
@@ -134,7 +213,7 @@ def in_allocation(o: sources.Options, req: steps.StepRequest, environ: dict[str,
     deadline = time.time() + req.time * 60 if req.get("time") else None
     try:
         res = steps.run_step(req, alloc, base_env=base, state_dir=cfg.cluster.state_dir,
-                             qrsh=lambda words: backend.argv("qrsh", words), qrsh_env=qrsh_env, deadline=deadline)
+                             qrsh=backend.interactive_argv, qrsh_env=qrsh_env, deadline=deadline)
     except steps.StepError as e:
         raise ShimError(f"{PROG}: error: Unable to create step for job {job_id}: {e}", code=1) from None
     return res.rc
@@ -144,84 +223,31 @@ def in_allocation(o: sources.Options, req: steps.StepRequest, environ: dict[str,
 # Outside an allocation: a new job
 
 
-QRSH_NO_ARG = frozenset({"-h", "-notify"})
-QRSH_DROPPED = frozenset({"-o", "-e", "-j", "-wd", "-S", "-w", "-t", "-tc", "-r", "-a", "-cwd"})
-
-
-def qrsh_flags(qsub_argv: list[str]) -> list[str]:
-    """qsub's resource translation, as qrsh flags: qrsh takes the same -q/-N/-pe/-l/-hold_jid/-A/
-    -P/-p/-m/-M/-h/-notify; the batch-only ones (output files, shell, array, rerun, start time)
-    go; the job's own process chdirs itself, so Grid Engine starts it in / (never a directory others can write)."""
-    out: list[str] = []
-    i = 0
-    while i < len(qsub_argv):
-        a = qsub_argv[i]
-        if a == "-terse":
-            i += 1
-        elif a in QRSH_NO_ARG:
-            out.append(a)
-            i += 1
-        elif a == "-pe":
-            out += qsub_argv[i:i + 3]
-            i += 3
-        elif a in QRSH_DROPPED:
-            i += 1 if a == "-cwd" else 2
-        else:
-            out += qsub_argv[i:i + 2]
-            i += 2
-    return out + ["-wd", "/"]
-
-
-def token_name(token: str) -> str:
-    return f"{token}.json"
-
-
 def read_token(state_dir: str, token: str) -> dict:
     """What the job srun made says about itself (its id; at the end its exit code), from the
     user's private ``srun/`` directory."""
-    return state.read_from(state_dir, None, "srun", token_name(token)) or {}
+    return state.read_token(state_dir, token) or {}
 
 
 def new_job(o: sources.Options, req: steps.StepRequest, environ: dict[str, str], cfg, t: Table) -> int:
-    from ..translate import qsub
-
-    user = pwd.getpwuid(os.getuid())
-    host = steps.short_host()
-    ctx = qsub.Context(prog=PROG, cwd=os.getcwd(), script_name=os.path.basename(str(req.argv[0])),
-                       user=user.pw_name, uid=user.pw_uid, gid=os.getgid(), host=host, environ=environ)
-    sub = qsub.build(o, cfg, ctx)
+    sub, flags, record = submit.interactive(o, environ, cfg, os.path.basename(str(req.argv[0])), " ".join(req.argv),
+                                            PROG)
     backend = backends.get(cfg)
-    # qrsh prints Grid Engine's own commlib errors to the terminal when qmaster is away; ask a
-    # cheap question first so that srun can say it as Slurm does.
-    if backend.run("qconf", ["-ss"]).returncode != 0:
-        raise ShimError(f"{PROG}: error: Unable to allocate resources: Unable to contact slurm controller "
-                        "(connect failure)", code=1)
-    flags = qrsh_flags(sub.argv)
-    asked = sub.payload.get("asked") or {}
-    if any(asked.values()) or o.test_only:
-        res = backend.run("qrsh", ["-w", "v", *flags, "-now", "no", "true"])
-        if res.returncode != 0:
-            raise common.refusal(PROG, "Unable to allocate resources", res.stderr + res.stdout, asked)
     if o.test_only:
-        slots = sub.payload["ntasks"] * sub.payload["cpus_per_task"]
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        print(f"{PROG}: Job 0 to start at {stamp} using {slots} processors on nodes {host} in partition "
-              f"{sub.payload['partition']}", file=sys.stderr)
+        print(f"{PROG}: Job 0 to start at {stamp} using {record.ntasks * record.cpus_per_task} processors on nodes "
+              f"{steps.short_host()} in partition {record.partition}", file=sys.stderr)
         return 0
     sdir = cfg.cluster.state_dir
     token = uuid.uuid4().hex
-    record = {k: v for k, v in sub.payload.items() if k not in ("script", "environ", "args")}
-    now = time.time()
-    record.update({"user": user.pw_name, "uid": user.pw_uid, "submit_time": now, "sub": now, "umask": _umask(),
-                   "command": " ".join(req.argv), "interactive": True})
-    payload = {
-        "req": dict(req),
-        "record": record,
-        "environ": steps.export_env(environ, req.export),
-        "state_dir": sdir,
-        "token": token,
-        "qrsh": backend.argv("qrsh", []),
-    }
+    payload = dict(  # what steps.job_main reads; qrsh: how the job's own tasks reach other hosts
+        req=dict(req),
+        record=record.to_dict(),
+        environ=steps.export_env(environ, req.export),
+        state_dir=sdir,
+        token=token,
+        qrsh=backend.interactive_argv([]),
+    )
     immediate = o.immediate is not None
     try:  # the payload (the whole exported environment) goes in a private file, never on argv
         boot = steps.boot_argv(sdir, payload, "job_main")
@@ -229,7 +255,7 @@ def new_job(o: sources.Options, req: steps.StepRequest, environ: dict[str, str],
         raise ShimError(f"{PROG}: error: Unable to allocate resources: {e}", code=1) from None
     argv = [*flags, "-now", "yes" if immediate else "no", "-pty", "y" if req.pty else "n", *steps.quoted(boot)]
     if o.verbose:
-        print(f"{PROG}: qrsh {' '.join(argv[:len(flags) + 4])} ...", file=sys.stderr)
+        print(submit.command_line(PROG, argv[:len(flags) + 4], interactive=True) + " ...", file=sys.stderr)
     env = getattr(backend, "env", None) or dict(os.environ)
     env = {k: v for k, v in env.items() if k not in ("JOB_ID", "SGE_TASK_ID")}
     got: dict[str, int] = {}
@@ -238,12 +264,12 @@ def new_job(o: sources.Options, req: steps.StepRequest, environ: dict[str, str],
         got.setdefault("sig", sig)
         info = read_token(sdir, token)
         if isinstance(info.get("job_id"), int):
-            backend.run("qdel", [str(info["job_id"])])  # -notify: the step's tasks get SIGTERM first
+            backend.cancel([str(info["job_id"])])  # -notify: the step's tasks get SIGTERM first
         elif p.poll() is None:
             p.send_signal(signal.SIGINT)  # qrsh deletes its pending job on SIGINT
 
     try:
-        p = proc.popen(backend.argv("qrsh", argv), env=env)
+        p = proc.popen(backend.interactive_argv(argv), env=env)
         old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
         old[signal.SIGINT] = signal.signal(signal.SIGINT, lambda s, f: got.setdefault("sig", s))  # qrsh has it too
         try:
@@ -254,12 +280,7 @@ def new_job(o: sources.Options, req: steps.StepRequest, environ: dict[str, str],
     finally:
         steps.drop_payload(sdir, boot[-1])  # the job never started (or it took the file already)
     info = read_token(sdir, token)
-    path = state.own_path(sdir, "srun", token_name(token))
-    if path is not None:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+    state.remove_token(sdir, token)
     if isinstance(info.get("rc"), int) and not isinstance(info["rc"], bool):
         return info["rc"]
     if "sig" in got:
@@ -268,13 +289,9 @@ def new_job(o: sources.Options, req: steps.StepRequest, environ: dict[str, str],
         return 128 - rc
     if immediate and rc == 1 and not info:
         raise ShimError(f"{PROG}: error: Unable to allocate resources: Requested nodes are busy", code=1)
+    if rc == 0 and "job_id" in info:
+        return 1  # the job started but ended without reporting (killed from outside): qrsh's 0 is no success
     return rc
-
-
-def _umask() -> int:
-    m = os.umask(0o022)
-    os.umask(m)
-    return m
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,14 +300,28 @@ def _umask() -> int:
 def main(argv: list[str]) -> int:
     environ = dict(os.environ)
     t = table()
-    cli, positional = getopt(t, argv)
-    first = sources.Options()
-    sources.apply(first, t, [(s, v) for s, v in cli if s.long in ("help", "usage", "version")], "cli")
-    if first.help or first.usage or first.version:
+    first, o, positional = submit.command_options(t, argv, environ)
+    if first is not None:
         return common.usage(first, PROG)
-    values.use_site(siteconf.get().cluster.max_array_size)
-    o = sources.collect(t, argv, environ=environ, cli=cli)
     warnings = common.fates(o, t, PROG, CLI_ONLY)
+    if str(o.raw.get("distribution") or "").split(":")[0].split(",")[0].lower() in ("block", "cyclic"):
+        # a step's ranks follow block and cyclic (runtime/steps/plan.layout): no warning for srun
+        warnings = [w for w in warnings if not w.startswith(f"{PROG}: warning: --distribution ")]
+    if o.overcommit and (o.jobid is not None or environ.get("SLURM_JOB_ID")):
+        # a step of an allocation may have more tasks than CPUs (layout): no warning then
+        warnings = [w for w in warnings if not w.startswith(f"{PROG}: warning: --overcommit ")]
+    if o.jobid is None and not environ.get("SLURM_JOB_ID"):  # srun's own job: Grid Engine may bind it
+        from ..translate import qsub
+
+        warnings = qsub.bound_warnings(warnings, o, PROG, submit.capabilities())
+    elif step_binding(o)[0]:
+        from ..runtime.steps.launch import bound_here
+
+        if bound_here():  # a step of a job Grid Engine bound (srun inside it): each task gets its share
+            warnings = [w for w in warnings if not w.startswith(f"{PROG}: warning: --cpu-bind has no effect ")]
+    if o.raw.get("mpi") == "list":
+        sys.stdout.write(mpi_list())
+        return 0
     if not positional:
         raise ShimError(f"{PROG}: fatal: No command given to execute.", code=1)
     if not o.quiet:
@@ -299,11 +330,13 @@ def main(argv: list[str]) -> int:
     if o.verbose:
         common.print_defined_options(o, t, PROG, CLI_ONLY)
     cfg = siteconf.get()
-    cluster = o.clusters
-    if cluster and cluster != cfg.cluster.name:
-        raise ShimError(f"{PROG}: error: No cluster '{cluster}' known; this site has only {cfg.cluster.name}",
-                        code=1)
+    submit.check_cluster(PROG, o.clusters, cfg)
     req = request(o, positional, environ)
     if o.jobid is not None:
-        return in_allocation(o, req, environ, cfg, job_id_of(o.jobid))
+        from ..jobids import split_task_id
+
+        job, task = split_task_id(o.jobid)  # an array task's own id (SLURM_JOB_ID in the task): G and t
+        if task is not None:
+            environ = {**environ, "SLURM_ARRAY_TASK_ID": str(task)}
+        return in_allocation(o, req, environ, cfg, job)
     return new_job(o, req, environ, cfg, t)

@@ -9,10 +9,12 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
-
 from ..errors import ShimError
 from .spec import Arity, OptionSpec
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+if TYPE_CHECKING:
+    from typing import Iterable, Sequence
 
 Parsed = list[tuple[OptionSpec, "str | None"]]
 
@@ -85,6 +87,9 @@ def getopt(table: Table, argv: Sequence[str], *, stop_at_positional: bool = True
                     raise table.fail(f"option '--{spec.long}' doesn't allow an argument")
                 parsed.append((spec, None))
             elif spec.arity is Arity.OPTIONAL:
+                if eq and spec.later is not None and not spec.later(value):
+                    # a flag in Slurm 22.05: a value no newer release takes is 22.05's error
+                    raise table.fail(f"option '--{spec.long}' doesn't allow an argument")
                 parsed.append((spec, value if eq else None))
             elif eq:
                 parsed.append((spec, value))

@@ -8,10 +8,14 @@ as in Slurm), and the winner of each option is kept with its provenance.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Mapping, Sequence
 
+from ..errors import ShimError
 from .getopt import Parsed, Table, getopt
-from .spec import Arity, OptionSpec
+from .spec import Arity, Fate, OptionSpec
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Mapping, Sequence
 
 
 class Options(dict):
@@ -109,6 +113,11 @@ def env_parsed(table: Table, environ: Mapping[str, str]) -> Parsed:
                         out.append((spec, None))
                 elif spec.arity is Arity.OPTIONAL and value == "":
                     out.append((spec, None))
+                elif spec.later is not None and not spec.later(value):
+                    # a flag in Slurm 22.05 (SBATCH_REQUEUE): "yes" or a number other than 0 sets
+                    # it, anything else leaves it unset; the values newer releases take are theirs
+                    if _env_truthy(value):
+                        out.append((spec, None))
                 else:
                     out.append((spec, value))
                 break
@@ -138,3 +147,22 @@ def collect(
 def specs_named(specs: Iterable[OptionSpec], *names: str) -> list[OptionSpec]:
     wanted = set(names)
     return [s for s in specs if s.long in wanted]
+
+
+def fates(o: Options, t: Table, prog: str, sources_counted: tuple[str, ...] = ("cli", "env", "script")
+          ) -> list[str]:
+    """Refuse what Grid Engine cannot honour (one-line error, exit 1); return a warning for each
+    option that is accepted but changes nothing here. Only the given sources count."""
+    warnings = []
+    seen: set[str] = set()
+    for spec in t.specs:
+        if o.source.get(spec.key) not in sources_counted or spec.key in seen:
+            continue
+        seen.add(spec.key)  # one row per option (--cpu-bind and --cpu_bind are one)
+        if spec.fate is Fate.REFUSE:
+            why = f": {spec.note}" if spec.note else ""
+            raise ShimError(f"{prog}: error: --{spec.long} is not supported on Grid Engine{why}", code=1)
+        if spec.fate is Fate.WARN:
+            why = f" ({spec.note})" if spec.note else ""
+            warnings.append(f"{prog}: warning: --{spec.long} has no effect on Grid Engine{why}")
+    return list(dict.fromkeys(warnings))

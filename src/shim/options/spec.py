@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Callable, Mapping
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping
 
 
 class Arity(Enum):
@@ -25,7 +28,7 @@ class OptionSpec:
     """One option: its spelling, arity, commands, input variables, value grammar and fate."""
 
     __slots__ = ("long", "short", "arity", "commands", "env", "dest", "parse", "const", "fate", "note", "help",
-                 "group", "count", "key")
+                 "group", "count", "later", "key")
 
     def __init__(
         self,
@@ -42,6 +45,7 @@ class OptionSpec:
         help: str = "",
         group: str = "other",
         count: bool = False,
+        later: Callable[[str], bool] | None = None,
     ):
         self.long = long
         self.short = short
@@ -56,6 +60,11 @@ class OptionSpec:
         self.help = help
         self.group = group
         self.count = count  # a repeatable flag that counts (-v -v)
+        # An OPTIONAL row for an option that is a flag in Slurm 22.05 and takes an optional value in
+        # newer releases (--requeue[=expedite], --pty[=fd]): which values the newer releases take.
+        # Any other "=value" is 22.05's getopt error ("doesn't allow an argument"), and its input
+        # variable follows 22.05's rules for a flag's variable (sources.env_parsed).
+        self.later = later
         self.key = dest or long.replace("-", "_")
 
     def __repr__(self) -> str:

@@ -1,7 +1,11 @@
 """THE option table: every Slurm option sbatch, srun and salloc know, one row each, alphabetical.
 
 Rows are data; value grammars live in values.py; what each option becomes on Grid Engine lives in
-translate/. A test checks this table against the full Slurm option surface.
+translate/. A test checks this table against the full Slurm option surface, and
+tests/unit/test_option_arity.py checks every row's argument form (none, required, optional) and commands
+against Slurm's own option table (src/common/slurm_opt.c at 22.05, 26.05 and 26.11-dev, extracted into
+fixtures/slurm-options/slurm_opt-*.json). A command accepts an option if any of those versions does;
+where the versions give one option different forms, the row takes the one that accepts both spellings.
 
 Each row says which commands accept the option, which input environment variables set it (per
 command, the one that wins in Slurm first), how its value is parsed, and its fate on Grid Engine:
@@ -52,6 +56,10 @@ NO_BCAST = "programs and libraries are read from the shared file system"
 NO_BIND = "binding is left to the operating system"
 NO_SEGMENTS = "Grid Engine has no topology segments"
 NO_SOCKETS = "Grid Engine does not choose hosts by socket/core layout"
+# --cpu-bind/--hint/--threads-per-core: the cases a Grid Engine with -btype (OCS 9.1) binds lose
+# their warning (translate/qsub.py binding, bound_warnings); the note says why the rest stay.
+BIND_TASKS = ("only none, cores and threads are bound, where Grid Engine binds the job to CPUs of its own "
+              "(OCS 9.1's -bunit/-bamount: srun's own job, a step of a job submitted with a binding)")
 NO_CONTAINERS = "OCI containers are not supported"
 NO_HETJOB = "heterogeneous jobs are not supported"
 NO_REBOOT = "nodes are never rebooted for a job"
@@ -60,11 +68,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("accel-bind", None, R, RUN, fate=WARN, note=NO_BIND,
                help="bind tasks to nearby GPUs/NICs", group="placement"),
     OptionSpec("account", "A", R, ALL, env=env3("ACCOUNT"),
+               note="an account Grid Engine refuses as it is (project@gpu) is stored encoded, and shown unchanged",
                help="account charged for the job", group="accounting"),
     OptionSpec("acctg-freq", None, R, ALL, env=env3("ACCTG_FREQ"), fate=WARN,
                note="Grid Engine samples usage at its own interval",
                help="usage sampling intervals", group="accounting"),
     OptionSpec("array", "a", R, BATCH, env=env(sbatch="SBATCH_ARRAY_INX"), parse=v.array_spec,
+               note="each task is a job of its own: task t's SLURM_JOB_ID is t * 10^10 + the array's id "
+               "(task 0 keeps the array's id), which every command takes (docs/array-ids.md)",
                help="run the script once per index (a-b:step,...%limit)", group="scheduling"),
     OptionSpec("async", None, N, RUN, fate=REFUSE, note="newer Slurm option; steps run in the foreground",
                help="return once the step has started", group="interactive"),
@@ -110,6 +121,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("container-id", None, R, ALL,
                env=env("SBATCH_CONTAINER_ID", "SRUN_CONTAINER_ID", "SALLOC_CONTAINER_ID"), fate=REFUSE,
                note=NO_CONTAINERS, help="identifier of the container", group="environment"),
+    # Slurm 26.05's name for what 26.11 renamed --runtime (both are kept, each with its own variables)
+    OptionSpec("container-type", None, R, ALL,
+               env=env("SBATCH_CONTAINER_TYPE", "SRUN_CONTAINER_TYPE", "SALLOC_CONTAINER_TYPE"), fate=REFUSE,
+               note="container runtimes are not supported",
+               help="container runtime plugin (26.05's spelling of --runtime)", group="environment"),
     OptionSpec("context", None, R, ALL, fate=REFUSE, note="security contexts are not supported",
                help="SELinux context of the job", group="environment"),
     OptionSpec("contiguous", None, N, ALL, fate=WARN, note="Grid Engine has no notion of adjacent nodes",
@@ -120,11 +136,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("cores-per-socket", None, R, ALL, env=env(srun="SLURM_NCORES_PER_SOCKET"),
                parse=v.positive("--cores-per-socket"), fate=WARN, note=NO_SOCKETS,
                help="minimum cores per socket", group="geometry"),
-    OptionSpec("cpu-bind", None, R, RUN, env=env(srun="SLURM_CPU_BIND"), fate=WARN, note=NO_BIND,
+    OptionSpec("cpu-bind", None, R, RUN, env=env(srun="SLURM_CPU_BIND"), fate=WARN, note=BIND_TASKS,
                help="how tasks are bound to CPUs", group="placement"),
     OptionSpec("cpu-freq", None, R, ALL, env=env3("CPU_FREQ_REQ"), fate=WARN,
                note="CPU frequency is not managed", help="CPU frequency range or governor", group="resources"),
-    OptionSpec("cpu_bind", None, R, RUN, env=env(srun="SLURM_CPU_BIND"), dest="cpu_bind", fate=WARN, note=NO_BIND,
+    OptionSpec("cpu_bind", None, R, RUN, env=env(srun="SLURM_CPU_BIND"), dest="cpu_bind", fate=WARN, note=BIND_TASKS,
                help="old spelling of --cpu-bind", group="placement"),
     OptionSpec("cpus-per-gpu", None, R, ALL, env=env3("CPUS_PER_GPU"), parse=v.positive("--cpus-per-gpu"),
                help="CPUs for each GPU", group="resources"),
@@ -139,6 +155,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("delay-boot", None, R, ALL, env=env3("DELAY_BOOT"), parse=v.delay_seconds, fate=WARN, note=NO_REBOOT,
                help="wait this long before rebooting nodes for features", group="scheduling"),
     OptionSpec("dependency", "d", R, ALL, env=env(srun="SLURM_DEPENDENCY"), parse=v.dependency,
+               note="on one array task, Grid Engine holds the job on the whole array (a warning says so; "
+               "afterok/afternotok check that task); aftercorr on one task is refused",
                help="start only once other jobs reach a state", group="dependency"),
     OptionSpec("disable-status", "X", N, RUN, env=env(srun="SLURM_DISABLE_STATUS"), fate=LOCAL,
                help="Ctrl-C does not print task status", group="interactive"),
@@ -156,7 +174,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("exclusive", None, O, ALL, env=env3("EXCLUSIVE"), parse=v.exclusive, const="exclusive",
                help="do not share nodes (=user, =mcs, =topo: only with own kind)", group="placement"),
     OptionSpec("export", None, R, BATCH_RUN, env=env("SBATCH_EXPORT", "SRUN_EXPORT_ENV SLURM_EXPORT_ENV"),
-               parse=v.export_spec,
+               # any text: options/export.py reads it (submit.export_mode), as Slurm's env_merge_filter
                help="environment variables the job gets (ALL, NONE, list)", group="environment"),
     OptionSpec("export-file", None, R, BATCH,
                help="read the job's environment from a file or descriptor", group="environment"),
@@ -171,9 +189,12 @@ OPTIONS: tuple[OptionSpec, ...] = (
                help="minimum sockets[:cores[:threads]] per node", group="geometry"),
     # [=timeout][mode] (e.g. =L, =10S): accepted and checked as Slurm does; the login environment is
     # loaded the same way whatever they say. salloc takes it too (Slurm loads it there only as root).
+    # That is 22.05's form; salloc lost the option in 24.11 and the value went in 25.05 (a flag): OPTIONAL
+    # on both commands accepts every spelling either version accepts.
     OptionSpec("get-user-env", None, O, BATCH_ALLOC, env=env(sbatch="SBATCH_GET_USER_ENV"), parse=v.get_user_env,
                help="start from the user's login environment", group="environment"),
-    OptionSpec("gid", None, R, BATCH, fate=REFUSE, note="jobs always run as the submitting user and group",
+    # --gid and --uid: every command in 22.05, sbatch only since 23.11; kept on all three
+    OptionSpec("gid", None, R, ALL, fate=REFUSE, note="jobs always run as the submitting user and group",
                help="group to run the job as (root only)", group="accounting"),
     OptionSpec("gpu-bind", None, R, ALL, env=env3("GPU_BIND"), fate=WARN, note="tasks see every GPU of the job",
                help="how tasks are bound to GPUs", group="placement"),
@@ -189,6 +210,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("gpus-per-task", None, R, ALL, env=env3("GPUS_PER_TASK"), parse=v.gpu_spec,
                help="GPUs for each task ([type:]count)", group="resources"),
     OptionSpec("gres", None, R, ALL, env=env3("GRES"), parse=v.gres_spec,
+               note="each name is the site's consumable, each type its own complex or a model-selecting "
+               "complex (site config [gres.<name>.types]); a type the site does not list is refused",
                help="generic resources per node (name[:type][:count],...)", group="resources"),
     OptionSpec("gres-flags", None, R, ALL, env=env3("GRES_FLAGS"), parse=v.gres_flags, fate=WARN, note=NO_BIND,
                help="GRES binding policy", group="resources"),
@@ -197,7 +220,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("het-group", None, R, RUN, fate=REFUSE, note=NO_HETJOB,
                help="components of a heterogeneous job to run in", group="geometry"),
     OptionSpec("hint", None, R, ALL, env=env("SBATCH_HINT SLURM_HINT", "SLURM_HINT", "SLURM_HINT SALLOC_HINT"),
-               fate=WARN, note=NO_BIND,
+               fate=WARN, note="only nomultithread and multithread are bound (one core or one hardware thread "
+               "per CPU), on a Grid Engine with -btype (OCS 9.1)",
                help="binding hint (compute_bound, nomultithread, ...)", group="placement"),
     OptionSpec("hold", "H", N, ALL,
                help="submit the job held", group="scheduling"),
@@ -215,7 +239,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
                help="run as an allocation's interactive step (internal)", group="interactive"),
     OptionSpec("job-name", "J", R, ALL, env=env("SBATCH_JOB_NAME", "SLURM_JOB_NAME"),
                help="name of the job", group="other"),
-    OptionSpec("jobid", None, R, RUN, env=env(srun="SLURM_JOB_ID"),
+    OptionSpec("jobid", None, R, RUN, env=env(srun="SLURM_JOB_ID"), parse=v.positive("--jobid"),
                help="run the step inside this existing job", group="scheduling"),
     OptionSpec("kill-command", "K", O, ALLOC, env=env(salloc="SALLOC_KILL_CMD"), parse=v.kill_command,
                const=v.SIGNALS["TERM"], fate=LOCAL,
@@ -248,8 +272,10 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("mincpus", None, R, ALL, parse=v.positive("--mincpus"), fate=WARN,
                note="hosts are not chosen by their CPU count",
                help="minimum CPUs per node", group="geometry"),
-    OptionSpec("mpi", None, R, RUN, env=env(srun="SLURM_MPI_TYPE"), fate=WARN,
-               note="no PMI service; start MPI programs with mpirun",
+    OptionSpec("mpi", None, R, RUN, env=env(srun="SLURM_MPI_TYPE"), fate=LOCAL,
+               note="pmi2: srun serves PMI-1 and PMI-2 to every task (MPICH, Intel MPI, MVAPICH) and starts an "
+                    "Open MPI program through Open MPI's mpirun; pmix: the same; none: plain tasks; list: the types; "
+                    "the default is the site's cluster.mpi_default (Slurm's MpiDefault)",
                help="MPI/PMI plugin for the step", group="other"),
     OptionSpec("msg-timeout", None, R, RUN, parse=v.positive("--msg-timeout"), fate=WARN,
                note="there are no launch messages to time out",
@@ -313,6 +339,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("parsable", None, N, BATCH_RUN, fate=LOCAL,
                help="print only the job id (and cluster)", group="output"),
     OptionSpec("partition", "p", R, ALL, env=env3("PARTITION"),
+               note="every partition of a list must exist; the job goes to the first one's queue",
                help="partition(s) to run in", group="placement"),
     OptionSpec("power", None, R, ALL, env=env3("POWER"), fate=WARN, note="power management is not available",
                help="power management flags (Slurm 22.05)", group="resources"),
@@ -328,8 +355,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
                help="program srun runs before the step", group="other"),
     OptionSpec("propagate", None, O, BATCH_RUN, fate=WARN, note="resource limits come from the Grid Engine queue",
                help="resource limits the job inherits", group="environment"),
-    OptionSpec("pty", None, O, RUN,
-               help="run task 0 in a pseudo-terminal", group="interactive"),
+    # a flag in 22.05, an optional value (a file descriptor) since 23.02: OPTIONAL accepts both
+    # spellings, and only the values 23.02 takes (any other is 22.05's "doesn't allow an argument").
+    # --pty=fd (cli/srun.pty_terminal): a descriptor that is no terminal gets 23.02's two errors and
+    # no pseudo-terminal; one that is another terminal than stdin's gets a warning (Grid Engine's
+    # qrsh and the step launcher take the terminal on stdin), and stdin's terminal is used.
+    OptionSpec("pty", None, O, RUN, parse=v.pty, later=v.pty_later,
+               help="run task 0 in a pseudo-terminal (--pty=fd: stdin's terminal only)", group="interactive"),
     OptionSpec("qos", "q", R, ALL, env=env3("QOS"),
                help="quality of service", group="scheduling"),
     OptionSpec("quiet", "Q", N, ALL, fate=LOCAL,
@@ -340,10 +372,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
                help="reboot the nodes before the job", group="scheduling"),
     OptionSpec("relative", "r", R, RUN, parse=v.nonneg("--relative"), fate=LOCAL,
                help="start the step at this node of the allocation", group="placement"),
-    OptionSpec("requeue", None, O, BATCH, env=env(sbatch="SBATCH_REQUEUE"),
-               help="the job may be requeued", group="scheduling"),
-    OptionSpec("reservation", None, R, ALL, env=env3("RESERVATION"), fate=REFUSE,
-               note="Slurm reservations do not exist on Grid Engine (its advance reservations are not mapped)",
+    # a flag in 22.05, [=expedite] since 25.11: OPTIONAL accepts both spellings, and only the values
+    # 25.11 takes (any other is 22.05's "doesn't allow an argument")
+    OptionSpec("requeue", None, O, BATCH, env=env(sbatch="SBATCH_REQUEUE"), parse=v.requeue,
+               later=v.requeue_later, help="the job may be requeued", group="scheduling"),
+    OptionSpec("reservation", None, R, ALL, env=env3("RESERVATION"),
+               note="the Grid Engine advance reservation of that name (qrsub -N), submitted with -ar; "
+               "refused as Slurm refuses it when none has the name or its access list leaves the user out",
                help="run inside the named reservation", group="scheduling"),
     OptionSpec("resources", None, R, ALL, fate=REFUSE, note="newer Slurm resource feature, not supported",
                help="named resources", group="resources"),
@@ -387,7 +422,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
                note="srun's launch fan-out is not tunable",
                help="threads srun uses to start tasks", group="other"),
     OptionSpec("threads-per-core", None, R, ALL, env=env3("THREADS_PER_CORE"),
-               parse=v.positive("--threads-per-core"), fate=WARN, note=NO_SOCKETS,
+               parse=v.positive("--threads-per-core"), fate=WARN,
+               note="only 1 is bound (one core per CPU), on a Grid Engine with -btype (OCS 9.1); "
+               "Grid Engine does not choose hosts by threads per core",
                help="hardware threads per core to use", group="geometry"),
     OptionSpec("time", "t", R, ALL, env=env3("TIMELIMIT"), parse=v.time_limit,
                help="time limit ([D-]H:M:S, minutes, UNLIMITED)", group="time"),
@@ -403,7 +440,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("tres-per-task", None, R, ALL, env=env3("TRES_PER_TASK"), fate=REFUSE,
                note="newer Slurm option; use --cpus-per-task/--gpus-per-task",
                help="resources per task (cpu=N,gres/gpu=N)", group="resources"),
-    OptionSpec("uid", None, R, BATCH, fate=REFUSE, note="jobs always run as the submitting user",
+    OptionSpec("uid", None, R, ALL, fate=REFUSE, note="jobs always run as the submitting user",
                help="user to run the job as (root only)", group="accounting"),
     OptionSpec("unbuffered", "u", N, RUN, env=env(srun="SLURM_UNBUFFEREDIO"),
                help="pass task output on without buffering", group="io"),
@@ -441,9 +478,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
 GETOPT_ORDER: tuple[str, ...] = (
     "accel-bind", "account", "acctg-freq", "array", "async", "autocomplete", "batch", "bcast",
     "bcast-exclude", "begin", "bell", "bb", "bbf", "cluster-constraint", "chdir", "cluster", "clusters",
-    "comment", "compress", "consolidate-segments", "container", "container-id", "context", "contiguous",
-    "constraint", "core-spec", "cores-per-socket", "cpu-bind", "cpu_bind", "cpu-freq", "cpus-per-gpu",
-    "cpus-per-task", "deadline", "debugger-test", "delay-boot", "dependency", "disable-status",
+    "comment", "compress", "consolidate-segments", "container", "container-id", "container-type", "context",
+    "contiguous", "constraint", "core-spec", "cores-per-socket", "cpu-bind", "cpu_bind", "cpu-freq",
+    "cpus-per-gpu", "cpus-per-task", "deadline", "debugger-test", "delay-boot", "dependency", "disable-status",
     "distribution", "epilog", "error", "exact", "exclude", "exclusive", "export", "export-file", "external",
     "external-launcher", "extra", "extra-node-info", "get-user-env", "gid", "gpu-bind", "gpu-freq", "gpus",
     "gpus-per-node", "gpus-per-socket", "gpus-per-task", "gres", "gres-flags", "help", "het-group", "hint",

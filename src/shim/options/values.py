@@ -16,11 +16,16 @@ from __future__ import annotations
 
 import itertools
 import re
-from datetime import datetime, timedelta
+from datetime import datetime
+from collections import namedtuple
 from functools import partial
-from typing import Callable, NamedTuple
 
 from ..errors import ShimError
+from ..timespec import TimeSpecError
+
+TYPE_CHECKING = False  # typing costs ~9 ms of sbatch's start (backends/__init__.py): the value records are
+if TYPE_CHECKING:      # collections.namedtuple's (what typing.NamedTuple makes), with the same fields
+    from typing import Callable
 
 INFINITE = -1
 """A time limit of UNLIMITED/INFINITE (or 0, which Slurm treats the same)."""
@@ -35,9 +40,6 @@ def use_site(max_array_size: int) -> None:
     _site["max_array_size"] = max_array_size
 NICE_LIMIT = 2**31 - 3
 """|--nice| may not exceed NICE_OFFSET - 3."""
-NO_VAL = 0xFFFFFFFE
-PRIORITY_TOP = NO_VAL - 1
-"""``--priority=TOP``."""
 DEFAULT_IMMEDIATE = 1
 """Seconds ``-I`` waits when given without a value."""
 
@@ -160,9 +162,12 @@ def nice(text: str, prog: str) -> int:
 
 
 def priority(text: str, prog: str) -> int:
-    """``--priority``: a number 0..NO_VAL-1, or ``TOP`` (PRIORITY_TOP)."""
+    """``--priority``: a number 0..NO_VAL-1, or ``TOP`` (NO_VAL - 1). NO_VAL is runtime/jobenv's
+    (the one copy of Slurm's constant; loaded only when --priority is given)."""
+    from ..runtime.jobenv import NO_VAL
+
     if text.lower() == "top":
-        return PRIORITY_TOP
+        return NO_VAL - 1
     value = _atoi(text)
     if value < 0:
         raise _err(prog, "Priority must be >= 0")
@@ -244,15 +249,6 @@ def time_limit(text: str, prog: str, opt: str = "--time") -> int:
     return INFINITE if mins == 0 else mins
 
 
-def format_minutes(mins: int) -> str:
-    """Slurm's mins2time_str: ``[D-]HH:MM:SS`` or ``UNLIMITED``."""
-    if mins == INFINITE:
-        return "UNLIMITED"
-    days, rem = divmod(mins, 1440)
-    hours, minutes = divmod(rem, 60)
-    return f"{days}-{hours:02d}:{minutes:02d}:00" if days else f"{hours:02d}:{minutes:02d}:00"
-
-
 def delay_seconds(text: str, prog: str, opt: str = "--delay-boot") -> int:
     """A duration in seconds (``--delay-boot``)."""
     secs = time_seconds(text)
@@ -295,57 +291,20 @@ def memory(opt: str) -> Callable[[str, str], int]:
 
 
 def array_spec(text: str, prog: str, max_size: int | None = None) -> tuple[list[int], int | None] | None:
-    """``--array``: ``a``, ``a-b``, ``a-b:step`` tokens joined by ``,``, optional ``%max_running``.
+    """``--array``: ``a``, ``a-b``, ``a-b:step`` tokens joined by ``,``, optional ``%max_running``
+    (read by ``jobids.array_indices``).
 
     Returns (sorted unique indices, throttle or None); None for an empty value (no array). Indices
     must be below MaxArraySize (``max_size``); a step must be in 1..max_size-1.
     """
     if text == "":
         return None
-    max_size = max_size or _site["max_array_size"]
-    bad = submit_failed(prog, "Invalid job array specification")
-    spans: list[range] = []
+    from ..jobids import JobIdError, array_indices
 
-    def close(rest: str) -> str:
-        return rest[1:] if rest.startswith("]") else rest
-
-    for tok in text.split(","):
-        if not tok:
-            continue
-        first, rest, _ = _strtol(tok[1:] if tok.startswith("[") else tok)
-        rest = close(rest)
-        step = 1
-        if first < 0:
-            raise bad
-        if rest.startswith("-"):
-            last, rest, _ = _strtol(rest[1:])
-            rest = close(rest)
-            if rest.startswith(":"):
-                step, rest, _ = _strtol(rest[1:])
-                rest = close(rest)
-                if step <= 0 or step >= max_size:
-                    raise bad
-            if last < first:
-                raise bad
-        else:
-            last = first
-        if rest and not rest.startswith("%"):
-            raise bad
-        if last >= max_size:
-            raise bad
-        spans.append(range(first, last + 1, step))
-    if not spans:
-        raise bad
-    # one byte per index up to the highest: each token is a slice assignment, not a loop, so a
-    # long list of wide ranges costs no more than max_size per token in C
-    bits = bytearray(max(r.stop for r in spans))
-    for r in spans:
-        bits[r.start:r.stop:r.step] = b"\1" * len(r)
-    throttle = None
-    if "%" in text:
-        throttle = _atoi(text.split("%", 1)[1])
-        throttle = throttle if throttle > 0 else None
-    return list(itertools.compress(range(len(bits)), bits)), throttle
+    try:
+        return array_indices(text, max_size or _site["max_array_size"])
+    except JobIdError:
+        raise submit_failed(prog, "Invalid job array specification") from None
 
 
 # --- dependencies ---------------------------------------------------------------------------------
@@ -353,26 +312,17 @@ def array_spec(text: str, prog: str, max_size: int | None = None) -> tuple[list[
 DEPENDENCY_KINDS = ("after", "afterany", "afterburstbuffer", "aftercorr", "afternotok", "afterok")
 
 
-class Dependency(NamedTuple):
-    """``--dependency``: ``op`` is "and" (``,``) or "or" (``?``); ``terms`` lists (kind, job ids).
+Dependency = namedtuple("Dependency", ['op', 'terms'])
+Dependency.__doc__ = """``--dependency``: ``op`` is "and" (``,``) or "or" (``?``); ``terms`` lists (kind, job ids).
 
     Job ids are strings ``JOB``, ``JOB_TASK`` or ``JOB_*``, followed by ``+MINUTES`` when a delay was
     given (``after:12+5``); ``singleton`` has no ids; a bare id list means ``afterany``.
     """
-
-    op: str
-    terms: list[tuple[str, list[str]]]
+# Dependency.op: str
+# Dependency.terms: list[tuple[str, list[str]]]
 
 
 _DEP_ID = re.compile(r"^(\d+)(?:_(\d+|\*))?(?:\+(\d+))?$", re.ASCII)
-
-
-def split_dependency_id(dep_id: str) -> tuple[str, str | None, int]:
-    """``"12_3+5"`` -> ("12", "3", 5): job id, array task (or "*", or None), delay in minutes."""
-    m = _DEP_ID.match(dep_id)
-    if not m:
-        raise ValueError(dep_id)
-    return m.group(1), m.group(2), _digits_value(m.group(3) or "0")
 
 
 MAX_DEPENDENCY_TASKS = 1 << 16
@@ -484,74 +434,13 @@ def _dep_id_fits(m: re.Match) -> bool:
     return all(len(g.lstrip("0")) <= 19 for g in m.groups() if g is not None)
 
 
-# --- environment export ---------------------------------------------------------------------------
-
-
-class ExportSpec(NamedTuple):
-    """``--export``: ``all`` is True when the submitter's whole environment goes along (``ALL``);
-    ``vars`` lists (name, value) pairs in order, value None meaning "copy from the submit
-    environment". ``NONE``, ``NIL`` and any list without ``ALL`` export only the listed variables
-    (plus SLURM_*). ``text`` is the value as given (it becomes SLURM_EXPORT_ENV)."""
-
-    all: bool
-    vars: tuple[tuple[str, str | None], ...]
-    text: str
-
-
-def _quote_tokens(text: str, sep: str = ",") -> list[str]:
-    """Split at ``sep`` outside quotes; a token wholly inside matching quotes loses them."""
-    out: list[str] = []
-    cur: list[str] = []
-    quote = ""
-    for ch in text:
-        if quote:
-            quote = "" if ch == quote else quote
-            cur.append(ch)
-        elif ch in "'\"":
-            quote = ch
-            cur.append(ch)
-        elif ch == sep:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    out.append("".join(cur))
-    result = []
-    for tok in out:
-        if len(tok) >= 2 and tok[0] == tok[-1] and tok[0] in "'\"":
-            tok = tok[1:-1]
-        if tok:
-            result.append(tok)
-    return result
-
-
-def export_spec(text: str, prog: str) -> ExportSpec:
-    """``--export={ALL|NONE|NIL|[ALL,]VAR[=value],...}``; Slurm accepts any text here."""
-    upper = text.upper()
-    if upper == "ALL":
-        return ExportSpec(True, (), text)
-    if upper in ("NONE", "NIL", ""):
-        return ExportSpec(False, (), text)
-    everything = False
-    pairs: list[tuple[str, str | None]] = []
-    for tok in _quote_tokens(text):
-        if tok.upper() == "ALL":
-            everything = True
-        elif "=" in tok:
-            name, _, value = tok.partition("=")
-            pairs.append((name, value))
-        elif tok.upper() not in ("NONE", "NIL"):
-            pairs.append((tok, None))
-    return ExportSpec(everything, tuple(pairs), text)
-
-
 # --- generic resources, GPUs, licenses ------------------------------------------------------------
 
 
-class Gres(NamedTuple):
-    name: str
-    type: str | None
-    count: int
+Gres = namedtuple("Gres", ['name', 'type', 'count'])
+# Gres.name: str
+# Gres.type: str | None
+# Gres.count: int
 
 
 _SUFFIX_MULT = {
@@ -707,14 +596,13 @@ def signal_number(text: str) -> int:
     return 0
 
 
-class SignalSpec(NamedTuple):
-    """``--signal``: send signal ``number`` ``seconds`` before the time limit, to the batch shell
+SignalSpec = namedtuple("SignalSpec", ['target', 'number', 'seconds'])
+SignalSpec.__doc__ = """``--signal``: send signal ``number`` ``seconds`` before the time limit, to the batch shell
     only (``target`` "batch", from ``B:``) or to the whole job ("all"). ``R:`` (may overlap a
     reservation's end) is accepted and has no effect."""
-
-    target: str
-    number: int
-    seconds: int
+# SignalSpec.target: str
+# SignalSpec.number: int
+# SignalSpec.seconds: int
 
 
 def signal_spec(text: str, prog: str) -> SignalSpec:
@@ -754,258 +642,13 @@ def kill_command(text: str, prog: str) -> int:
 # --- points in time -------------------------------------------------------------------------------
 
 
-class TimeSpecError(ValueError):
-    """A bad time specification; ``pos`` is where Slurm's parser stopped."""
-
-    def __init__(self, pos: int):
-        super().__init__(pos)
-        self.pos = pos
-
-
-_UNITS = (
-    ("seconds", 1), ("second", 1), ("minutes", 60), ("minute", 60), ("hours", 3600),
-    ("hour", 3600), ("days", 86400), ("day", 86400), ("weeks", 604800), ("week", 604800),
-)
-_WORD_TIMES = (("midnight", 0), ("noon", 12), ("elevenses", 11), ("fika", 15), ("teatime", 16))
-
-
-_DELTA_CAP = 10**15
-"""More seconds than any timedelta holds (about 8.6e13): the result is out of range either way."""
-
-
-def _get_delta(s: str, pos: int) -> tuple[int, int]:
-    """Count and unit after ``now+``/``now-`` at s[pos]: (new pos, seconds)."""
-    count = digits = 0
-    offset = pos + 1
-    while offset < len(s) and s[offset] != "\n":
-        ch = s[offset]
-        if ch.isspace():
-            offset += 1
-            continue
-        if "0" <= ch <= "9":  # (no unit starts with a digit, so this may come first)
-            # saturate: past any timedelta the value no longer matters, and a long run of
-            # digits must not grow a huge number digit by digit (quadratic)
-            count = min(count * 10 + ord(ch) - 48, _DELTA_CAP)
-            digits += 1
-            offset += 1
-            continue
-        unit = next(((n, m) for n, m in _UNITS if s[offset:offset + len(n)].lower() == n), None)
-        if unit:
-            offset += len(unit[0])
-            count *= unit[1]
-            break
-        raise TimeSpecError(offset - 1)
-    if not digits:
-        raise TimeSpecError(pos)
-    return offset - 1, count
-
-
-def _get_time(s: str, pos: int) -> tuple[int, int, int, int]:
-    """``HH:MM[:SS] [AM|PM]`` at s[pos]: (new pos, hour, minute, second)."""
-
-    def at(i: int) -> str:
-        return s[i] if i < len(s) else "\0"
-
-    def digit(i: int) -> bool:
-        return "0" <= at(i) <= "9"
-
-    off = pos
-    if not digit(off):
-        raise TimeSpecError(off)
-    hour = int(at(off))
-    off += 1
-    if at(off) != ":":
-        if not digit(off):
-            raise TimeSpecError(off)
-        hour = hour * 10 + int(at(off))
-        off += 1
-    if hour > 23:
-        raise TimeSpecError(off - 2)
-    if at(off) != ":":
-        raise TimeSpecError(off)
-    off += 1
-    if not (digit(off) and digit(off + 1)):
-        raise TimeSpecError(off if not digit(off) else off + 1)
-    minute = int(s[off:off + 2])
-    off += 2
-    if minute > 59:
-        raise TimeSpecError(off - 2)
-    second = 0
-    if at(off) == ":":
-        off += 1
-        if not (digit(off) and digit(off + 1)):
-            raise TimeSpecError(off if not digit(off) else off + 1)
-        second = int(s[off:off + 2])
-        off += 2
-        if second > 59:
-            raise TimeSpecError(off - 2)
-    while at(off).isspace() and at(off) != "\0":
-        off += 1
-    meridian = s[off:off + 2].lower()
-    if meridian == "pm":
-        hour += 12
-        if hour > 23:
-            if hour != 24:
-                raise TimeSpecError(off)
-            hour = 12
-        off += 2
-    elif meridian == "am":
-        if hour > 11:
-            if hour != 12:
-                raise TimeSpecError(off)
-            hour = 0
-        off += 2
-    return off - 1, hour, minute, second
-
-
-def _get_date(s: str, pos: int) -> tuple[int, int, int, int | None]:
-    """``YYYY-MM-DD``, ``MMDD[YY]``, ``MM/DD[/YY]``, ``MM.DD[.YY]`` at s[pos]:
-    (new pos, month 1-12, day, year or None)."""
-
-    def at(i: int) -> str:
-        return s[i] if i < len(s) else "\0"
-
-    def digit(i: int) -> bool:
-        return "0" <= at(i) <= "9"
-
-    off = pos
-    year: int | None = None
-    if len(s) >= off + 7 and at(off + 4) == "-" and at(off + 7) == "-":
-        for _ in range(4):
-            if not digit(off):
-                raise TimeSpecError(off)
-            off += 1
-        year = int(s[pos:pos + 4])
-        off += 1
-        month = ord(at(off)) - 48
-        off += 1
-        if digit(off):
-            month = month * 10 + int(at(off))
-            off += 1
-        if not 1 <= month <= 12:
-            raise TimeSpecError(off - 2)
-        off += 1
-        if not digit(off):
-            raise TimeSpecError(off)
-        day = int(at(off))
-        off += 1
-        if digit(off):
-            day = day * 10 + int(at(off))
-            off += 1
-        if not 1 <= day <= 31:
-            raise TimeSpecError(off - 2)
-        return off - 1, month, day, year
-    month = ord(at(off)) - 48
-    off += 1
-    if digit(off):
-        month = month * 10 + int(at(off))
-        off += 1
-    if not 1 <= month <= 12:
-        raise TimeSpecError(off - 2)
-    if at(off) in "./" and at(off) != "\0":
-        off += 1
-    if not digit(off):
-        raise TimeSpecError(off)
-    day = int(at(off))
-    off += 1
-    if digit(off):
-        day = day * 10 + int(at(off))
-        off += 1
-    if not 1 <= day <= 31:
-        raise TimeSpecError(off - 2)
-    if at(off) in "./" and at(off) != "\0":
-        off += 1
-    if digit(off):
-        if not digit(off + 1):
-            raise TimeSpecError(off + 1)
-        year = 2000 + int(s[off:off + 2])
-        off += 2
-    return off - 1, month, day, year
-
-
 def parse_time(text: str, now: datetime | None = None) -> datetime | None:
-    """Slurm's parse_time (looking forward): the point in time ``text`` names, as local time.
+    """Slurm's parse_time looking forward (``timespec.parse_time(text, past=False)``), as a local
+    ``datetime``; None when nothing was specified. Raises TimeSpecError when malformed, or when
+    the time is past what a ``datetime`` holds (``timespec.as_datetime``)."""
+    from ..timespec import as_datetime, parse_time as _parse
 
-    Forms: ``HH:MM[:SS] [AM|PM]``, ``MMDD[YY]``, ``MM/DD[/YY]``, ``MM.DD[.YY]``,
-    ``MM/DD[/YY]-HH:MM[:SS]``, ``YYYY-MM-DD[THH:MM[:SS]]``, ``now[{+|-}N[seconds|minutes|hours|days|
-    weeks]]``, ``today``, ``tomorrow``, ``midnight``, ``noon``, ``elevenses``, ``fika``, ``teatime``,
-    ``uts<epoch>``. A time without a date is the next such time; a date without a year the next such
-    date. Returns None when nothing was specified; raises TimeSpecError otherwise when malformed.
-    """
-    now = (now or datetime.now()).replace(microsecond=0)
-    if text[:3].lower() == "uts":
-        value, rest, converted = _strtol(text[3:])
-        if not converted or rest or value < 1000000:
-            raise TimeSpecError(0)
-        return datetime.fromtimestamp(value)
-    hour = minute = month = day = -1
-    second = 0
-    year: int | None = None
-    pos = 0
-    s = text
-    while pos < len(s) and s[pos] != "\n":
-        ch = s[pos]
-        if ch in " \t-T":
-            pos += 1
-            continue
-        low = s[pos:pos + 9].lower()  # enough for the longest word; the whole rest would be quadratic
-        if low.startswith("today") or low.startswith("tomorrow"):
-            when = now if low.startswith("today") else now + timedelta(days=1)
-            month, day, year = when.month, when.day, when.year
-            pos += 5 if low.startswith("today") else 8
-            continue
-        word = next(((w, h) for w, h in _WORD_TIMES if low.startswith(w)), None)
-        if word:
-            hour, minute, second = word[1], 0, 0
-            pos += len(word[0])
-            continue
-        if low.startswith("now"):
-            delta = 0
-            i = pos + 3
-            while True:
-                c = s[i] if i < len(s) else "\0"
-                if c in "+-":
-                    pos += i  # (sic) Slurm adds the absolute index here
-                    pos, delta = _get_delta(s, pos)
-                    delta = -delta if c == "-" else delta
-                    break
-                if c in " \t":
-                    i += 1
-                    continue
-                if c in "\0\n":
-                    pos += i - 1
-                    break
-                raise TimeSpecError(pos + i)
-            try:
-                later = now + timedelta(seconds=delta)
-            except OverflowError:
-                raise TimeSpecError(pos) from None
-            month, day, year = later.month, later.day, later.year
-            hour, minute, second = later.hour, later.minute, later.second
-            pos += 1
-            continue
-        if not "0" <= ch <= "9":
-            raise TimeSpecError(pos)
-        if s[pos + 1:pos + 2] == ":" or s[pos + 2:pos + 3] == ":":
-            pos, hour, minute, second = _get_time(s, pos)
-        else:
-            pos, month, day, year = _get_date(s, pos)
-        pos += 1
-    if hour == -1 and month == -1:
-        return None
-    if hour == -1:
-        hour = minute = 0
-    elif month == -1:
-        when = now if (hour, minute) > (now.hour, now.minute) else now + timedelta(days=1)
-        month, day, year = when.month, when.day, when.year
-    if year is None:
-        later_this_year = (month, day, hour, minute) > (now.month, now.day, now.hour, now.minute)
-        year = now.year if later_this_year else now.year + 1
-    # like mktime, let a day past the end of the month roll over into the next one
-    try:
-        return datetime(year, month, 1) + timedelta(days=day - 1, hours=hour, minutes=minute, seconds=second)
-    except (OverflowError, ValueError):
-        raise TimeSpecError(pos) from None
+    return as_datetime(text, _parse(text, past=False, now=now.timestamp() if now is not None else None))
 
 
 def point_in_time(text: str, prog: str, opt: str = "--begin", now: datetime | None = None) -> datetime:
@@ -1095,6 +738,31 @@ def yes_no(opt: str) -> Callable[[str, str], bool]:
 
 
 kill_on_invalid_dep = yes_no("--kill-on-invalid-dep")
+
+
+def requeue_later(text: str) -> bool:
+    """The values newer releases' ``--requeue[=expedite]`` takes (Slurm 25.11's arg_set_requeue:
+    none, empty, or ``expedite`` in any case); 22.05's ``--requeue`` is a flag."""
+    return text == "" or text.lower() == "expedite"
+
+
+def pty_later(text: str) -> bool:
+    """The values newer releases' ``--pty[=fd]`` takes (Slurm 23.02+: empty, the terminal on stdin
+    as the bare flag; else a value starting with a digit, the descriptor ``atoi`` reads; any other
+    is fatal there); 22.05's ``--pty`` is a flag."""
+    return text == "" or "0" <= text[0] <= "9"
+
+
+def requeue(text: str, prog: str) -> bool:
+    """``--requeue`` with a value newer releases take: the job may be requeued, as with the bare
+    flag (Grid Engine's ``-r y``; an expedited requeue is not Grid Engine's to give)."""
+    return True
+
+
+def pty(text: str, prog: str) -> bool:
+    """``--pty`` with a value newer releases take: the terminal, as with the bare flag (srun's own
+    standard input is the terminal the task gets; ``--pty=`` is ``--pty``)."""
+    return True
 
 
 def no_kill(text: str, prog: str) -> bool:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Iterable
+
+from .. import SLURM_VERSION
+from .text import UNIT_KILO, UNIT_MEGA, convert_num_unit, mins2time_str, secs2time_str, version_json
 
 # name -> default width (negative: left-justified), in the order of ``sacct --helpformat``
 FIELD_WIDTHS: dict[str, int] = {
@@ -67,7 +69,6 @@ LONG_FIELDS = ("jobid,jobidraw,jobname,partition,maxvmsize,maxvmsizenode,maxvmsi
                "tresusageinmin,tresusageinminn,tresusageinmint,tresusageintot,tresusageoutmax,"
                "tresusageoutmaxn,tresusageoutmaxt,tresusageoutave,tresusageouttot")
 
-SLURM_VERSION = "22.05.8"
 
 
 class FieldError(ValueError):
@@ -78,20 +79,25 @@ class FieldError(ValueError):
         self.name = name
 
 
-class Column:
-    __slots__ = ("name", "width", "get")
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
 
-    def __init__(self, name: str, width: int, get: Callable[["Row"], str]):
-        self.name = name
-        self.width = width
-        self.get = get
+    from .fmt import Column, FieldSpec, Format
 
 
-def parse_fields(spec: str) -> list[Column]:
-    """A ``--format`` list: comma-separated names, case-insensitive, any prefix of a name (the first
-    field in --helpformat order whose name starts with it), each with an optional ``%width``;
-    ``ALL`` is every field. Raises FieldError."""
-    cols: list[Column] = []
+def _field(name: str) -> FieldSpec:
+    from .fmt import FieldSpec
+
+    return FieldSpec(None, name, name, GETTERS[name], cut=name not in NUMERIC)
+
+
+def field_names(spec: str) -> list[tuple[str, int | None]]:
+    """A ``--format`` list, read: ``(field name, width or None)`` per item. Comma-separated names,
+    case-insensitive, any prefix of a name (the first field in --helpformat order whose name
+    starts with it), each with an optional ``%width`` (negative: left-justified); ``ALL`` is every
+    field. Raises FieldError. (The grammar alone: --json checks the fields without the engine.)"""
+    out: list[tuple[str, int | None]] = []
     for raw in spec.split(","):
         item = raw.lstrip()
         if not item:
@@ -102,14 +108,34 @@ def parse_fields(spec: str) -> list[Column]:
             width = _atoi(w)
         low = item.lower()
         if low and "all".startswith(low):
-            for name in FIELD_NAMES:
-                cols.append(Column(name, width if width is not None else FIELD_WIDTHS[name], GETTERS[name]))
+            out.extend((name, width) for name in FIELD_NAMES)
             continue
         name = next((n for n in FIELD_NAMES if n.lower().startswith(low)), None)
         if name is None:
             raise FieldError(item)
-        cols.append(Column(name, width if width is not None else FIELD_WIDTHS[name], GETTERS[name]))
-    return cols
+        out.append((name, width))
+    return out
+
+
+def columns(names: list[tuple[str, int | None]]) -> list[Column]:
+    """Fields read by field_names as ``fmt.Column``s of the registry's fields, each as wide as its
+    field's default or the width given."""
+    reg = registry()
+    return [_column(reg.named(name), width) for name, width in names]
+
+
+def parse_fields(spec: str) -> list[Column]:
+    """A ``--format`` list as columns (field_names, then columns)."""
+    return columns(field_names(spec))
+
+
+def _column(f: FieldSpec, width: int | None) -> Column:
+    """sacct's column policy on fmt: right-justified unless the width is negative (JobID's default),
+    one blank after it, a longer value cut with ``+`` (numbers printed in full)."""
+    from .fmt import FULL, PLUS, Column
+
+    w = width if width is not None else FIELD_WIDTHS[f.name]
+    return Column(f, abs(w), w >= 0, " ", PLUS if f.cut else FULL)
 
 
 def _atoi(text: str) -> int:
@@ -144,20 +170,15 @@ def helpformat() -> str:
 
 
 def time_text(secs: int | None) -> str:
-    """Elapsed-style time: [D-]HH:MM:SS."""
+    """Elapsed-style time, ``[D-]HH:MM:SS`` (text.secs2time_str; never below 0, blank if unknown)."""
     if secs is None:
         return ""
-    secs = max(0, int(secs))
-    days, rem = divmod(secs, 86400)
-    hours, rem = divmod(rem, 3600)
-    minutes, seconds = divmod(rem, 60)
-    if days:
-        return f"{days}-{hours:02d}:{minutes:02d}:{seconds:02d}"
-    return f"{hours:02d}:{minutes:02d}:{seconds:02d}"
+    return secs2time_str(max(0, int(secs)))
 
 
 def cpu_text(secs: float | None) -> str:
-    """TotalCPU/UserCPU/SystemCPU: MM:SS.mmm under an hour, else [DD-]HH:MM:SS."""
+    """TotalCPU/UserCPU/SystemCPU as sacct's own _elapsed_time prints them (src/sacct/print.c):
+    MM:SS.mmm under an hour, else [DD-]HH:MM:SS."""
     if secs is None:
         return ""
     whole = int(secs)
@@ -184,7 +205,7 @@ def limit_text(minutes: int | None) -> str:
         return "Partition_Limit"
     if minutes < 0:
         return "UNLIMITED"
-    return time_text(minutes * 60)
+    return mins2time_str(minutes)
 
 
 _TIME_FORMAT: str | None = None
@@ -213,24 +234,10 @@ def date_text(ts: float | int | None) -> str:
     return text
 
 
-def convert_units(value: float, unit: int = 0, exact: bool = True) -> str:
-    """Slurm's convert_num_unit: a value in unit K/M/G/... (0 = none, 1 = K, 2 = M) scaled up while
-    it stays a multiple of 512 (exact mode), printed as an integer or with two decimals."""
-    units = ["", "K", "M", "G", "T", "P"]
-    v = float(value)
-    if exact:
-        while v >= 1024 and v % 512 == 0 and unit < len(units) - 1:
-            v /= 1024
-            unit += 1
-    if v == int(v):
-        return f"{int(v)}{units[unit]}"
-    return f"{v:.2f}{units[unit]}"
-
-
 def mem_mb_text(mb: int | float | None) -> str:
     if mb is None:
         return ""
-    return convert_units(mb, 2)
+    return convert_num_unit(mb, UNIT_MEGA)
 
 
 def tres_text(cpus: int | None, mem_mb: float | None, nodes: int | None, extra: dict[str, int] | None = None,
@@ -295,6 +302,7 @@ class Row:
     sys_cpu = None
     reason = None
     comment = ""
+    admin_comment = ""  # a job's own metrics (accounting/metrics.py: name=value,name=value)
     workdir = ""
     qos = ""
     priority = None
@@ -330,6 +338,11 @@ class Row:
 
     @property
     def raw_text(self) -> str:
+        """JobIDRaw: ``G_t`` for an array task. Slurm prints the task's own job id, and one of an
+        array's tasks (the last split off) has the array's: snakemake's slurm plugin finds an
+        array task's state by ``G_t``, else by ``G`` (sacct -X --format=JobIdRaw,State), so with
+        our ids (task 0 keeps G, docs/array-ids.md) the task's own id would leave it waiting
+        forever. ``sacct -j`` takes the task's own id all the same."""
         base = self.raw_id if self.raw_id is not None else (
             f"{self.job_id}_{self.task}" if self.task is not None else str(self.job_id))
         return f"{base}.{self.step}" if self.step else base
@@ -348,40 +361,40 @@ class Row:
         return max(0, int(end - self.start))
 
 
-def _blank(_r: Row) -> str:
+def _blank(_r: Row, _c: Any = None) -> str:
     return ""
 
 
-def _job_only(f: Callable[[Row], str]) -> Callable[[Row], str]:
-    return lambda r: "" if r.step else f(r)
+def _job_only(f: Callable[..., str]) -> Callable[..., str]:
+    return lambda r, c=None: "" if r.step else f(r)
 
 
 def _num(v: Any) -> str:
     return "" if v is None else str(v)
 
 
-def _start(r: Row) -> str:
+def _start(r: Row, _c: Any = None) -> str:
     if r.start:
         return date_text(r.start)
     return "None" if r.end else "Unknown"
 
 
-def _end(r: Row) -> str:
+def _end(r: Row, _c: Any = None) -> str:
     return date_text(r.end) if r.end else "Unknown"
 
 
-def _date(attr: str) -> Callable[[Row], str]:
-    def get(r: Row) -> str:
+def _date(attr: str) -> Callable[..., str]:
+    def get(r: Row, _c: Any = None) -> str:
         v = getattr(r, attr)
         return date_text(v) if v else "Unknown"
     return get
 
 
-def _cputime(r: Row) -> str:
+def _cputime(r: Row, _c: Any = None) -> str:
     return time_text(r.elapsed * (r.ncpus or 0))
 
 
-def _nodelist(r: Row) -> str:
+def _nodelist(r: Row, _c: Any = None) -> str:
     if not r.nodes:
         return "None assigned"
     from ..hostlist import compress
@@ -389,33 +402,33 @@ def _nodelist(r: Row) -> str:
     return compress(list(r.nodes))
 
 
-def _exit(r: Row) -> str:
+def _exit(r: Row, _c: Any = None) -> str:
     return f"{r.exit or 0}:{r.signal or 0}"
 
 
-def _mem_kb(attr: str) -> Callable[[Row], str]:
-    def get(r: Row) -> str:
+def _mem_kb(attr: str) -> Callable[..., str]:
+    def get(r: Row, _c: Any = None) -> str:
         v = getattr(r, attr)
         if not v or not r.step:  # never sampled: Slurm leaves it empty
             return ""
-        return convert_units(v, 1)
+        return convert_num_unit(v, UNIT_KILO)
     return get
 
 
-def _cpu(attr: str) -> Callable[[Row], str]:
-    def get(r: Row) -> str:
+def _cpu(attr: str) -> Callable[..., str]:
+    def get(r: Row, _c: Any = None) -> str:
         v = getattr(r, attr)
         return cpu_text(v if v is not None else 0.0)
     return get
 
 
-def _limit(r: Row) -> str:
+def _limit(r: Row, _c: Any = None) -> str:
     if r.step:
         return ""
     return limit_text(r.time_limit)
 
 
-def _limit_raw(r: Row) -> str:
+def _limit_raw(r: Row, _c: Any = None) -> str:
     if r.step:
         return ""
     if r.time_limit is None:
@@ -431,67 +444,64 @@ def _reserved(r: Row) -> int:
     return 0
 
 
-def _trunc_extra(key: str) -> Callable[[Row], str]:
-    return lambda r: str(r.extra.get(key, ""))
-
-
-GETTERS: dict[str, Callable[[Row], str]] = {name: _blank for name in FIELD_NAMES}
+GETTERS: dict[str, Callable[..., str]] = {name: _blank for name in FIELD_NAMES}
 GETTERS.update({
-    "Account": lambda r: r.account or "",
-    "AllocCPUS": lambda r: _num(r.ncpus),
-    "AllocNodes": lambda r: "" if r.step else _num(r.nnodes if r.start else 0),
-    "AllocTRES": lambda r: r.alloc_tres or "",
-    "Cluster": lambda r: r.cluster or "",
-    "Comment": _job_only(lambda r: r.comment or ""),
-    "Constraints": _job_only(lambda r: r.constraints or ""),
+    "Account": lambda r, c=None: r.account or "",
+    "AdminComment": _job_only(lambda r, c=None: r.admin_comment or ""),
+    "AllocCPUS": lambda r, c=None: _num(r.ncpus),
+    "AllocNodes": lambda r, c=None: "" if r.step else _num(r.nnodes if r.start else 0),
+    "AllocTRES": lambda r, c=None: r.alloc_tres or "",
+    "Cluster": lambda r, c=None: r.cluster or "",
+    "Comment": _job_only(lambda r, c=None: r.comment or ""),
+    "Constraints": _job_only(lambda r, c=None: r.constraints or ""),
     "CPUTime": _cputime,
-    "CPUTimeRAW": lambda r: str(r.elapsed * (r.ncpus or 0)),
-    "DerivedExitCode": _job_only(lambda r: "0:0"),
-    "Elapsed": lambda r: time_text(r.elapsed),
-    "ElapsedRaw": lambda r: str(r.elapsed),
+    "CPUTimeRAW": lambda r, c=None: str(r.elapsed * (r.ncpus or 0)),
+    "DerivedExitCode": _job_only(lambda r, c=None: "0:0"),
+    "Elapsed": lambda r, c=None: time_text(r.elapsed),
+    "ElapsedRaw": lambda r, c=None: str(r.elapsed),
     "Eligible": _date("eligible"),
     "End": _end,
     "ExitCode": _exit,
-    "Flags": _job_only(lambda r: r.flags or ""),
-    "GID": _job_only(lambda r: _num(r.gid)),
-    "Group": _job_only(lambda r: r.group or ""),
-    "JobID": lambda r: r.job_text,
-    "JobIDRaw": lambda r: r.raw_text,
-    "JobName": lambda r: "batch" if r.step == "batch" else (r.name or ""),
+    "Flags": _job_only(lambda r, c=None: r.flags or ""),
+    "GID": _job_only(lambda r, c=None: _num(r.gid)),
+    "Group": _job_only(lambda r, c=None: r.group or ""),
+    "JobID": lambda r, c=None: r.job_text,
+    "JobIDRaw": lambda r, c=None: r.raw_text,
+    "JobName": lambda r, c=None: "batch" if r.step == "batch" else (r.name or ""),
     "MaxRSS": _mem_kb("maxrss_kb"),
-    "MaxRSSNode": lambda r: (r.nodes[0] if r.nodes else "") if r.step and r.maxrss_kb is not None else "",
-    "MaxRSSTask": lambda r: "0" if r.step and r.maxrss_kb is not None else "",
+    "MaxRSSNode": lambda r, c=None: (r.nodes[0] if r.nodes else "") if r.step and r.maxrss_kb is not None else "",
+    "MaxRSSTask": lambda r, c=None: "0" if r.step and r.maxrss_kb is not None else "",
     "MaxVMSize": _mem_kb("maxvmem_kb"),
-    "MaxVMSizeNode": lambda r: (r.nodes[0] if r.nodes else "") if r.step and r.maxvmem_kb is not None else "",
-    "MaxVMSizeTask": lambda r: "0" if r.step and r.maxvmem_kb is not None else "",
-    "NCPUS": lambda r: _num(r.ncpus),
-    "NNodes": lambda r: _num(r.nnodes),
+    "MaxVMSizeNode": lambda r, c=None: (r.nodes[0] if r.nodes else "") if r.step and r.maxvmem_kb is not None else "",
+    "MaxVMSizeTask": lambda r, c=None: "0" if r.step and r.maxvmem_kb is not None else "",
+    "NCPUS": lambda r, c=None: _num(r.ncpus),
+    "NNodes": lambda r, c=None: _num(r.nnodes),
     "NodeList": _nodelist,
-    "NTasks": lambda r: _num(r.ntasks) if r.step else "",
-    "Partition": _job_only(lambda r: r.partition or ""),
-    "Priority": _job_only(lambda r: _num(r.priority)),
-    "QOS": _job_only(lambda r: r.qos or ""),
-    "Reason": _job_only(lambda r: r.reason or "None"),
-    "ReqCPUS": _job_only(lambda r: _num(r.ncpus)),
-    "ReqMem": _job_only(lambda r: mem_mb_text(r.req_mem_mb) if r.req_mem_mb else ""),
-    "ReqNodes": _job_only(lambda r: _num(r.nnodes)),
-    "ReqTRES": _job_only(lambda r: r.req_tres or ""),
-    "Reserved": _job_only(lambda r: time_text(_reserved(r))),
-    "ResvCPU": _job_only(lambda r: time_text(_reserved(r) * (r.ncpus or 0))),
-    "ResvCPURAW": _job_only(lambda r: str(_reserved(r) * (r.ncpus or 0))),
+    "NTasks": lambda r, c=None: _num(r.ntasks) if r.step else "",
+    "Partition": _job_only(lambda r, c=None: r.partition or ""),
+    "Priority": _job_only(lambda r, c=None: _num(r.priority)),
+    "QOS": _job_only(lambda r, c=None: r.qos or ""),
+    "Reason": _job_only(lambda r, c=None: r.reason or "None"),
+    "ReqCPUS": _job_only(lambda r, c=None: _num(r.ncpus)),
+    "ReqMem": _job_only(lambda r, c=None: mem_mb_text(r.req_mem_mb) if r.req_mem_mb else ""),
+    "ReqNodes": _job_only(lambda r, c=None: _num(r.nnodes)),
+    "ReqTRES": _job_only(lambda r, c=None: r.req_tres or ""),
+    "Reserved": _job_only(lambda r, c=None: time_text(_reserved(r))),
+    "ResvCPU": _job_only(lambda r, c=None: time_text(_reserved(r) * (r.ncpus or 0))),
+    "ResvCPURAW": _job_only(lambda r, c=None: str(_reserved(r) * (r.ncpus or 0))),
     "Start": _start,
-    "State": lambda r: r.state_text,
+    "State": lambda r, c=None: r.state_text,
     "Submit": _date("submit"),
-    "SubmitLine": _job_only(lambda r: r.submit_line or ""),
-    "Suspended": lambda r: "00:00:00",
+    "SubmitLine": _job_only(lambda r, c=None: r.submit_line or ""),
+    "Suspended": lambda r, c=None: "00:00:00",
     "SystemCPU": _cpu("sys_cpu"),
     "Timelimit": _limit,
     "TimelimitRaw": _limit_raw,
     "TotalCPU": _cpu("total_cpu"),
-    "UID": _job_only(lambda r: _num(r.uid)),
-    "User": _job_only(lambda r: r.user or ""),
+    "UID": _job_only(lambda r, c=None: _num(r.uid)),
+    "User": _job_only(lambda r, c=None: r.user or ""),
     "UserCPU": _cpu("user_cpu"),
-    "WorkDir": _job_only(lambda r: r.workdir or ""),
+    "WorkDir": _job_only(lambda r, c=None: r.workdir or ""),
 })
 
 
@@ -509,7 +519,8 @@ def header_lines(cols: list[Column], *, parsable: str | None = None, delimiter: 
             "".join("-" * abs(c.width) + " " for c in cols)]
 
 
-# The commonest fields written out in the compiled layout (each the same as its GETTERS function).
+# The commonest fields as expressions (fmt.getter, the same values as the functions they replace):
+# a compiled line inlines them.
 _INLINE = {
     "JobID": "r.job_text",
     "JobIDRaw": "r.raw_text",
@@ -524,41 +535,67 @@ _INLINE = {
     "Group": '"" if r.step else (r.group or "")',
     "Cluster": 'r.cluster or ""',
 }
+_REGISTRY: Any = None
 
 
-def line_function(cols: list[Column], *, parsable: str | None = None, delimiter: str = "|") -> Callable[[Row], str]:
-    """The layout of one row, compiled once: a function of the row that returns its line (no newline).
+def registry() -> Any:
+    """sacct's fields in ``--helpformat`` order, on the shared format engine (a fmt.Registry; made
+    at first use, with the _INLINE getters: --json and --version do not load the engine)."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        from .fmt import Registry, getter
 
-    Fixed width: a value longer than its column is cut to ``width - 1`` characters and ``+`` (not a
-    number: those are printed in full), then padded. -p/-P: the values joined by the delimiter.
-    Every value first goes through fmt.printable (names, paths and comments are users' text)."""
-    from .fmt import printable
+        GETTERS.update({name: getter(expr, globals()) for name, expr in _INLINE.items()})
+        _REGISTRY = Registry(_field(name) for name in FIELD_NAMES)
+    return _REGISTRY
 
-    ns: dict[str, Any] = {"D": delimiter, "E": printable}
-    body: list[str] = []
-    fmt: list[str] = []
-    for i, c in enumerate(cols):
-        if c.name in _INLINE and c.get is GETTERS.get(c.name):
-            body.append(f"    v{i} = {_INLINE[c.name]}\n")
-        else:
-            ns[f"g{i}"] = c.get
-            body.append(f"    v{i} = g{i}(r)\n")
-        body.append(f"    if not v{i}.isprintable():\n        v{i} = E(v{i})\n")
-        if parsable:
-            fmt.append(("{D}" if i else "") + f"{{v{i}}}")
-            continue
-        w = abs(c.width)
-        if c.name not in NUMERIC:
-            if w > 0:
-                body.append(f"    if len(v{i}) > {w}:\n        v{i} = v{i}[:{w - 1}] + '+'\n")
-            else:
-                body.append(f"    if v{i}:\n        v{i} = ''\n")
-        fmt.append(f"{{v{i}:{'<' if c.width < 0 else '>'}{w}}} " if w else f"{{v{i}}} ")
-    if parsable == "ending":
-        fmt.append("{D}")
-    code = "def line(r):\n" + "".join(body) + "    return f" + repr("".join(fmt)) + "\n"
-    exec(compile(code, "<sacct layout>", "exec"), ns)
-    return ns["line"]
+
+def __getattr__(name: str) -> Any:
+    if name == "REGISTRY":
+        return registry()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# layouts
+
+
+def layout(cols: list[Column], *, parsable: str | None = None, delimiter: str = "|") -> Format:
+    """The columns as a line: fixed width (as parsed), or -p/-P (values as they are, joined by the
+    delimiter, -p with one after the last)."""
+    from .fmt import Column, Format
+
+    if not parsable:
+        return Format(list(cols))
+    out = [Column(c.field, 0, False, delimiter) for c in cols]
+    if not out:
+        return Format(prefix=delimiter if parsable == "ending" else "")
+    if parsable != "ending":
+        out[-1].suffix = ""
+    return Format(out)
+
+
+def header_lines(cols: list[Column], *, parsable: str | None = None, delimiter: str = "|") -> list[str]:
+    """The header: the names (and, in the fixed-width layout, a line of dashes). A name is cut to
+    its column, without ``+``."""
+    if parsable:
+        line = delimiter.join(c.field.header for c in cols)
+        return [line + delimiter if parsable == "ending" else line]
+    from .fmt import cell
+
+    return ["".join(cell(c.field.header[:c.width], c.width, c.right) + " " for c in cols),
+            "".join("-" * c.width + " " for c in cols)]
+
+
+def line_function(cols: list[Column], *, parsable: str | None = None, delimiter: str = "|") -> Callable[..., str]:
+    """The layout of one row, compiled once (fmt.compile_row): a function of the row that returns
+    its line (no newline). Fixed width: a value longer than its column is cut to ``width - 1``
+    characters and ``+`` (not a number: those are printed in full), then padded. -p/-P: the
+    values joined by the delimiter. Every value first goes through fmt.printable (names, paths
+    and comments are users' text)."""
+    from .fmt import compile_row
+
+    return compile_row(layout(cols, parsable=parsable, delimiter=delimiter))
 
 
 def render(rows: Iterable[Row], cols: list[Column], *, header: bool = True, parsable: str | None = None,
@@ -612,7 +649,7 @@ def job_json(job: Row, steps: list[Row]) -> dict[str, Any]:
     st = job.state
     return {
         "account": job.account or "",
-        "comment": {"administrator": None, "job": job.comment or None, "system": None},
+        "comment": {"administrator": job.admin_comment or None, "job": job.comment or None, "system": None},
         "allocation_nodes": job.nnodes if job.start else 0,
         "array": {
             "job_id": job.job_id if job.task is not None or job.array_text is not None else 0,
@@ -694,7 +731,7 @@ def json_document(groups: list[tuple[Row, list[Row]]]) -> str:
     doc = {
         "meta": {
             "plugin": {"type": "openapi/dbv0.0.38", "name": "Slurm OpenAPI DB v0.0.38"},
-            "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}, "release": SLURM_VERSION},
+            "Slurm": {"version": version_json(), "release": SLURM_VERSION},
         },
         "errors": [],
         "jobs": [job_json(j, steps) for j, steps in groups],
@@ -703,46 +740,7 @@ def json_document(groups: list[tuple[Row, list[Row]]]) -> str:
 
 
 def yaml_document(groups: list[tuple[Row, list[Row]]]) -> str:
-    """--yaml: the same document as --json, in block YAML."""
-    doc = json.loads(json_document(groups))
-    lines = ["---"]
-    _yaml(doc, 0, lines)
-    return "\n".join(lines) + "\n"
+    """--yaml: the --json document in Slurm's YAML (render/yaml.py, the one writer squeue uses too)."""
+    from .yaml import document
 
-
-def _yaml_scalar(v: Any) -> str:
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
-    if isinstance(v, (int, float)):
-        return str(v)
-    s = str(v)
-    if s == "" or any(c in s for c in ":#{}[],&*!|>'\"%@`") or s.strip() != s:
-        return json.dumps(s)
-    return s
-
-
-def _yaml(v: Any, indent: int, lines: list[str]) -> None:
-    pad = "  " * indent
-    if isinstance(v, dict):
-        for k, x in v.items():
-            if isinstance(x, (dict, list)) and x:
-                lines.append(f"{pad}{k}:")
-                _yaml(x, indent + 1, lines)
-            elif isinstance(x, (dict, list)):
-                lines.append(f"{pad}{k}: {'{}' if isinstance(x, dict) else '[]'}")
-            else:
-                lines.append(f"{pad}{k}: {_yaml_scalar(x)}")
-    elif isinstance(v, list):
-        for x in v:
-            if isinstance(x, (dict, list)) and x:
-                sub: list[str] = []
-                _yaml(x, indent + 1, sub)
-                first = sub[0].lstrip()
-                lines.append(f"{pad}- {first}")
-                lines.extend(sub[1:])
-            else:
-                lines.append(f"{pad}- {_yaml_scalar(x)}")
+    return document(json.loads(json_document(groups))) + "\n"

@@ -14,9 +14,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .. import SLURM_VERSION
 from .fmt import Column, FieldSpec, Format, Registry, render
+from .text import print_secs, version_json
 
-SLURM_VERSION = "22.05.8"
 
 # base state -> (long, compact)
 STATE_NAMES = {
@@ -84,18 +85,6 @@ class Ctx:
 # values
 
 
-def secs_text(t: int) -> str:
-    """sinfo's _print_secs: D-HH:MM:SS, H:MM:SS, M:SS."""
-    days, rem = divmod(t, 86400)
-    hours, rem = divmod(rem, 3600)
-    minutes, seconds = divmod(rem, 60)
-    if days:
-        return f"{days}-{hours:02d}:{minutes:02d}:{seconds:02d}"
-    if hours:
-        return f"{hours}:{minutes:02d}:{seconds:02d}"
-    return f"{minutes}:{seconds:02d}"
-
-
 def _minmax(values: list[int], plus: bool = True) -> str:
     if not values:
         return "0"
@@ -116,13 +105,13 @@ def _partition(r: SinfoRow, _c: Ctx) -> str:
 
 
 def _time(r: SinfoRow, _c: Ctx) -> str:
-    return "infinite" if r.part.max_time < 0 else secs_text(r.part.max_time * 60)
+    return "infinite" if r.part.max_time < 0 else print_secs(r.part.max_time * 60, check=False)
 
 
 def _default_time(r: SinfoRow, _c: Ctx) -> str:
     if r.part.default_time is None:
         return "n/a"
-    return "infinite" if r.part.default_time < 0 else secs_text(r.part.default_time * 60)
+    return "infinite" if r.part.default_time < 0 else print_secs(r.part.default_time * 60, check=False)
 
 
 def _state(attr: str) -> Callable[[SinfoRow, Ctx], str]:
@@ -324,7 +313,7 @@ def json_document(nodes: dict[str, list[NodeView]], ctx: Ctx) -> str:
     doc: dict[str, Any] = {
         "meta": {
             "plugin": {"type": "openapi/v0.0.38", "name": "Slurm OpenAPI v0.0.38"},
-            "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}, "release": SLURM_VERSION},
+            "Slurm": {"version": version_json(), "release": SLURM_VERSION},
         },
         "errors": [],
         "nodes": out,

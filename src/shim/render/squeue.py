@@ -3,21 +3,20 @@ default formats, sort keys and the ``--json`` document (OpenAPI v0.0.38 shape)."
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable
 
-from .. import jobs
-from typing import TYPE_CHECKING
-
-from ..backends.qstat import STATE_CODES
-from ..model import JobRecord
+from .. import SLURM_VERSION, jobs
+from ..jobids import task_job_id
+from ..model import STATE_CODES, JobRecord, shown_state
 from .fmt import FieldSpec, Registry, getter
+from .text import UNIT_MEGA, convert_num_unit, print_secs, version_json
 
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
 if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
+
     from ..config import SiteConfig
 
 DEFAULT_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
@@ -25,48 +24,33 @@ LONG_FORMAT = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
 START_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
 STEPS_FORMAT = "%.15i %.8j %.9P %.8u %.9M %N"
 ALL_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-DEFAULT_SORT = "P,t,-p"
-SLURM_VERSION = "22.05.8"
 
 
-@dataclass
 class Ctx:
-    """What getters need besides the record: the time, the site config, unit conversion."""
+    """What getters need besides the record: the time, the site config, unit conversion. (A plain
+    class: ``dataclasses`` costs ~10 ms of squeue's start.)"""
 
-    cfg: SiteConfig
-    now: float = field(default_factory=time.time)
-    convert: bool = True
-    time_format: str = ""
+    __slots__ = ("cfg", "now", "convert", "time_format")
 
-    def __post_init__(self) -> None:
-        if not self.time_format:
-            self.time_format = os.environ.get("SLURM_TIME_FORMAT", "standard")
+    def __init__(self, cfg: SiteConfig, now: float | None = None, convert: bool = True, time_format: str = ""):
+        self.cfg = cfg
+        self.now = time.time() if now is None else now
+        self.convert = convert
+        self.time_format = time_format or os.environ.get("SLURM_TIME_FORMAT", "standard")
+
+    def __repr__(self) -> str:
+        return f"Ctx(cfg={self.cfg!r}, now={self.now!r}, convert={self.convert!r}, time_format={self.time_format!r})"
 
 
 # ---------------------------------------------------------------------------------------------
 # value formatting, as Slurm prints it
 
 
-def secs_text(t: int) -> str:
-    """squeue's ``_print_secs``: M:SS, H:MM:SS, D-HH:MM:SS; INVALID if negative or over a year."""
-    if t == 0:
-        return "0:00"
-    if t < 0 or t > 365 * 24 * 3600:
-        return "INVALID"
-    days, rem = divmod(t, 86400)
-    hours, rem = divmod(rem, 3600)
-    minutes, seconds = divmod(rem, 60)
-    if days:
-        return f"{days}-{hours:02d}:{minutes:02d}:{seconds:02d}"
-    if hours:
-        return f"{hours}:{minutes:02d}:{seconds:02d}"
-    return f"{minutes}:{seconds:02d}"
-
-
 def limit_text(minutes: int | None) -> str:
+    """%l: UNLIMITED, else _print_secs of the minutes."""
     if minutes is None or minutes < 0:
         return "UNLIMITED"
-    return secs_text(minutes * 60)
+    return print_secs(minutes * 60)
 
 
 def time_text(dt: datetime | None, ctx: Ctx, none: str = "N/A") -> str:
@@ -98,21 +82,9 @@ def time_text(dt: datetime | None, ctx: Ctx, none: str = "N/A") -> str:
 
 
 def mem_text(mb: int | None, convert: bool = True) -> str:
-    """Slurm's convert_num_unit (exact): 100 -> 100M, 2048 -> 2G, 1536 -> 1536M."""
-    if mb is None or mb == 0:
-        return "0"
-    units = "MGTPE"
-    i = 0
-    v = int(mb)
-    if convert:
-        while v >= 1024 and v % 1024 == 0 and i < len(units) - 1:
-            v //= 1024
-            i += 1
-    return f"{v}{units[i]}"
-
-
-def state_code(rec: JobRecord) -> str:
-    return STATE_CODES.get(rec.state, rec.state[:2])
+    """A size in MB as squeue's %m and the TRES strings print it: convert_num_unit from UNIT_MEGA,
+    exact unless --noconvert (100 -> 100M, 2048 -> 2G, 1536 -> 1.50G)."""
+    return convert_num_unit(mb or 0, UNIT_MEGA, exact=convert)
 
 
 _NODES_TEXT: dict[tuple[str, ...], str] = {}
@@ -138,7 +110,6 @@ def reason_list(rec: JobRecord, ctx: Ctx) -> str:
 
 
 def dependency_text(rec: JobRecord, ctx: Ctx) -> str:
-    jobs.detail(rec, ctx.cfg)
     preds = set(rec.extra.get("predecessors") or ())
     if rec.dependency:
         parts = []
@@ -163,30 +134,26 @@ def run_secs(rec: JobRecord, ctx: Ctx) -> int:
 
 
 def time_left(rec: JobRecord, ctx: Ctx) -> str:
-    jobs.detail(rec, ctx.cfg)
     if rec.time_limit is None or rec.time_limit < 0:
         return "UNLIMITED"
-    return secs_text(rec.time_limit * 60 - run_secs(rec, ctx))
+    return print_secs(rec.time_limit * 60 - run_secs(rec, ctx))
 
 
 def time_limit(rec: JobRecord, ctx: Ctx) -> str:
-    jobs.detail(rec, ctx.cfg)
     return limit_text(rec.time_limit)
 
 
 def end_time(rec: JobRecord, ctx: Ctx) -> str:
-    if rec.end_time is None and rec.start_time is not None and rec.state in ("RUNNING", "SUSPENDED"):
-        jobs.detail(rec, ctx.cfg)
+    end = rec.end_time
+    if end is None and rec.start_time is not None and rec.state in ("RUNNING", "SUSPENDED"):
         if rec.time_limit is not None and rec.time_limit >= 0:
-            rec.end_time = datetime.fromtimestamp(rec.start_time.timestamp() + rec.time_limit * 60)
-    if rec.end_time is not None:
-        return time_text(rec.end_time, ctx)
+            end = datetime.fromtimestamp(rec.start_time.timestamp() + rec.time_limit * 60)
+    if end is not None:
+        return time_text(end, ctx)
     return "NONE" if rec.start_time is not None else "N/A"
 
 
 def submit_time(rec: JobRecord, ctx: Ctx) -> str:
-    if rec.submit_time is None:
-        jobs.detail(rec, ctx.cfg)
     return time_text(rec.submit_time or rec.start_time, ctx)
 
 
@@ -194,7 +161,6 @@ def _d(attr: str, default: str = "(null)") -> Callable[[JobRecord, Ctx], str]:
     """A getter for a field only the submit record knows."""
 
     def get(rec: JobRecord, ctx: Ctx) -> str:
-        jobs.detail(rec, ctx.cfg)
         v = getattr(rec, attr)
         return str(v) if v not in (None, "") else default
 
@@ -202,18 +168,14 @@ def _d(attr: str, default: str = "(null)") -> Callable[[JobRecord, Ctx], str]:
 
 
 def _cpus(rec: JobRecord, ctx: Ctx) -> str:
-    if rec.state == "PENDING":
-        jobs.detail(rec, ctx.cfg)
     return str(rec.num_cpus)
 
 
 def _min_mem(rec: JobRecord, ctx: Ctx) -> str:
-    jobs.detail(rec, ctx.cfg)
     return mem_text(rec.min_memory_mb, ctx.convert)
 
 
 def tres_text(rec: JobRecord, ctx: Ctx, *, billing: bool = True) -> str:
-    jobs.detail(rec, ctx.cfg)
     parts = [f"cpu={rec.num_cpus}"]
     if rec.min_memory_mb:
         total = rec.min_memory_mb * (rec.num_cpus if rec.mem_per_cpu else max(1, rec.num_nodes))
@@ -241,7 +203,6 @@ def array_task_text(rec: JobRecord) -> str:
 
 def _std(kind: str) -> Callable[[JobRecord, Ctx], str]:
     def get(rec: JobRecord, ctx: Ctx) -> str:
-        jobs.detail(rec, ctx.cfg)
         v = {"out": rec.std_out, "err": rec.std_err, "in": rec.std_in}[kind]
         return v or ("/dev/null" if kind == "in" else "")
 
@@ -265,7 +226,8 @@ def _ts(attr: str) -> Callable[[JobRecord, Any], float]:
 
 
 # Getters of the busiest fields as expressions (fmt.getter): a compiled line inlines them.
-_XNS = {"STATE_CODES": STATE_CODES, "secs_text": secs_text, "run_secs": run_secs, "reason_list": reason_list}
+_XNS = {"STATE_CODES": STATE_CODES, "print_secs": print_secs, "run_secs": run_secs, "reason_list": reason_list,
+        "task_job_id": task_job_id}
 
 
 def _x(expr: str) -> Callable[[JobRecord, Ctx], str]:
@@ -280,13 +242,13 @@ SQUEUE_FIELDS: tuple[FieldSpec, ...] = (
     F("d", "MinTmpDisk", "MIN_TMP_DISK", _c("0")),
     F("e", "EndTime", "END_TIME", end_time, key=_ts("end_time")),
     F("f", "Feature", "FEATURES", _d("features"), aliases=("features",)),
-    F("g", "GroupName", "GROUP", lambda r, c: jobs.group_name(r.gid) or "(null)"),
+    F("g", "GroupName", "GROUP", lambda r, c: r.group or "(null)"),
     F("h", "OverSubscribe", "OVER_SUBSCRIBE", _c("OK"), aliases=("shared",)),
     F("i", "JobArrayID", "JOBID", _x("r.display_id"), key=_id_key),
     F("j", "Name", "NAME", _x("r.name")),
     F("k", "Comment", "COMMENT", _d("comment")),
     F("l", "TimeLimit", "TIME_LIMIT", time_limit, key=lambda r, c: _limit_key(r, c), cut=False),
-    F("m", "MinMemory", "MIN_MEMORY", _min_mem, key=lambda r, c: jobs.detail(r, c.cfg).min_memory_mb or 0),
+    F("m", "MinMemory", "MIN_MEMORY", _min_mem, key=lambda r, c: r.min_memory_mb or 0),
     F("n", "ReqNodes", "REQ_NODES", _d("req_nodes", "")),
     F("o", "Command", "COMMAND", _d("command")),
     F("p", "Priority", "PRIORITY", lambda r, c: f"{r.extra.get('prio', r.priority / jobs.PRIO_SCALE):.14f}",
@@ -294,14 +256,15 @@ SQUEUE_FIELDS: tuple[FieldSpec, ...] = (
     F("q", "QOS", "QOS", _d("qos", "normal")),
     F("r", "Reason", "REASON", _x("r.reason")),
     F("s", "SelectJobInfo", "", _c("")),
-    F("t", "StateCompact", "ST", _x("STATE_CODES.get(r.state, r.state[:2])")),
+    F("t", "StateCompact", "ST", _x("('ST' if r.state == 'RUNNING' and r.extra.get('stopped') "
+                                        "else STATE_CODES.get(r.state, r.state[:2]))")),
     F("u", "UserName", "USER", _x("r.user"), aliases=("user",)),
-    F("v", "Reservation", "RESERVATION", _c("(null)")),
+    F("v", "Reservation", "RESERVATION", lambda r, c: r.extra.get("reservation") or "(null)"),  # cli.common.fill_reservations
     F("w", "WCKey", "WCKEY", _c("(null)")),
     F("x", "ExcNodes", "EXC_NODES", _d("exc_nodes", "")),
     F("y", "Nice", "NICE", _d("nice", "0"), key=lambda r, c: r.nice),
     F("z", "SCT", "S:C:T", _c("*:*:*")),
-    F("A", "JobID", "JOBID", _x("str(r.job_id)"), key=_id_key),
+    F("A", "JobID", "JOBID", _x("str(task_job_id(r.job_id, r.array_task))"), key=_id_key),  # a task's own id
     F("B", "BatchHost", "EXEC_HOST", lambda r, c: r.batch_host or "n/a"),
     F("C", "NumCPUs", "CPUS", _cpus, key=lambda r, c: r.num_cpus),
     F("D", "NumNodes", "NODES", _x("str(r.num_nodes)"), key=lambda r, c: r.num_nodes),
@@ -313,14 +276,14 @@ SQUEUE_FIELDS: tuple[FieldSpec, ...] = (
     F("J", "Threads", "THREADS_PER_CORE", _c("*")),
     F("K", "ArrayTaskID", "ARRAY_TASK_ID", lambda r, c: array_task_text(r)),
     F("L", "TimeLeft", "TIME_LEFT", time_left, cut=False),
-    F("M", "TimeUsed", "TIME", _x("secs_text(run_secs(r, c))"), key=lambda r, c: run_secs(r, c), cut=False),
+    F("M", "TimeUsed", "TIME", _x("print_secs(run_secs(r, c))"), key=lambda r, c: run_secs(r, c), cut=False),
     F("N", "NodeList", "NODELIST", lambda r, c: nodes_text(r), aliases=("nodes",), cut=False),
     F("O", "Contiguous", "CONTIGUOUS", _c("0")),
     F("P", "Partition", "PARTITION", _x("r.partition")),
     F("Q", "PriorityLong", "PRIORITY", lambda r, c: str(r.priority), key=lambda r, c: r.priority),
     F("R", "ReasonList", "NODELIST(REASON)", _x("reason_list(r, c)")),
     F("S", "StartTime", "START_TIME", lambda r, c: time_text(r.start_time, c), key=_ts("start_time")),
-    F("T", "State", "STATE", _x("r.state")),
+    F("T", "State", "STATE", _x("('STOPPED' if r.state == 'RUNNING' and r.extra.get('stopped') else r.state)")),
     F("U", "UserID", "UID", lambda r, c: "" if r.uid is None else str(r.uid), key=lambda r, c: r.uid or 0),
     F("V", "SubmitTime", "SUBMIT_TIME", submit_time, key=_ts("submit_time")),
     F("W", "Licenses", "LICENSES", _d("licenses")),
@@ -371,7 +334,7 @@ SQUEUE_FIELDS: tuple[FieldSpec, ...] = (
     F(None, "Profile", "PROFILE", _c("NotSet")),
     F(None, "Reboot", "REBOOT", _c("0")),
     F(None, "ReqSwitch", "REQ_SWITCH", _c("0")),
-    F(None, "Requeue", "REQUEUE", lambda r, c: "1" if jobs.detail(r, c.cfg).requeue else "0"),
+    F(None, "Requeue", "REQUEUE", lambda r, c: "1" if r.requeue else "0"),
     F(None, "ResizeTime", "RESIZE_TIME", _c("N/A")),
     F(None, "RestartCnt", "RESTART_COUNT", _c("0")),
     F(None, "ResvPort", "RESV_PORT", _c("")),
@@ -401,8 +364,60 @@ SQUEUE_FIELDS: tuple[FieldSpec, ...] = (
 REGISTRY = Registry(SQUEUE_FIELDS)
 
 
+# Which fields show what only the submit record knows (jobs.detail), and for which records: the
+# command fills that detail (and the group's name, shows_group) before it sorts and renders, so
+# that no getter reads a file or asks the name service.
+def _always(rec: JobRecord) -> bool:
+    return True
+
+
+def _pending(rec: JobRecord) -> bool:
+    return rec.state == "PENDING"
+
+
+def _no_submit_time(rec: JobRecord) -> bool:
+    return rec.submit_time is None
+
+
+def _open_end(rec: JobRecord) -> bool:
+    return rec.end_time is None and rec.start_time is not None and rec.state in ("RUNNING", "SUSPENDED")
+
+
+_DETAIL_WHEN: dict[str, Callable[[JobRecord], bool]] = {
+    **dict.fromkeys(("Account", "tres-per-node", "MinCpus", "Feature", "Comment", "TimeLimit", "MinMemory",
+                     "ReqNodes", "Command", "QOS", "ExcNodes", "Nice", "Dependency", "TimeLeft", "Licenses",
+                     "WorkDir", "cpus-per-task", "NumTasks", "Requeue", "STDERR", "STDIN", "STDOUT",
+                     "tres-alloc"), _always),
+    "NumCPUs": _pending, "SubmitTime": _no_submit_time, "EndTime": _open_end,
+}
+DETAIL: dict[FieldSpec, Callable[[JobRecord], bool]] = {
+    f: _DETAIL_WHEN[f.name] for f in SQUEUE_FIELDS if f.name in _DETAIL_WHEN}
+
+
+def shows_group(fields: Iterable[FieldSpec]) -> bool:
+    """Whether the fields show the group's name (the command looks it up: rec.group)."""
+    return any(f.name == "GroupName" for f in fields)
+
+
+def shows_reservation(fields: Iterable[FieldSpec]) -> bool:
+    """Does the listing show or sort by the job's reservation (``%v``, ``-O reservation``)? Only
+    then is it read (cli.common.fill_reservations: one qrstat call, and qstat -j when Grid Engine
+    has advance reservations)."""
+    return any(f.name == "Reservation" for f in fields)
+
+
+def detail_wanted(fields: Iterable[FieldSpec]) -> Callable[[JobRecord], bool] | None:
+    """For the fields a listing shows or sorts by: which records need their detail filled
+    (jobs.detail) first; None when none does."""
+    whens = {DETAIL[f] for f in fields if f in DETAIL}
+    if not whens:
+        return None
+    if _always in whens:
+        return _always
+    return lambda rec: any(when(rec) for when in whens)
+
+
 def _limit_key(rec: JobRecord, ctx: Ctx) -> int:
-    jobs.detail(rec, ctx.cfg)
     return rec.time_limit if rec.time_limit is not None and rec.time_limit >= 0 else 1 << 40
 
 
@@ -422,7 +437,6 @@ def _epoch(dt: datetime | None) -> int:
 
 
 def job_json(rec: JobRecord, ctx: Ctx) -> dict[str, Any]:
-    jobs.detail(rec, ctx.cfg)
     running = rec.state not in ("PENDING",) and bool(rec.nodes)
     mem = rec.min_memory_mb
     return {
@@ -469,11 +483,11 @@ def job_json(rec: JobRecord, ctx: Ctx) -> dict[str, Any]:
         "federation_siblings_viable": "",
         "gres_detail": [],
         "group_id": rec.gid if rec.gid is not None else 0,
-        "group_name": jobs.group_name(rec.gid),
-        "job_id": rec.job_id,
+        "group_name": rec.group,
+        "job_id": task_job_id(rec.job_id, rec.array_task),
         "job_resources": ({"nodes": nodes_text(rec), "allocated_cores": rec.num_cpus,
                            "allocated_hosts": len(rec.nodes), "allocated_nodes": []} if running else {}),
-        "job_state": rec.state,
+        "job_state": shown_state(rec),
         "last_sched_evaluation": _epoch(rec.start_time or rec.submit_time),
         "licenses": rec.licenses,
         "max_cpus": 0,
@@ -509,7 +523,7 @@ def job_json(rec: JobRecord, ctx: Ctx) -> dict[str, Any]:
         "requeue": rec.requeue,
         "resize_time": 0,
         "restart_cnt": 0,
-        "resv_name": "",
+        "resv_name": rec.extra.get("reservation") or "",
         "shared": None,
         "show_flags": ["SHOW_ALL", "SHOW_DETAIL", "SHOW_LOCAL"],
         "sockets_per_board": 0,
@@ -546,11 +560,13 @@ def json_document(records: list[JobRecord], ctx: Ctx) -> str:
     doc = {
         "meta": {
             "plugin": {"type": "openapi/v0.0.38", "name": "Slurm OpenAPI v0.0.38"},
-            "Slurm": {"version": {"major": 22, "micro": 8, "minor": 5}, "release": SLURM_VERSION},
+            "Slurm": {"version": version_json(), "release": SLURM_VERSION},
         },
         "errors": [],
         "jobs": [job_json(r, ctx) for r in records],
     }
+    import json
+
     return json.dumps(doc, indent=2).replace("/", "\\/")
 
 
@@ -558,9 +574,11 @@ def json_document(records: list[JobRecord], ctx: Ctx) -> str:
 # -s/--steps: Grid Engine has no steps; a running batch job shows its batch step, as in Slurm
 
 
-@dataclass
 class StepRow:
-    job: JobRecord
+    __slots__ = ("job",)
+
+    def __init__(self, job: JobRecord):
+        self.job = job
 
     @property
     def step_id(self) -> str:
@@ -577,7 +595,7 @@ STEP_FIELDS: tuple[FieldSpec, ...] = (
     F("P", "Partition", "PARTITION", lambda s, c: s.job.partition),
     F("u", "UserName", "USER", lambda s, c: s.job.user),
     F("U", "UserID", "UID", lambda s, c: "" if s.job.uid is None else str(s.job.uid)),
-    F("M", "TimeUsed", "TIME", lambda s, c: secs_text(run_secs(s.job, c))),
+    F("M", "TimeUsed", "TIME", lambda s, c: print_secs(run_secs(s.job, c))),
     F("N", "NodeList", "NODELIST", lambda s, c: nodes_text(s.job)),
     F("A", "NumTasks", "TASKS", lambda s, c: "1"),
     F("l", "TimeLimit", "TIME_LIMIT", lambda s, c: time_limit(s.job, c)),
@@ -585,3 +603,4 @@ STEP_FIELDS: tuple[FieldSpec, ...] = (
     F("T", "StepState", "STATE", lambda s, c: s.job.state),
 )
 STEP_REGISTRY = Registry(STEP_FIELDS)
+DETAIL.update({f: _always for f in STEP_FIELDS if f.name == "TimeLimit"})

@@ -1,0 +1,318 @@
+"""``sacctmgr``: Grid Engine's projects, share tree, users and quotas in Slurm's association terms.
+Read-only: ``show``/``list`` of ``associations``, ``accounts``, ``users`` and ``qos``; every change
+is refused with the ``qconf`` command that makes it.
+
+- Accounts: the share tree's inner nodes (under Slurm's ``root``) and the Grid Engine projects
+  (``qconf -sprjl``; ``sbatch -A`` charges a project where the site maps accounts to projects).
+- Associations: ``root``; each account; each user leaf of the share tree under its node; each
+  Grid Engine user under each project its access lists (``acl``/``xacl``) let it use.
+  Share: the node's shares (1 where the tree does not name the account). GrpTRES/MaxTRESPU: the
+  enabled resource quota rules that name the project (``projects P`` / with ``users {*}``).
+- Users: ``qconf -suserl``; Def Acct: the share-tree node above the user, else the user's
+  ``default_project``; Admin: Administrator for Grid Engine managers, Operator for operators.
+- QOS: ``normal``, and one per resource quota set (its rules without a project filter: GrpTRES
+  for everyone's limits, MaxTRESPU for ``users {*}``).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import siteconf
+from ..errors import ShimError
+from ..options.getopt import Table
+from ..options.spec import Arity, OptionSpec
+from . import common
+from ..render import report
+from ..render import sacctmgr as view
+
+PROG = "sacctmgr"
+N = Arity.NONE
+
+
+_o = common.own_options(PROG, N)
+
+
+# sacctmgr.c's long_options, in its order
+OPTIONS: tuple[OptionSpec, ...] = (
+    _o("help", "h", help="show this help"),
+    _o("usage", None, dest="help", help="the same"),
+    _o("immediate", "i", help="accepted (nothing is ever changed)"),
+    _o("noheader", "n", help="no header"),
+    _o("oneliner", "o", help="accepted"),
+    _o("parsable", "p", help="'|' after every field"),
+    _o("parsable2", "P", help="'|' between fields"),
+    _o("quiet", "Q", help="no messages"),
+    _o("readonly", "r", help="accepted (always read-only)"),
+    _o("associations", "s", help="accepted"),
+    _o("verbose", "v", count=True, help="verbosity"),
+    _o("version", "V", help="print the version"),
+)
+TABLE = Table(PROG, OPTIONS, error_code=1)
+
+WRITE_VERBS = ("add", "create", "modify", "update", "delete", "remove", "archive", "load", "dump", "reconfigure",
+               "shutdown")
+HOW = {
+    "account": "projects: qconf -aprj / -mprj / -dprj NAME; share-tree nodes: qconf -mstree",
+    "association": "share tree: qconf -mstree; who may use a project: its acl/xacl (qconf -mprj NAME); "
+                   "limits: resource quota sets (qconf -arqs / -mrqs NAME)",
+    "user": "Grid Engine users: qconf -auser / -muser / -duser NAME; managers and operators: qconf -am / -ao",
+    "qos": "resource quota sets: qconf -arqs / -mrqs / -drqs NAME",
+}
+ENTITIES = (("accounts", 2, "account"), ("acct", 4, "account"), ("associations", 2, "association"),
+            ("qos", 1, "qos"), ("users", 1, "user"))
+
+
+def help_text() -> str:
+    return report.help_text(PROG, OPTIONS, "Grid Engine's projects, share tree, users and quotas as Slurm's "
+                            "accounts, associations, users and QOS (read-only).",
+                            usage="[OPTIONS] show|list association|account|user|qos [CONDITIONS] [format=...]")
+
+
+def entity_of(word: str) -> str | None:
+    low = word.lower()
+    for name, k, ent in ENTITIES:
+        if name.startswith(low) and len(low) >= k:
+            return ent
+    return None
+
+
+# --- what Grid Engine says -----------------------------------------------------------------------
+
+@dataclass
+class Assoc:
+    account: str
+    user: str = ""
+    parent: str = ""
+    share: int | None = 1
+    grp_tres: str = ""
+    max_tres_pu: str = ""
+
+
+@dataclass
+class World:
+    cluster: str
+    assocs: list[Assoc] = field(default_factory=list)
+    accounts: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (description, organization)
+    users: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (default account, admin level)
+    qos: list[tuple[str, str, str]] = field(default_factory=list)  # (name, GrpTRES, MaxTRESPU)
+
+
+def _tres(limits, cfg: Any) -> str:
+    from ..backends.gridengine import policy
+
+    out = []
+    for name, value in limits:
+        k = policy.kind(name, cfg)
+        key = {"cpu": "cpu", "mem": "mem", "gres": f"gres/{name}", "license": f"license/{name}"}.get(k, name)
+        out.append(f"{key}={value}")
+    return ",".join(out)
+
+
+def gather(cfg: Any, backend: Any, need_users: bool = True) -> World:
+    from ..backends.gridengine import ops, policy
+
+    def text(call) -> str:
+        res = backend.call(call)
+        return res.stdout if res.returncode == 0 else ""
+
+    w = World(cfg.cluster.name)
+    nodes = policy.share_nodes(text(ops.share_tree()))
+    sets = {k: v for k, v in policy.parse_quota_sets(text(ops.quota_sets())).items() if v.enabled}
+    projects = policy.names(text(ops.project_list()).replace("\n", ","))
+    ge_users = policy.names(text(ops.user_list()).replace("\n", ",")) if need_users else []
+    w.assocs.append(Assoc("root", share=None))
+    w.accounts["root"] = ("default root account", "root")
+    tree_parent: dict[str, str] = {}
+    for path, n in nodes.items():
+        if path == "/":
+            continue
+        parent = "root" if n.parent == "/" else nodes[n.parent].name
+        if n.children or (n.project and not n.user) or n.name in projects:
+            w.assocs.append(Assoc(n.name, parent=parent, share=n.shares))
+            w.accounts[n.name] = (n.name, parent)
+        else:
+            w.assocs.append(Assoc(parent, user=n.name, share=n.shares))
+            tree_parent.setdefault(n.name, parent)
+    memberships: dict[str, list[str]] = {}
+
+    def members(listname: str) -> list[str]:
+        if listname not in memberships:
+            memberships[listname] = backend.userset_entries(listname) or []  # (none when Grid Engine would not say)
+        return memberships[listname]
+
+    for p in projects:
+        conf = policy.parse_keyvalues(text(ops.project(p)))
+        acl, xacl = policy.names(conf.get("acl")), policy.names(conf.get("xacl"))
+        grp, per_user = [], []
+        for qs in sets.values():
+            for r in qs.rules:
+                f = r.filters.get("projects")
+                if f is None or not (p in f.values or "*" in f.values):
+                    continue
+                users = r.filters.get("users")
+                (per_user if users is not None and users.each else grp).append(_tres(r.limits, cfg))
+        if p not in w.accounts:
+            w.assocs.append(Assoc(p, parent="root", grp_tres=",".join(grp), max_tres_pu=",".join(per_user)))
+            w.accounts[p] = (p, "root")
+        allowed = set(ge_users)
+        if acl:
+            allowed = {u for u in allowed if any(u in members(a) for a in acl)}
+        allowed = {u for u in allowed if not any(u in members(a) for a in xacl)}
+        for u in sorted(allowed):
+            if not any(a.account == p and a.user == u for a in w.assocs):
+                w.assocs.append(Assoc(p, user=u, share=1, max_tres_pu=",".join(per_user)))
+    if need_users:
+        managers = set(text(ops.managers()).split())
+        operators = set(text(ops.operators()).split())
+        for u in ge_users:
+            default = tree_parent.get(u, "")
+            admin = "Administrator" if u in managers else "Operator" if u in operators else "None"
+            w.users[u] = (default, admin)
+        for u in managers:
+            w.users.setdefault(u, (tree_parent.get(u, ""), "Administrator"))
+    w.qos.append(("normal", "", ""))
+    for name, qs in sets.items():
+        grp = [_tres(r.limits, cfg) for r in qs.rules if "projects" not in r.filters and not (
+            r.filters.get("users") and r.filters["users"].each)]
+        per_user = [_tres(r.limits, cfg) for r in qs.rules if "projects" not in r.filters and
+                    r.filters.get("users") is not None and r.filters["users"].each]
+        w.qos.append((name, ",".join(x for x in grp if x), ",".join(x for x in per_user if x)))
+    return w
+
+
+# --- conditions and rows -------------------------------------------------------------------------
+
+CONDITIONS = {"user": ("users", 1), "account": ("accounts", 2), "acct": ("accounts", 4), "cluster": ("clusters", 2),
+              "name": ("names", 1), "parent": ("parents", 3), "partition": ("partitions", 4), "qos": ("qos", 1),
+              "where": ("where", 5), "withassoc": ("withassoc", 5), "withcoord": ("withcoord", 5),
+              "tree": ("tree", 4), "withdeleted": ("withdeleted", 5), "onlydefaults": ("onlydefaults", 2)}
+
+
+def parse_conditions(words: list[str]) -> tuple[dict[str, set[str]], str | None, set[str]]:
+    """``key=value`` conditions (any unique prefix, plural or not), ``format=``, and flag words."""
+    conds: dict[str, set[str]] = {}
+    fmt_parts: list[str] = []
+    flags: set[str] = set()
+    for w in words:
+        key, eq, value = w.partition("=")
+        low = key.lower()
+        if eq and len(low) >= 1 and "format".startswith(low):
+            fmt_parts.append(value)
+            continue
+        match = None
+        for name, (dest, k) in CONDITIONS.items():
+            if (name.startswith(low) or (name + "s").startswith(low)) and len(low) >= k:
+                match = dest
+                break
+        if match is None:
+            raise ShimError(f" Unknown condition: {w}", code=1)
+        if not eq:
+            flags.add(match)
+            continue
+        conds.setdefault(match, set()).update(x for x in value.split(",") if x)
+    return conds, (",".join(fmt_parts) if fmt_parts else None), flags
+
+
+def assoc_rows(w: World, conds: dict[str, set[str]], cols: list) -> list[list[Any]]:
+    out = []
+    for a in w.assocs:
+        if "users" in conds and a.user not in conds["users"]:
+            continue
+        if "accounts" in conds and a.account.lower() not in {x.lower() for x in conds["accounts"]}:
+            continue
+        if "clusters" in conds and w.cluster not in conds["clusters"]:
+            continue
+        if "parents" in conds and a.parent not in conds["parents"]:
+            continue
+        values = {"Cluster": w.cluster, "Account": a.account, "User": a.user, "Partition": "",
+                  "Share": a.share, "Priority": None, "GrpJobs": None, "GrpTRES": a.grp_tres, "GrpSubmit": None,
+                  "GrpWall": "", "GrpTRESMins": "", "MaxJobs": None, "MaxTRES": "", "MaxTRESPerNode": "",
+                  "MaxSubmit": None, "MaxWall": "", "MaxTRESMins": "", "QOS": "normal", "Def QOS": "",
+                  "GrpTRESRunMins": "", "ParentName": a.parent if not a.user else "", "MaxTRESPU": a.max_tres_pu,
+                  "ID": None, "LFT": None, "RGT": None, "ParentID": None}
+        out.append([values.get(c.name, "") for c in cols])
+    return out
+
+
+def account_rows(w: World, conds: dict[str, set[str]], cols: list) -> list[list[Any]]:
+    out = []
+    for name, (descr, org) in w.accounts.items():
+        if "accounts" in conds and name.lower() not in {x.lower() for x in conds["accounts"]}:
+            continue
+        if "names" in conds and name not in conds["names"]:
+            continue
+        values = {"Account": name, "Descr": descr, "Org": org, "Coord Accounts": ""}
+        out.append([values.get(c.name, "") for c in cols])
+    return out
+
+
+def user_rows(w: World, conds: dict[str, set[str]], cols: list) -> list[list[Any]]:
+    out = []
+    wanted = conds.get("users", set()) | conds.get("names", set())
+    for name in sorted(w.users):
+        if wanted and name not in wanted:
+            continue
+        default, admin = w.users[name]
+        if "accounts" in conds and default not in conds["accounts"]:
+            continue
+        values = {"User": name, "Def Acct": default, "Admin": admin, "Def WCKey": "", "Coord Accounts": ""}
+        out.append([values.get(c.name, "") for c in cols])
+    return out
+
+
+def qos_rows(w: World, conds: dict[str, set[str]], cols: list) -> list[list[Any]]:
+    out = []
+    for name, grp, per_user in w.qos:
+        if "names" in conds and name not in conds["names"]:
+            continue
+        values = {"Name": name, "Priority": 0, "GraceTime": "00:00:00", "Preempt": "", "PreemptExemptTime": "",
+                  "PreemptMode": "cluster", "Flags": "", "UsageThres": "", "UsageFactor": "1.000000",
+                  "GrpTRES": grp, "MaxTRESPU": per_user, "GrpJobs": None, "GrpSubmit": None, "MaxJobsPU": None,
+                  "MaxSubmitPU": None, "MaxJobsPA": None, "MaxSubmitPA": None}
+        out.append([values.get(c.name, "") for c in cols])
+    return out
+
+
+def main(argv: list[str]) -> int:
+    o, words = common.command_line(TABLE, argv)
+    if o.help:
+        sys.stdout.write(help_text())
+        return 0
+    if o.version:
+        return common.print_version()
+    if not words:
+        raise ShimError(f"{PROG}: error: slurm-shim's sacctmgr has no interactive mode: give a command, "
+                        "e.g. sacctmgr show assoc", code=1)
+    verb = words[0].lower()
+    if len(verb) >= 3 and any(v.startswith(verb) for v in ("show", "list")):
+        pass
+    elif any(v.startswith(verb) and len(verb) >= (1 if v == "modify" else 3) for v in WRITE_VERBS):
+        ent = entity_of(words[1]) if len(words) > 1 else None
+        how = HOW.get(ent or "", "; ".join(HOW.values()))
+        raise ShimError(f"{PROG}: error: {words[0]}: slurm-shim's sacctmgr is read-only; Grid Engine keeps this "
+                        f"in its own configuration. Change it with qconf ({how})", code=1)
+    else:
+        raise ShimError(f"invalid keyword: {words[0]}", code=1)
+    ent = entity_of(words[1]) if len(words) > 1 else None
+    if ent is None:
+        raise ShimError("No valid entity in list command",
+                        'Input line must include "Account", "Association", "QOS" or "User" '
+                        "(the entities slurm-shim's sacctmgr shows)", code=1)
+    conds, fmt, _flags = parse_conditions(words[2:])
+    default = {"association": view.ASSOC, "account": view.ACCOUNT, "user": view.USER, "qos": view.QOS}[ent]
+    try:
+        cols = view.fields(fmt or default)
+    except view.FieldError as e:
+        raise ShimError(f"Unknown field '{e}'", code=1) from None
+    cfg = siteconf.get()
+    from .. import backends
+
+    w = gather(cfg, backends.get(cfg), need_users=ent in ("association", "user"))
+    rows = {"association": assoc_rows, "account": account_rows, "user": user_rows, "qos": qos_rows}[ent](
+        w, conds, cols)
+    parsable = report.NO_ENDING if o.parsable2 else report.ENDING if o.parsable else 0
+    sys.stdout.write(report.print_fields(cols, rows, parsable=parsable, header=not o.noheader))
+    return 0

@@ -1,0 +1,190 @@
+"""``sshare``: Grid Engine's share tree as Slurm's fair-share associations.
+
+One ``qconf -sstree`` (the nodes and their shares) and one ``sge_share_mon -c 1 -i 1 -h`` (each
+node's decayed usage and actual share). The tree's root is Slurm's ``root`` account, inner nodes
+are accounts, leaves that are users are user associations of their parent account (README:
+"sshare"):
+
+- RawShares: the node's shares; NormShares: its part of the whole tree (sge_share_mon's total%);
+- RawUsage: its decayed usage (Grid Engine's usage_weight_list units; cpu seconds when, as by
+  default, only cpu is weighted), halved every ``halftime`` hours like Slurm's PriorityDecayHalfLife;
+- NormUsage and EffectvUsage: its part of the tree's usage (actual_share);
+- FairShare (users): 2^(-EffectvUsage/NormShares), Slurm's classic factor;
+- LevelFS: the node's part of its siblings' shares over its part of their usage.
+
+As Slurm, without ``-a`` or ``-u`` only the caller's own user rows are shown (every account row is).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .. import siteconf
+from ..errors import ShimError
+from ..options.getopt import Table
+from ..options.sources import Options
+from ..options.spec import Arity, OptionSpec
+from . import common
+from ..render import report
+from ..render import sshare as view
+
+PROG = "sshare"
+N, R = Arity.NONE, Arity.REQUIRED
+
+
+_o = common.own_options(PROG, R)
+
+
+# sshare.c's long_options, in its order; -h is --noheader's twin
+OPTIONS: tuple[OptionSpec, ...] = (
+    _o("accounts", "A", help="only these accounts (share-tree nodes)"),
+    _o("all", "a", N, help="every user, not only yourself"),
+    _o("helpformat", "e", N, help="the field names for --format"),
+    _o("long", "l", N, help="more fields"),
+    _o("partition", "m", N, help="a Partition column (empty: shares are not per queue)"),
+    _o("cluster", "M", dest="clusters", help=""),
+    _o("clusters", None, help="accepted: one cluster"),
+    _o("noheader", "n", N, help="no header"),
+    _o("format", "o", help="fields to show (comma-separated, name%width)"),
+    _o("parsable", "p", N, help="'|' after every field"),
+    _o("parsable2", "P", N, help="'|' between fields"),
+    _o("users", "u", help="only these users (-1: all)"),
+    _o("Users", "U", N, dest="users_only", help="only user rows"),
+    _o("verbose", "v", N, count=True, help="say what was asked"),
+    _o("version", "V", N, help="print the version"),
+    _o("help", None, N, help="show this help"),
+    _o("usage", None, N, help="brief usage"),
+    _o("noheader", "h", N, help=""),  # -h: the same option as -n
+)
+TABLE = Table(PROG, OPTIONS, error_code=1)
+
+
+def usage_text() -> str:
+    return report.help_text(PROG, OPTIONS, "Grid Engine's share tree as Slurm's fair-share associations: "
+                            "shares, usage and fair-share factor.")
+
+
+def error(msg: str) -> ShimError:
+    return ShimError(f"{PROG}: error: {msg}", code=1)
+
+
+def shares(nodes: dict, cluster: str) -> list[view.Share]:
+    """The tree, depth first: each account, then its users, then its sub-accounts."""
+    out: list[view.Share] = []
+    if not nodes:
+        return out
+    total_usage = nodes["/"].usage if "/" in nodes else 0.0
+
+    def level_fs(path: str) -> float | None:
+        n = nodes[path]
+        sibs = [nodes[p] for p in nodes[n.parent].children] if path != "/" else [n]
+        shares_sum = sum(s.shares for s in sibs) or 1
+        usage_sum = sum(s.usage for s in sibs)
+        part = n.usage / usage_sum if usage_sum else 0.0
+        return (n.shares / shares_sum) / part if part else float("inf")
+
+    def fs(n) -> float:
+        norm = n.total or 0.0
+        eff = n.actual or 0.0
+        return 2 ** (-eff / norm) if norm > 0 else 0.0
+
+    def is_user(path: str) -> bool:
+        n = nodes[path]
+        return not n.children and path != "/" and (bool(n.user) or not n.project)
+
+    def visit(path: str, depth: int) -> None:
+        n = nodes[path]
+        name = "root" if path == "/" else n.name
+        out.append(view.Share(name, "", depth, n.shares if path != "/" else None,
+                              n.total if path != "/" else None, n.usage, n.actual,
+                              n.actual if total_usage else 0.0, None, level_fs(path) if path != "/" else None,
+                              cluster))
+        for c in n.children:
+            if is_user(c):
+                u = nodes[c]
+                out.append(view.Share(name, u.user or u.name, depth, u.shares, u.total, u.usage, u.actual,
+                                      u.actual, fs(u), level_fs(c), cluster))
+        for c in n.children:
+            if not is_user(c):
+                visit(c, depth + 1)
+
+    visit("/", 0)
+    return out
+
+
+def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
+    return common.command_line(TABLE, argv)
+
+
+def main(argv: list[str]) -> int:
+    import os
+    import pwd
+
+    o, _positional = parse_args(argv)
+    if o.help or o.usage:
+        sys.stdout.write(usage_text())
+        return 0
+    if o.helpformat:
+        names = [f[0] for f in view.FIELDS]
+        sys.stdout.write("".join(f"{n:<17}" + ("\n" if (i + 1) % 5 == 0 else "") for i, n in enumerate(names)))
+        sys.stdout.write("\n" if len(names) % 5 else "")
+        return 0
+    if o.version:
+        return common.print_version()
+    partition = bool(o.partition)
+    try:
+        if o.format:
+            cols = view.parse_fields(o.format)
+        else:
+            spec = (view.LONG_PART if partition else view.LONG) if o.long else (
+                view.DEFAULT_PART if partition else view.DEFAULT)
+            cols = view.parse_fields(spec)
+    except view.FieldError as e:
+        raise error(f'Invalid field requested: "{e}"') from None
+    all_users = bool(o.all) or o.users == "-1"
+    users: set[str] | None = None
+    if not all_users:
+        if o.users:
+            users = {u for u in o.users.split(",") if u}
+        else:
+            try:
+                users = {pwd.getpwuid(os.getuid()).pw_name}
+            except KeyError:
+                users = set()
+    accounts = {a.lower() for a in o.accounts.split(",") if a} if o.accounts else None
+    if o.verbose:
+        sys.stderr.write("Users requested:\n" + ("\t: all\n" if users is None else "".join(
+            f"\t: {u}\n" for u in sorted(users))))
+        sys.stderr.write("Accounts requested:\n" + ("\t: all\n" if accounts is None else "".join(
+            f"\t: {a}\n" for a in sorted(accounts))))
+
+    cfg = siteconf.get()
+    from .. import backends
+    from ..backends.gridengine import ops, policy
+
+    backend = backends.get(cfg)
+    tree = backend.call(ops.share_tree())
+    monitor = ""
+    if tree.returncode == 0:
+        try:
+            mon = backend.call(ops.share_monitor())
+            monitor = mon.stdout if mon.returncode == 0 else ""
+            if mon.returncode != 0:
+                sys.stderr.write(f"{PROG}: warning: sge_share_mon gave no usage: "
+                                 f"{(mon.stderr or mon.stdout).strip()}\n")
+        except OSError as e:
+            sys.stderr.write(f"{PROG}: warning: sge_share_mon gave no usage: {e}\n")
+    nodes = policy.share_nodes(tree.stdout if tree.returncode == 0 else "", monitor)
+    rows = shares(nodes, cfg.cluster.name)
+    if users is not None:
+        rows = [r for r in rows if not r.user or r.user in users]
+    if accounts is not None:
+        rows = [r for r in rows if r.account.lower() in accounts]
+    if o.users_only:
+        rows = [r for r in rows if r.user]
+    if partition:
+        for r in rows:
+            r.partition = ""
+    parsable = report.NO_ENDING if o.parsable2 else report.ENDING if o.parsable else 0
+    sys.stdout.write(view.render(rows, cols, parsable=parsable, header=not o.noheader))
+    return 0

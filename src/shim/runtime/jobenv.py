@@ -1,0 +1,265 @@
+"""The environment a Slurm batch job sees, computed from the submission payload and what Grid
+Engine tells the job at run time. Pure functions: the job wrapper, ``srun`` and
+``slurm-shim explain`` all use them."""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any, Mapping
+
+
+NO_VAL = 4294967294  # Slurm's NO_VAL (0xfffffffe): what %a expands to outside an array
+TASK_LAUNCH = 'SLURM_TASK_PID=$$; export SLURM_TASK_PID; exec "$0" "$@"'
+"""The task trampoline of batch scripts and step tasks: a fixed sh program that sets SLURM_TASK_PID
+to its own pid and execs the task in place. No user text is part of it; the command and its
+arguments are plain argv."""
+MAX_PAD = 10  # Slurm's widest zero padding in a file name pattern (%12j pads to 10)
+
+
+def tasks_per_node_str(counts: list[int]) -> str:
+    """Slurm's compressed count list: [2, 2, 1] -> "2(x2),1"."""
+    out: list[str] = []
+    i = 0
+    while i < len(counts):
+        j = i
+        while j + 1 < len(counts) and counts[j + 1] == counts[i]:
+            j += 1
+        n = j - i + 1
+        out.append(f"{counts[i]}(x{n})" if n > 1 else str(counts[i]))
+        i = j + 1
+    return ",".join(out)
+
+
+def read_pe_hostfile(text: str) -> list[tuple[str, int]]:
+    """Grid Engine's PE_HOSTFILE lines ``host slots queue processors`` -> [(short host, slots)]."""
+    hosts: list[tuple[str, int]] = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            hosts.append((parts[0].split(".")[0], int(parts[1])))
+    return hosts
+
+
+def gpu_env(ids: list[int]) -> dict[str, str]:
+    s = ",".join(str(i) for i in ids)
+    return {
+        "CUDA_VISIBLE_DEVICES": s,
+        "GPU_DEVICE_ORDINAL": s,
+        "ROCR_VISIBLE_DEVICES": s,
+        "ZE_AFFINITY_MASK": s,
+        "SLURM_JOB_GPUS": s,
+        "SLURM_GPUS_ON_NODE": str(len(ids)),
+    }
+
+
+def batch_env(
+    p: Mapping[str, Any],
+    *,
+    job_id: int,
+    task: int | None,
+    hosts: list[tuple[str, int]],
+    this_host: str,
+    user: str,
+    uid: int,
+    gid: int,
+    task_pid: int | None = None,
+    gpu_ids: list[int] | None = None,
+) -> dict[str, str]:
+    """SLURM_* variables of the batch step. ``hosts`` is [(host, slots)] of the allocation;
+    ``job_id`` is Grid Engine's job, ``task`` Slurm's array index (None outside an array).
+
+    An array task is a job of its own, as in Slurm: SLURM_JOB_ID and SLURM_JOBID are the task's
+    id (``jobids.task_job_id``: ``t * 10**10 + job``, task 0 keeps ``job``), SLURM_ARRAY_JOB_ID the
+    array's. SLURM_ARRAY_TASK_COUNT/_MIN/_MAX are the count, lowest and highest index, and
+    SLURM_ARRAY_TASK_STEP what slurmctld's ``_create_job_array`` (src/slurmctld/job_mgr.c) sets:
+    ``atoi`` of the ``--array`` text after its first ``:``, else 1 (``array_step`` in the request,
+    absent when 1; comma lists and throttles do not change it)."""
+    from ..hostlist import compress
+    from ..jobids import task_job_id
+
+    nodes = [h for h, _ in hosts] or [this_host]
+    slots = {h: s for h, s in hosts}
+    cpt = int(p.get("cpus_per_task") or 1)
+    here = slots.get(this_host, int(p.get("ntasks", 1)) * cpt)
+    cpus_per_node = [slots.get(h, here) for h in nodes]
+    nodelist = compress(nodes)
+    tpn = p.get("tasks_per_node") or [int(p.get("ntasks", 1))]
+    if len(tpn) != len(nodes):
+        per = max(1, sum(tpn) // max(1, len(nodes)))
+        tpn = [per] * len(nodes)
+    array = p.get("array")
+    own_id = task_job_id(job_id, task) if array and task is not None else job_id
+    env = {
+        "ENVIRONMENT": "BATCH",
+        "HOSTNAME": this_host,
+        "SLURMD_NODENAME": this_host,
+        "SLURM_CLUSTER_NAME": str(p.get("cluster", "cluster")),
+        "SLURM_CPUS_ON_NODE": str(here),
+        "SLURM_GTIDS": "0",
+        "SLURM_JOBID": str(own_id),
+        "SLURM_JOB_ID": str(own_id),
+        "SLURM_JOB_CPUS_PER_NODE": tasks_per_node_str(cpus_per_node),
+        "SLURM_JOB_GID": str(gid),
+        "SLURM_JOB_NAME": str(p.get("name", "")),
+        "SLURM_JOB_NODELIST": nodelist,
+        "SLURM_JOB_NUM_NODES": str(len(nodes)),
+        "SLURM_JOB_PARTITION": str(p.get("partition", "")),
+        "SLURM_JOB_QOS": str(p.get("qos") or "normal"),
+        "SLURM_JOB_UID": str(uid),
+        "SLURM_JOB_USER": user,
+        "SLURM_LOCALID": "0",
+        "SLURM_NNODES": str(len(nodes)),
+        "SLURM_NODEID": "0",
+        "SLURM_NODELIST": nodelist,
+        "SLURM_NODE_ALIASES": "(null)",
+        "SLURM_PRIO_PROCESS": str(p.get("prio_process", 0)),
+        "SLURM_PROCID": "0",
+        "SLURM_SUBMIT_DIR": str(p.get("submit_dir", "")),
+        "SLURM_SUBMIT_HOST": str(p.get("submit_host", "")),
+        "SLURM_TASKS_PER_NODE": tasks_per_node_str(tpn),
+        "SLURM_TOPOLOGY_ADDR": this_host,
+        "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
+    }
+    if task_pid is not None:
+        env["SLURM_TASK_PID"] = str(task_pid)
+    if p.get("account"):
+        env["SLURM_JOB_ACCOUNT"] = str(p["account"])
+    if p.get("ntasks_set"):
+        env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = str(p.get("ntasks", 1))
+    if p.get("cpus_per_task_set"):
+        env["SLURM_CPUS_PER_TASK"] = str(cpt)
+    if p.get("ntasks_per_node"):
+        env["SLURM_NTASKS_PER_NODE"] = str(p["ntasks_per_node"])
+    if p.get("mem_mb"):
+        env["SLURM_MEM_PER_NODE"] = str(p["mem_mb"])
+    elif p.get("mem_per_cpu_mb"):
+        env["SLURM_MEM_PER_CPU"] = str(p["mem_per_cpu_mb"])
+    elif p.get("mem_per_gpu_mb"):
+        env["SLURM_MEM_PER_GPU"] = str(p["mem_per_gpu_mb"])
+    elif p.get("default_mem_per_cpu"):
+        env["SLURM_MEM_PER_CPU"] = str(p["default_mem_per_cpu"])
+    if p.get("dependency"):
+        env["SLURM_JOB_DEPENDENCY"] = str(p["dependency"])
+    if p.get("open_mode"):
+        env["SLURM_OPEN_MODE"] = "a" if str(p["open_mode"]).startswith("a") else "t"
+    if p.get("gpus_per_task"):
+        gpt = p["gpus_per_task"]
+        env["SLURM_GPUS_PER_TASK"] = str(gpt[-1] if isinstance(gpt, (list, tuple)) else gpt)
+    gpus = int(p.get("gpus") or 0)
+    if gpus:
+        env.update(gpu_env(list(gpu_ids) if gpu_ids is not None else list(range(gpus))))
+    for key, var in (("gpus_opt", "SLURM_GPUS"), ("gpus_per_node_opt", "SLURM_GPUS_PER_NODE")):
+        if p.get(key):
+            env[var] = str(p[key])
+    if p.get("distribution"):
+        env["SLURM_DISTRIBUTION"] = str(p["distribution"])
+    if p.get("hint"):
+        env["SLURM_HINT"] = str(p["hint"])
+        if p["hint"] == "nomultithread":
+            env["SLURM_THREADS_PER_CORE"] = "1"
+    if array and task is not None:
+        env["SLURM_ARRAY_JOB_ID"] = str(job_id)
+        env["SLURM_ARRAY_TASK_ID"] = str(task)
+        env["SLURM_ARRAY_TASK_COUNT"] = str(len(array))
+        env["SLURM_ARRAY_TASK_MIN"] = str(min(array))
+        env["SLURM_ARRAY_TASK_MAX"] = str(max(array))
+        step = p.get("array_step")
+        env["SLURM_ARRAY_TASK_STEP"] = str(step if isinstance(step, int) and not isinstance(step, bool) else 1)
+    return env
+
+
+def expand(pattern: str, fields: Mapping[str, Any]) -> str:
+    """Slurm's file name patterns (``--output``, ``--error``, ``--input``), for the letters in
+    ``fields`` (letter -> value). ``%%`` is one ``%``. A width (``%4j``) zero-pads an integer
+    value, at most to MAX_PAD; text values (``%N``, ``%x``) are never padded, and a callable value
+    is given the width and returns the text. A ``%`` before any other letter stays as written
+    (``%q``); with a width, Slurm drops the ``%`` and every digit but the last (``%5q`` -> ``5q``,
+    ``%12q`` and ``%12`` at the end -> ``2q`` and ``2``): its batch and step parsers
+    (``_create_batch_fname`` in src/slurmd/common/fname.c, ``fname_create`` in
+    src/srun/libsrun/fname.c) do this alike."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch != "%" or i + 1 >= n:
+            out.append(ch)
+            i += 1
+            continue
+        if pattern[i + 1] == "%":
+            out.append("%")
+            i += 2
+            continue
+        j = i + 1
+        while j < n and pattern[j].isdigit():
+            j += 1
+        key = pattern[j] if j < n else ""
+        if key and key in fields:
+            width = min(int(pattern[i + 1:j]), MAX_PAD) if j > i + 1 else 0
+            value = fields[key]
+            if callable(value):
+                out.append(value(width))
+            elif isinstance(value, int) and not isinstance(value, bool):
+                out.append(f"{value:0{width}d}")
+            else:
+                out.append(str(value))
+            i = j + 1
+        elif j > i + 1:
+            out.append(pattern[j - 1])
+            i = j
+        else:
+            out.append("%")
+            i += 1
+    return "".join(out)
+
+
+def expand_pattern(pattern: str, *, job_id: int, task: int | None, name: str, user: str, host: str,
+                   array_job: bool) -> str:
+    """A batch job's file name pattern: %j %J %A %a %x %u %N %n %t %s %% as Slurm's batch step
+    expands them (``_batch_path_check``; ``expand_stdio_fields`` in src/common/print_fields.c):
+    %j and %J are the job's own id (an array task's: ``jobids.task_job_id``), %A the array's
+    (``job_id``, Grid Engine's job), %s is ``batch``, %n and %t are 0, %a is NO_VAL outside an array."""
+    from ..jobids import task_job_id
+
+    own = task_job_id(job_id, task) if array_job and task is not None else job_id
+    return expand(pattern, {
+        "j": own, "J": own, "A": job_id, "a": task if (array_job and task is not None) else NO_VAL,
+        "n": 0, "t": 0, "s": "batch", "x": name, "u": user, "N": host,
+    })
+
+
+GE_PREFIXES = ("SGE_", "PE", "JOB_")
+GE_NAMES = ("NSLOTS", "NHOSTS", "NQUEUES", "QUEUE", "RESTARTED", "REQUEST", "ARC", "TMP")
+
+
+def keep_ge(env: dict[str, str], ge_environ: Mapping[str, str], here: tuple[str, ...] = ("TMPDIR",)) -> None:
+    """Grid Engine's own variables of the job on this host (JOB_ID, SGE_TASK_ID, PE_HOSTFILE,
+    NSLOTS, ...) stay visible where the environment does not set them: an srun inside the job
+    needs them to find it (``qrsh -inherit``). The variables in ``here`` are always this host's
+    (TMPDIR, Grid Engine's per-job directory, ``/tmp`` without one; a step's host launcher adds
+    TMP, since its environment was made on another host)."""
+    for k, v in ge_environ.items():
+        if k.startswith(GE_PREFIXES) or k in GE_NAMES:
+            env.setdefault(k, v)
+    for k in here:
+        if k in ge_environ or k == "TMPDIR":
+            env[k] = ge_environ.get(k, "/tmp")
+
+
+def pe_hosts(ge_environ: Mapping[str, str], this_host: str) -> list[tuple[str, int]]:
+    """The job's hosts and slots from Grid Engine's PE_HOSTFILE (``localhost`` read as this host),
+    else this host with NSLOTS slots (1 when NSLOTS is missing or not a number)."""
+    path = ge_environ.get("PE_HOSTFILE")
+    if path:
+        try:
+            with open(path, encoding="utf-8") as f:
+                hosts = read_pe_hostfile(f.read())
+        except OSError:
+            hosts = []
+        if hosts:
+            return [(this_host if h == "localhost" else h, s) for h, s in hosts]
+    try:
+        slots = int(ge_environ.get("NSLOTS", "1"))
+    except ValueError:
+        slots = 1
+    return [(this_host, slots)]

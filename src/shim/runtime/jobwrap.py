@@ -1,0 +1,891 @@
+"""The job wrapper: what Grid Engine runs for every job submitted through sbatch.
+
+It turns a Grid Engine job into what a Slurm batch job looks like from inside: the script copied at
+submit time runs with its own interpreter, arguments and working directory; stdout/stderr go to
+Slurm's files (patterns, truncate or append, merged by default); the environment holds Slurm's
+SLURM_* variables with Slurm's values (array indices are Slurm's, never Grid Engine's task
+numbers); the time limit and --signal are enforced as Slurm does (signal, SIGTERM, then SIGKILL
+after KillWait); qdel (sent as a notify signal) becomes SIGTERM first. It records start and end,
+with the real exit code, in the shim's state directory, and never exits 99/100 (Grid Engine's
+requeue/error codes).
+
+Reads its payload (base64 JSON) on stdin. Imports only the standard library and light shim modules.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import pwd
+import signal
+import socket
+import sys
+import time
+
+from .. import proc, records, state
+from . import boot, jobenv
+
+LAUNCH_FAILED_SIGNAL = 53  # Slurm shows a job whose launch failed as ExitCode 0:53
+LIMIT_RECHECK = 15.0  # seconds between looks at the job's record for a changed time limit
+SIGNAL_POLL = 0.5  # seconds between looks for scancel's signal requests (state.signal_requests)
+
+
+_last: dict = {}
+"""What the last-resort end record needs, kept as soon as the payload is read: the configured
+state directory (never a default) and the submission stamp."""
+
+
+def read_payload() -> dict:
+    """The payload sbatch's job script carries on stdin (boot.payload_text), remembered for run()'s
+    last-resort record."""
+    p = boot.payload_from(sys.stdin.buffer.read())
+    if isinstance(p.get("state_dir"), str):
+        _last["state_dir"] = p["state_dir"]
+    _last["stamp"] = _stamp(p)
+    return p
+
+
+def _stamp(p: dict) -> dict:
+    """{"sub": sbatch's clock at submission} for every event this job writes, when known."""
+    sub = p.get("sub")
+    return {"sub": sub} if isinstance(sub, (int, float)) and not isinstance(sub, bool) else {}
+
+
+def _environ(p: dict, state_dir: str) -> dict[str, str]:
+    """The submission environment: from the private file sbatch wrote (``env_file``, which must
+    be in the user's own ``env/`` directory and the user's own file), else from the payload."""
+    path = p.get("env_file")
+    if isinstance(path, str):
+        data = state.read_env_file(state_dir, path)
+        if data is not None:
+            for k in ("export", "export_raw", "export_file"):  # --export's values live there too
+                if k in data:
+                    p[k] = data[k]
+            env = data.get("environ")
+            if isinstance(env, dict):
+                return {str(k): str(v) for k, v in env.items()}
+    env = p.get("environ")
+    return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
+
+
+def _ge_task(p: dict) -> int | None:
+    array = p.get("array")
+    t = os.environ.get("SGE_TASK_ID", "undefined")
+    if not array or not t.isdigit():
+        return None
+    return int(array[int(t) - 1])
+
+
+def login_env(user: pwd.struct_passwd, timeout: float = 8) -> dict[str, str]:
+    """The user's login environment, read as Slurm does for --get-user-env and --export=NONE: a
+    login shell that prints its environment (a fixed program; no user text), with a time limit."""
+    base = {"HOME": user.pw_dir, "USER": user.pw_name, "LOGNAME": user.pw_name,
+            "SHELL": user.pw_shell or "/bin/sh", "PATH": "/usr/local/bin:/usr/bin:/bin"}
+    try:
+        r = proc.run([user.pw_shell or "/bin/sh", "-l", "-c", "env -0"], env=base, timeout=timeout, cwd=user.pw_dir)
+    except proc.SpawnError:
+        r = None
+    env = dict(base, MAIL=f"/var/mail/{user.pw_name}")
+    if r is not None and r.returncode == 0:
+        for item in r.stdout.split("\0"):
+            k, eq, v = item.partition("=")
+            if eq and k not in ("_", "PWD", "OLDPWD", "SHLVL"):
+                env[k] = v
+    return env
+
+
+def _base_env(p: dict, user: pwd.struct_passwd) -> dict[str, str]:
+    """Slurm's --export: ALL (default) is the submission environment; NONE (or a list without ALL)
+    is the user's login environment plus the listed variables; --export-file replaces both."""
+    environ = _environ(p, p["state_dir"])  # may also bring --export's values
+    mode = p.get("export") or {"all": True, "vars": {}}
+    if p.get("export_file") is not None:
+        env = dict(p["export_file"])
+    elif mode.get("all"):
+        env = environ
+        raw = p.get("export_raw")
+        listed = raw is not None and raw.strip().upper() != "ALL"  # e.g. --export=FOO=1,ALL
+        if p.get("get_user_env") or listed:
+            env = {**login_env(user), **env}
+            env["SLURM_GET_USER_ENV"] = "1"
+        if listed:
+            env["SLURM_EXPORT_ENV"] = raw
+    else:
+        env = login_env(user)
+        env["SLURM_GET_USER_ENV"] = "1"
+        env["SLURM_EXPORT_ENV"] = p.get("export_raw") or "NONE"
+    env.update(mode.get("vars") or {})
+    return env
+
+
+OUTPUT_DIR_GRACE = 10.0  # seconds to wait for a missing output directory (see _open_output)
+
+
+class NoGpu(Exception):
+    """No device is free for the job on this host: the launch fails (a device is never shared)."""
+
+
+def granted_gpus(environ, count: int, complex_name: str | None = None) -> list[int] | None:
+    """The device indices Grid Engine granted the job, where the GPU complex is a resource map
+    (RSMAP: Open Cluster Scheduler, Gridware, Univa): execd sets ``SGE_HGR_<complex>`` to the ids
+    it granted on this host, space-separated (``0 1``). None where there is no such grant (SGE
+    8.1.9 has no RSMAP: then the shim claims devices itself, ``claim_gpus``), or where the ids are
+    not device indices or not the count asked for (a map of names such as ``gpu0``, or a grant
+    for another host's share): then too the shim's own claims decide."""
+    if count <= 0 or not any(k.startswith("SGE_HGR_") for k in environ):
+        return None
+    if complex_name is None:
+        from .. import siteconf
+
+        complex_name = ((siteconf.get().get("gres") or {}).get("gpu") or {}).get("complex") or "gpu"
+    words = environ.get(f"SGE_HGR_{complex_name}", "").split()
+    if len(words) != count or not all(w.isdigit() and w.isascii() for w in words):
+        return None
+    ids = [int(w) for w in words]
+    return ids if len(set(ids)) == count else None
+
+
+GPU_TRIES = 20
+_held: dict[tuple[str, int], str] = {}  # (host, index) -> the claim file this process made
+
+
+def claim_gpus(state_dir: str, host: str, count: int, job_id: int, backend=None) -> list[int]:
+    """Pick device indices for a GPU job, as Slurm's gres plugin binds devices. Grid Engine counts
+    the host's GPUs as a consumable but binds none, so jobs on one host claim the lowest free
+    indices with files ``<state_dir>/gpus/<host>.<index>[.<n>]`` (``gpus/`` is root's sticky
+    directory made at install) holding ``pid jobid``, made with exclusive creation.
+
+    Nobody can remove another user's file there, so a claim that is not live (its process gone,
+    or not the job it names) is superseded by a new file beside it (the first free ``<n>``),
+    never deleted; names that are no claim (a FIFO, a link) are skipped the same way. A claim is live
+    only if its pid is alive and owned by the file's owner, and (another user's claim) Grid
+    Engine runs that job on this host for that user with GPUs (asked once, only when there is such
+    a claim). After creating its claim, a job looks again: if another live claim of the index
+    appeared meanwhile, it withdraws and tries again, so two jobs never keep one device.
+    Indices stay below the host's GPU count. NoGpu when no device is free."""
+    if count <= 0:
+        return []
+    d = state.gpu_dir(state_dir)
+    if d is None:
+        raise NoGpu(f"{os.path.join(state_dir, 'gpus')} is not the shim's GPU directory (made by slurm-shim cluster up)")
+    judge = _GpuJudge(host, backend)
+    mine: list[int] = []
+    bound = count
+    try:
+        for attempt in range(GPU_TRIES):
+            claims, names = _scan_claims(d, host)
+            taken = {i for i, cs in sorted(claims.items()) if any(judge.live(c) for c in cs)}
+            free = [i for i in range(bound) if i not in taken and i not in mine]
+            if len(free) < count - len(mine) and bound == count:
+                bound = max(count, judge.capacity())
+                free = [i for i in range(bound) if i not in taken and i not in mine]
+            if len(free) < count - len(mine):
+                raise NoGpu(f"no free GPU on {host} ({count} requested, {len(taken)} of {bound} in use)")
+            made = []
+            for i in free[:count - len(mine)]:
+                used = names.get(i, set())
+                gen = next(g for g in range(len(used) + 1) if g not in used)  # a name not in use
+                path = _create_claim(d, host, i, gen, job_id)
+                if path is not None:
+                    made.append(i)
+            judge.may_refresh = judge.running is not None
+            again, _names = _scan_claims(d, host)
+            for i in made:
+                ours = _held[(host, i)]
+                if any(c.path != ours and judge.live(c) for c in again.get(i, [])):
+                    _drop(host, i)  # someone claimed it at the same time: both withdraw, both retry
+                else:
+                    mine.append(i)
+            if len(mine) == count:
+                return sorted(mine)
+            time.sleep(0.01 * (attempt + 1) * (1 + os.getpid() % 7))
+        raise NoGpu(f"could not claim {count} GPU(s) on {host}: too many jobs claiming at once")
+    except BaseException:
+        for i in mine:
+            _drop(host, i)
+        raise
+
+
+class _Claim:
+    __slots__ = ("path", "index", "gen", "uid", "pid", "job")
+
+    def __init__(self, path: str, index: int, gen: int, uid: int, pid: int, job: int):
+        self.path, self.index, self.gen, self.uid, self.pid, self.job = path, index, gen, uid, pid, job
+
+
+def _scan_claims(d: str, host: str) -> tuple[dict[int, list["_Claim"]], dict[int, set[int]]]:
+    """The claims of this host's devices: ({index: [claim]}, {index: the generations whose names
+    exist}). Anything that is not a small regular file holding ``pid jobid`` (a FIFO, a link, a
+    directory, junk) is no claim and is ignored, but its name is taken."""
+    import re
+
+    pat = re.compile(re.escape(host) + r"\.([0-9]{1,4})(?:\.([0-9]{1,9}))?")
+    out: dict[int, list[_Claim]] = {}
+    gens: dict[int, set[int]] = {}
+    try:
+        names = sorted(os.listdir(d))
+    except OSError:
+        return out, gens
+    for n in names:
+        m = pat.fullmatch(n)
+        if m is None:
+            continue
+        index, gen = int(m[1]), int(m[2] or 0)
+        gens.setdefault(index, set()).add(gen)
+        c = _read_claim(os.path.join(d, n), index, gen)
+        if c is not None:
+            out.setdefault(c.index, []).append(c)
+    return out, gens
+
+
+def _read_claim(path: str, index: int, gen: int) -> "_Claim | None":
+    got = state.read_small_file(path, 64)
+    if got is None:
+        return None
+    raw, owner = got
+    parts = raw.split()
+    if len(parts) != 2 or not all(x.isdigit() and len(x) <= 12 for x in parts):
+        return None
+    return _Claim(path, index, gen, owner, int(parts[0]), int(parts[1]))
+
+
+def _create_claim(d: str, host: str, index: int, gen: int, job_id: int) -> str | None:
+    """Make a claim file with its content in place from the first moment (a temporary file of
+    ours, hard-linked to the claim's name, which fails if the name exists). None if it exists."""
+    import tempfile
+
+    name = f"{host}.{index}" if gen == 0 else f"{host}.{index}.{gen}"
+    path = os.path.join(d, name)
+    fd, tmp = tempfile.mkstemp(prefix=".claim-", dir=d)
+    try:
+        os.fchmod(fd, 0o644)
+        os.write(fd, f"{os.getpid()} {int(job_id)}\n".encode())
+        os.close(fd)
+        fd = -1
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+    _held[(host, index)] = path
+    return path
+
+
+def _drop(host: str, index: int) -> None:
+    path = _held.pop((host, index), None)
+    if path is not None:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+class _GpuJudge:
+    """Whether a claim is live; Grid Engine is asked (once) only about other users' claims."""
+
+    def __init__(self, host: str, backend=None):
+        self.host = host
+        self.backend = backend
+        self.uid = os.getuid()
+        self.running: dict[tuple[str, int], int] | None = None  # (owner, job) -> GPUs granted here
+        self.counted: dict[tuple[int, int], set[str]] = {}
+        self.may_refresh = False
+
+    def live(self, c: "_Claim") -> bool:
+        if c.path in _held.values():
+            return True
+        try:
+            alive = c.pid > 1 and os.stat(f"/proc/{c.pid}").st_uid == c.uid
+        except OSError:
+            alive = False
+        if c.uid == self.uid:  # one of ours: the process must still be that job
+            if alive:
+                try:
+                    with open(f"/proc/{c.pid}/environ", "rb") as f:
+                        env = f.read()
+                except OSError:
+                    return True
+                alive = f"\0JOB_ID={c.job}\0".encode() in b"\0" + env
+            if not alive:
+                self._cleanup(c)
+            return alive
+        if not alive:
+            return False
+        owner = _user_name(c.uid)
+        if owner is None:
+            return False
+        grants = self._running(owner)
+        if grants is not None and (owner, c.job) not in grants and self.may_refresh:
+            self.may_refresh = False  # a job that started after we asked: ask once more
+            self.running = None
+            grants = self._running(owner)
+        if grants is None:
+            return True  # Grid Engine cannot tell: assume the worst, never share a device
+        granted = grants.get((owner, c.job), 0)
+        seen = self.counted.setdefault((c.uid, c.job), set())
+        if c.path in seen:
+            return True
+        if len(seen) >= granted:
+            return False  # more claims than the job has GPUs: the extra ones are not real
+        seen.add(c.path)
+        return True
+
+    def _cleanup(self, c: "_Claim") -> None:
+        try:
+            os.unlink(c.path)  # our own stale claim: we may remove it
+        except OSError:
+            pass
+
+    def _running(self, owner: str) -> dict[tuple[str, int], int] | None:
+        if self.running is None:
+            self.running = _running_gpu_jobs(self.host, self.backend)
+        return self.running
+
+    def capacity(self) -> int:
+        return _gpu_capacity(self.host, self.backend)
+
+
+def _user_name(uid: int) -> str | None:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return None
+
+
+def _backend_and_complex(backend):
+    from .. import backends, siteconf
+
+    cfg = siteconf.get()
+    gres = (cfg.get("gres") or {}).get("gpu") or {}
+    return (backend or backends.get(cfg)), gres.get("complex") or "gpu", gres.get("scope") or "job"
+
+
+def _running_gpu_jobs(host: str, backend=None) -> dict[tuple[str, int], int] | None:
+    """{(owner, job): GPUs it holds on this host} for the running jobs (one qstat), None when
+    Grid Engine cannot be asked."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        be, cx, scope = _backend_and_complex(backend)
+        res = be.run("qstat", ["-s", "r", "-g", "t", "-r", "-u", "*", "-xml"])
+        if res.returncode != 0:
+            return None
+        root = ET.fromstring(res.stdout)
+    except Exception:
+        return None
+    out: dict[tuple[str, int], int] = {}
+    for jl in root.iter("job_list"):
+        qname = jl.findtext("queue_name") or ""
+        if qname.rpartition("@")[2].split(".")[0] != host:
+            continue
+        try:
+            job = int((jl.findtext("JB_job_number") or "").strip())
+        except ValueError:
+            continue
+        owner = (jl.findtext("JB_owner") or "").strip()
+        n = 0
+        for hr in jl.iter("hard_request"):
+            if hr.get("name") == cx:
+                try:
+                    n = int(float(hr.text or "0"))
+                except ValueError:
+                    n = 0
+        if n <= 0:
+            continue
+        key = (owner, job)
+        out[key] = out.get(key, 0) + n if scope == "slot" else max(out.get(key, 0), n)
+    return out
+
+
+def _gpu_capacity(host: str, backend=None) -> int:
+    """The host's GPU count (its Grid Engine complex value), 0 when unknown."""
+    try:
+        be, cx, _scope = _backend_and_complex(backend)
+        res = be.run("qconf", ["-se", host])
+    except Exception:
+        return 0
+    if res.returncode != 0:
+        return 0
+    text = res.stdout.replace("\\\n", "")
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "complex_values":
+            for item in value.replace(" ", "").split(","):
+                name, _, v = item.partition("=")
+                if name == cx:
+                    try:
+                        return max(0, int(float(v)))
+                    except ValueError:
+                        return 0
+    return 0
+
+
+def release_gpus(state_dir: str, host: str, ids: list[int]) -> None:
+    for i in ids:
+        _drop(host, i)
+
+
+def _open_output(path: str, append: bool) -> int:
+    """Open a Slurm output file. Tools such as submitit create the log directory only after sbatch
+    returns, counting on the scheduler being slower than they are; Grid Engine here starts a job
+    within a second, so a missing directory gets a short grace period before the launch fails as
+    Slurm's would (FAILED, ExitCode 0:53)."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+    deadline = time.monotonic() + OUTPUT_DIR_GRACE
+    delay = 0.05
+    while True:
+        try:
+            return os.open(path, flags, 0o644)
+        except FileNotFoundError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+
+def _dep_ids(p: dict) -> list[tuple[str, int, str]]:
+    """(kind, job, task or "") of the afterok/afternotok checks; malformed entries are skipped."""
+    out = []
+    checks = p.get("dep_checks")
+    for item in checks if isinstance(checks, list) else []:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], list)):
+            continue
+        kind, ids = item
+        for ident in ids:
+            job, _, task = str(ident).partition("_")
+            if job.isascii() and job.isdigit() and (not task or (task.isascii() and task.isdigit())):
+                out.append((str(kind), int(job), task))
+    return out
+
+
+def dep_owners(jobs: list[int], backend=None) -> dict[int, tuple[str, float | None]]:
+    """{job: (owner, Grid Engine's submission time)} of dependency jobs, from Grid Engine: qstat
+    for jobs it still holds, else the accounting file. Jobs it does not know are absent."""
+    out: dict[int, tuple[str, float | None]] = {}
+    try:
+        from .. import backends, siteconf
+        from ..backends import qacct, qstat
+
+        cfg = siteconf.get()
+        be = backend or backends.get(cfg)
+        res = be.run("qstat", ["-j", ",".join(str(j) for j in jobs), "-xml"])
+        for j, d in qstat.parse_detail(res.stdout).items():
+            if j in jobs and d.get("JB_owner"):
+                out[j] = (d["JB_owner"], d.get("submit_ts"))
+        missing = [j for j in jobs if j not in out]
+        if missing:
+            for r in qacct.scan_file(qacct.accounting_path(cfg), jobs=missing):
+                if r.owner and (r.job not in out or (out[r.job][1] or 0) < r.submit):
+                    out[r.job] = (r.owner, float(r.submit) if r.submit else None)
+    except Exception:  # Grid Engine cannot tell: the checks fall back to the user's own records
+        pass
+    return out
+
+
+def _deps_unsatisfied(p: dict, backend=None) -> bool:
+    """afterok/afternotok, checked at start (Grid Engine's -hold_jid already waited for the end).
+    A dependency's events are read from its owner's directory (its owner as Grid Engine tells
+    it; the user's own when Grid Engine no longer knows the job), never from anyone else's."""
+    deps = _dep_ids(p)
+    if not deps:
+        return False
+    owners = dep_owners(sorted({j for _, j, _ in deps}), backend)
+    for kind, job, task in deps:
+        owner, ge_submit = owners.get(job, (os.getuid(), None))
+        events = records.Reader(p["state_dir"]).events(job, owner, ge_submit)
+        ends = [d for (t, k), d in events.items() if k == "end" and (not task or str(t) == task)]
+        cancelled = any(k == "cancel" for (_t, k) in events)
+        if not ends and not cancelled:
+            continue  # unknown to the shim: Slurm treats an unknown job as done
+        ok = ends and all(d.get("state") == "COMPLETED" for d in ends) and not cancelled
+        if (kind == "afterok" and not ok) or (kind == "afternotok" and ok):
+            return True
+    return False
+
+
+class Runner:
+    def __init__(self, p: dict):
+        self.p = p
+        self.child: proc.Popen | None = None  # type: ignore[name-defined]
+        self.cancelled = False
+        self.timed_out = False
+        self.err_fd: int | None = None  # the job's stderr, for slurmstepd's CANCELLED line
+        self.signals_seen: set[str] = set()
+        self.next_signal_look = 0.0
+        self.cancel_line = False
+
+    def poll_signals(self, sdir: str, key: str, ge_sub: float | None, host: str, job_label: str,
+                     started: float | None = None) -> None:
+        """scancel -s's requests to this job, at most every SIGNAL_POLL seconds (a few directory
+        looks; no process is started). As slurmstepd does for the batch step: ``--batch`` signals
+        the batch shell alone (kill), ``--full`` the batch shell's whole process group (killpg:
+        srun's in it too, and passes the signal on to its tasks as srun does); a request with
+        neither is for the steps, which srun's launchers take themselves. SIGTERM or SIGKILL to
+        the batch step prints slurmstepd's ``*** JOB ... CANCELLED AT ... ***`` line."""
+        now = time.monotonic()
+        if now < self.next_signal_look or self.child is None:
+            return
+        self.next_signal_look = now + SIGNAL_POLL
+        for _name, req in state.signal_requests(sdir, None, key, self.signals_seen, ge_sub, started):
+            if not (req["batch"] or req["full"]):
+                continue
+            sig = req["sig"]
+            if sig in (signal.SIGTERM, signal.SIGKILL) and self.err_fd is not None and not self.cancel_line:
+                self.cancel_line = True  # once, as slurmstepd's msg_sent
+                stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+                try:
+                    os.write(self.err_fd, f"slurmstepd-{host}: error: *** JOB {job_label} ON {host} CANCELLED AT "
+                                          f"{stamp} ***\n".encode())
+                except OSError:
+                    pass
+            try:
+                if req["full"]:
+                    os.killpg(self.child.pid, sig)
+                else:
+                    os.kill(self.child.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def _group(self, sig: int) -> None:
+        if self.child is not None:
+            try:
+                os.killpg(self.child.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def on_cancel(self, signum, frame) -> None:
+        # qdel of a -notify job: Grid Engine sends SIGUSR2, then SIGKILL after the queue's notify
+        # time. Slurm's scancel sends SIGTERM, then SIGKILL.
+        self.cancelled = True
+        self._group(signal.SIGTERM)
+        signal.signal(signal.SIGALRM, lambda *a: self._group(signal.SIGKILL))
+        signal.alarm(max(1, int(self.p.get("notify_kill", 4))))
+
+    def on_suspend(self, signum, frame) -> None:
+        self._group(signal.SIGSTOP)
+
+    def on_continue(self, signum, frame) -> None:
+        self._group(signal.SIGCONT)
+
+    def schedule(self, start: float) -> None:
+        """Time limit and --signal, as Slurm: SIG at limit-secs, SIGTERM at the limit, SIGKILL after KillWait."""
+        events: list[tuple[float, str, int]] = []
+        limit = int(self.p.get("time", -1))
+        if limit > 0:
+            events.append((start + limit * 60, "term", signal.SIGTERM))
+            events.append((start + limit * 60 + int(self.p.get("kill_wait", 30)), "kill", signal.SIGKILL))
+        sig = self.p.get("signal")
+        if sig and limit > 0:
+            target, signum, secs = sig
+            events.append((start + max(0, limit * 60 - int(secs)), target, int(signum)))
+        self.events = sorted(events)
+
+    def next_timeout(self) -> float | None:
+        return max(0.0, self.events[0][0] - time.time()) if self.events else None
+
+    def fire(self) -> None:
+        now = time.time()
+        while self.events and self.events[0][0] <= now:
+            _t, what, sig = self.events.pop(0)
+            if what == "term":
+                self.timed_out = True
+                self._group(signal.SIGTERM)
+            elif what == "kill":
+                self._group(signal.SIGKILL)
+            elif what == "batch" and self.child is not None:
+                os.kill(self.child.pid, sig)
+            else:
+                self._group(sig)
+
+
+def _trusted_dir(path: str, uid: int) -> str | None:
+    """``path`` resolved, if it is a directory of ``uid`` that nobody else may write to, under
+    directories only root or ``uid`` own (others may write to one only when it is sticky): a
+    place where nobody else can add, swap or remove anything. None otherwise."""
+    import stat
+
+    if not path or not os.path.isabs(path):
+        return None
+    real = os.path.realpath(path)
+    parts = real.split("/")
+    for n in range(1, len(parts) + 1):
+        p = "/".join(parts[:n]) or "/"
+        try:
+            st = os.lstat(p)
+        except OSError:
+            return None
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid not in (0, uid):
+            return None
+        last = n == len(parts)
+        if last and (st.st_uid != uid or st.st_mode & 0o022):
+            return None
+        if not last and st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            return None
+    return real
+
+
+def private_base(state_dir: str) -> str | None:
+    """Where the job's private files go: Grid Engine's per-job TMPDIR, else its TMP (root's jobs
+    get only that), when each is really the job user's own; else the user's private directory
+    in the shim's state directory."""
+    uid = os.getuid()
+    for var in ("TMPDIR", "TMP"):
+        d = _trusted_dir(os.environ.get(var, ""), uid)
+        if d is not None:
+            return d
+    return state.own_dir(state_dir, "srun")
+
+
+def write_script(state_dir: str, data: bytes) -> tuple[str, str]:
+    """The script, as Slurm copies it: a private file that runs with its own #! interpreter, in a
+    new directory (mode 0700) of a private place. (directory, script path); OSError if none."""
+    base = private_base(state_dir)
+    if base is None:
+        raise OSError("no private directory for the job script (TMPDIR, TMP or the state directory)")
+    for _ in range(100):  # tempfile.mkdtemp's way (a new name, mode 0700), without its imports
+        d = os.path.join(base, f"slurm-shim-{os.urandom(6).hex()}")
+        try:
+            os.mkdir(d, 0o700)
+            os.chmod(d, 0o700)  # whatever the job's umask (the place is private: nobody can swap d)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"no new directory name in {base}")
+    path = os.path.join(d, "slurm_script")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o700)
+    try:
+        os.fchmod(fd, 0o700)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    return d, path
+
+
+def remove_script(d: str) -> None:
+    """The script's directory, at the job's end (whatever else the job put there goes too)."""
+    try:
+        os.unlink(os.path.join(d, "slurm_script"))
+        os.rmdir(d)
+    except OSError:
+        import shutil
+
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _umask_of(p: dict) -> int:
+    m = p.get("umask")
+    return m if isinstance(m, int) and not isinstance(m, bool) and 0 <= m <= 0o777 else 0o022
+
+
+def _time_of(rec: dict | None) -> int | None:
+    t = (rec or {}).get("time")
+    return t if isinstance(t, int) and not isinstance(t, bool) else None
+
+
+def main() -> None:
+    """The batch step, as Slurm's slurmstepd runs it: record the start; a dependency that can never
+    be satisfied cancels the job (DependencyNeverSatisfied); a missing working directory fails
+    the launch (JobLaunchFailure); the output files from their patterns with the user's umask; GPUs claimed
+    and bound; the script started with the job's SLURM_* environment in its own session; the time
+    limit (re-read when scontrol updates it), --signal and scancel's signals enforced (Runner);
+    the end recorded with the script's real exit code and state (COMPLETED, FAILED, TIMEOUT,
+    CANCELLED). Exit codes 99 and 100 leave as 1 (Grid Engine would requeue or hold the job)."""
+    p = read_payload()
+    sdir = p["state_dir"]
+    job_id = int(os.environ.get("JOB_ID", "0"))
+    task = _ge_task(p)
+    _last["task"] = task
+    this_host = socket.gethostname().split(".")[0]
+    user = pwd.getpwuid(os.getuid())
+    start = time.time()
+    stamp = _stamp(p)
+    # Slurm creates the output files with the submitting user's umask: set before anything is made.
+    os.umask(_umask_of(p))
+    if os.environ.get("SGE_BINDING_INSTANCE") == "set":  # OCS's CPU binding (--hint, ...), applied here
+        from .steps.launch import apply_grant  # where its execd did not (steps/launch.apply_grant)
+
+        apply_grant()
+
+    gpu_ids: list[int] | None = None
+    script_dir: list[str] = []
+
+    def event(kind: str, data: dict) -> None:
+        state.record_event(sdir, job_id, task, kind, {**data, **stamp})
+
+    def finish(exit_code: int, sig: int, st: str, reason: str = "None") -> None:
+        state.drop_signals(sdir, state.signal_key(job_id, task))  # scancel's requests to this job
+        if gpu_ids:
+            release_gpus(sdir, this_host, gpu_ids)
+        if script_dir:
+            remove_script(script_dir[0])
+        event("end", {"exit": exit_code, "signal": sig, "state": st, "reason": reason, "node": this_host,
+                      "start": start})
+        code = 128 + sig if sig else exit_code
+        os._exit(1 if code in (99, 100) else code)
+
+    if _deps_unsatisfied(p):
+        # Slurm cancels the job (DependencyNeverSatisfied): a cancel event, and an end event that
+        # says CANCELLED so that accounting does not read the wrapper's exit 0 as COMPLETED.
+        event("cancel", {"uid": os.getuid(), "user": user.pw_name, "was": "PENDING",
+                         "reason": "DependencyNeverSatisfied"})
+        event("end", {"exit": 0, "signal": 0, "state": "CANCELLED", "reason": "DependencyNeverSatisfied",
+                      "node": this_host})
+        os._exit(0)
+
+    env = _base_env(p, user)
+    if env.get("SLURM_SHIM_CONFIG") and "SLURM_SHIM_CONFIG" not in os.environ:
+        # the site config the job's own commands use (execd does not pass it to the wrapper): what
+        # the wrapper asks of the config (the GPU complex) is then of the job's cell, not the default's
+        os.environ["SLURM_SHIM_CONFIG"] = env["SLURM_SHIM_CONFIG"]
+    jobenv.keep_ge(env, os.environ)
+    hosts = jobenv.pe_hosts(os.environ, this_host)
+
+    # Slurm: a working directory that does not exist fails the launch (ExitCode 0:53), with no output.
+    workdir = p["workdir"]
+    try:
+        os.chdir(workdir)
+    except OSError:
+        event("start", {"node": this_host})
+        finish(0, 0, "FAILED", "JobLaunchFailure")
+    env["PWD"] = workdir
+
+    array_job = bool(p.get("array"))
+    default_out = "slurm-%A_%a.out" if array_job else "slurm-%j.out"
+    expand = lambda pat: jobenv.expand_pattern(pat, job_id=job_id, task=task, name=p["name"],  # noqa: E731
+                                               user=user.pw_name, host=this_host, array_job=array_job)
+    append = str(p.get("open_mode") or "").startswith("a")
+    out_pat = p.get("stdout") or (None if p.get("stderr") and not p.get("stdout") else default_out)
+    err_pat = p.get("stderr")
+    try:
+        if out_pat is None:  # only -e given: stdout goes to the default file (Slurm does the same)
+            out_pat = default_out
+        out_fd = _open_output(expand(out_pat), append)
+        err_fd = _open_output(expand(err_pat), append) if err_pat else out_fd
+        in_fd = os.open(expand(p["stdin"]), os.O_RDONLY) if p.get("stdin") else os.open(os.devnull, os.O_RDONLY)
+    except OSError:
+        event("start", {"node": this_host})
+        finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
+
+    if p.get("gpus"):
+        gpu_ids = granted_gpus(os.environ, int(p.get("gpus") or 0))
+    if p.get("gpus") and gpu_ids is None:
+        try:
+            gpu_ids = claim_gpus(sdir, this_host, int(p.get("gpus") or 0), job_id)
+        except NoGpu as e:
+            os.write(err_fd, f"slurmstepd: error: {e}\n".encode())
+            event("start", {"node": this_host})
+            finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
+    env.update(jobenv.batch_env(p, job_id=job_id, task=task, hosts=hosts, this_host=this_host,
+                                user=user.pw_name, uid=user.pw_uid, gid=os.getgid(), gpu_ids=gpu_ids))
+    from ..accounting import metrics  # (os only: the file of the job's own metrics)
+
+    for var in ("TMPDIR", "TMP"):
+        if (mdir := _trusted_dir(os.environ.get(var, ""), user.pw_uid)) is not None:
+            env[metrics.ENV] = os.path.join(mdir, metrics.FILE_NAME)
+            break
+
+    try:
+        d, script_path = write_script(sdir, base64.b64decode(p["script"]))
+        script_dir.append(d)
+    except OSError as e:
+        os.write(err_fd, f"slurmstepd: error: cannot write the job script: {e}\n".encode())
+        event("start", {"node": this_host})
+        finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
+
+    r = Runner(p)
+    signal.signal(signal.SIGUSR2, r.on_cancel)
+    signal.signal(signal.SIGUSR1, r.on_suspend)
+    signal.signal(signal.SIGCONT, r.on_continue)
+    signal.signal(signal.SIGTERM, r.on_cancel)
+    event("start", {"node": this_host})
+    try:
+        # Its own session: Grid Engine's notify signals reach the wrapper, which turns them into
+        # Slurm's signals; Grid Engine's final SIGKILL still reaches every process of the job
+        # through its additional group id (execd_params ENABLE_ADDGRP_KILL).
+        # sh only sets SLURM_TASK_PID to its own pid and execs the script in place: no user text is
+        # part of the shell's program, the script and its arguments are plain argv.
+        launcher = ["/bin/sh", "-c", jobenv.TASK_LAUNCH, script_path]
+        r.child = proc.popen([*launcher, *p.get("args", [])], env=env, stdin=in_fd, stdout=out_fd,
+                             stderr=err_fd, start_new_session=True, close_fds=True)
+    except OSError as e:
+        os.write(err_fd, f"slurmstepd: error: execve(): {script_path}: {e.strerror}\n".encode())
+        finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
+    try:
+        r.err_fd = os.dup(err_fd)
+    except OSError:
+        pass
+    for fd in {out_fd, err_fd, in_fd}:
+        os.close(fd)
+    r.schedule(start)
+    sig_key = state.signal_key(job_id, task)
+    ge_sub = stamp.get("sub")
+    next_look = time.time() + LIMIT_RECHECK
+    while True:
+        timeout = r.next_timeout()
+        timeout = min(SIGNAL_POLL, LIMIT_RECHECK if timeout is None else timeout)
+        try:
+            status = r.child.wait(timeout=timeout)
+            break
+        except proc.TimeoutExpired:
+            if time.time() >= next_look:  # scontrol update TimeLimit=... changes the record
+                next_look = time.time() + LIMIT_RECHECK
+                limit = _time_of(records.Reader(sdir).submit(job_id, os.getuid(), ge_sub))
+                if limit is not None and limit != p.get("time") and not r.timed_out:
+                    p["time"] = limit
+                    r.schedule(start)
+            r.fire()
+            r.poll_signals(sdir, sig_key, ge_sub, this_host, env["SLURM_JOB_ID"], start)  # a task's own id
+    signal.alarm(0)
+    sig = -status if status < 0 else 0
+    code = status if status >= 0 else 0
+    if r.timed_out:
+        st = "TIMEOUT"
+    elif r.cancelled:
+        st = "CANCELLED"
+    elif code == 0 and sig == 0:
+        st = "COMPLETED"
+    else:
+        st = "FAILED"
+    finish(code, sig, st)
+
+
+def _fallback_state_dir() -> str | None:
+    """The site config's state directory, for a wrapper that could not even read its payload."""
+    try:
+        from .. import siteconf
+
+        return siteconf.get().cluster.state_dir
+    except Exception:
+        return None
+
+
+def run() -> None:
+    """main(), with a last-resort record: a wrapper failure must never vanish silently. It goes to
+    the payload's state directory (kept as soon as the payload was read), else the site config's."""
+    try:
+        main()
+    except Exception as e:
+        import traceback
+
+        sys.stderr.write(traceback.format_exc())
+        try:
+            sdir = _last.get("state_dir") or _fallback_state_dir()
+            if sdir:
+                state.record_event(sdir, int(os.environ.get("JOB_ID", "0") or 0), _last.get("task"), "end", {
+                    "exit": 1, "signal": 0, "state": "FAILED", "reason": "JobLaunchFailure",
+                    "error": f"{type(e).__name__}: {e}", **(_last.get("stamp") or {})})
+        finally:
+            os._exit(1)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,306 @@
+"""Planning a step: what srun was asked for (``StepRequest``), which host runs which task ranks
+(Slurm's block distribution), the environment of the step, of each host and of each task, and
+srun's ``--output``/``--error``/``--input`` values and file name patterns."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import socket
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from ... import jobids
+from .. import jobenv
+from ..jobenv import NO_VAL
+
+if TYPE_CHECKING:
+    from .allocation import Allocation
+
+class StepError(Exception):
+    """The step cannot be created (Slurm: ``Unable to create step for job N: <reason>``)."""
+
+
+def layout(hosts: Sequence[tuple[str, int]], ntasks: int, cpus_per_task: int, nnodes: int,
+           ntasks_per_node: int | None = None, relative: int = 0,
+           distribution: str | None = None, overcommit: bool = False) -> list[tuple[str, int, list[int]]]:
+    """[(host, slots, [task ranks])] for a step, by Slurm's distribution: task counts go round
+    the nodes one at a time while a node has CPUs left (so -n4 on two nodes is 2+2); block (the
+    default) then numbers ranks node by node (0,1 on the first node, 2,3 on the second), cyclic
+    (``--distribution=cyclic``, its first word) in the order they were dealt (0,2 and 1,3).
+    ``overcommit`` (``-O``) lets the tasks outnumber the CPUs, dealt on round the nodes."""
+    usable = list(hosts[relative:])
+    if relative >= len(hosts) or nnodes > len(usable):
+        raise StepError("Requested node configuration is not available")
+    use = usable[:nnodes]
+    if ntasks * cpus_per_task > sum(s for _, s in use) and not overcommit:
+        raise StepError("More processors requested than permitted")
+    cap = [s // cpus_per_task for _, s in use]
+    if ntasks_per_node:
+        cap = [min(c, ntasks_per_node) for c in cap]
+    counts = [0] * len(use)
+    dealt: list[list[int]] = [[] for _ in use]  # ranks in the order they were dealt (cyclic)
+    assigned = 0
+    over = False
+    j = 0
+    while assigned < ntasks:
+        space = False
+        for i in range(len(use)):
+            if assigned >= ntasks:
+                break
+            if j < cap[i] or over:
+                counts[i] += 1
+                dealt[i].append(assigned)
+                assigned += 1
+                if j + 1 < cap[i]:
+                    space = True
+        if not space:
+            over = True
+        j += 1
+    cyclic = (distribution or "").split(":")[0].split(",")[0].strip().lower() == "cyclic"
+    out: list[tuple[str, int, list[int]]] = []
+    rank = 0
+    for (host, slots), c, d in zip(use, counts, dealt):
+        if c:
+            out.append((host, slots, d if cyclic else list(range(rank, rank + c))))
+            rank += c
+    return out
+
+
+ranges = jobids.compress  # task ids as Slurm lists them: 0-1,3
+
+
+# ---------------------------------------------------------------------------------------------
+# Environment
+
+
+def launch_address() -> str:
+    try:
+        return socket.gethostbyname(os.uname().nodename)
+    except OSError:
+        return "127.0.0.1"
+
+
+def step_env(base: Mapping[str, str], *, job_id: int, step_id: int, plan: list[tuple[str, int, list[int]]],
+             cpus_per_task: int | None, in_allocation: bool, distribution: str | None = None,
+             umask: int = 0o022, debug: int = 3, port: int | None = None, address: str | None = None,
+             gpu_ids: str | None = None) -> dict[str, str]:
+    """What every task of the step sees (before its host's and its own variables): the job's
+    environment plus srun's step variables, as Slurm's srun sets them."""
+    from ...hostlist import compress
+
+    nodes = [h for h, _, _ in plan]
+    counts = [len(t) for _, _, t in plan]
+    ntasks = sum(counts)
+    nodelist = compress(nodes, sort=False)
+    tpn = jobenv.tasks_per_node_str(counts)
+    port = port if port is not None else 32768 + (os.getpid() * 7 + step_id) % 28000
+    address = address or launch_address()
+    env = dict(base)
+    env.update({
+        "SLURM_JOB_ID": str(job_id),
+        "SLURM_JOBID": str(job_id),
+        "SLURM_STEP_ID": str(step_id),
+        "SLURM_STEPID": str(step_id),
+        "SLURM_STEP_NODELIST": nodelist,
+        "SLURM_STEP_NUM_NODES": str(len(nodes)),
+        "SLURM_STEP_NUM_TASKS": str(ntasks),
+        "SLURM_STEP_TASKS_PER_NODE": tpn,
+        "SLURM_STEP_LAUNCHER_PORT": str(port),
+        "SLURM_SRUN_COMM_HOST": address,
+        "SLURM_SRUN_COMM_PORT": str(port),
+        "SLURM_LAUNCH_NODE_IPADDR": address,
+        "SLURM_UMASK": f"{umask:04o}",
+        "SRUN_DEBUG": str(debug),
+        "SLURM_NTASKS": str(ntasks),
+        "SLURM_NPROCS": str(ntasks),
+        "SLURM_TASKS_PER_NODE": tpn,
+        "SLURM_NNODES": str(len(nodes)),
+        "SLURM_NODELIST": nodelist,
+    })
+    if cpus_per_task is not None:
+        env["SLURM_CPUS_PER_TASK"] = str(cpus_per_task)
+    if in_allocation:
+        env["SLURM_DISTRIBUTION"] = distribution or ("block" if ntasks > len(nodes) else "cyclic")
+        if "SLURM_JOB_CPUS_PER_NODE" in env:
+            env["SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0"] = env["SLURM_JOB_CPUS_PER_NODE"]
+    elif distribution:
+        env["SLURM_DISTRIBUTION"] = distribution
+    gpus = gpu_ids if gpu_ids is not None else env.get("SLURM_JOB_GPUS")
+    if gpus:
+        env["SLURM_STEP_GPUS"] = gpus
+    return env
+
+
+def host_env(common: Mapping[str, str], host: str, node_index: int, slots: int, tids: Sequence[int]) -> dict[str, str]:
+    env = dict(common)
+    env.update({
+        "SLURMD_NODENAME": host,
+        "SLURM_TOPOLOGY_ADDR": host,
+        "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
+        "SLURM_NODEID": str(node_index),
+        "SLURM_GTIDS": ",".join(str(t) for t in tids),
+        "SLURM_CPUS_ON_NODE": str(slots),
+    })
+    return env
+
+
+def task_env(host: Mapping[str, str], tid: int, local_id: int) -> dict[str, str]:
+    env = dict(host)
+    env["SLURM_PROCID"] = str(tid)
+    env["SLURM_LOCALID"] = str(local_id)
+    return env
+
+
+def export_env(environ: Mapping[str, str], mode: Mapping[str, Any] | None) -> dict[str, str]:
+    """srun --export: ALL (default) passes srun's environment; NONE passes only the SLURM_*
+    variables; a list passes SLURM_* and the listed ones (``ALL,X=1`` adds to everything)."""
+    mode = mode or {"all": True, "vars": {}}
+    if mode.get("all"):
+        env = dict(environ)
+    else:
+        env = {k: v for k, v in environ.items() if k.startswith(("SLURM_", "SLURMD_", "SRUN_"))}
+    env.update(mode.get("vars") or {})
+    return env
+
+
+# ---------------------------------------------------------------------------------------------
+# Output file patterns
+
+
+def expand_io(pattern: str, vals: Mapping[str, Any], *, tid: int = 0, node: int = 0, host: str = "") -> str:
+    """A step's file name pattern: %j %J %s %t %n %N %A %a %x %u %% as Slurm's srun and slurmstepd
+    expand them (``fname_create`` in src/srun/libsrun/fname.c, ``_step_path_check`` in
+    src/slurmd/common/fname.c): %J is ``<job>.<step>`` (the job id padded), %A the array's job
+    (else the job), %a its index (else NO_VAL). ``vals``: j, s, A, a, x, u."""
+    job = vals.get("j")
+
+    def number(v: Any) -> Any:
+        return int(v) if isinstance(v, str) and v.isascii() and v.isdigit() else v
+
+    return jobenv.expand(pattern, {
+        "j": job, "J": lambda width: f"{job:0{width}d}.{vals.get('s')}" if isinstance(job, int) else f"{job}.{vals.get('s')}",
+        "s": vals.get("s"), "t": tid, "n": node, "N": host, "A": number(vals.get("A", job)),
+        "a": number(vals.get("a", NO_VAL)), "x": str(vals.get("x", "")), "u": str(vals.get("u", "")),
+    })
+
+
+def varies_per_task(pattern: str | None) -> bool:
+    """Whether a pattern names a different file per task or node (%t, %n, %N)."""
+    if not pattern:
+        return False
+    i = 0
+    while i < len(pattern) - 1:
+        if pattern[i] == "%":
+            j = i + 1
+            while j < len(pattern) and pattern[j].isdigit():
+                j += 1
+            if j < len(pattern):
+                if pattern[j] in "tnN":
+                    return True
+                if pattern[j] == "%":
+                    i = j + 1
+                    continue
+            i = j
+        else:
+            i += 1
+    return False
+
+
+def io_mode(value: str | None) -> tuple[str, Any]:
+    """srun's --output/--error/--input values: ("inherit", None), ("none", None), ("task", N),
+    ("all", None) or ("file", pattern)."""
+    if value is None or value == "":
+        return "inherit", None
+    low = value.lower()
+    if low == "none":
+        return "none", None
+    if low == "all":
+        return "inherit", None
+    if value.isdigit():
+        return "task", int(value)
+    return "file", value
+
+
+def parse_multi_prog(text: str, ntasks: int) -> dict[int, list[str]]:
+    """--multi-prog's file: lines ``ranks program args``; ranks ``*``, ``N``, ``N-M`` or lists;
+    ``%t`` is the task's rank and ``%o`` its offset within the line's range."""
+    out: dict[int, list[str]] = {}
+    for line in text.splitlines():
+        words = shlex.split(line, comments=True)
+        if len(words) < 2:
+            continue
+        spec, argv = words[0], words[1:]
+        if spec == "*":
+            ids = [t for t in range(ntasks) if t not in out]
+        else:
+            ids = []
+            for part in spec.split(","):
+                lo, _, hi = part.partition("-")
+                ids += list(range(int(lo), int(hi or lo) + 1))
+        for off, t in enumerate(ids):
+            if t not in out and t < ntasks:
+                out[t] = [w.replace("%t", str(t)).replace("%o", str(off)) for w in argv]
+    return out
+
+
+class StepRequest(dict):
+    """What srun was asked for, as plain data (it also travels in qrsh payloads). Keys: argv,
+    argv_per_task, ntasks, ntasks_set, cpus_per_task, cpus_per_task_set, nodes, nodes_set,
+    ntasks_per_node, relative, label, unbuffered, output, error, input, append, kill_on_bad_exit,
+    wait, pty, time (minutes), chdir, export, distribution, name, quiet, verbose, prog."""
+
+    def __getattr__(self, name: str) -> Any:
+        return self.get(name)
+
+
+def plan_step(req: Mapping[str, Any], alloc: Allocation) -> list[tuple[str, int, list[int]]]:
+    """The step's layout over the allocation (StepError when it cannot be made). ``-w/--nodelist``
+    and ``-x/--exclude`` choose among the allocation's hosts (Open MPI's mpirun starts its daemons
+    with ``srun --nodelist=...``); a listed host outside the allocation cannot be used."""
+    cpt = int(req.get("cpus_per_task") or 1)
+    hosts = _chosen_hosts(alloc.hosts, req.get("nodelist"), req.get("exclude"))
+    if len(hosts) != len(alloc.hosts):
+        from .allocation import Allocation
+
+        alloc = Allocation(alloc.job_id, hosts)
+    nodes = req.get("nodes")
+    if req.get("nodelist") and not nodes:
+        nodes = len(hosts)
+    nnodes = int(nodes) if nodes else len(alloc.hosts)
+    if req.get("ntasks"):
+        ntasks = int(req["ntasks"])
+    elif req.get("ntasks_per_node"):
+        ntasks = int(req["ntasks_per_node"]) * nnodes
+    else:
+        ntasks = nnodes
+    if nnodes > len(alloc.hosts) - int(req.get("relative") or 0):
+        raise StepError("Requested node configuration is not available")
+    nnodes = max(1, min(nnodes, ntasks))
+    return layout(alloc.hosts, ntasks, cpt, nnodes, req.get("ntasks_per_node"), int(req.get("relative") or 0),
+                  req.get("distribution"), bool(req.get("overcommit")))
+
+
+def _chosen_hosts(hosts: Sequence[tuple[str, int]], nodelist: str | None,
+                  exclude: str | None) -> list[tuple[str, int]]:
+    """The allocation's hosts a step may use, in the allocation's order."""
+    from ...hostlist import expand
+
+    def names(expr: str) -> list[str]:
+        try:
+            return [h.split(".")[0] for h in expand(expr)]
+        except ValueError:
+            raise StepError("Requested node configuration is not available") from None
+
+    out = list(hosts)
+    if nodelist:
+        wanted = names(nodelist)
+        have = {h for h, _ in hosts}
+        if any(w not in have for w in wanted):
+            raise StepError("Requested node configuration is not available")
+        out = [(h, s) for h, s in out if h in wanted]
+    if exclude:
+        gone = set(names(exclude))
+        out = [(h, s) for h, s in out if h not in gone]
+        if not out:
+            raise StepError("Requested node configuration is not available")
+    return out

@@ -1,0 +1,89 @@
+"""Fixtures of the integration tests shared by several files: the two-host cluster.
+
+``two_hosts``: a second execution host beside this one (scripts/multihost: an sge_execd in its own
+network and UTS namespaces) in the selected cell (tests/conftest.py: CELL), reachable only through
+queue/partition "twohost". The fixture's value is the environment that sends a command there (a
+site config of its own, the selected cell's as its base) and names the second host (``.node``)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import CELL, REPO, SITE_CONFIG, shim_env
+
+# scripts/multihost's second host of each cell (each its own name: both cells' can be up at once)
+SECOND_HOST = "ocsnode2" if CELL == "ocs" else "node2"
+LOCK_DIR = "/run/slurm-shim-multihost"  # root's (scripts/multihost makes it too)
+TWOHOST_PARTITION = '[partitions.twohost]\nqueue = "twohost"\npe = "smp"\npe_multinode = "mpi"\n'
+
+
+class TwoHosts(dict):
+    """The environment of a command meant for partition "twohost" ({"SLURM_SHIM_CONFIG": ...}),
+    and the name of the second host (``node``; this host is ``os.uname().nodename``)."""
+
+    node = SECOND_HOST
+
+
+def twohost_config(base: str) -> str:
+    """A site config: ``base`` with partition "twohost", and MpiDefault pmi2 as cluster up writes it."""
+    lines = [ln for ln in base.splitlines() if not ln.startswith("mpi_default")]
+    at = lines.index("[cluster]") + 1
+    lines[at:at] = ['mpi_default = "pmi2"']
+    return "\n".join(lines) + "\n\n" + TWOHOST_PARTITION
+
+
+def multihost(action: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([str(REPO / "scripts" / "multihost"), action], capture_output=True, text=True,
+                          timeout=timeout, env=shim_env({"SLURM_SHIM_CELL": CELL}))
+
+
+def _hold(lock, how: int, timeout: float) -> bool:
+    """flock ``how`` on ``lock`` within ``timeout`` seconds (0: one try)."""
+    import fcntl
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(lock, how | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.2)
+
+
+@pytest.fixture(scope="session")
+def two_hosts():
+    """The second host, up for the session, and a site config with partition "twohost" in a
+    directory every user can read (pytest's own root is 0700, and is reset so whenever another
+    pytest starts). Sessions that overlap (several test runs on one machine) share it: each holds
+    a shared lock on LOCK_DIR/<cell>.users while it runs; the one that brought the host up takes
+    it down at its end only if no other session holds it then."""
+    import fcntl
+    import os
+
+    os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
+    users = open(os.path.join(LOCK_DIR, f"{CELL}.users"), "a")
+    if not _hold(users, fcntl.LOCK_SH, 300):
+        pytest.fail(f"another test session is taking the {CELL} cell's second host down for over 300 s")
+    was_up = multihost("status", timeout=60).returncode == 0
+    setup = multihost("up")
+    if setup.returncode != 0:
+        users.close()
+        pytest.fail(f"scripts/multihost up failed ({CELL} cell): {setup.stderr}")
+    d = Path(tempfile.mkdtemp(prefix="shim-twohost-", dir="/tmp"))
+    d.chmod(0o755)
+    conf = d / "config.toml"
+    conf.write_text(twohost_config(SITE_CONFIG.read_text()))
+    conf.chmod(0o644)
+    yield TwoHosts(SLURM_SHIM_CONFIG=str(conf))
+    if not was_up and _hold(users, fcntl.LOCK_EX, 0):  # no other session uses it now
+        multihost("down")
+    users.close()
+    shutil.rmtree(d, ignore_errors=True)

@@ -1,0 +1,66 @@
+"""The agent-swarm demo (examples/agent-swarm/swarm.sh) as CI runs it: a shortened swarm (three
+agents per team). It must show the quota and seat reasons, sprio ranking the urgent job first,
+sshare's two teams, sreport's bill, and leave the cell exactly as it found it."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from conftest import CELL, REPO, run, shim_env
+
+pytestmark = pytest.mark.gridengine
+
+SCRIPT = REPO / "examples" / "agent-swarm" / "swarm.sh"
+
+
+def cell_config() -> dict[str, str]:
+    out = {}
+    for args in (("-srqsl",), ("-sprjl",), ("-se", "global"), ("-ssconf",), ("-sc",), ("-sstree",)):
+        cp = run("qconf", *args)
+        out[" ".join(args)] = cp.stdout + cp.stderr
+    return out
+
+
+def section(out: str, command: str) -> list[str]:
+    """The lines the demo printed after ``$ command...``, up to the next command."""
+    lines = out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(f"$ {command}"))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("$ ")), len(lines))
+    return [ln for ln in lines[start + 1:end] if ln]
+
+
+def test_the_demo_runs_and_restores_the_cell():
+    before = cell_config()
+    # the selected cell's own q* binaries (the demo defaults to Debian's /usr/lib/gridengine)
+    tools = {t.upper(): shutil.which(t, path=shim_env()["PATH"]) or t
+             for t in ("qconf", "qalter", "qdel", "qstat")} if CELL == "ocs" else {}
+    cp = run("bash", str(SCRIPT), env={"AGENTS": "3", **tools}, timeout=400)
+    after = cell_config()
+    assert after == before, "the demo left the cell changed"
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    out = cp.stdout
+    assert "Submitted 8 jobs in " in out
+    queue = section(out, "squeue")
+    reasons = {ln.split()[2]: ln.split()[-1] for ln in queue[1:]}
+    assert "AssocGrpLicense" in reasons.values()  # a team at its quota
+    assert reasons.get("eval") == "Licenses"  # the two-seat evaluation waits for seats
+    prio = section(out, "sprio")
+    assert prio[0].split() == ["JOBID", "ACCOUNT", "PRIORITY", "FAIRSHARE", "AGE", "JOBSIZE"]
+    ranked = [ln.split() for ln in prio[1:]]
+    urgent = next(ln.split()[0] for ln in queue if " urgent " in f" {ln} ")
+    if any(r[0] == urgent for r in ranked):  # the urgent job is still pending at the snapshot
+        assert ranked[0][0] == urgent
+    fs = {r[1]: int(r[3]) for r in ranked if r[0] != urgent and r[1] in ("team_a", "team_b")}
+    assert fs, prio  # some team's agents wait at the snapshot
+    if len(fs) == 2:  # both teams wait: 70 shares against 30 (a team whose agents all run has none here)
+        assert fs["team_a"] > fs["team_b"], prio
+    share = section(out, "sshare -a -o")
+    assert [ln.split()[0] for ln in share[2:]] == ["root", "team_a", "team_b"]
+    bill = section(out, "sreport")
+    assert bill[1].startswith("Cluster/Account/User Utilization ") and bill[2] == "Usage reported in CPU Seconds"
+    rows = {tuple(ln.split()[1:3]): int(ln.split()[-2]) for ln in bill[6:] if len(ln.split()) == 4}
+    accounts = {ln.split()[1]: int(ln.split()[-2]) for ln in bill[6:] if len(ln.split()) == 4}
+    assert accounts["root"] == sum(v for k, v in accounts.items() if k != "root") > 0
+    assert rows

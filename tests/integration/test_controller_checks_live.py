@@ -1,0 +1,47 @@
+"""What Slurm's controller refuses, refused by the installed commands on the live cluster before
+Grid Engine sees it (issue 15 part 2 and 5): Slurm's lines and exit code, and no job queued (each
+refused submission carries a name of its own, which qstat must not list). The unit tests hold one
+test per rule with its Slurm function; these run the real commands on the site config that
+cluster up wrote (partitions debug and gpu, [gres.gpu] without types)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import run
+
+pytestmark = pytest.mark.gridengine
+
+FAILED = "sbatch: error: Batch job submission failed: "
+
+
+@pytest.mark.parametrize("argv, err", [
+    (["-N", "0"], FAILED + "Node count specification invalid\n"),
+    (["-N", "1", "-w", "vm,vm"], None),  # one host twice is one node: accepted (checked below)
+    (["-p", "debug,nope"], "sbatch: error: invalid partition specified: nope\n" + FAILED + "Invalid partition name specified\n"),
+    (["--gres=gpu:a100:1"], FAILED + "Requested node configuration is not available\n"),
+    (["--gpus=v100:1"], FAILED + "Requested node configuration is not available\n"),
+    (["--gres=nvme:1"], "sbatch: error: Invalid generic resource (gres) specification\n"),
+    (["--gpus=3", "--gpus-per-node=2"], "sbatch: error: Invalid generic resource (gres) specification\n"),
+    (["--mem-per-gpu=1G"], "sbatch: error: Invalid generic resource (gres) specification\n"),
+    # more CPUs on one host than any host has (select_nodes; Grid Engine's -w e decides it)
+    (["-c", "512"], FAILED + "Requested node configuration is not available\n"),
+    (["-N", "1", "-n", "512"], FAILED + "Requested node configuration is not available\n"),
+    (["-c", "2"], None),
+])
+def test_refused_before_grid_engine(workdir, argv, err):
+    if err is None:
+        cp = run("sbatch", "--test-only", *argv, "--wrap", "true", cwd=workdir)
+        assert cp.returncode == 0, cp.stderr
+        return
+    tag = f"w7ctl{os.getpid()}"
+    cp = run("sbatch", *argv, "-J", tag, "--wrap", "true", cwd=workdir)
+    assert (cp.returncode, cp.stdout, cp.stderr) == (1, "", err)
+    assert f"<JB_name>{tag}</JB_name>" not in run("qstat", "-u", "*", "-xml").stdout
+
+
+def test_srun_zero_nodes(workdir):
+    cp = run("srun", "-N", "0-1", "true", cwd=workdir)
+    assert (cp.returncode, cp.stderr) == (1, "srun: error: Unable to allocate resources: Node count specification invalid\n")

@@ -1,0 +1,158 @@
+"""Issue 20 on the live cell: a quota that holds a job shows the mapped reason; sshare's usage grows
+after a job runs; sprio ranks an urgent job first; sreport's bill equals the sum over sacct's rows.
+
+Every policy object a test adds is its own (names carry a random tag), limited to projects of its
+own or added where it changes no other job's scheduling (a share tree while weight_tickets_share
+is 0), and removed in a finally block: the cell is left as it was found."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from conftest import run, wait_until
+
+pytestmark = pytest.mark.gridengine
+
+
+def qconf(*args: str, input: str | None = None) -> str:
+    cp = run("qconf", *args, input=input)
+    assert cp.returncode == 0, (args, cp.stdout, cp.stderr)
+    return cp.stdout
+
+
+def add_from_file(flag: str, text: str, tmp_path, name: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    path.chmod(0o644)
+    qconf(flag, str(path))
+
+
+@pytest.fixture
+def tag() -> str:
+    return "w2" + uuid.uuid4().hex[:6]
+
+
+def test_a_quota_that_holds_a_job_shows_the_mapped_reason(tmp_path, tag, jobs):
+    slots_prj, lic_prj = f"{tag}s", f"{tag}l"
+    made: list[tuple[str, str]] = []
+    try:
+        for p in (slots_prj, lic_prj):
+            add_from_file("-Aprj", f"name {p}\noticket 0\nfshare 0\nacl NONE\nxacl NONE\n", tmp_path, p)
+            made.append(("-dprj", p))
+        add_from_file("-Arqs", "{\n name %s_cpu\n enabled TRUE\n limit projects %s to slots=0\n}\n"
+                      % (tag, slots_prj), tmp_path, "rqs1")
+        made.append(("-drqs", f"{tag}_cpu"))
+        add_from_file("-Arqs", "{\n name %s_seat\n enabled TRUE\n limit users {*} projects %s to anthropic_api=0\n}\n"
+                      % (tag, lic_prj), tmp_path, "rqs2")
+        made.append(("-drqs", f"{tag}_seat"))
+        cpu = jobs.qsub("cpu", "-P", slots_prj, "-b", "y", "-o", "/dev/null", "-j", "y", "/bin/true")
+        seat = jobs.qsub("seat", "-P", lic_prj, "-l", "anthropic_api=1", "-b", "y", "-o", "/dev/null", "-j", "y",
+                         "/bin/true")
+
+        def reasons():
+            out = run("squeue", "-h", "-j", f"{cpu},{seat}", "-o", "%i %r").stdout.split()
+            got = dict(zip(out[::2], out[1::2]))
+            return got if got.get(cpu) == "AssocGrpCpuLimit" and got.get(seat) == "AssocGrpLicense" else None
+
+        wait_until(reasons, 60, "squeue to show the quota reasons")
+        assert "(AssocGrpCpuLimit)" in run("squeue", "-h", "-j", cpu).stdout  # %R of the default layout
+        shown = run("scontrol", "show", "job", seat).stdout
+        assert "JobState=PENDING Reason=AssocGrpLicense" in shown
+    finally:
+        jobs.cleanup()  # first: a project that jobs still name cannot be deleted
+        jobs.ids.clear()
+        for flag, name in reversed(made):
+            run("qconf", flag, name)
+    assert tag not in run("qconf", "-srqsl").stdout + run("qconf", "-sprjl").stdout
+
+
+def _weight_tickets_share() -> float:
+    for line in qconf("-ssconf").splitlines():
+        if line.startswith("weight_tickets_share"):
+            return float(line.split()[1])
+    return 0.0
+
+
+def test_sshare_usage_grows_after_jobs_run(tmp_path, tag, plain_user, workdir):
+    assert _weight_tickets_share() == 0, "a share tree would change scheduling on this cell"
+    before_tree = run("qconf", "-sstree")
+    had_tree = before_tree.returncode == 0 and "id=" in before_tree.stdout
+    if had_tree:
+        pytest.fail("the cell already has a share tree; this test adds its own and would replace it")
+    tree = (f"id=0\nname=Root\ntype=0\nshares=1\nchildnodes=1\nid=1\nname={tag}team\ntype=0\nshares=10\n"
+            f"childnodes=2\nid=2\nname={plain_user}\ntype=0\nshares=1\nchildnodes=NONE\n")
+    try:
+        add_from_file("-Astree", tree, tmp_path, "stree")
+
+        def usage() -> int | None:
+            cp = run("sshare", "-a", "-n", "-P", "-o", "Account,User,RawUsage", user=plain_user)
+            for line in cp.stdout.splitlines():
+                acct, user, raw = line.split("|")
+                if user == plain_user and acct.strip() == f"{tag}team":
+                    return int(raw)
+            return None
+
+        first = wait_until(lambda: usage() is not None and [usage()], 30, "sshare to show the user row")[0]
+        cp = run("sbatch", "--parsable", "-o", "/dev/null", "--wrap",
+                 "timeout 4 sh -c 'while :; do :; done' || true", user=plain_user, cwd=workdir)
+        assert cp.returncode == 0, cp.stderr
+        job = cp.stdout.strip()
+        state = wait_until(lambda: (lambda st: st if st and st not in ("PENDING", "RUNNING") else None)(
+            run("sacct", "-n", "-X", "-j", job, "-o", "State").stdout.strip()), 90, "the CPU job to end")
+        assert state == "COMPLETED", run("sacct", "-j", job, "-o", "JobID,State,ExitCode,Reason").stdout
+        grown = wait_until(lambda: (usage() or 0) >= first + 2 and usage(), 90, "sshare's RawUsage to grow")
+        assert grown >= first + 2  # about 4 cpu seconds, decayed a little
+        out = run("sshare", "-a", "-l").stdout
+        assert f" {tag}team" in out and f"  {tag}team" in out  # the account, then its user one level deeper
+    finally:
+        run("qconf", "-dstree")
+    assert run("qconf", "-sstree").returncode != 0 or "id=" not in run("qconf", "-sstree").stdout
+
+
+def test_sprio_ranks_an_urgent_job_first(jobs):
+    """Two jobs that cannot start (more matlab seats than exist, -w n); the operator gives one
+    override tickets (qalter -ot), Grid Engine's lever for an urgent job: sprio puts it first by
+    priority, its FAIRSHARE factor shows why."""
+    plain = jobs.qsub("plain", "-w", "n", "-l", "matlab=4", "-b", "y", "-o", "/dev/null", "-j", "y", "/bin/true")
+    urgent = jobs.qsub("urgent", "-w", "n", "-l", "matlab=4", "-b", "y", "-o", "/dev/null", "-j", "y", "/bin/true")
+    assert run("qalter", "-ot", "1000", urgent).returncode == 0
+
+    def ranked():
+        out = run("sprio", "-h", "-j", f"{plain},{urgent}", "-S", "-Y", "-o", "%i %Y %F").stdout.split("\n")
+        rows = [ln.split() for ln in out if ln]
+        return rows if len(rows) == 2 and rows[0][0] == urgent and int(rows[0][1]) > int(rows[1][1]) else None
+
+    rows = wait_until(ranked, 60, "sprio to rank the urgent job first")
+    assert int(rows[0][2]) > int(rows[1][2])  # the override tickets are in the fair-share factor
+    assert run("sprio", "-h", "-j", plain, "-o", "%i").stdout.strip() == plain
+
+
+def test_sreport_totals_equal_the_sum_over_sacct_rows(tag, plain_user, workdir):
+    account = f"{tag}bill"
+    ids = []
+    for secs in (2, 3):
+        cp = run("sbatch", "--parsable", "-A", account, "-c", "2", "-o", "/dev/null", "--wrap", f"sleep {secs}",
+                 user=plain_user, cwd=workdir)
+        assert cp.returncode == 0, cp.stderr
+        ids.append(cp.stdout.strip())
+    wait_until(lambda: run("sacct", "-n", "-X", "-j", ",".join(ids), "-o", "State").stdout.split() == [
+        "COMPLETED", "COMPLETED"], 120, "both jobs to complete")
+    now = time.time()
+    start = time.strftime("%Y-%m-%dT%H:00:00", time.localtime(now - 7200))
+    end = time.strftime("%Y-%m-%dT%H:00:00", time.localtime(now + 7200))
+    cp = run("sacct", "-a", "-n", "-X", "-P", "-A", account, "-S", start, "-E", end, "-o", "Account,User,CPUTimeRAW")
+    rows = [ln.split("|") for ln in cp.stdout.splitlines()]
+    assert len(rows) == 2 and all(r[0] == account and r[1] == plain_user for r in rows), cp.stdout
+    want = sum(int(r[2]) for r in rows)
+    assert want >= 2 * (2 + 3)  # two CPUs each
+    cp = run("sreport", "-n", "-P", "-t", "seconds", "cluster", "AccountUtilizationByUser", f"start={start}",
+             f"end={end}", f"accounts={account}", "format=Account,Login,Used")
+    assert cp.returncode == 0, cp.stderr
+    got = [ln.split("|") for ln in cp.stdout.splitlines()]
+    assert [account, "", str(want)] in got and [account, plain_user, str(want)] in got
+    cp = run("sreport", "-n", "-P", "-t", "seconds", "user", "TopUsage", f"start={start}", f"end={end}",
+             f"accounts={account}", "format=Login,Account,Used")
+    assert cp.stdout.splitlines() == [f"{plain_user}|{account}|{want}"]

@@ -1,0 +1,43 @@
+"""The shim's own records as unit tests plant them: a submit record and an event of a given age,
+at a fixed ``NOW`` (tests freeze ``time.time`` to it), and the site those tests run in. Shared by
+test_squeue, test_speed_paths and test_one_job."""
+
+import json
+import os
+from datetime import datetime
+
+from shim import siteconf, state
+
+NOW = datetime(2026, 11, 30, 9, 20, 0).timestamp()
+
+
+def submit(state_dir, job_id, **data):
+    rec = {"name": "x", "partition": "debug", "user": "root", "uid": 0, "workdir": "/srv/x", "ntasks": 1,
+           "cpus_per_task": 1, "nodes": 1, "time": -1, "submit_time": NOW - 600}
+    rec.update(data)
+    state.record_submit(str(state_dir), job_id, rec)
+
+
+def event(state_dir, job_id, task, kind, age=10.0, **data):
+    state.record_event(str(state_dir), job_id, task, kind, {**data})
+    path = state_dir / "users" / str(os.getuid()) / "events" / f"{job_id}.{'x' if task is None else task}.{kind}.json"
+    d = json.loads(path.read_text())
+    d["t"] = NOW - age
+    path.write_text(json.dumps(d))
+    os.utime(path, (NOW - age, NOW - age))
+
+
+def frozen_site(monkeypatch, tmp_path):
+    """The unit-test site config with a private state directory, no SQUEUE_*/SLURM_TIME_FORMAT
+    from the caller's environment, and the clock frozen at NOW; returns the state directory."""
+    import time
+
+    from conftest import use_site_config
+
+    use_site_config(monkeypatch, tmp_path)
+    for var in list(os.environ):
+        if var.startswith("SQUEUE_") or var == "SLURM_TIME_FORMAT":
+            monkeypatch.delenv(var)
+    monkeypatch.setattr(time, "time", lambda: NOW)
+    siteconf.reset()
+    return tmp_path / "state"

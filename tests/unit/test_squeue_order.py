@@ -1,0 +1,63 @@
+"""squeue's order is Slurm's (issue 15 part 4): the default keys "P,t,-p" (squeue/sort.c
+sort_job_list, from the last key to the first), and ties in the order of the controller's job list
+(each key is one list_sort: glibc's qsort, a stable merge sort in Debian 12's glibc 2.36; the list
+is pack_all_jobs's walk of job_list, to which job_mgr.c _create_job_record appends). An array
+task's record is created when it is split from the array's own record as it starts; the task that
+starts last is the array's own record and keeps its place."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from shim.cli import squeue
+from shim.model import JobRecord
+from shim.options.sources import Options
+
+
+def at(s: int) -> datetime:
+    return datetime.fromtimestamp(1_700_000_000 + s)
+
+
+def rec(job, task=None, state="RUNNING", submit=0, start=None, prio=100, part="debug", pending=None):
+    return JobRecord(job, array_task=task, array_pending=pending, state=state, partition=part, priority=prio,
+                     submit_time=at(submit), start_time=at(start) if start is not None else None)
+
+
+def ids(recs):
+    return [r.job_id if r.array_task is None and r.array_pending is None else
+            f"{r.job_id}_{r.array_task if r.array_task is not None else '[' + r.array_pending + ']'}" for r in recs]
+
+
+def order(recs, listed=None):
+    return ids(squeue.sort_records(recs, Options(), None, listed=listed))
+
+
+def test_tasks_split_when_they_start_come_after_jobs_submitted_before():
+    """Array 100 (submitted at 0, tasks 1 and 2 started at 30, 3-4 waiting) and job 200
+    (submitted at 10, started at 20): the tasks' records were created at 30, after 200's."""
+    recs = [rec(100, 1, start=30), rec(100, 2, start=30), rec(100, state="PENDING", pending="3-4"),
+            rec(200, submit=10, start=20)]
+    assert order(recs) == ["100_[3-4]", 200, "100_1", "100_2"]  # PD before R; the running ones by creation
+
+
+def test_the_last_task_to_start_keeps_the_arrays_place():
+    """No task waits: the task that started last is the array's own record (created at submission)."""
+    recs = [rec(100, 1, start=30), rec(100, 2, start=40), rec(200, submit=10, start=20), rec(100, 3, start=35)]
+    assert order(recs) == ["100_2", 200, "100_1", "100_3"]
+
+
+def test_keys_before_ties():
+    """P then t (compact state text: CD < PD < R) then priority down; ties as above."""
+    recs = [rec(1, submit=1, start=2, prio=5), rec(2, submit=2, start=3, prio=9), rec(3, submit=3, state="PENDING"),
+            rec(4, submit=4, start=5, prio=9, part="gpu"), rec(5, submit=5, start=6, prio=9)]
+    assert order(recs) == [3, 2, 5, 1, 4]
+
+
+def test_order_is_decided_on_the_whole_listing():
+    """-t R keeps the running tasks where the whole list put them: the waiting remainder (filtered
+    away) still makes task 2 a split record, not the array's own."""
+    every = [rec(100, 1, start=30), rec(100, 2, start=40), rec(100, state="PENDING", pending="3"),
+             rec(200, submit=10, start=20)]
+    running = [r for r in every if r.state == "RUNNING"]
+    assert order(running, every) == [200, "100_1", "100_2"]
+    assert order(running) == ["100_2", 200, "100_1"]  # without the whole list it could not tell
