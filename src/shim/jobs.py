@@ -23,7 +23,7 @@ from . import state
 from .records import USER_IDS, Reader, cancel_ended, ended_reason, group_of, memory_request, user_ids
 from .backends import qstat as q
 from .backends.units import ge_time
-from .model import ACTIVE_STATES, FIELDS, JobRecord  # (ACTIVE_STATES: cli/scancel reads it from here)
+from .model import ACTIVE_STATES, FIELDS, JobRecord  # noqa: F401  (ACTIVE_STATES: cli/scancel and squeue read it from here)
 
 if TYPE_CHECKING:
     from typing import Any, Iterable

@@ -52,8 +52,7 @@ LOCALE_VARS = ("LC_ALL", "LC_CTYPE", "LANG")
 
 
 # --------------------------------------------------------------------------------------------
-# Where it lives: the submit agent's directory (backends/gridengine/agent.agent_dir's rules,
-# restated here so that the client imports nothing; tests/unit/test_service.py checks they agree)
+# Where it lives: the user's private directory, the submit agent's too (agent.agent_dir is this)
 
 
 def _private(path: str, create: bool) -> bool:
@@ -72,6 +71,9 @@ def _private(path: str, create: bool) -> bool:
 
 
 def service_dir(environ=None, create: bool = True) -> str | None:
+    """The user's private directory for the service and the submit agent, or None when no safe
+    one exists (then: in-process, and qsub): $SLURM_SHIM_AGENT_DIR, else $XDG_RUNTIME_DIR/slurm-shim,
+    else /tmp/slurm-shim-<uid>; each must be this user's directory with no access for others."""
     env = os.environ if environ is None else environ
     uid = os.getuid()
     if env.get("SLURM_SHIM_AGENT_DIR"):

@@ -5,7 +5,6 @@ Jobs are held and deleted at the end; the advance reservation is removed."""
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest

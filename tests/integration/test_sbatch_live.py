@@ -114,7 +114,7 @@ def test_plain_user_submits_sees_and_owns_only_their_jobs(workdir, plain_user):
 def test_hostile_text_is_never_interpreted(workdir):
     canary = workdir / "pwned"
     evil = f"$(touch {canary})`touch {canary}`;touch {canary}"
-    wrap = f"printf '%s\\n' \"$SLURM_JOB_NAME\" \"$EVIL\"; echo END"
+    wrap = "printf '%s\\n' \"$SLURM_JOB_NAME\" \"$EVIL\"; echo END"
     job = submit("-J", evil, "--export", f"ALL,EVIL={evil}", "-o", "out %j 'q'.txt", "--wrap", wrap, cwd=workdir,
                  env={"EVIL": "x"})
     text = wait_output(workdir / f"out {job} 'q'.txt", "END")

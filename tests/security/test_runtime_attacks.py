@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run, wait_until
-from security.conftest import MALLORY, VICTIM, as_user, mallory_python, uid
+from security.conftest import MALLORY, as_user, mallory_python, uid
 
 pytestmark = pytest.mark.gridengine
 

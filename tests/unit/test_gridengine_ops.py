@@ -220,7 +220,6 @@ def test_a_site_pins_a_capability_in_its_config(tmp_path, monkeypatch):
     """``[gridengine.capabilities]`` in the site config: what the site pins is believed without a
     probe; what it does not name is still probed. Unknown capability names are config errors."""
     from shim import config, siteconf
-    from shim.backends import gridengine
 
     conf = tmp_path / "config.toml"
     conf.write_text('[cluster]\nname = "c"\nstate_dir = "/nonexistent"\n[gridengine]\n'

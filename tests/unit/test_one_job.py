@@ -12,7 +12,6 @@ Engine selects (tests/unit/listing_replay.py)."""
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -21,7 +20,6 @@ from listing_replay import ListingReplay, owners_of
 from shim import backends, jobs, siteconf
 from shim.__main__ import dispatch
 from shim.backends.gridengine import ops
-from shim_records import NOW
 from shim_records import frozen_site  # noqa: E402
 
 SGE = FIXTURES / "gridengine" / "sge-8.1.9"

@@ -3,8 +3,6 @@ words (the failed/exit_status table of shared/research/sge.md), on recorded SGE 
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path

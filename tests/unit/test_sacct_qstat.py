@@ -8,8 +8,6 @@ lists the queue, started before the file is read."""
 
 from __future__ import annotations
 
-import json
-import os
 import time
 
 import pytest

@@ -351,7 +351,7 @@ def test_a_killed_client_takes_its_command_along(cbin, probe, tmp_path):
 def test_the_switch_forces_in_process(cbin, probe):
     before = served(probe)
     cp = client(cbin, probe, "exit", "0", env={"SLURM_SHIM_SERVICE": "off"})
-    assert (cp.returncode, cp.stdout) == (42, f"fallback squeue exit 0\n".encode())
+    assert (cp.returncode, cp.stdout) == (42, "fallback squeue exit 0\n".encode())
     assert served(probe) == before
 
 

@@ -4,7 +4,6 @@ scan printed. Recorded qstat answers (fixtures/gridengine/sge-8.1.9), a frozen c
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest

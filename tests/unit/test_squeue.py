@@ -14,7 +14,6 @@ from conftest import FIXTURES, REPO, SLURM_REF
 from shim import backends, siteconf, state
 from shim.__main__ import dispatch
 from listing_replay import ListingReplay
-from shim.backends.replay import ReplayBackend
 
 SGE = FIXTURES / "gridengine" / "sge-8.1.9"
 MIXED = SGE / "live-qstat-u-all-r-xml.mixed.xml"

@@ -49,7 +49,7 @@ MAX_NAME = 64
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    pass
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _ALPHA = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")

@@ -13,7 +13,9 @@ from ..options.getopt import Table, getopt
 from ..options.sources import fates  # noqa: F401  (the commands' and tests' name for it)
 from ..options.spec import Arity, OptionSpec
 
-VERSION = "slurm 22.05.8 (slurm-shim)"
+from .. import SLURM_VERSION
+
+VERSION = f"slurm {SLURM_VERSION} (slurm-shim)"
 
 
 def own_options(prog: str, arity: Arity = Arity.REQUIRED):
@@ -35,10 +37,25 @@ def command_line(table: Table, argv: list[str]) -> tuple[sources.Options, list[s
 
 def print_version() -> int:
     """The policy commands' --version (Slurm's print_slurm_version: ``slurm 22.05.x``)."""
-    from .. import SLURM_VERSION
-
     sys.stdout.write(f"slurm {SLURM_VERSION}\n")
     return 0
+
+
+def answered(o: sources.Options, help_text, usage_text=None, version: str = "slurm-wlm") -> bool:
+    """Writes what --help, --usage (where the command has it) or --version asks for, checked in that
+    order, and says whether the command line asked for one (then the command exits 0).
+    help_text and usage_text are functions or strings; version is the word before the release
+    (``slurm-wlm 22.05.8``, or ``slurm`` where Slurm prints print_slurm_version's form)."""
+    if o.help:
+        out = help_text
+    elif o.usage and usage_text is not None:
+        out = usage_text
+    elif o.version:
+        out = f"{version} {SLURM_VERSION}\n"
+    else:
+        return False
+    sys.stdout.write(out() if callable(out) else out)
+    return True
 
 
 def print_defined_options(o: sources.Options, t: Table, prog: str, sources_counted=("cli", "env", "script")) -> None:

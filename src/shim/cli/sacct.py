@@ -14,9 +14,9 @@ import pwd
 import sys
 import time
 
-from .. import SLURM_VERSION
 from ..accounting.query import Selection, build_query, error, fatal
 from ..errors import ShimError
+from . import common
 from ..options.getopt import Table, getopt
 from ..options.sources import Options, apply
 from ..options.spec import Arity, OptionSpec
@@ -165,14 +165,7 @@ def field_spec(o: Options) -> str:
 
 def main(argv: list[str]) -> int:
     o, positional = parse_args(argv)
-    if o.help:
-        sys.stdout.write(help_text())
-        return 0
-    if o.usage:
-        sys.stdout.write(USAGE)
-        return 0
-    if o.version:
-        sys.stdout.write(f"slurm-wlm {SLURM_VERSION}\n")
+    if common.answered(o, help_text, USAGE):
         return 0
     if o.helpformat:
         sys.stdout.write(view.helpformat())

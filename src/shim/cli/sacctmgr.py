@@ -278,11 +278,8 @@ def qos_rows(w: World, conds: dict[str, set[str]], cols: list) -> list[list[Any]
 
 def main(argv: list[str]) -> int:
     o, words = common.command_line(TABLE, argv)
-    if o.help:
-        sys.stdout.write(help_text())
+    if common.answered(o, help_text, version="slurm"):
         return 0
-    if o.version:
-        return common.print_version()
     if not words:
         raise ShimError(f"{PROG}: error: slurm-shim's sacctmgr has no interactive mode: give a command, "
                         "e.g. sacctmgr show assoc", code=1)

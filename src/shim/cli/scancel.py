@@ -26,6 +26,7 @@ import sys
 from .. import jobs, state
 from ..errors import ShimError
 from ..model import JobRecord
+from . import common
 from ..options.getopt import Table, getopt
 from ..options.sources import Options, apply, env_parsed
 from ..options.spec import Arity, Fate, OptionSpec
@@ -196,16 +197,7 @@ def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
 
 def main(argv: list[str]) -> int:
     opts, words = parse_args(argv)
-    if opts.help:
-        sys.stdout.write(help_text())
-        return 0
-    if opts.usage:
-        sys.stdout.write(USAGE)
-        return 0
-    if opts.version:
-        from .. import SLURM_VERSION
-
-        sys.stdout.write(f"slurm-wlm {SLURM_VERSION}\n")
+    if common.answered(opts, help_text, USAGE):
         return 0
     sig = parse_signal(opts.signal) if opts.signal else None
     targets = parse_targets(words)

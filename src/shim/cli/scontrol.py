@@ -18,6 +18,7 @@ from .. import SLURM_VERSION, jobs, state
 from ..records import Reader
 from ..errors import ShimError
 from ..model import JobRecord
+from . import common
 from ..options.getopt import Table, getopt
 from ..options.sources import Options, apply
 from ..options.spec import Arity, Fate, OptionSpec
@@ -852,14 +853,7 @@ def main(argv: list[str]) -> int:
     parsed, positional = getopt(TABLE, argv, stop_at_positional=False)
     opts = Options()
     apply(opts, TABLE, parsed, "cli")
-    if opts.help:
-        sys.stdout.write(help_text())
-        return 0
-    if opts.usage:
-        sys.stdout.write("Usage: scontrol [-M cluster] [-a|-d|-o|-Q|-v|-V] [<COMMAND>]\n")
-        return 0
-    if opts.version:
-        sys.stdout.write(f"slurm-wlm {VERSION}\n")
+    if common.answered(opts, help_text, "Usage: scontrol [-M cluster] [-a|-d|-o|-Q|-v|-V] [<COMMAND>]\n"):
         return 0
     s = Session(opts)
     if positional:

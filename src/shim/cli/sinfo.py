@@ -18,6 +18,7 @@ from .. import siteconf
 from ..backends import qhost as Q
 from ..backends.gridengine import nodes as ge_nodes
 from ..errors import ShimError
+from . import common
 from ..options.getopt import Table, getopt
 from ..options.sources import Options, apply
 from ..options.spec import Arity, OptionSpec
@@ -239,14 +240,7 @@ def parse_args(argv: list[str]) -> tuple[Options, list[tuple[OptionSpec, str | N
 
 def main(argv: list[str]) -> int:
     o, parsed, _positional = parse_args(argv)
-    if o.help:
-        sys.stdout.write(help_text())
-        return 0
-    if o.usage:
-        sys.stdout.write(USAGE)
-        return 0
-    if o.version:
-        sys.stdout.write(f"slurm-wlm {view.SLURM_VERSION}\n")
+    if common.answered(o, help_text, USAGE):
         return 0
     import os
 

@@ -158,11 +158,8 @@ def proper_name(user: str) -> str:
 
 def main(argv: list[str]) -> int:
     o, words = common.command_line(TABLE, argv)
-    if o.help:
-        sys.stdout.write(help_text())
+    if common.answered(o, help_text, version="slurm"):
         return 0
-    if o.version:
-        return common.print_version()
     fmt, words_t = "mins", "Minutes"
     if o.time_format:
         tf = view.time_format(o.time_format)

@@ -509,16 +509,6 @@ GETTERS.update({
 # layouts
 
 
-def header_lines(cols: list[Column], *, parsable: str | None = None, delimiter: str = "|") -> list[str]:
-    """The header: the names (and, in the fixed-width layout, a line of dashes)."""
-    if parsable:
-        line = delimiter.join(c.name for c in cols)
-        return [line + delimiter if parsable == "ending" else line]
-    return ["".join((c.name[:abs(c.width)].ljust(abs(c.width)) if c.width < 0
-                     else c.name[:abs(c.width)].rjust(abs(c.width))) + " " for c in cols),
-            "".join("-" * abs(c.width) + " " for c in cols)]
-
-
 # The commonest fields as expressions (fmt.getter, the same values as the functions they replace):
 # a compiled line inlines them.
 _INLINE = {

@@ -20,6 +20,8 @@ import struct
 import sys
 import time
 
+from shim.service import service_dir
+
 TOKEN_KEY = "slurm_shim_token"
 SOCKET = "agent.sock"
 LOCK = "agent.lock"
@@ -44,41 +46,9 @@ STATIC_TLS = "glibc.rtld.optional_static_tls=4096"
 # Where the agent lives
 
 
-def _private_dir(path: str, create: bool) -> bool:
-    """path is a directory of this user with no access for anyone else (made so if create)."""
-    if create:
-        try:
-            os.mkdir(path, 0o700)
-        except FileExistsError:
-            pass
-        except OSError:
-            return False
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
-
-
-def agent_dir(environ=None, create: bool = True) -> str | None:
-    """The agent's directory for this user, or None when no safe one exists (then: qsub)."""
-    env = os.environ if environ is None else environ
-    uid = os.getuid()
-    if env.get("SLURM_SHIM_AGENT_DIR"):
-        d = env["SLURM_SHIM_AGENT_DIR"]
-        return d if _private_dir(d, create) else None
-    runtime = env.get("XDG_RUNTIME_DIR")
-    if runtime:
-        try:
-            st = os.stat(runtime)
-            if stat.S_ISDIR(st.st_mode) and st.st_uid == uid:
-                d = os.path.join(runtime, "slurm-shim")
-                if _private_dir(d, create):
-                    return d
-        except OSError:
-            pass
-    d = f"/tmp/slurm-shim-{uid}"
-    return d if _private_dir(d, create) else None
+# One rule for the user's private directory, the warm service's too (shim.service imports only os
+# and sys, so it costs the agent's clients nothing).
+agent_dir = service_dir
 
 
 # --------------------------------------------------------------------------------------------

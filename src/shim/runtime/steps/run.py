@@ -205,7 +205,7 @@ class _Step:
         other host through ``qrsh -inherit`` with a launch payload. srun's stdin goes straight to
         the one consumer when there is one, else it is copied to all (Slurm's default ``--input``).
         An Open MPI step is one mpirun here instead."""
-        req, alloc, prog, in_mode = self.req, self.alloc, self.prog, self.in_mode
+        req, prog, in_mode = self.req, self.prog, self.in_mode
         if self.ompi is not None:
             self.stdin_tty = isatty(0)
             self.raw_tty = None
@@ -322,7 +322,7 @@ class _Step:
         slurmstepd's ``CANCELLED ... DUE TO TIME LIMIT`` line, srun's notice, SIGTERM, and SIGKILL
         KillWait (30 s) later; ``--wait=N`` after the first task ends; ``--kill-on-bad-exit`` on the
         first task that fails."""
-        req, alloc, prog, flags, local, deadline = self.req, self.alloc, self.prog, self.flags, self.local, self.deadline
+        req, prog, flags, local, deadline = self.req, self.prog, self.flags, self.local, self.deadline
         handlers = forward_signals(self.on_signal)
         try:
             if local is not None:
@@ -409,7 +409,7 @@ class _Step:
     def _on_timeout(self, first_end: float | None) -> None:
         """What a quiet moment in wait() means: a cancellation seen by ``cancelled()``, KillWait over
         (SIGKILL), the time limit reached, or ``--wait``'s time up."""
-        req, alloc, prog, flags, deadline = self.req, self.alloc, self.prog, self.flags, self.deadline
+        req, prog, flags, deadline = self.req, self.prog, self.flags, self.deadline
         now = time.time()
         if self.cancelled is not None and self.cancelled() and not flags["cancel"]:
             flags["cancel"] = True
