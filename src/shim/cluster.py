@@ -426,15 +426,26 @@ def pid_alive(pid: int, comm: str | None = None) -> bool:
     return state not in ("Z", "X") and (comm is None or name == comm)
 
 
+def on_this_host(pid: int) -> bool:
+    """pid runs in this host's network and UTS namespaces: not a second execution host made in
+    namespaces of its own on the same machine (scripts/multihost), whose execd writes its pid file
+    into the same spool directory (``execd/node2/execd.pid``)."""
+    try:
+        return all(os.readlink(f"/proc/{pid}/ns/{ns}") == os.readlink(f"/proc/self/ns/{ns}") for ns in ("net", "uts"))
+    except OSError:
+        return False
+
+
 def daemon_pid(name: str) -> int | None:
-    """The live daemon's pid, from the init scripts' pid file or the one in Grid Engine's spool."""
+    """This host's live daemon's pid, from the init scripts' pid file or the one in Grid Engine's
+    spool."""
     pattern = QMASTER_PIDFILE if name == "qmaster" else EXECD_PIDFILES
     for pidfile in [INIT_PIDFILES[name], *glob.glob(pattern)]:
         try:
             pid = int(Path(pidfile).read_text().split()[0])
         except (OSError, ValueError, IndexError):
             continue
-        if pid_alive(pid, f"sge_{name}"):
+        if pid_alive(pid, f"sge_{name}") and on_this_host(pid):
             return pid
     return None
 

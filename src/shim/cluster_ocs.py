@@ -378,7 +378,7 @@ def daemon_pid(c: Cell, name: str) -> int | None:
             pid = int(Path(pidfile).read_text().split()[0])
         except (OSError, ValueError, IndexError):
             continue
-        if cluster.pid_alive(pid, f"sge_{name}") and _runs_from(pid, c):
+        if cluster.pid_alive(pid, f"sge_{name}") and _runs_from(pid, c) and cluster.on_this_host(pid):
             return pid
     return None
 

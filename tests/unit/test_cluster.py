@@ -683,3 +683,28 @@ def test_ocs_up_and_down_refuse_non_root_and_status_of_no_cell(monkeypatch, caps
     monkeypatch.setattr(cluster_ocs, "SITE_CONFIG", str(tmp_path / "ocs.toml"))
     assert cluster_ocs.status(cluster_ocs.Cell(root=str(tmp_path / "none"))) == 1
     assert capsys.readouterr().out == f"qmaster  down\nexecd    down\nconfig   {tmp_path}/ocs.toml (missing)\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="makes network and UTS namespaces (scripts/multihost's second host's kind)")
+def test_a_daemon_of_a_second_host_in_its_own_namespaces_is_not_this_hosts(tmp_path, monkeypatch):
+    """scripts/multihost's second execd shares this machine's files: its pid file is in the same
+    spool (execd/node2/execd.pid). cluster up must not take it for this host's execd (it then
+    started none here, and every queue instance of this host stayed 'u')."""
+    import subprocess
+
+    other = subprocess.Popen(["unshare", "--net", "--uts", "sleep", "60"])
+    try:
+        cluster.poll(lambda: os.readlink(f"/proc/{other.pid}/exe").endswith("/sleep"), 10, "unshare to exec sleep")
+        assert cluster.on_this_host(os.getpid()) and not cluster.on_this_host(other.pid)
+        for host, pid in (("node2", other.pid), ("vm", os.getpid())):
+            (tmp_path / host).mkdir()
+            (tmp_path / host / "execd.pid").write_text(f"{pid}\n")
+        monkeypatch.setattr(cluster, "EXECD_PIDFILES", f"{tmp_path}/*/execd.pid")
+        monkeypatch.setitem(cluster.INIT_PIDFILES, "execd", str(tmp_path / "none.pid"))
+        monkeypatch.setattr(cluster, "pid_alive", lambda pid, comm=None: pid in (other.pid, os.getpid()))
+        assert cluster.daemon_pid("execd") == os.getpid()
+        (tmp_path / "vm" / "execd.pid").unlink()
+        assert cluster.daemon_pid("execd") is None
+    finally:
+        other.kill()
+        other.wait()
