@@ -6,6 +6,7 @@ its list leaves out) queue nothing. The reservation is removed at the end."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 
@@ -16,9 +17,13 @@ from conftest import run, wait_until
 pytestmark = pytest.mark.gridengine
 
 
+_SERIAL = itertools.count()
+
+
 @pytest.fixture
 def reservation(plain_user):
-    name = f"w7resv{os.getpid()}"
+    # a name of its own per test: a job of the test before (an srun's, still ending) keeps its name
+    name = f"w7resv{os.getpid()}x{next(_SERIAL)}"
     cp = run("qrsub", "-N", name, "-d", "600", "-q", "debug", "-u", f"root,{plain_user}")
     assert cp.returncode == 0 and "granted" in cp.stdout, cp.stdout + cp.stderr
     ar = re.search(r"advance reservation (\d+)", cp.stdout).group(1)
