@@ -147,13 +147,27 @@ def live_cluster():
     return True
 
 
-@pytest.fixture(scope="session")
-def plain_user() -> str:
-    """A non-root user of the tests' own, created if missing (real users are not root)."""
-    name = "shimtester"
+def test_user(name: str) -> str:
+    """A plain user of the tests' own (shimtester, shimvictim, shimmallory), created if missing:
+    a test that runs a command as one asks for its fixture, whatever ran before it."""
     if subprocess.run(["id", "-u", name], capture_output=True).returncode != 0:
         subprocess.run(["useradd", "-m", "-s", "/bin/bash", name], check=True, capture_output=True)
     return name
+
+
+test_user.__test__ = False  # (a helper, not a test)
+
+
+@pytest.fixture(scope="session")
+def plain_user() -> str:
+    """A non-root user of the tests' own, created if missing (real users are not root)."""
+    return test_user("shimtester")
+
+
+@pytest.fixture(scope="session")
+def other_user() -> str:
+    """A second plain user (the security tests' attacker), for tests that need someone else."""
+    return test_user("shimmallory")
 
 
 _OPEN_DIRS: list[Path] = []

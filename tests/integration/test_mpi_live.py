@@ -60,7 +60,7 @@ LINE = re.compile(r"^rank (\d+) of (\d+) on (\S+) sum (\d+) procid (\S+)$")
 
 
 @pytest.fixture(scope="module")
-def space():
+def space(plain_user):
     """A directory of this module's own under /tmp that the plain user can reach (pytest's own
     root is 0700 and is reset so whenever another pytest starts: helpers' runs overlap here)."""
     d = Path(tempfile.mkdtemp(prefix="shim-mpi-", dir="/tmp"))

@@ -53,9 +53,9 @@ def test_unknown_reservation_is_invalid(workdir):
     assert f"<JB_name>{tag}</JB_name>" not in run("qstat", "-u", "*", "-xml").stdout  # nothing queued
 
 
-def test_reservation_of_others_is_access_denied(reservation, workdir):
+def test_reservation_of_others_is_access_denied(reservation, workdir, other_user):
     name, _ar = reservation
-    cp = run("sbatch", f"--reservation={name}", "--wrap", "true", cwd=workdir, user="shimmallory")
+    cp = run("sbatch", f"--reservation={name}", "--wrap", "true", cwd=workdir, user=other_user)
     assert (cp.returncode, cp.stdout, cp.stderr) == (
         1, "", "sbatch: error: Batch job submission failed: Access denied to requested reservation\n")
 

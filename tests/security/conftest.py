@@ -9,16 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import open_dir, run  # noqa: F401  (run is re-exported for the tests)
+from conftest import open_dir, run, test_user  # noqa: F401  (run is re-exported for the tests)
 
 VICTIM = "shimvictim"
 MALLORY = "shimmallory"
 
 
-def _user(name: str) -> str:
-    if subprocess.run(["id", "-u", name], capture_output=True).returncode != 0:
-        subprocess.run(["useradd", "-m", "-s", "/bin/bash", name], check=True, capture_output=True)
-    return name
+_user = test_user
 
 
 @pytest.fixture(scope="session", autouse=True)
