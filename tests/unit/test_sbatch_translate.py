@@ -107,6 +107,22 @@ def test_hold_account_requeue_nice():
     assert "-h" in a and flag(a, "-A") == "research" and flag(a, "-r") == "y" and flag(a, "-p") == "-10"
 
 
+def test_nice_is_the_same_rule_as_scontrol_update(monkeypatch):
+    """One nice mapping (translate.qsub.nice_priority) for sbatch --nice and scontrol update
+    nice=: a higher nice is a lower -p; a negative nice is for operators only. Slurm 22.05's
+    job_mgr.c validate_job_create_req refuses it from anyone else with ESLURM_INVALID_NICE
+    ("Invalid --nice value"), before any job exists."""
+    from shim import submit
+
+    assert flag(argv_of(["--nice=-5"]), "-p") == "5"  # root: an operator
+    assert flag(argv_of(["--nice=5000"]), "-p") == "-1023"  # Grid Engine's floor
+    monkeypatch.setattr(submit.os, "getuid", lambda: 65534)
+    assert flag(argv_of(["--nice=5"]), "-p") == "-5"
+    with pytest.raises(ShimError) as e:
+        prep(["--nice=-5"])
+    assert (e.value.lines, e.value.code) == (["sbatch: error: Batch job submission failed: Invalid --nice value"], 1)
+
+
 def test_no_shell_sees_the_script_or_arguments():
     wrapper = sbatch.wrapper_script({"x": "$(rm -rf /)`id`'\"\n"}).decode()
     assert "$(rm" not in wrapper and "`id`" not in wrapper

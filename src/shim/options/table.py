@@ -286,6 +286,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
                note="network and switch requests are not supported",
                help="network or interconnect request", group="resources"),
     OptionSpec("nice", None, O, ALL, parse=v.nice, const=100,
+               note="Grid Engine's -p, the other way round; a negative nice is refused to all but root, as Slurm's controller does",
                help="lower the job's priority by this much (100 by default)", group="scheduling"),
     OptionSpec("no-allocate", "Z", N, RUN, fate=REFUSE, note="tasks cannot run outside an allocation",
                help="run on nodes without an allocation (privileged)", group="interactive"),

@@ -304,8 +304,11 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
         argv += ["-p", str(prio)]
         note("--priority", f"-p {prio}", "Grid Engine accepts values above 0 from operators only")
     if o.nice is not None:
-        # Slurm: a higher nice is a lower priority. Grid Engine users may only lower theirs (<= 0).
-        prio = max(-1023, min(0, -int(o.nice)))
+        # Slurm: a higher nice is a lower priority; a negative one is for operators (job_mgr.c
+        # validate_job_create_req: ESLURM_INVALID_NICE), as in scontrol update (nice_priority).
+        prio = nice_priority(int(o.nice), privileged=ctx.uid == 0)
+        if prio is None:
+            raise refused(prog, "Invalid --nice value")
         argv += ["-p", str(prio)]
         note("--nice", f"-p {prio}", "")
     if o.requeue is not None:
