@@ -10,10 +10,5 @@ class ShimError(Exception):
         self.code = code
 
 
-def error(cmd: str, message: str, code: int = 1) -> ShimError:
-    """The common ``<cmd>: error: <message>`` form."""
-    return ShimError(f"{cmd}: error: {message}", code=code)
-
-
 class BackendUnavailable(ShimError):
     """Grid Engine could not be reached (qmaster down, commands missing, timeout)."""

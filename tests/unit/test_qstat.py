@@ -113,7 +113,6 @@ def test_grid_engine_values_have_one_reader():
     assert units.ge_time("Mon Nov 30 08:15:55 2026") == datetime(2026, 11, 30, 8, 15, 55).timestamp()
     assert units.ge_time("-/-") is None
     # the twins disagreed: qacct read h_rt=INFINITY as no value and 4g as 4 GiB
-    assert qacct._duration("INFINITY") is None  # (the name cli/sacct still imports)
     r = qacct.Record(category="-l h_rt=INFINITY", wallclock=10**9, maxvmem=0)
     assert not qacct._hit_limit(r)
     r = qacct.Record(category="-l h_vmem=4g", maxvmem=4e9)  # Grid Engine stops it at 4e9 bytes

@@ -670,6 +670,12 @@ def test_one_reading_of_sbatchs_memory_request(site):
     assert _geometry(ctx, {"nodes": 2, "mem_per_cpu_mb": 100}, 8)[:2] == (2, 800.0)  # per CPU
     assert _geometry(ctx, {"nodes": 1, "default_mem_per_cpu": 50}, 4)[:2] == (1, 200.0)
     assert _geometry(ctx, {"nodes": 1}, 4)[:2] == (1, None)
+    # a job without the shim's record: the request in its accounting category, read by the one
+    # reader of Grid Engine's values (sge_types: 4G is 4 GiB, 4g 4e9 bytes), as squeue reads qstat's
+    mc = ctx.cfg.memory.complex
+    assert _geometry(ctx, None, 1, f"-q debug -l {mc}=4G")[1] == 4096.0
+    assert round(_geometry(ctx, None, 1, f"-q debug -l {mc}=4g")[1]) == 3815
+    assert _geometry(ctx, None, 1, f"-l {mc}=INFINITY")[1] is None
     from shim import jobs
     from shim.model import JobRecord
 

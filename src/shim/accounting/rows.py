@@ -13,10 +13,10 @@ looked up once per sacct run in ``Lookups``.
 from __future__ import annotations
 
 import os
-import re
 
 from .. import names as jobnames
 from ..backends import qacct
+from ..backends.units import ge_memory_bytes, ge_seconds
 from ..records import ended_reason, group_id, memory_request, primary_group, user_ids
 from ..render import sacct as view
 
@@ -159,13 +159,10 @@ def _slurm_task(ge_task: int, submit: dict | None) -> int | None:
 
 
 def _mem_mb(text: str | None) -> float | None:
-    if not text:
-        return None
-    m = re.match(r"^([0-9.]+)([kKmMgGtT]?)$", text.strip())
-    if not m:
-        return None
-    mult = {"": 1 / (1024 * 1024), "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}[m.group(2).lower()]
-    return float(m.group(1)) * mult
+    """A Grid Engine memory request in MB (units.ge_memory_bytes: sge_types' k/m/g are powers of
+    1000, K/M/G of 1024); None for none, INFINITY or text it cannot read."""
+    b = ge_memory_bytes(text)
+    return None if b is None or b == float("inf") else b / (1024 * 1024)
 
 
 def _geometry(ctx: Lookups, s: dict | None, ncpus: int, category: str = "") -> tuple[int, float | None, dict[str, int]]:
@@ -220,8 +217,8 @@ def _limit_of(ctx: Lookups, s: dict | None, category: str, partition: str, start
     elif category:
         h = qacct.category_requests(category).get("h_rt")
         if h:
-            secs = qacct._duration(h)
-            if secs is not None:
+            secs = ge_seconds(h)
+            if secs is not None and secs >= 0:  # (-1: INFINITY, no limit of the job's own)
                 t = (secs + 59) // 60
     if t is None or t < 0:
         if not started:

@@ -889,10 +889,3 @@ def _over_memory(rec: Record) -> bool:
         return False
     b = ge_memory_bytes(limit)  # sge_types: 4g is 4e9 bytes, 4G 4 GiB; INFINITY is no limit
     return b is not None and 0 < b < float("inf") and rec.maxvmem >= b * 0.95
-
-
-def _duration(text: str) -> int | None:
-    """(For cli/sacct and accounting/rows, which still import it: units.ge_seconds, with INFINITY
-    read as no value, as they expect; they should read units.ge_seconds, where -1 is UNLIMITED.)"""
-    secs = ge_seconds(text)
-    return None if secs == -1 else secs

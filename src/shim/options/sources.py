@@ -11,7 +11,7 @@ import os
 
 from ..errors import ShimError
 from .getopt import Parsed, Table, getopt
-from .spec import Arity, Fate, OptionSpec
+from .spec import Arity, Fate
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
 if TYPE_CHECKING:
@@ -142,11 +142,6 @@ def collect(
         cli, _ = getopt(table, argv)
     apply(opts, table, cli, "cli")
     return opts
-
-
-def specs_named(specs: Iterable[OptionSpec], *names: str) -> list[OptionSpec]:
-    wanted = set(names)
-    return [s for s in specs if s.long in wanted]
 
 
 def fates(o: Options, t: Table, prog: str, sources_counted: tuple[str, ...] = ("cli", "env", "script")

@@ -104,10 +104,6 @@ def geometry(o: Options, prog: str = "sbatch") -> Geometry:
     return Geometry(n, c, nodes, n * c, per)
 
 
-def _ge_time(minutes: int) -> str:
-    return str(minutes * 60)
-
-
 def _mem_value(mb: int) -> str:
     return f"{mb}M"
 

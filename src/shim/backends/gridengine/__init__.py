@@ -251,9 +251,6 @@ class GridEngine:
         """A running job's hosts and slots as Grid Engine granted them (srun from outside the job)."""
         return ops.parse_running_hosts(self.call(ops.running_tasks()).stdout, job_id, ge_task, total)
 
-    def queues_xml(self) -> str:
-        return self.call(ops.queues()).stdout
-
     def hosts(self, args: list[str] | None = None) -> Result:
         return self.call(ops.hosts(args))
 

@@ -194,11 +194,6 @@ def parse_running_hosts(xml: str, job_id: int, ge_task: str, total: int | None) 
     return [(h, counts[h]) for h in order]
 
 
-def queues() -> Call:
-    """The full queue-instance view (``qstat -f -xml``)."""
-    return "qstat", ["-f", "-xml"]
-
-
 def hosts(args: list[str] | None = None) -> Call:
     """qhost (``-xml`` by default; sinfo passes qhost.qhost_args)."""
     return "qhost", list(args) if args is not None else ["-xml"]
