@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 TS_MAX = 32503680000.0  # the year 3000: later is no time the shim ever wrote
 INT_MAX = 1 << 53
 STATE_WORD = re.compile(r"[A-Z][A-Z_]{0,31}")
-EVENT_NAME = re.compile(r"([0-9]{1,12})\.([0-9]{1,12}|x)\.([a-z]{1,16})\.json")
+EVENT_NAME = state.EVENT_NAME  # (the one grammar of event file names)
 JOB_NAME = re.compile(r"([0-9]{1,12})\.json")
 
 

@@ -44,7 +44,7 @@ MAX_BYTES = 1 << 20
 PUBLIC = ("jobs", "events", "signals")  # other users' squeue/sacct (and, for signals/, root's) read these
 PRIVATE = ("steps", "srun", "env")  # only the owner's own commands and jobs read these (0700/0600)
 SKEW = 300                        # seconds a record's "sub" may differ from Grid Engine's time
-_NAME = re.compile(r"([0-9]{1,12})\.([0-9]{1,12}|x)\.([a-z]{1,16})\.json")
+EVENT_NAME = re.compile(r"([0-9]{1,12})\.([0-9]{1,12}|x)\.([a-z]{1,16})\.json")  # <job>.<index|x>.<kind>.json
 _DIGITS = re.compile(r"[0-9]{1,12}")
 
 
@@ -304,7 +304,7 @@ def scan_events(cfg: Where, kinds: Iterable[str], since: float, now: float, jobs
             continue
         with it:
             for e in it:
-                m = _NAME.fullmatch(e.name)
+                m = EVENT_NAME.fullmatch(e.name)
                 if m is None or m[3] not in want or (jobs is not None and int(m[1]) not in jobs):
                     continue
                 try:
@@ -383,7 +383,7 @@ def job_of_submission(cfg: Where, sub: float, since: float) -> int | None:
         return None
     with it:
         for e in it:
-            m = _NAME.fullmatch(e.name)
+            m = EVENT_NAME.fullmatch(e.name)
             if m is None or m[3] not in ("start", "end"):
                 continue
             try:
