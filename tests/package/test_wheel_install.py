@@ -142,6 +142,9 @@ def test_man_finds_the_pages_from_path_alone(fresh):
     assert str(fresh) not in plain.stdout
     text = sh(["man", "sbatch"], env={**env, "MANPAGER": "cat", "MANWIDTH": "100"}).stdout
     assert "sbatch" in text and "Grid Engine" in text
+    # the README's own install (scripts/setup, which the test command runs first): the same
+    cp = sh(["man", "-w", "sbatch"], env={"PATH": f"/opt/slurm-shim/bin:{BASE_PATH}"})
+    assert cp.stdout.strip() == "/opt/slurm-shim/share/man/man1/sbatch.1"
 
 
 def test_the_installed_completion_files_load(fresh):

@@ -20,3 +20,11 @@ def test_every_sbatch_option_and_its_fate_is_documented():
         if "sbatch" in s.commands:
             assert f"\\-\\-{s.long.replace('-', chr(92) + '-')}" in text
     assert manpage.FATE_TEXT[Fate.REFUSE] in text and manpage.FATE_TEXT[Fate.WARN] in text
+
+
+def test_every_page_says_how_to_log_the_grid_engine_commands():
+    """Issue 18's diagnostics: SLURM_SHIM_DEBUG=1 is documented on every command's page."""
+    pages = sorted(MAN.glob("*.1"))
+    assert len(pages) >= 12
+    for page in pages:
+        assert manpage.DIAGNOSTICS in page.read_text(), page.name

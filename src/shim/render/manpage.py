@@ -9,6 +9,14 @@ import sys
 from ..options.spec import Arity, Fate
 from ..options.table import OPTIONS
 
+# Every page's (the hand-written ones carry the same text; tests/unit/test_manpages.py checks it)
+DIAGNOSTICS = """.SH DIAGNOSTICS
+With
+.B SLURM_SHIM_DEBUG=1
+in the environment, every Grid Engine command the shim runs is logged to standard error: its
+argument list, how long it took and its exit code, so that a bug report can carry the exact
+Grid Engine interaction."""
+
 INTRO = {
     "sbatch": (
         "submit a batch script to Grid Engine, as Slurm's sbatch",
@@ -66,6 +74,7 @@ def render(prog: str) -> str:
         names = s.env.get(prog, ())
         if names:
             out.append(f"Input variable: {', '.join(names)}.")
+    out += DIAGNOSTICS.split("\n")
     out += [
         ".SH SEE ALSO",
         "squeue(1), scancel(1), sacct(1), sinfo(1), scontrol(1), qsub(1)",
