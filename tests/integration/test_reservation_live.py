@@ -35,12 +35,15 @@ def reservation(plain_user):
 
 def test_job_runs_in_the_named_reservation(reservation, workdir, plain_user):
     name, ar = reservation
-    cp = run("sbatch", f"--reservation={name}", "-J", "inresv", "--wrap", "echo in-reservation", cwd=workdir,
-             user=plain_user)
+    # held first: an echo job may be gone from qstat before it is looked at
+    cp = run("sbatch", "-H", f"--reservation={name}", "-J", "inresv", "--wrap", "echo in-reservation",
+             cwd=workdir, user=plain_user)
     assert cp.returncode == 0, cp.stderr
     job = re.fullmatch(r"Submitted batch job (\d+)\n", cp.stdout).group(1)
     detail = run("qstat", "-j", job).stdout
     assert re.search(rf"^ar_id:\s+{ar}$", detail, re.M), detail
+    cp = run("scontrol", "release", job, user=plain_user)
+    assert cp.returncode == 0, cp.stderr
     out = workdir / f"slurm-{job}.out"
     wait_until(lambda: out.exists() and "in-reservation" in out.read_text(), 90, f"job {job} to run in the reservation")
 
