@@ -11,19 +11,22 @@ import sys
 from ..options import sources
 from ..options.getopt import Table, getopt
 from ..options.sources import fates  # noqa: F401  (the commands' and tests' name for it)
-from ..options.spec import Arity, OptionSpec
+from ..options.spec import Arity, Fate, OptionSpec
 
 from .. import SLURM_VERSION
 
 VERSION = f"slurm {SLURM_VERSION} (slurm-shim)"
 
 
-def own_options(prog: str, arity: Arity = Arity.REQUIRED):
+def own_options(prog: str, arity: Arity = Arity.REQUIRED, fate: Fate = Fate.MAP):
     """The factory of a command's own option rows (``_o("long", "l", help=...)``), with the
-    command's default arity."""
+    command's default arity and fate. ``env`` names the row's input variables, separated by
+    spaces (``env="SQUEUE_ACCOUNT"``)."""
     def row(long: str, short: str | None = None, arity: Arity = arity, dest: str = "", help: str = "",
-            count: bool = False) -> OptionSpec:
-        return OptionSpec(long, short, arity, commands=frozenset({prog}), dest=dest, help=help, count=count)
+            count: bool = False, env: str = "", fate: Fate = fate) -> OptionSpec:
+        return OptionSpec(long, short, arity, commands=frozenset({prog}),
+                          env={prog: tuple(env.split())} if env else None, dest=dest, help=help, fate=fate,
+                          count=count)
     return row
 
 

@@ -26,9 +26,7 @@ PROG = "sacct"
 N, R, O = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
 
 
-def _o(long: str, short: str | None = None, arity: Arity = R, dest: str = "", help: str = "",
-       count: bool = False) -> OptionSpec:
-    return OptionSpec(long, short, arity, commands=frozenset({PROG}), dest=dest, help=help, count=count)
+_o = common.own_options(PROG, R)
 
 
 OPTIONS: tuple[OptionSpec, ...] = (

@@ -39,10 +39,7 @@ SCRIPT_MISSING_RC = 2009 & 0xFF  # ESLURM_JOB_SCRIPT_MISSING: scancel exits with
 NOT_NOW_RC = 2020 & 0xFF  # ESLURM_TRANSITION_STATE_NO_UPDATE
 
 
-def _o(long: str, short: str | None = None, arity: Arity = R, env: str = "", dest: str = "", help: str = "",
-       fate: Fate = Fate.MAP, count: bool = False) -> OptionSpec:
-    return OptionSpec(long, short, arity, commands=frozenset({PROG}), env={PROG: tuple(env.split())} if env else {},
-                      dest=dest, help=help, fate=fate, count=count)
+_o = common.own_options(PROG, R)
 
 
 OPTIONS: tuple[OptionSpec, ...] = (

@@ -21,7 +21,7 @@ from ..model import JobRecord
 from . import common
 from ..options.getopt import Table, getopt
 from ..options.sources import Options, apply
-from ..options.spec import Arity, Fate, OptionSpec
+from ..options.spec import Arity, Fate
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
 if TYPE_CHECKING:
@@ -32,10 +32,7 @@ VERSION = SLURM_VERSION  # the one Slurm release the commands follow
 N, R = Arity.NONE, Arity.REQUIRED
 
 
-def _o(long: str, short: str | None = None, arity: Arity = N, dest: str = "", help: str = "",
-       count: bool = False) -> OptionSpec:
-    return OptionSpec(long, short, arity, commands=frozenset({PROG}), dest=dest, help=help, fate=Fate.LOCAL,
-                      count=count)
+_o = common.own_options(PROG, N, Fate.LOCAL)
 
 
 OPTIONS = (

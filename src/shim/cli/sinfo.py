@@ -29,9 +29,7 @@ PROG = "sinfo"
 N, R = Arity.NONE, Arity.REQUIRED
 
 
-def _o(long: str, short: str | None = None, arity: Arity = R, dest: str = "", help: str = "",
-       count: bool = False) -> OptionSpec:
-    return OptionSpec(long, short, arity, commands=frozenset({PROG}), dest=dest, help=help, count=count)
+_o = common.own_options(PROG, R)
 
 
 OPTIONS: tuple[OptionSpec, ...] = (

@@ -10,6 +10,7 @@ import sys
 import time
 
 from ..errors import ShimError
+from . import common
 from ..options.getopt import Table, getopt
 from ..options.sources import Options, apply, env_parsed
 from ..options.spec import Arity, Fate, OptionSpec
@@ -25,10 +26,7 @@ PROG = "squeue"
 N, R, O = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
 
 
-def _o(long: str, short: str | None = None, arity: Arity = R, env: str = "", dest: str = "", help: str = "",
-       fate: Fate = Fate.MAP, count: bool = False) -> OptionSpec:
-    return OptionSpec(long, short, arity, commands=frozenset({PROG}), env={PROG: tuple(env.split())} if env else {},
-                      dest=dest, help=help, fate=fate, count=count)
+_o = common.own_options(PROG, R)
 
 
 OPTIONS: tuple[OptionSpec, ...] = (
