@@ -88,48 +88,14 @@ def usage(o: sources.Options, prog: str) -> int:
 
 # --- what squeue and scontrol share: a job's reservation ---------------------------------------
 
-class Reservations:
-    """``qrstat -u '*' -xml`` started at once (scontrol show job starts it beside the job listing),
-    read by fill_reservations: {advance reservation id: name}. With the real Grid Engine backend
-    the process runs while the caller works; another backend (replay, tests) answers when read."""
-
-    def __init__(self, backend):
-        from ..backends.gridengine import GridEngineBackend, ops
-
-        self.backend, self.stream, self.names = backend, None, None
-        tool, args = ops.reservations()
-        if type(backend) is GridEngineBackend:
-            from .. import proc
-
-            try:
-                self.stream = proc.stream(backend.argv(tool, args), env=backend.env, timeout=backend.timeout)
-            except proc.SpawnError:
-                self.names = {}
-
-    def read(self) -> dict[str, str]:
-        if self.names is not None:
-            return self.names
-        from ..backends.gridengine import ops
-
-        try:
-            if self.stream is not None:
-                text = b"".join(c if isinstance(c, bytes) else c.encode() for c in self.stream.chunks())
-                ok = self.stream.returncode == 0
-                out = text.decode("utf-8", "replace")
-            else:
-                res = self.backend.call(ops.reservations())
-                ok, out = res.returncode == 0, res.stdout
-        except Exception:  # noqa: BLE001  (no qrstat here, or it would not answer: no reservation is shown)
-            ok, out = False, ""
-        self.names = {ar["id"]: ar["name"] or ar["id"] for ar in ops.parse_reservations(out)} if ok else {}
-        return self.names
-
-    def close(self) -> None:
-        if self.stream is not None:
-            self.stream.close()
+def Reservations(backend):  # (scontrol's name for it)
+    """``qrstat -u '*' -xml`` started at once (scontrol show job starts it beside the job listing):
+    the backend's ``reservation_names()``, read by fill_reservations (``read()``: {advance
+    reservation id: name}; ``close()``)."""
+    return backend.reservation_names()
 
 
-def fill_reservations(recs: list, cfg, backend=None, started: Reservations | None = None) -> None:
+def fill_reservations(recs: list, cfg, backend=None, started=None) -> None:
     """The name of each job's reservation (``rec.extra["reservation"]``, None for none): Slurm's
     ``--reservation=NAME`` is submitted as Grid Engine's ``-ar <id>`` (submit.reservation_flags),
     so a job's reservation is its advance reservation (``JB_ar`` of ``qstat -j -xml``) by the name
@@ -148,7 +114,7 @@ def fill_reservations(recs: list, cfg, backend=None, started: Reservations | Non
     if not todo:
         return
     b = backend or backends.get(cfg)
-    names = (started or Reservations(b)).read()
+    names = (started or b.reservation_names()).read()
     if not names:
         return
     try:

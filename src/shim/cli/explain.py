@@ -51,17 +51,15 @@ def nice_note(cfg) -> str:
     ``weight_priority`` times the job's POSIX priority to its rank (cluster.nice_finding, which
     doctor reports). One ``qconf -ssconf``."""
     from .. import backends
-    from ..backends.gridengine import ops
-    from ..backends.gridengine.policy import parse_scheduler_config
     from ..cluster import nice_weight
 
     try:
-        res = backends.get(cfg).call(ops.scheduler_config())
+        sconf = backends.get(cfg).scheduler_config()
     except Exception:  # noqa: BLE001  (explain still explains without the scheduler's answer)
-        res = None
-    if res is None or res.returncode != 0:
+        sconf = None
+    if sconf is None:
         return "note: the scheduler's weight_priority could not be read (qconf -ssconf): -p orders pending jobs only when it is above 0"
-    w = nice_weight(parse_scheduler_config(res.stdout))
+    w = nice_weight(sconf)
     if w <= 0:
         return ("note: --nice/--priority have no effect here: the scheduler's weight_priority is 0, so Grid Engine "
                 "does not rank pending jobs by -p (slurm-shim doctor; qconf -msconf to change it)")

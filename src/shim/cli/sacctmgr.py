@@ -112,17 +112,13 @@ def _tres(limits, cfg: Any) -> str:
 
 
 def gather(cfg: Any, backend: Any, need_users: bool = True) -> World:
-    from ..backends.gridengine import ops, policy
-
-    def text(call) -> str:
-        res = backend.call(call)
-        return res.stdout if res.returncode == 0 else ""
+    from ..backends.gridengine import policy
 
     w = World(cfg.cluster.name)
-    nodes = policy.share_nodes(text(ops.share_tree()))
-    sets = {k: v for k, v in policy.parse_quota_sets(text(ops.quota_sets())).items() if v.enabled}
-    projects = policy.names(text(ops.project_list()).replace("\n", ","))
-    ge_users = policy.names(text(ops.user_list()).replace("\n", ",")) if need_users else []
+    nodes = backend.share_tree()
+    sets = {k: v for k, v in backend.quota_sets().items() if v.enabled}
+    projects = backend.projects()
+    ge_users = backend.users() if need_users else []
     w.assocs.append(Assoc("root", share=None))
     w.accounts["root"] = ("default root account", "root")
     tree_parent: dict[str, str] = {}
@@ -144,7 +140,7 @@ def gather(cfg: Any, backend: Any, need_users: bool = True) -> World:
         return memberships[listname]
 
     for p in projects:
-        conf = policy.parse_keyvalues(text(ops.project(p)))
+        conf = backend.project(p)
         acl, xacl = policy.names(conf.get("acl")), policy.names(conf.get("xacl"))
         grp, per_user = [], []
         for qs in sets.values():
@@ -165,8 +161,8 @@ def gather(cfg: Any, backend: Any, need_users: bool = True) -> World:
             if not any(a.account == p and a.user == u for a in w.assocs):
                 w.assocs.append(Assoc(p, user=u, share=1, max_tres_pu=",".join(per_user)))
     if need_users:
-        managers = set(text(ops.managers()).split())
-        operators = set(text(ops.operators()).split())
+        managers = set(backend.managers())
+        operators = set(backend.operators())
         for u in ge_users:
             default = tree_parent.get(u, "")
             admin = "Administrator" if u in managers else "Operator" if u in operators else "None"

@@ -211,15 +211,16 @@ def main(argv: list[str]) -> int:
 
     cfg = siteconf.get()
     from .. import backends
-    from ..backends.gridengine import ops, policy
+    from ..backends.gridengine import Refused
 
     backend = backends.get(cfg)
-    res = backend.call(ops.priorities())
-    if res.returncode != 0:
-        raise error(f"Couldn't get priority factors from controller: {(res.stderr or res.stdout).strip()}")
-    sconf = policy.parse_scheduler_config(backend.call(ops.scheduler_config()).stdout)
+    try:
+        pending = backend.priorities()
+    except Refused as e:
+        raise error(f"Couldn't get priority factors from controller: {e.text}") from None
+    sconf = backend.scheduler_config() or {}  # (no weights: every factor 0)
     w = weights(sconf)
-    listed = rows(cfg, policy.parse_priorities(res.stdout), sconf)
+    listed = rows(cfg, pending, sconf)
     if job_ids is not None:
         listed = [r for r in listed if r.job_id in set(job_ids)]
     if users is not None:

@@ -160,21 +160,10 @@ def main(argv: list[str]) -> int:
 
     cfg = siteconf.get()
     from .. import backends
-    from ..backends.gridengine import ops, policy
 
-    backend = backends.get(cfg)
-    tree = backend.call(ops.share_tree())
-    monitor = ""
-    if tree.returncode == 0:
-        try:
-            mon = backend.call(ops.share_monitor())
-            monitor = mon.stdout if mon.returncode == 0 else ""
-            if mon.returncode != 0:
-                sys.stderr.write(f"{PROG}: warning: sge_share_mon gave no usage: "
-                                 f"{(mon.stderr or mon.stdout).strip()}\n")
-        except OSError as e:
-            sys.stderr.write(f"{PROG}: warning: sge_share_mon gave no usage: {e}\n")
-    nodes = policy.share_nodes(tree.stdout if tree.returncode == 0 else "", monitor)
+    nodes, no_usage = backends.get(cfg).share_usage()
+    if no_usage is not None:
+        sys.stderr.write(f"{PROG}: warning: sge_share_mon gave no usage: {no_usage}\n")
     rows = shares(nodes, cfg.cluster.name)
     if users is not None:
         rows = [r for r in rows if not r.user or r.user in users]

@@ -83,6 +83,46 @@ class Found:
         self.query.close()
 
 
+class ReservationNames:
+    """A started ``qrstat -u '*' -xml`` and its reading: {advance reservation id: its name, or its
+    id where it has none}. With the real transport the process runs while the caller works; any
+    other transport (replay, tests) answers when read."""
+
+    __slots__ = ("backend", "stream", "names")
+
+    def __init__(self, backend: Any):
+        self.backend, self.stream, self.names = backend, None, None
+        tool, args = ops.reservations()
+        if type(backend) is GridEngineBackend:
+            from ... import proc
+
+            try:
+                self.stream = proc.stream(backend.argv(tool, args), env=backend.env, timeout=backend.timeout)
+            except proc.SpawnError:
+                self.names = {}
+
+    def read(self) -> dict[str, str]:
+        """The names; {} when Grid Engine would not say (no qrstat, or it would not answer)."""
+        if self.names is not None:
+            return self.names
+        try:
+            if self.stream is not None:
+                text = b"".join(c if isinstance(c, bytes) else c.encode() for c in self.stream.chunks())
+                ok = self.stream.returncode == 0
+                out = text.decode("utf-8", "replace")
+            else:
+                res = self.backend.call(ops.reservations())
+                ok, out = res.returncode == 0, res.stdout
+        except Exception:  # noqa: BLE001  (no qrstat here, or it would not answer: no reservation is shown)
+            ok, out = False, ""
+        self.names = {ar["id"]: ar["name"] or ar["id"] for ar in ops.parse_reservations(out)} if ok else {}
+        return self.names
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+
+
 def ge_env(cfg: Any, base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment Grid Engine's commands run with: ours, with the site's cell named
     completely. The one place that decides which Grid Engine a command reaches: the site config's
@@ -305,6 +345,11 @@ class GridEngine:
         res = self.call(ops.reservation_detail(ids))
         return ops.parse_reservations(res.stdout) if res.returncode == 0 else None
 
+    def reservation_names(self) -> ReservationNames:
+        """Every advance reservation's name by its id (``qrstat -u '*' -xml``), started now to run
+        while the caller works; ``read()`` waits for the answer, ``close()`` stops it."""
+        return ReservationNames(self)
+
     def userset_entries(self, name: str) -> list[str] | None:
         """An access list's entries (users and @groups), None when Grid Engine would not say."""
         from .policy import names, parse_keyvalues
@@ -317,6 +362,93 @@ class GridEngine:
 
     def complexes(self) -> Result:
         return self.call(ops.complexes())
+
+    # --- policy: priorities, scheduler, share tree, projects, users, quotas ----------------------------
+    def _text(self, c: ops.Call) -> str:
+        """A configuration's text; empty when Grid Engine would not say."""
+        res = self.call(c)
+        return res.stdout if res.returncode == 0 else ""
+
+    def priorities(self) -> list[Any]:
+        """Every pending job's priority and the figures it is made of (``policy.parse_priorities``);
+        Refused, with Grid Engine's answer, when qstat would not say."""
+        from .policy import parse_priorities
+
+        res = self.call(ops.priorities())
+        if res.returncode != 0:
+            raise Refused((res.stderr or res.stdout).strip(), res.returncode)
+        return parse_priorities(res.stdout)
+
+    def scheduler_config(self) -> dict[str, str] | None:
+        """The scheduler configuration (``qconf -ssconf``, ``policy.parse_scheduler_config``); None
+        when Grid Engine would not say."""
+        from .policy import parse_scheduler_config
+
+        res = self.call(ops.scheduler_config())
+        return parse_scheduler_config(res.stdout) if res.returncode == 0 else None
+
+    def share_tree(self) -> dict[str, Any]:
+        """The share tree's nodes by path (``qconf -sstree``, ``policy.share_nodes``); empty when
+        there is none or Grid Engine would not say."""
+        from .policy import share_nodes
+
+        return share_nodes(self._text(ops.share_tree()))
+
+    def share_usage(self) -> tuple[dict[str, Any], str | None]:
+        """The share tree with each node's usage (``sge_share_mon``, asked only when qconf showed
+        the tree), and why there is no usage where the monitor gave none (its answer, or why it
+        could not start), else None."""
+        from .policy import share_nodes
+
+        tree = self.call(ops.share_tree())
+        if tree.returncode != 0:
+            return share_nodes(""), None
+        monitor, why = "", None
+        try:
+            mon = self.call(ops.share_monitor())
+        except OSError as e:
+            why = f"{e}"
+        else:
+            if mon.returncode == 0:
+                monitor = mon.stdout
+            else:
+                why = (mon.stderr or mon.stdout).strip()
+        return share_nodes(tree.stdout, monitor), why
+
+    def quota_sets(self) -> dict[str, Any]:
+        """The resource quota sets by name (``qconf -srqs``, ``policy.parse_quota_sets``); empty
+        when Grid Engine would not say."""
+        from .policy import parse_quota_sets
+
+        return parse_quota_sets(self._text(ops.quota_sets()))
+
+    def projects(self) -> list[str]:
+        """The projects' names (``qconf -sprjl``); empty when Grid Engine would not say."""
+        from .policy import names
+
+        return names(self._text(ops.project_list()).replace("\n", ","))
+
+    def project(self, name: str) -> dict[str, str]:
+        """A project's configuration (``qconf -sprj``: key -> value); empty when Grid Engine would
+        not say."""
+        from .policy import parse_keyvalues
+
+        return parse_keyvalues(self._text(ops.project(name)))
+
+    def users(self) -> list[str]:
+        """Grid Engine's users (``qconf -suserl``); empty when Grid Engine would not say."""
+        from .policy import names
+
+        return names(self._text(ops.user_list()).replace("\n", ","))
+
+    def managers(self) -> list[str]:
+        """Grid Engine's managers (``qconf -sm``); empty when Grid Engine would not say."""
+        return self._text(ops.managers()).split()
+
+    def operators(self) -> list[str]:
+        """Grid Engine's operators (``qconf -so``); empty when Grid Engine would not say (as when
+        there is none)."""
+        return self._text(ops.operators()).split()
 
     # --- interactive -----------------------------------------------------------------------------------
     def interactive_argv(self, args: list[str]) -> list[str]:
