@@ -1,8 +1,7 @@
 """What sbatch, srun and salloc share around the option table: -v's list of defined options and
 --help/--usage/--version. (Fates are options.sources.fates; Grid Engine's refusals of a job in
-Slurm's words are submit.refusal.) And what the policy commands (sprio, sshare, sacctmgr,
-sreport) share around their own small tables: the rows' factory, reading the command line,
---version. (The big option table loads only for --help/--usage.)"""
+Slurm's words are submit.refusal.) And what the other commands share around their own small
+tables: the rows' factory (own_options), reading the command line, --help/--usage/--version. (The big option table loads only for --help/--usage.)"""
 
 from __future__ import annotations
 
@@ -87,13 +86,6 @@ def usage(o: sources.Options, prog: str) -> int:
 
 
 # --- what squeue and scontrol share: a job's reservation ---------------------------------------
-
-def Reservations(backend):  # (scontrol's name for it)
-    """``qrstat -u '*' -xml`` started at once (scontrol show job starts it beside the job listing):
-    the backend's ``reservation_names()``, read by fill_reservations (``read()``: {advance
-    reservation id: name}; ``close()``)."""
-    return backend.reservation_names()
-
 
 def fill_reservations(recs: list, cfg, backend=None, started=None) -> None:
     """The name of each job's reservation (``rec.extra["reservation"]``, None for none): Slurm's

@@ -174,9 +174,7 @@ def show_job(s: Session, ids: list[str]) -> str:
         except JobIdError:
             pass
     pre = jobs.start_details(s.cfg, only, s.backend()) if only else None  # (runs beside the listing)
-    from .common import Reservations
-
-    resv = Reservations(s.backend())  # qrstat, for the Reservation= line (beside the listing too)
+    resv = s.backend().reservation_names()  # qrstat, for the Reservation= line (beside the listing too)
     try:
         return _show_job(s, ids, only, pre, resv)
     finally:
