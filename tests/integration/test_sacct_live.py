@@ -120,6 +120,26 @@ def test_cancelled_while_running():
     assert snakemake_view(n) == {str(job): "CANCELLED by 0"}
 
 
+@pytest.mark.ocs
+def test_a_raw_qdel_is_cancelled_by_whoever_deleted_it(plain_user):
+    """Open Cluster Scheduler 9.x's accounting.jsonl says who deleted a job (``deleted_by``): a
+    plain user's own qdel, with no cancel event of the shim's, is Slurm's ``CANCELLED by <uid>``
+    (sacct's print.c: a cancelled job's state with the uid that cancelled it), not a guess."""
+    import pwd
+
+    n = name()
+    cp = run("qsub", "-terse", "-q", "debug", "-N", n, "-b", "y", "-o", "/dev/null", "-j", "y", "/bin/sleep", "300",
+             user=plain_user, cwd="/tmp")
+    assert cp.returncode == 0, cp.stderr
+    job = int(cp.stdout.strip())
+    wait_running(job)
+    cp = run("qdel", str(job), user=plain_user)
+    assert cp.returncode == 0, cp.stderr
+    row = wait_state(job, "CANCELLED")
+    assert row["State"] == f"CANCELLED by {pwd.getpwnam(plain_user).pw_uid}"
+    assert snakemake_view(n) == {str(job): row["State"]}
+
+
 def test_cancelled_while_pending():
     n = name()
     job = qsub("-q", "debug", "-N", n, "-h", "-b", "y", "-o", "/dev/null", "-j", "y", "/bin/true")
