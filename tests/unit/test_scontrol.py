@@ -463,3 +463,23 @@ def test_show_step_reads_its_id_as_scontrol_print_step(capsys):
     assert shown("110") == ["StepId=110_1.batch", "StepId=110_2.batch"]
     assert shown("110_2") == ["StepId=110_2.batch"] and shown("110_4") == []  # (110_4 is pending)
     assert scontrol(capsys, "show", "step", "999999")[1] == "No job steps in the system\n"
+
+
+def test_update_argv_of_every_field_through_translate_alter(capsys, site):
+    """scontrol update's qalter argv and messages, as recorded before the mapping moved to
+    translate.alter: every field in one update, and a Partition change of a running job (refused
+    with Slurm's error, the rest still sent)."""
+    state.record_submit(str(site), 112, {"name": "fx_held", "partition": "debug", "time": 10})
+    rc, out, err, calls = scontrol(capsys, "update", "JobId=112", "Partition=debug", "Nice=3", "Account=acc",
+                                   "JobName=n", "TimeLimit=5", "StartTime=tomorrow")
+    assert (rc, err) == (0, "")
+    assert calls == [["qalter", "-q", "debug", "-p", "-3", "-A", "acc", "-N", "n", "-l", "h_rt=360",
+                      "-a", "202612010000.00", "112"]]
+    rec = records.Reader(str(site)).submit(112, None)
+    assert (rec["partition"], rec["nice"], rec["account"], rec["name"], rec["time"], rec["begin"]) == \
+        ("debug", 3, "acc", "n", 5, datetime(2026, 12, 1).timestamp())
+    rc, out, err, calls = scontrol(capsys, "update", "JobId=105", "Partition=gpu", "JobName=zz")
+    assert (rc, err, calls) == (1, "scontrol: error: Job is no longer pending execution for job 105\n",
+                                [["qalter", "-N", "zz", "105"]])
+    rc, out, err, calls = scontrol(capsys, "update", "JobId=105", "TimeLimit=+1:00:00")  # no shim record: h_rt only
+    assert (rc, err, calls) == (0, "", [["qalter", "-l", "h_rt=7200", "105"]])

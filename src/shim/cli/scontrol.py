@@ -657,9 +657,8 @@ UPDATABLE = ("timelimit", "partition", "jobname", "name", "comment", "nice", "ac
 
 
 def update(s: Session, words: list[str]) -> int:
-    from ..names import encode
     from ..options.values import time_minutes
-    from ..translate.qsub import h_rt_backstop, nice_priority
+    from ..translate import alter
 
     pairs: list[tuple[str, str]] = []
     for w in words:
@@ -723,8 +722,8 @@ def update(s: Session, words: list[str]) -> int:
             print(f"Access/permission denied for job {tok}", file=sys.stderr)
             rc = 1
             continue
-        prio = nice_priority(int(parsed["nice"]), privileged=_me()[1] == 0) if "nice" in parsed else None  # type: ignore[arg-type]
-        if "nice" in parsed and prio is None:  # Slurm: a negative nice is for operators
+        privileged = _me()[1] == 0
+        if alter.nice_denied(parsed, privileged):  # Slurm: a negative nice is for operators
             print(f"Access/permission denied for job {tok}", file=sys.stderr)
             rc = 1
             continue
@@ -733,46 +732,14 @@ def update(s: Session, words: list[str]) -> int:
         sub = jobs.submit_record(s.cfg, rec)  # the owner's record (or root's copy), of this job
         sub = {k: v for k, v in sub.items() if k != "t"} if sub is not None else None
         ge_id = str(job)
-        args: list[str] = []
-        record: dict[str, object] = {}
-        for k, v in parsed.items():
-            if k == "timelimit":
-                inc, m = v  # type: ignore[misc]
-                cur = jobs.detail(rec, s.cfg).time_limit
-                if inc:
-                    base = cur if cur is not None and cur >= 0 else 0
-                    m = max(0, base + inc * m)
-                record["time"] = m
-                hard = dict(rec.extra.get("ge_row", {}).get("hard", {}))
-                if m == -1:
-                    hard["h_rt"] = "INFINITY"
-                else:
-                    # the shim's jobs keep Grid Engine's h_rt as a backstop behind the wrapper's limit
-                    hard["h_rt"] = str(h_rt_backstop(m, wrapped=bool(sub)))
-                if hard:
-                    args += ["-l", ",".join(f"{a}={b}" for a, b in hard.items())]
-            elif k == "partition":
-                p = s.cfg.partitions[v]  # type: ignore[index]
-                if rec.state != "PENDING":
-                    print(f"{PROG}: error: Job is no longer pending execution for job {tok}", file=sys.stderr)
-                    rc = 1
-                    continue
-                args += ["-q", p.queue]
-                record["partition"] = v
-            elif k == "jobname":
-                args += ["-N", encode(str(v))]
-                record["name"] = v
-            elif k == "nice":
-                args += ["-p", str(prio)]
-                record["nice"] = v
-            elif k == "account":
-                args += ["-A", encode(str(v))]  # as sbatch stores it (Grid Engine refuses '@', ':', ...)
-                record["account"] = v
-            elif k == "starttime":
-                args += ["-a", v.strftime("%Y%m%d%H%M.%S")]  # type: ignore[union-attr]
-                record["begin"] = v.timestamp()  # type: ignore[union-attr]
-            elif k in ("comment", "qos"):
-                record[k] = v
+        change = alter.qalter_args(parsed, s.cfg, privileged=privileged, pending=rec.state == "PENDING",
+                                   hard=rec.extra.get("ge_row", {}).get("hard", {}),
+                                   time_limit=jobs.detail(rec, s.cfg).time_limit if "timelimit" in parsed else None,
+                                   wrapped=bool(sub))
+        args, record = change.args, change.record
+        if change.not_pending:
+            print(f"{PROG}: error: Job is no longer pending execution for job {tok}", file=sys.stderr)
+            rc = 1
         if args:
             res = s.backend().alter(ge_id, args)
             if not res.ok:

@@ -193,7 +193,7 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
     if limit is None and part.default_time:
         limit = time_minutes(part.default_time)
     if limit is not None and limit != INFINITE:
-        backstop = limit * 60 + KILL_WAIT + 30
+        backstop = h_rt_backstop(limit)
         resources.append(f"h_rt={backstop}")
         note("--time", f"-l h_rt={backstop}", f"{limit} min; the wrapper sends SIGTERM at the limit")
 
@@ -272,8 +272,8 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
 
     if o.begin is not None:
         b: datetime = o.begin
-        argv += ["-a", b.strftime("%Y%m%d%H%M.%S")]
-        note("--begin", f"-a {b.strftime('%Y%m%d%H%M.%S')}", "")
+        argv += ["-a", ge_date(b)]
+        note("--begin", f"-a {ge_date(b)}", "")
     if o.hold:
         argv += ["-h"]
         note("--hold", "-h", "")
@@ -924,3 +924,9 @@ def h_rt_backstop(minutes: int, wrapped: bool = True) -> int:
     ended by the wrapper at the limit (SIGTERM, KillWait, SIGKILL): h_rt is Grid Engine's backstop
     a little later. A job without the wrapper (not submitted through the shim) has only h_rt."""
     return minutes * 60 + (KILL_WAIT + 30 if wrapped else 0)
+
+
+def ge_date(when: datetime) -> str:
+    """A moment as Grid Engine's date_time, ``[[CC]YY]MMDDhhmm[.SS]`` in local time (qsub's and
+    qalter's ``-a``): for ``sbatch --begin`` and ``scontrol update StartTime``."""
+    return when.strftime("%Y%m%d%H%M.%S")
