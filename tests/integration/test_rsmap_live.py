@@ -9,6 +9,7 @@ after; a site config that differs from the cell's by ``[gres.gpu] complex`` poin
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from pathlib import Path
@@ -23,9 +24,13 @@ MAP = "gpumap"
 
 
 def host() -> str:
+    """This execution host (the gpu queue's; the two-host tests' second host may be up too)."""
     cp = run("qconf", "-sel")
     assert cp.returncode == 0, cp.stderr
-    return cp.stdout.split()[0]
+    here = os.uname().nodename.split(".")[0]
+    hosts = [h for h in cp.stdout.split() if h.split(".")[0] == here]
+    assert len(hosts) == 1, (here, cp.stdout)
+    return hosts[0]
 
 
 def complexes() -> str:
