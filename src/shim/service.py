@@ -48,6 +48,10 @@ REQUEST_TIMEOUT = 5.0  # a client has this long to send its request and its go
 UNREACHABLE = "Unable to contact slurm controller (connect failure)"
 # Refusal reasons (R's value): the client falls back for each alike; they are for logs and tests.
 R_BAD, R_STALE, R_IDENTITY, R_LIMITS, R_LOCALE, R_BUSY, R_STOPPING = 1, 2, 3, 4, 5, 6, 7
+REFUSAL_WORDS = {R_BAD: "a bad request", R_STALE: "the package changed",
+                 R_IDENTITY: "another identity, mount namespace or site config",
+                 R_LIMITS: "other resource limits", R_LOCALE: "another locale", R_BUSY: "too many at once",
+                 R_STOPPING: "stopping"}
 LOCALE_VARS = ("LC_ALL", "LC_CTYPE", "LANG")
 
 
@@ -323,6 +327,7 @@ class Service:
         self.conns: dict[int, int] = {}  # conn fd -> pidfd
         self.pending: dict[int, tuple] = {}  # conn fd -> (conn, request, deadline): answered O, no go yet
         self.served = 0
+        self.refused: dict[int, int] = {}  # refusals by reason (the first of each is logged)
         self.spare = None
         self.spare_after = 0.0
         loc = os.environ.get("SLURM_SHIM_SERVICE_LOCALE")
@@ -446,7 +451,8 @@ class Service:
                         self.message(fd)
                 except Exception as e:  # a bad request or a failed fork must never take the service down
                     self.log(f"request dropped: {type(e).__name__}: {e}")
-        self.log(f"exit after {self.served} requests")
+        refused = ", ".join(f"{REFUSAL_WORDS.get(k, k)} {n}" for k, n in sorted(self.refused.items()))
+        self.log(f"exit after {self.served} requests" + (f" (refused: {refused})" if refused else ""))
         return 0
 
     def _leave(self, ino, lockf) -> None:
@@ -473,6 +479,9 @@ class Service:
     def refuse(self, conn, reason: int) -> None:
         import struct
 
+        if reason not in self.refused:  # the first refusal of each kind is logged (then counted)
+            self.log(f"refusing a request: {REFUSAL_WORDS.get(reason, reason)} (the client runs it in-process)")
+        self.refused[reason] = self.refused.get(reason, 0) + 1
         try:
             conn.sendall(struct.pack("=Ii", ord("R"), reason))
         except OSError:

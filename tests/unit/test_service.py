@@ -523,6 +523,9 @@ def test_another_site_config_runs_in_process(cbin, probe):
     cp = client(cbin, probe, "exit", "0", env={"SLURM_SHIM_CONFIG": "/etc/slurm-shim/other.toml"})
     assert cp.returncode == 42
     assert served(probe) == before
+    # and the service's log says why, once per kind (a warm path that is never taken is visible)
+    log = (probe / "service.log").read_text()
+    assert log.count("refusing a request: another identity, mount namespace or site config") == 1
 
 
 def test_a_changed_package_is_never_served(cbin, world, tmp_path):
