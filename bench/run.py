@@ -313,19 +313,27 @@ def w_finished(args) -> dict:
     return {"job": job}
 
 
+SERVICE_DIRS = ("agent", "agent-qsub")  # one warm service per site config (a service serves one)
+
+
 def w_service(args) -> dict:
-    """The warm service of the bench user: {"pid", "served"} (info), or stop it."""
+    """The bench user's warm services, one per site config (config-agent's in BASE/agent,
+    config-qsub's in BASE/agent-qsub): {"pid": their pids, "served": the sum} (info; {} when
+    none answers), or stop them."""
     sys.path.insert(0, str(REPO / "src"))
     from shim import service
 
-    d = str(BASE / "agent")
+    dirs = [str(BASE / n) for n in SERVICE_DIRS]
     if args.get("op") == "stop":
-        pid = service.pid_of(d)
-        if pid:
-            os.kill(pid, 15)
-        return {"stopped": pid}
-    got = service.info(d)
-    return {"pid": got[0], "served": got[1]} if got else {}
+        pids = [service.pid_of(d) for d in dirs]
+        for pid in pids:
+            if pid:
+                os.kill(pid, 15)
+        return {"stopped": pids}
+    got = [service.info(d) for d in dirs]
+    if not any(got):
+        return {}
+    return {"pid": tuple(g[0] if g else None for g in got), "served": sum(g[1] for g in got if g)}
 
 
 WORKERS = {"service": w_service, "held": w_held, "finished": w_finished, "latency": w_latency, "rate": w_rate, "burst": w_burst, "agent": w_agent, "stop_agent": w_stop_agent,
@@ -373,10 +381,11 @@ class Bench:
         work.mkdir(exist_ok=True)
         (work / "job.sh").write_text(JOB)
         os.chown(work, self.pw.pw_uid, self.pw.pw_gid)
-        agent_dir = BASE / "agent"
-        agent_dir.mkdir(mode=0o700, exist_ok=True)
-        agent_dir.chmod(0o700)
-        os.chown(agent_dir, self.pw.pw_uid, self.pw.pw_gid)
+        for name in SERVICE_DIRS:  # the agent's directory, and the qsub config's own warm service's
+            agent_dir = BASE / name
+            agent_dir.mkdir(mode=0o700, exist_ok=True)
+            agent_dir.chmod(0o700)
+            os.chown(agent_dir, self.pw.pw_uid, self.pw.pw_gid)
         text = re.sub(r"(?ms)^\[submit\].*?(?=^\[|\Z)", "", SITE.read_text() if SITE.exists() else "")
         for method in ("qsub", "agent"):
             p = BASE / f"config-{method}.toml"
@@ -441,7 +450,10 @@ class Bench:
         return m.group(1) if m else "/var/spool/slurm-shim"
 
     def env(self, method: str, **extra) -> dict:
-        return {"SLURM_SHIM_CONFIG": str(BASE / f"config-{method}.toml"), **extra}
+        # a warm service serves the site config it was started for: each config has its own
+        # directory (a service started by a config-qsub call refused every config-agent call)
+        d = {} if method == "agent" else {"SLURM_SHIM_AGENT_DIR": str(BASE / f"agent-{method}")}
+        return {"SLURM_SHIM_CONFIG": str(BASE / f"config-{method}.toml"), **d, **extra}
 
     def row(self, what, shim, raw, ratio, goal) -> None:
         self.rows.append((what, shim, raw, ratio, goal))
