@@ -45,3 +45,25 @@ def test_refused_before_grid_engine(workdir, argv, err):
 def test_srun_zero_nodes(workdir):
     cp = run("srun", "-N", "0-1", "true", cwd=workdir)
     assert (cp.returncode, cp.stderr) == (1, "srun: error: Unable to allocate resources: Node count specification invalid\n")
+
+
+def test_the_sites_max_array_size_is_the_array_limit(workdir, tmp_path):
+    """_valid_array_inx (job_mgr.c): every index below MaxArraySize. The site's
+    cluster.max_array_size is that limit for the real commands, and scontrol show config prints it."""
+    import re
+
+    from conftest import SITE_CONFIG
+
+    text, n = re.subn(r"(?m)^max_array_size = \d+$", "max_array_size = 11", SITE_CONFIG.read_text())
+    assert n == 1, "the cell's site config names cluster.max_array_size"
+    conf = workdir / "config-max-array.toml"
+    conf.write_text(text)
+    conf.chmod(0o644)
+    env = {"SLURM_SHIM_CONFIG": str(conf)}
+    assert "MaxArraySize            = 11\n" in run("scontrol", "show", "config", env=env).stdout
+    tag = f"w7arr{os.getpid()}"
+    cp = run("sbatch", "--array=0-11", "-J", tag, "--wrap", "true", cwd=workdir, env=env)
+    assert (cp.returncode, cp.stdout, cp.stderr) == (1, "", FAILED + "Invalid job array specification\n")
+    assert f"<JB_name>{tag}</JB_name>" not in run("qstat", "-u", "*", "-xml").stdout
+    cp = run("sbatch", "--test-only", "--array=0-10", "--wrap", "true", cwd=workdir, env=env)
+    assert cp.returncode == 0, cp.stderr

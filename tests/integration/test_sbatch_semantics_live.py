@@ -32,11 +32,14 @@ def gone(job: int) -> bool:
 
 
 def test_zero_based_stepped_and_listed_arrays_see_slurms_indices(workdir):
+    """SLURM_ARRAY_TASK_* as slurmctld's _create_job_array sets them (job_mgr.c): COUNT, MIN, MAX of
+    the indices, and STEP the number after the text's first ':' (2 here, from 10-14:2)."""
     job = sbatch("--array=0,3,10-14:2", "-o", "a_%A_%a.out", "--wrap", "echo idx=$SLURM_ARRAY_TASK_ID "
-                 "n=$SLURM_ARRAY_TASK_COUNT min=$SLURM_ARRAY_TASK_MIN max=$SLURM_ARRAY_TASK_MAX", cwd=workdir)
+                 "n=$SLURM_ARRAY_TASK_COUNT min=$SLURM_ARRAY_TASK_MIN max=$SLURM_ARRAY_TASK_MAX "
+                 "step=$SLURM_ARRAY_TASK_STEP", cwd=workdir)
     for idx in (0, 3, 10, 12, 14):
         text = read_when(workdir / f"a_{job}_{idx}.out", "idx=")
-        assert text.strip() == f"idx={idx} n=5 min=0 max=14"
+        assert text.strip() == f"idx={idx} n=5 min=0 max=14 step=2"
 
 
 def test_array_throttle_becomes_tc(workdir):
