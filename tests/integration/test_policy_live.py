@@ -164,3 +164,25 @@ def test_sreport_totals_equal_the_sum_over_sacct_rows(tag, plain_user, workdir):
     cp = run("sreport", "-n", "-P", "-t", "seconds", "user", "TopUsage", f"start={start}", f"end={end}",
              f"accounts={account}", "format=Login,Account,Used")
     assert cp.stdout.splitlines() == [f"{plain_user}|{account}|{want}"]
+
+
+def test_sacctmgr_lists_what_a_user_may_charge_and_changes_nothing(tmp_path, tag, plain_user):
+    """The tools' question (sacctmgr -nP show assoc user=$USER format=account) on a project made with
+    raw qconf: its access list's members are its users; a change through sacctmgr is refused, naming
+    the qconf command that does it, and nothing is made."""
+    team, project = f"{tag}list", f"{tag}proj"
+    qconf("-au", plain_user, team)  # an access list with the plain user in it
+    try:
+        add_from_file("-Aprj", f"name {project}\noticket 0\nfshare 0\nacl {team}\nxacl NONE\n", tmp_path, "prj")
+        try:
+            cp = run("sacctmgr", "-nP", "show", "assoc", f"user={plain_user}", "format=account")
+            assert cp.returncode == 0 and project in cp.stdout.split(), cp.stdout + cp.stderr
+            cp = run("sacctmgr", "-nP", "show", "assoc", f"account={project}", "format=account,user")
+            assert f"{project}|{plain_user}" in cp.stdout.splitlines(), cp.stdout
+            cp = run("sacctmgr", "-i", "add", "account", f"{tag}new")
+            assert cp.returncode == 1 and "qconf -aprj" in cp.stderr, cp.stderr
+            assert f"{tag}new" not in run("qconf", "-sprjl").stdout
+        finally:
+            qconf("-dprj", project)
+    finally:
+        qconf("-dul", team)
