@@ -170,3 +170,12 @@ def test_doctor_checks_the_shim_on_every_execution_host_through_grid_engine(tmp_
                                         f"install the shim at {tmp_path} on it (the same path as here), or share {tmp_path}")
     quick = run("slurm-shim", "doctor", "--no-hosts").stdout
     assert "ok    sge_qmaster answers" in quick and not re.search(r"^\S+ +exec host ", quick, re.M)
+
+
+def test_doctor_checks_the_second_execution_host_too(two_hosts):
+    """Every execution host Grid Engine knows gets its check job (qconf -sel): with the two-host
+    tests' second host up, doctor says the shim is there too (same path: a shared filesystem)."""
+    cp = run("slurm-shim", "doctor", timeout=180)
+    for host in (HOST, two_hosts.node):
+        assert re.search(rf"^ok    exec host {re.escape(host)}: slurm-shim \S+ from \S+, the site config and the "
+                         r"state dir \S+ are there$", cp.stdout, re.M), cp.stdout
