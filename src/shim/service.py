@@ -74,15 +74,28 @@ def _private(path: str, create: bool) -> bool:
     return (st.st_mode & 0o170000) == 0o040000 and st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
+def cell_name(config_path: str) -> str:
+    """The per-site-config subdirectory's name: ``cell-`` and the 64-bit FNV-1a hash of the config's
+    path, in hex (client.c computes the same)."""
+    h = 0xCBF29CE484222325
+    for b in config_path.encode("utf-8", "surrogateescape"):
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"cell-{h:016x}"
+
+
 def service_dir(environ=None, create: bool = True) -> str | None:
     """The user's private directory for the service and the submit agent, or None when no safe
-    one exists (then: in-process, and qsub): $SLURM_SHIM_AGENT_DIR, else $XDG_RUNTIME_DIR/slurm-shim,
-    else /tmp/slurm-shim-<uid>; each must be this user's directory with no access for others."""
+    one exists (then: in-process, and qsub): $SLURM_SHIM_AGENT_DIR as it is, else
+    $XDG_RUNTIME_DIR/slurm-shim, else /tmp/slurm-shim-<uid>; each must be this user's directory
+    with no access for others. A service and an agent serve one site config (one cell): with
+    $SLURM_SHIM_CONFIG set, theirs are in a subdirectory of its own (cell_name), so a user who
+    works with two cells has a warm service and an agent for each."""
     env = os.environ if environ is None else environ
     uid = os.getuid()
     if env.get("SLURM_SHIM_AGENT_DIR"):
         d = env["SLURM_SHIM_AGENT_DIR"]
         return d if _private(d, create) else None
+    base = None
     runtime = env.get("XDG_RUNTIME_DIR")
     if runtime:
         try:
@@ -90,10 +103,18 @@ def service_dir(environ=None, create: bool = True) -> str | None:
             if (st.st_mode & 0o170000) == 0o040000 and st.st_uid == uid:
                 d = os.path.join(runtime, "slurm-shim")
                 if _private(d, create):
-                    return d
+                    base = d
         except OSError:
             pass
-    d = f"/tmp/slurm-shim-{uid}"
+    if base is None:
+        d = f"/tmp/slurm-shim-{uid}"
+        if not _private(d, create):
+            return None
+        base = d
+    conf = env.get("SLURM_SHIM_CONFIG")
+    if not conf:
+        return base
+    d = os.path.join(base, cell_name(conf))
     return d if _private(d, create) else None
 
 

@@ -376,6 +376,35 @@ def test_no_service_runs_in_process_and_starts_one(cbin, world):
     wait_for(lambda: service.info(str(d)) is None and not (d / "service.sock").exists(), what="its exit")
 
 
+def test_each_site_config_has_a_directory_and_a_service_of_its_own(cbin, world):
+    """A service serves one site config (the cell it was started for). With SLURM_SHIM_CONFIG set,
+    the C client and service_dir (the service's and the submit agent's rule) agree on a subdirectory
+    of the user's private directory named for that config, so the commands of two cells (Debian's
+    and OCS's) each get their own warm service instead of one refusing the other's."""
+    from shim.backends.gridengine import agent
+
+    rt = world / "rt-cells"
+    rt.mkdir(mode=0o700)
+    env = {"PATH": "/usr/bin:/bin", "XDG_RUNTIME_DIR": str(rt)}
+    env.update({k: os.environ[k] for k in service.LOCALE_VARS if k in os.environ})
+    started = []
+    try:
+        for conf in ("/etc/slurm-shim/config.toml", "/etc/slurm-shim/ocs.toml"):
+            e = {**env, "SLURM_SHIM_CONFIG": conf}
+            want = rt / "slurm-shim" / service.cell_name(conf)
+            cp = subprocess.run([str(cbin / "squeue"), "exit", "0"], env=e, capture_output=True, timeout=60)
+            assert (cp.returncode, cp.stdout) == (42, b"fallback squeue exit 0\n")  # in-process; starts one
+            got = wait_for(lambda: service.info(str(want)), timeout=60, what=f"the service of {conf}")
+            started.append(got[0])
+            assert service.service_dir(e) == agent.agent_dir(e) == str(want)
+            assert want.stat().st_mode & 0o777 == 0o700
+        assert len(set(started)) == 2
+        assert service.service_dir(env) == str(rt / "slurm-shim")  # no config named: the directory itself
+    finally:
+        for pid in started:
+            os.kill(pid, signal.SIGTERM)
+
+
 def test_a_directory_others_may_enter_is_not_used(cbin, world):
     d = world / "open"
     d.mkdir(mode=0o700)

@@ -76,6 +76,21 @@ static int private_dir(const char *path) {
     return S_ISDIR(st.st_mode) && st.st_uid == getuid() && !(st.st_mode & 077);
 }
 
+/* service.cell_name's subdirectory for $SLURM_SHIM_CONFIG (none when it is unset): one service per
+   site config. FNV-1a 64 of the path. */
+static int cell_dir(char *out, size_t n) {
+    const char *conf = getenv("SLURM_SHIM_CONFIG");
+    uint64_t h = 0xcbf29ce484222325ULL;
+    size_t len = strlen(out);
+    if (!conf || !*conf) return 1;
+    for (const unsigned char *p = (const unsigned char *)conf; *p; p++) {
+        h ^= *p;
+        h *= 0x100000001b3ULL;
+    }
+    if ((size_t)snprintf(out + len, n - len, "/cell-%016llx", (unsigned long long)h) >= n - len) return 0;
+    return private_dir(out);
+}
+
 static int service_dir(char *out, size_t n) {
     const char *d = getenv("SLURM_SHIM_AGENT_DIR"), *rt = getenv("XDG_RUNTIME_DIR");
     struct stat st;
@@ -85,10 +100,10 @@ static int service_dir(char *out, size_t n) {
         return private_dir(out);
     }
     if (rt && *rt && stat(rt, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid()) {
-        if ((size_t)snprintf(out, n, "%s/slurm-shim", rt) < n && private_dir(out)) return 1;
+        if ((size_t)snprintf(out, n, "%s/slurm-shim", rt) < n && private_dir(out)) return cell_dir(out, n);
     }
-    snprintf(out, n, "/tmp/slurm-shim-%u", (unsigned)getuid());
-    return private_dir(out);
+    if ((size_t)snprintf(out, n, "/tmp/slurm-shim-%u", (unsigned)getuid()) >= n || !private_dir(out)) return 0;
+    return cell_dir(out, n);
 }
 
 /* No service: start one, detached (never from inside a Grid Engine job), as service.start does. */
