@@ -125,24 +125,58 @@ class NoGpu(Exception):
     """No device is free for the job on this host: the launch fails (a device is never shared)."""
 
 
-def granted_gpus(environ, count: int, complex_name: str | None = None) -> list[int] | None:
-    """The device indices Grid Engine granted the job, where the GPU complex is a resource map
+def granted_gpus(environ, count: int, complex_name: "str | tuple[str, ...] | None" = None) -> list[int] | None:
+    """The device indices Grid Engine granted the job, where a GPU complex is a resource map
     (RSMAP: Open Cluster Scheduler, Gridware, Univa): execd sets ``SGE_HGR_<complex>`` to the ids
-    it granted on this host, space-separated (``0 1``). None where there is no such grant (SGE
-    8.1.9 has no RSMAP: then the shim claims devices itself, ``claim_gpus``), or where the ids are
-    not device indices or not the count asked for (a map of names such as ``gpu0``, or a grant
-    for another host's share): then too the shim's own claims decide."""
+    it granted on this host, space-separated (``0 1``). Every complex the site maps GPUs to counts
+    (``gpu_complexes``: a typed request asks for its type's complex), their ids together. None
+    where there is no such grant (SGE 8.1.9 has no RSMAP: then the shim claims devices itself,
+    ``claim_gpus``), or where the ids are not device indices or not the count asked for (a map of
+    names such as ``gpu0``, or a grant for another host's share): then too the shim's own claims
+    decide."""
     if count <= 0 or not any(k.startswith("SGE_HGR_") for k in environ):
         return None
     if complex_name is None:
         from .. import siteconf
 
-        complex_name = ((siteconf.get().get("gres") or {}).get("gpu") or {}).get("complex") or "gpu"
-    words = environ.get(f"SGE_HGR_{complex_name}", "").split()
+        complex_name = gpu_complexes(siteconf.get())
+    names = (complex_name,) if isinstance(complex_name, str) else complex_name
+    words = [w for cx in names for w in environ.get(f"SGE_HGR_{cx}", "").split()]
     if len(words) != count or not all(w.isdigit() and w.isascii() for w in words):
         return None
     ids = [int(w) for w in words]
     return ids if len(set(ids)) == count else None
+
+
+def gpu_complexes(cfg) -> tuple[str, ...]:
+    """Every Grid Engine complex the site config counts GPUs with: ``[gres.gpu].complex`` (an
+    untyped request, and a typed one where the type selects the model with ``select``) and each
+    ``[gres.gpu.types.<type>].complex`` (a typed request's own consumable), in that order, once
+    each. The host complex that ``select`` names holds a model's name, not a count: not one."""
+    gres = (cfg.get("gres") or {}).get("gpu") or {}
+    out = [gres.get("complex") or "gpu"]
+    for t in (gres.get("types") or {}).values():
+        cx = (t or {}).get("complex") or ""
+        if cx and cx not in out:
+            out.append(cx)
+    return tuple(out)
+
+
+def gpus_in(values, complexes: "str | tuple[str, ...]") -> int:
+    """How many GPUs ``values`` ({complex: value}) hold through the GPU complexes: for a job, its
+    hard requests (qstat's ``hard_request``), the GPUs it holds; for a host, its
+    ``complex_values``, the GPUs it has. The sum over the complexes (a per-type complex counts
+    its type's devices, disjoint from the others'); a value that is no number, or below 0, is 0."""
+    n = 0
+    for cx in (complexes,) if isinstance(complexes, str) else complexes:
+        v = values.get(cx)
+        if v is None:
+            continue
+        try:
+            n += max(0, int(float(v)))
+        except (ValueError, OverflowError):
+            pass
+    return n
 
 
 GPU_TRIES = 20
@@ -359,11 +393,12 @@ def _user_name(uid: int) -> str | None:
 
 
 def _backend_and_complex(backend):
+    """(backend, the GPU complexes (gpu_complexes), the GPU resource's scope)."""
     from .. import backends, siteconf
 
     cfg = siteconf.get()
     gres = (cfg.get("gres") or {}).get("gpu") or {}
-    return (backend or backends.get(cfg)), gres.get("complex") or "gpu", gres.get("scope") or "job"
+    return (backend or backends.get(cfg)), gpu_complexes(cfg), gres.get("scope") or "job"
 
 
 def _running_gpu_jobs(host: str, backend=None) -> dict[tuple[str, int], int] | None:
@@ -389,13 +424,7 @@ def _running_gpu_jobs(host: str, backend=None) -> dict[tuple[str, int], int] | N
         except ValueError:
             continue
         owner = (jl.findtext("JB_owner") or "").strip()
-        n = 0
-        for hr in jl.iter("hard_request"):
-            if hr.get("name") == cx:
-                try:
-                    n = int(float(hr.text or "0"))
-                except ValueError:
-                    n = 0
+        n = gpus_in({hr.get("name"): hr.text or "0" for hr in jl.iter("hard_request")}, cx)
         if n <= 0:
             continue
         key = (owner, job)
@@ -404,7 +433,8 @@ def _running_gpu_jobs(host: str, backend=None) -> dict[tuple[str, int], int] | N
 
 
 def _gpu_capacity(host: str, backend=None) -> int:
-    """The host's GPU count (its Grid Engine complex value), 0 when unknown."""
+    """The host's GPU count (its complex values of the GPU complexes, summed: gpus_in), 0 when
+    unknown."""
     try:
         be, cx, _scope = _backend_and_complex(backend)
         res = be.run("qconf", ["-se", host])
@@ -413,17 +443,14 @@ def _gpu_capacity(host: str, backend=None) -> int:
     if res.returncode != 0:
         return 0
     text = res.stdout.replace("\\\n", "")
+    values: dict[str, str] = {}
     for line in text.splitlines():
         key, _, value = line.partition(" ")
         if key == "complex_values":
             for item in value.replace(" ", "").split(","):
                 name, _, v = item.partition("=")
-                if name == cx:
-                    try:
-                        return max(0, int(float(v)))
-                    except ValueError:
-                        return 0
-    return 0
+                values.setdefault(name, v)  # a complex named twice: its first value
+    return gpus_in(values, cx)
 
 
 def release_gpus(state_dir: str, host: str, ids: list[int]) -> None:
