@@ -7,6 +7,9 @@ site config of its own, the selected cell's as its base) and names the second ho
 
 from __future__ import annotations
 
+import itertools
+import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -14,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CELL, REPO, SITE_CONFIG, shim_env
+from conftest import CELL, REPO, SITE_CONFIG, run, shim_env
 
 # scripts/multihost's second host of each cell (each its own name: both cells' can be up at once)
 SECOND_HOST = "ocsnode2" if CELL == "ocs" else "node2"
@@ -66,7 +69,6 @@ def two_hosts():
     a shared lock on LOCK_DIR/<cell>.users while it runs; the one that brought the host up takes
     it down at its end only if no other session holds it then."""
     import fcntl
-    import os
 
     os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
     users = open(os.path.join(LOCK_DIR, f"{CELL}.users"), "a")
@@ -87,3 +89,22 @@ def two_hosts():
         multihost("down")
     users.close()
     shutil.rmtree(d, ignore_errors=True)
+
+
+_SERIAL = itertools.count()
+
+
+@pytest.fixture
+def reservation(plain_user):
+    """An advance reservation of its own (qrsub -N, for root and the plain user, on debug): (name,
+    id); removed after.
+    """
+    # a name of its own per test: a job of the test before (an srun's, still ending) keeps its name
+    name = f"w7resv{os.getpid()}x{next(_SERIAL)}"
+    cp = run("qrsub", "-N", name, "-d", "600", "-q", "debug", "-u", f"root,{plain_user}")
+    assert cp.returncode == 0 and "granted" in cp.stdout, cp.stdout + cp.stderr
+    ar = re.search(r"advance reservation (\d+)", cp.stdout).group(1)
+    try:
+        yield name, ar
+    finally:
+        run("qrdel", ar)

@@ -6,7 +6,6 @@ its list leaves out) queue nothing. The reservation is removed at the end."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 
@@ -17,20 +16,7 @@ from conftest import run, wait_until
 pytestmark = pytest.mark.gridengine
 
 
-_SERIAL = itertools.count()
-
-
-@pytest.fixture
-def reservation(plain_user):
-    # a name of its own per test: a job of the test before (an srun's, still ending) keeps its name
-    name = f"w7resv{os.getpid()}x{next(_SERIAL)}"
-    cp = run("qrsub", "-N", name, "-d", "600", "-q", "debug", "-u", f"root,{plain_user}")
-    assert cp.returncode == 0 and "granted" in cp.stdout, cp.stdout + cp.stderr
-    ar = re.search(r"advance reservation (\d+)", cp.stdout).group(1)
-    try:
-        yield name, ar
-    finally:
-        run("qrdel", ar)
+# reservation (an advance reservation of its own per test, removed after): tests/integration/conftest.py
 
 
 def test_job_runs_in_the_named_reservation(reservation, workdir, plain_user):

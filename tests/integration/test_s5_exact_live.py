@@ -10,7 +10,6 @@ import re
 import pytest
 
 from conftest import run, wait_until
-from integration.test_reservation_live import reservation  # noqa: F401  (the fixture: an advance reservation, removed after)
 
 pytestmark = pytest.mark.gridengine
 
