@@ -112,18 +112,27 @@ t1=$(date +%s.%N)
 awk -v n="${#ids[@]}" -v a="$t0" -v b="$t1" 'BEGIN { printf "Submitted %d jobs in %.2f s\n", n, b - a }'
 # the operator marks the urgent job (Grid Engine's lever: override tickets)
 "$QALTER" -ot 100000 "$urgent" >/dev/null 2>&1
-for _ in $(seq 40); do  # until the scheduler has counted them: the urgent job leads sprio, or runs (20 s at most)
-    [ -z "$(squeue -h -t PD -j "$urgent" -o %i)" ] || [ "$(sprio -h -o %i -S -Y | head -n 1)" = "$urgent" ] && break
+# The queue and the priorities are shown as they are at one moment of the first wave (about 5 s):
+# the first moment the quota holds a team's agent, the seats hold the evaluation and the scheduler
+# has counted the urgent job's tickets (it leads sprio, or already runs). On a slow machine the
+# tickets may come late: then the last moment the reasons were seen (60 s at most).
+Q=(squeue -A team_a,team_b,evals -o "%.7i %.9a %.10j %.2t %.6M %r")
+P=(sprio -o "%.7i %.9o %.10Y %.10F %.10A %.10J" -S -Y)
+queue="" prio=""
+for _ in $(seq 120); do
+    q=$("${Q[@]}") p=$("${P[@]}")
+    r=$(awk '$4 == "PD" {print $2, $6}' <<<"$q")
+    if grep -q "^team_.* AssocGrp" <<<"$r" && grep -q "^evals Licenses" <<<"$r"; then
+        queue=$q prio=$p
+        ! grep -q "^ *$urgent .* PD " <<<"$q" || [ "$(awk 'NR == 2 {print $1}' <<<"$p")" = "$urgent" ] && break
+    elif [ -n "$queue" ] || [ -z "$r" ]; then
+        break  # the first wave is over (or nothing waits): keep the last moment seen
+    fi
     sleep 0.5
 done
-
-for _ in $(seq 120); do  # until the quota holds a team's agent and the seats hold the evaluation (60 s at most)
-    r=$(squeue -h -t PD -A team_a,team_b,evals -o "%a %r")
-    grep -q "^team_.* AssocGrp" <<<"$r" && grep -q "^evals Licenses" <<<"$r" && break
-    sleep 0.5
-done
-say squeue -A team_a,team_b,evals -o "%.7i %.9a %.10j %.2t %.6M %r"
-say sprio -o "%.7i %.9o %.10Y %.10F %.10A %.10J" -S -Y
+[ -n "$queue" ] || { queue=$("${Q[@]}"); prio=$("${P[@]}"); }
+printf '\n$ %s\n%s\n' "${Q[*]}" "$queue"
+printf '\n$ %s\n%s\n' "${P[*]}" "$prio"
 say sshare -a
 
 for _ in $(seq 300); do [ "$(squeue -h -A team_a,team_b,evals | wc -l)" -gt 0 ] || break; sleep 2; done
