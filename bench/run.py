@@ -495,9 +495,11 @@ class Bench:
         off = {"SLURM_SHIM_SERVICE": "off"}  # the shim column: in-process, whatever BIN holds
 
         def warm(name: str, argv: list[str], method: str = "agent") -> list:
-            """The warm service's two clients: Python (shim.service.client) and C (BASE/cbin)."""
+            """The warm service's two clients: Python (shim.service.client) and C (BASE/cbin), both
+            with the interpreter the C client names (a service serves the clients of its own
+            installation: one started through another interpreter path refused the other's calls)."""
             cmd, rest = Path(argv[0]).name, argv[1:]
-            py = [PY, "-I", "-c", f"from shim.service import client; client({cmd!r})", *rest]
+            py = [CLIENT_PYTHON, "-I", "-c", f"from shim.service import client; client({cmd!r})", *rest]
             return [[f"{name}.py", {"argv": py, "env": self.env(method)}],
                     [f"{name}.c", {"argv": [str(self.cbin / cmd), *rest], "env": self.env(method)}]]
 
@@ -506,7 +508,7 @@ class Bench:
             cmds += [[name, {"argv": shim, "env": self.env("agent", **off)}], *warm(name, shim),
                      [f"{name}.raw", {"argv": [str(raw / ge_argv[0]), *ge_argv[1:]]}],
                      [f"{name}.deb", {"argv": [str(deb / ge_argv[0]), *ge_argv[1:]]}]]
-        py_cancel = [PY, "-I", "-c", "from shim.service import client; client('scancel')"]
+        py_cancel = [CLIENT_PYTHON, "-I", "-c", "from shim.service import client; client('scancel')"]
         cmds += [["scancel", {"argvs": [[str(BIN / "scancel"), j] for j in cancel[0::5]], "env": self.env("agent", **off)}],
                  ["scancel.py", {"argvs": [[*py_cancel, j] for j in cancel[3::5]], "env": self.env("agent")}],
                  ["scancel.c", {"argvs": [[str(self.cbin / "scancel"), j] for j in cancel[4::5]], "env": self.env("agent")}],
