@@ -1,7 +1,8 @@
 """What sbatch, srun and salloc share around the option table: -v's list of defined options and
 --help/--usage/--version. (Fates are options.sources.fates; Grid Engine's refusals of a job in
 Slurm's words are submit.refusal.) And what the other commands share around their own small
-tables: the rows' factory (own_options), reading the command line, --help/--usage/--version. (The big option table loads only for --help/--usage.)"""
+tables: the rows' factory (own_options), reading the command line, --help/--usage/--version.
+(The big option table loads only for --help/--usage.)"""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from ..options import sources
 from ..options.getopt import Table, getopt
 from ..options.sources import fates  # noqa: F401  (the commands' and tests' name for it)
 from ..options.spec import Arity, Fate, OptionSpec
-
 from .. import SLURM_VERSION
 
 VERSION = f"slurm {SLURM_VERSION} (slurm-shim)"
