@@ -32,22 +32,27 @@ def scalar(v: object) -> str:
     return f"!!str {printable(str(v))}"  # a newline in a user's text must not start a YAML line
 
 
+def _node(head: str, v, indent: int, seq_indent: int, lines: list[str]) -> bool:
+    """A map or sequence value after ``head`` (``!!str key:`` or ``-``): its tag and its items,
+    a map's keys at ``indent``, a sequence's items at ``seq_indent`` (``{}``/``[]`` when empty).
+    False for a scalar (the caller writes it)."""
+    if isinstance(v, dict):
+        lines.append(f"{head} !!map" if v else f"{head} !!map {{}}")
+        if v:
+            _map(v, indent, lines)
+    elif isinstance(v, list):
+        lines.append(f"{head} !!seq" if v else f"{head} !!seq []")
+        if v:
+            _seq(v, seq_indent, lines)
+    else:
+        return False
+    return True
+
+
 def _map(d: dict, indent: int, lines: list[str]) -> None:
     pad = " " * indent
     for k, v in d.items():
-        if isinstance(v, dict):
-            if v:
-                lines.append(f"{pad}!!str {k}: !!map")
-                _map(v, indent + 2, lines)
-            else:
-                lines.append(f"{pad}!!str {k}: !!map {{}}")
-        elif isinstance(v, list):
-            if not v:
-                lines.append(f"{pad}!!str {k}: !!seq []")
-                continue
-            lines.append(f"{pad}!!str {k}: !!seq")
-            _seq(v, indent, lines)
-        else:
+        if not _node(f"{pad}!!str {k}:", v, indent + 2, indent, lines):
             lines.append(f"{pad}!!str {k}: {scalar(v)}")
 
 
@@ -55,17 +60,5 @@ def _seq(items: list, indent: int, lines: list[str]) -> None:
     """A sequence's items, each ``- `` at ``indent`` (a map's keys two further in)."""
     pad = " " * indent
     for item in items:
-        if isinstance(item, dict):
-            if item:
-                lines.append(f"{pad}- !!map")
-                _map(item, indent + 2, lines)
-            else:
-                lines.append(f"{pad}- !!map {{}}")
-        elif isinstance(item, list):
-            if item:
-                lines.append(f"{pad}- !!seq")
-                _seq(item, indent + 2, lines)
-            else:
-                lines.append(f"{pad}- !!seq []")
-        else:
+        if not _node(f"{pad}-", item, indent + 2, indent + 2, lines):
             lines.append(f"{pad}- {scalar(item)}")
