@@ -750,6 +750,24 @@ def _read_small(path: str, uid: int) -> dict[str, Any] | None:
     return read_json(path, uid)  # checks again on the open file: a swap in between gains nothing
 
 
+def _signal_files(cfg: Where, uids, key: str):
+    """(uid, signals directory, name, SIGNAL_NAME match) of every request file for job ``key`` in
+    these users' directories (None: the caller's own), each directory's names in order."""
+    for d_uid in uids:
+        d = user_dir(cfg, d_uid)
+        if d is None:
+            continue
+        sd = os.path.join(d, "signals")
+        try:
+            names = os.listdir(sd)
+        except OSError:
+            continue
+        for n in sorted(names):
+            m = SIGNAL_NAME.fullmatch(n)
+            if m is not None and m[1] == key:
+                yield d_uid, sd, n, m
+
+
 def signal_requests(cfg: Where, owner: Owner, key: str, seen: set[str], ge_submit: float | None = None,
                     started: float | None = None) -> list[tuple[str, dict[str, Any]]]:
     """New signal requests for job ``key`` of ``owner``, oldest first: from the owner's directory
@@ -764,33 +782,23 @@ def signal_requests(cfg: Where, owner: Owner, key: str, seen: set[str], ge_submi
         return []
     found: list[tuple[int, str, dict[str, Any]]] = []
     budget = SIGNAL_BATCH
-    for d_uid in dict.fromkeys((uid, 0)):
-        d = user_dir(cfg, d_uid)
-        if d is None:
+    for d_uid, sd, n, m in _signal_files(cfg, dict.fromkeys((uid, 0)), key):
+        tag = f"{d_uid}/{n}"
+        if tag in seen:
             continue
-        sd = os.path.join(d, "signals")
-        try:
-            names = os.listdir(sd)
-        except OSError:
+        if budget <= 0:
+            break
+        budget -= 1
+        seen.add(tag)
+        data = _signal_request(_read_small(os.path.join(sd, n), d_uid))
+        if data is None or not records.speaks_for(data, d_uid, uid, "owner"):
+            debug(f"ignoring {sd}/{n}: not a request that speaks for uid {uid}'s job {key}")
             continue
-        for n in sorted(names):
-            m = SIGNAL_NAME.fullmatch(n)
-            tag = f"{d_uid}/{n}"
-            if m is None or m[1] != key or tag in seen:
-                continue
-            if budget <= 0:
-                break
-            budget -= 1
-            seen.add(tag)
-            data = _signal_request(_read_small(os.path.join(sd, n), d_uid))
-            if data is None or not records.speaks_for(data, d_uid, uid, "owner"):
-                debug(f"ignoring {sd}/{n}: not a request that speaks for uid {uid}'s job {key}")
-                continue
-            if ge_submit is not None and data["sub"] is not None and abs(data["sub"] - ge_submit) > SKEW:
-                continue  # a request to an older job with the same id
-            if started is not None and data["start"] is not None and abs(data["start"] - started) > SKEW:
-                continue  # the same: a job that started at another time
-            found.append((int(m[2]), tag, data))
+        if ge_submit is not None and data["sub"] is not None and abs(data["sub"] - ge_submit) > SKEW:
+            continue  # a request to an older job with the same id
+        if started is not None and data["start"] is not None and abs(data["start"] - started) > SKEW:
+            continue  # the same: a job that started at another time
+        found.append((int(m[2]), tag, data))
     return [(tag, data) for _, tag, data in sorted(found)]
 
 
@@ -798,37 +806,17 @@ def seen_signals(cfg: Where, owner: Owner, key: str) -> set[str]:
     """The names of the requests job ``key`` of ``owner`` already has: what a step that starts now
     must not take for its own (Slurm signals the steps that exist when the signal is sent)."""
     uid = uid_of(owner)
-    seen: set[str] = set()
     if uid is None:
-        return seen
-    for d_uid in dict.fromkeys((uid, 0)):
-        d = user_dir(cfg, d_uid)
-        if d is None:
-            continue
-        try:
-            names = os.listdir(os.path.join(d, "signals"))
-        except OSError:
-            continue
-        seen.update(f"{d_uid}/{n}" for n in names if (m := SIGNAL_NAME.fullmatch(n)) and m[1] == key)
-    return seen
+        return set()
+    return {f"{d_uid}/{n}" for d_uid, _sd, n, _m in _signal_files(cfg, dict.fromkeys((uid, 0)), key)}
 
 
 def drop_signals(cfg: Where, key: str) -> None:
     """Remove the calling user's own requests to job ``key`` (the job wrapper, at the job's end)."""
     if not _KEY.fullmatch(key):
         return
-    d = user_dir(cfg, None)
-    if d is None:
-        return
-    sd = os.path.join(d, "signals")
-    try:
-        names = os.listdir(sd)
-    except OSError:
-        return
-    for n in names:
-        m = SIGNAL_NAME.fullmatch(n)
-        if m is not None and m[1] == key:
-            try:
-                os.unlink(os.path.join(sd, n))
-            except OSError:
-                pass
+    for _uid, sd, n, _m in list(_signal_files(cfg, (None,), key)):
+        try:
+            os.unlink(os.path.join(sd, n))
+        except OSError:
+            pass
