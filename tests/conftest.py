@@ -119,10 +119,10 @@ def as_foreground() -> None:
         signal.signal(s, signal.SIG_DFL)
 
 
-def wait_until(predicate, timeout: float = 60, what: str = "condition"):
-    """Poll predicate (with back-off) until it returns a truthy value; fail after timeout seconds."""
+def wait_until(predicate, timeout: float = 60, what: str = "condition", delay: float = 0.1, cap: float = 1.0):
+    """Poll predicate (with back-off from ``delay`` up to ``cap`` seconds) until it returns a truthy
+    value; fail after timeout seconds."""
     deadline = time.monotonic() + timeout
-    delay = 0.1
     while True:
         value = predicate()
         if value:
@@ -130,7 +130,7 @@ def wait_until(predicate, timeout: float = 60, what: str = "condition"):
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(delay)
-        delay = min(delay * 1.5, 1.0)
+        delay = min(delay * 1.5, cap)
 
 
 @pytest.fixture(scope="session")

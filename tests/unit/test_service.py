@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import as_foreground
+from conftest import as_foreground, wait_until
 
 from shim import service
 
@@ -34,16 +34,8 @@ NOBODY = 65534
 
 
 def wait_for(pred, timeout=20.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    delay = 0.01
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(delay)
-        delay = min(delay * 1.5, 0.2)
+    """conftest.wait_until, polling faster (a local process, not Grid Engine's scheduler)."""
+    return wait_until(pred, timeout, what, delay=0.01, cap=0.2)
 
 
 @pytest.fixture(scope="module")
