@@ -18,7 +18,7 @@ from shim.backends.replay import ReplayBackend
 from shim.errors import ShimError
 from shim.options import sources
 from shim.cli import srun
-from test_srun_cli import site, steps_result  # noqa: F401  (the site fixture)
+from test_srun_cli import qrsh_that_never_starts, site, steps_result  # noqa: F401  (the site fixture)
 
 
 def request(argv):
@@ -83,19 +83,7 @@ def test_another_terminal_is_warned_about_and_stdins_is_used(capsys):
 
 def test_a_new_job_with_pty_0_on_a_terminal_is_qrsh_pty(monkeypatch):
     backends.use(ReplayBackend(default=steps_result()))
-    seen = {}
-
-    class FakeProc:
-        def __init__(self, argv, **kw):
-            seen["argv"] = argv
-
-        def wait(self):
-            return 1
-
-        def poll(self):
-            return 1
-
-    monkeypatch.setattr(srun.proc, "popen", FakeProc)
+    seen = qrsh_that_never_starts(monkeypatch)
     with terminal_on_stdin(), pytest.raises(ShimError, match="Requested nodes are busy"):
         srun.main(["--pty=0", "-I", "bash"])
     argv = seen["argv"]

@@ -19,6 +19,7 @@ MIXED = SGE / "live-qstat-u-all-r-xml.mixed.xml"
 EMPTY = SGE / "live-qstat-u-all-r-xml.empty.xml"
 from shim_records import NOW  # noqa: E402
 from shim_records import frozen_site  # noqa: E402
+from test_squeue import squeue as _squeue  # noqa: E402  (squeue on a recorded listing)
 from shim_records import event as _event  # noqa: E402
 from shim_records import submit as _submit  # noqa: E402
 
@@ -40,15 +41,6 @@ def _ended(site):
     for n in range(300, 340):  # other jobs' records, which -j 200 never needs
         _submit(site, n, name=f"other{n}")
         _event(site, n, None, "end", exit=0, signal=0, state="COMPLETED", node="vm", start=NOW - 50, age=20)
-
-
-def _squeue(capsys, fixture, *argv):
-    b = ListingReplay()
-    b.add("qstat", ["-u", "*", "-r", "-xml"], stdout=fixture.read_text())
-    backends.use(b)
-    rc = dispatch("squeue", list(argv))
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def test_scan_events_of_some_jobs_yields_only_theirs(site):

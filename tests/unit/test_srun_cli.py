@@ -159,12 +159,14 @@ def test_new_job_runs_qrsh_with_the_translation(monkeypatch, tmp_path):
     assert list((tmp_path / "state" / "users" / str(os.getuid()) / "srun").iterdir()) == []  # all removed
 
 
-def test_new_job_payload_file_is_removed_when_the_job_never_started(monkeypatch, tmp_path):
-    backends.use(ReplayBackend(default=steps_result()))
+def qrsh_that_never_starts(monkeypatch) -> dict:
+    """srun's qrsh replaced by a process that exits 1 at once (Grid Engine could not start the
+    job); the returned dict gets the argv it was given ("argv")."""
+    seen = {}
 
     class FakeProc:
         def __init__(self, argv, **kw):
-            pass
+            seen["argv"] = argv
 
         def wait(self):
             return 1
@@ -173,6 +175,12 @@ def test_new_job_payload_file_is_removed_when_the_job_never_started(monkeypatch,
             return 1
 
     monkeypatch.setattr(srun.proc, "popen", FakeProc)
+    return seen
+
+
+def test_new_job_payload_file_is_removed_when_the_job_never_started(monkeypatch, tmp_path):
+    backends.use(ReplayBackend(default=steps_result()))
+    qrsh_that_never_starts(monkeypatch)
     assert dispatch("srun", ["true"]) == 1
     assert list((tmp_path / "state" / "users" / str(os.getuid()) / "srun").iterdir()) == []
 
@@ -187,19 +195,7 @@ def steps_result():
 def test_pty_and_immediate(monkeypatch, pty):
     """'--pty=' is '--pty': qrsh -pty y (23.02's '--pty=0' with a terminal on stdin: test_s5_pty)."""
     backends.use(ReplayBackend(default=steps_result()))
-    seen = {}
-
-    class FakeProc:
-        def __init__(self, argv, **kw):
-            seen["argv"] = argv
-
-        def wait(self):
-            return 1
-
-        def poll(self):
-            return 1
-
-    monkeypatch.setattr(srun.proc, "popen", FakeProc)
+    seen = qrsh_that_never_starts(monkeypatch)
     with pytest.raises(ShimError, match="Requested nodes are busy"):
         srun.main([pty, "-I", "bash"])
     argv = seen["argv"]
