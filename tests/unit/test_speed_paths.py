@@ -177,14 +177,8 @@ def _scontrol(capsys, fixture, *argv):
     return rc, out, err
 
 
-@pytest.mark.parametrize("argv", [
-    ("show", "job", "200"), ("show", "job", "204"), ("show", "job", "204_3"), ("show", "job", "204_9"),
-    ("show", "job", "206"), ("show", "job", "x1"), ("-o", "show", "job", "200"), ("show", "job", "110"),
-    ("show", "job", "110_40"),
-])
-def test_scontrol_show_job_prints_what_the_full_scan_printed(capsys, site, monkeypatch, argv):
-    _ended(site)
-    fixture = MIXED if "110" in " ".join(argv) else EMPTY
+def spy_on_recent_events(monkeypatch) -> list:
+    """jobs.recent_events, recording the ``only`` of each call (None: every job's records)."""
     seen = []
     real_events = jobs.recent_events
 
@@ -193,6 +187,18 @@ def test_scontrol_show_job_prints_what_the_full_scan_printed(capsys, site, monke
         return real_events(cfg, now, max_age, only, **kw)
 
     monkeypatch.setattr(jobs, "recent_events", spy)
+    return seen
+
+
+@pytest.mark.parametrize("argv", [
+    ("show", "job", "200"), ("show", "job", "204"), ("show", "job", "204_3"), ("show", "job", "204_9"),
+    ("show", "job", "206"), ("show", "job", "x1"), ("-o", "show", "job", "200"), ("show", "job", "110"),
+    ("show", "job", "110_40"),
+])
+def test_scontrol_show_job_prints_what_the_full_scan_printed(capsys, site, monkeypatch, argv):
+    _ended(site)
+    fixture = MIXED if "110" in " ".join(argv) else EMPTY
+    seen = spy_on_recent_events(monkeypatch)
     fast = _scontrol(capsys, fixture, *argv)
     real = jobs.list_jobs
 
@@ -214,14 +220,7 @@ def test_scontrol_show_job_prints_what_the_full_scan_printed(capsys, site, monke
                                   ("-s", "USR1", "200")])
 def test_scancel_reads_the_given_ids_records_only(capsys, site, monkeypatch, argv):
     _ended(site)
-    seen = []
-    real_events = jobs.recent_events
-
-    def spy(cfg, now, max_age=None, only=None, **kw):
-        seen.append(only)
-        return real_events(cfg, now, max_age, only, **kw)
-
-    monkeypatch.setattr(jobs, "recent_events", spy)
+    seen = spy_on_recent_events(monkeypatch)
 
     def run():
         b = ListingReplay()
