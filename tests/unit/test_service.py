@@ -639,12 +639,15 @@ def test_the_service_exits_when_idle(world):
     assert "serving" in log and "exit after 0 requests" in log
 
 
-def test_the_directory_rules_are_the_agents(tmp_path):
+def test_the_private_directory_rules(tmp_path):
+    """The service's directory and the submit agent's are one rule (agent.agent_dir is
+    service.service_dir): the user's own directory, mode 0700, not a link."""
     from shim.backends.gridengine import agent
 
+    assert agent.agent_dir is service.service_dir
     good = tmp_path / "good"
     cases = {"SLURM_SHIM_AGENT_DIR": str(good)}
-    assert service.service_dir(cases) == agent.agent_dir(cases) == str(good)
+    assert service.service_dir(cases) == str(good) and good.stat().st_mode & 0o777 == 0o700
     (tmp_path / "wide").mkdir(mode=0o755)
     (tmp_path / "wide").chmod(0o755)
     os.symlink(good, tmp_path / "link")
@@ -653,11 +656,11 @@ def test_the_directory_rules_are_the_agents(tmp_path):
     os.chown(other, NOBODY, NOBODY)
     for name in ("wide", "link", "other"):
         env = {"SLURM_SHIM_AGENT_DIR": str(tmp_path / name)}
-        assert service.service_dir(env) is None and agent.agent_dir(env) is None, name
+        assert service.service_dir(env) is None, name
     rt = tmp_path / "run"
     rt.mkdir()
     env = {"XDG_RUNTIME_DIR": str(rt)}
-    assert service.service_dir(env) == agent.agent_dir(env) == str(rt / "slurm-shim")
+    assert service.service_dir(env) == str(rt / "slurm-shim")
 
 
 @pytest.fixture(scope="module")
