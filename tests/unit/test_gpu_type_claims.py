@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from shim import siteconf
+from shim.backends.gridengine import GridEngine
 from shim.runtime import jobwrap
 
 PER_TYPE = """
@@ -46,7 +47,7 @@ def typed(unit_site, tmp_path):
     jobwrap._held.clear()
 
 
-class TypedGE:
+class TypedGE(GridEngine):
     """Grid Engine's answers to the claims: a host h1 with 2 A100s and 2 V100s, each type its own
     consumable (qconf -se), and the running jobs' hard requests (qstat -r -xml)."""
 

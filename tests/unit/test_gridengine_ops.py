@@ -216,6 +216,40 @@ def test_running_job_hosts():
     assert b.running_job_hosts(43, "undefined", 2) == [("vm", 1), ("node2", 1)]
 
 
+QSTAT_GT_R = """<?xml version='1.0'?>
+<job_info><queue_info>
+<job_list state="running"><JB_job_number>43</JB_job_number><JB_owner>alice</JB_owner><queue_name>gpu@h1.example</queue_name><hard_request name="gpu">2</hard_request><hard_request name="h_rt">60</hard_request></job_list>
+<job_list state="running"><JB_job_number>44</JB_job_number><JB_owner> bob </JB_owner><queue_name>gpu@h2</queue_name><hard_request name="gpu">1</hard_request></job_list>
+<job_list state="running"><JB_job_number>x</JB_job_number><JB_owner>eve</JB_owner><queue_name>gpu@h1</queue_name></job_list>
+<job_list state="running"><JB_job_number>45</JB_job_number><queue_name>gpu@h1</queue_name><hard_request name="gpu"/></job_list>
+</queue_info><job_info></job_info></job_info>"""
+
+
+def test_running_requests_are_the_hosts_tasks_with_their_hard_requests():
+    """The job wrapper's GPU claims: which running jobs on this host hold which resources."""
+    assert ops.running_tasks(requests=True) == ("qstat", ["-g", "t", "-s", "r", "-u", "*", "-r", "-xml"])
+    assert ops.parse_running_requests(QSTAT_GT_R, "h1") == [
+        ("alice", 43, {"gpu": "2", "h_rt": "60"}), ("", 45, {"gpu": "0"})]
+    assert ops.parse_running_requests(QSTAT_GT_R, "h2") == [("bob", 44, {"gpu": "1"})]
+    assert ops.parse_running_requests("error: not XML", "h1") is None
+    b = ReplayBackend()
+    b.add(*ops.running_tasks(requests=True), stdout=QSTAT_GT_R)
+    assert b.running_requests("h2") == [("bob", 44, {"gpu": "1"})]
+    b.add(*ops.running_tasks(requests=True), rc=1, stderr="error: no qmaster")
+    assert b.running_requests("h2") is None
+
+
+def test_a_hosts_complex_values():
+    b = ReplayBackend()
+    b.add(*ops.exec_host("h1"), stdout="hostname h1\ncomplex_values        exclusive=true, \\\n"
+                                        "   gpu=2,gpu=3\nuser_lists NONE\n")
+    b.add(*ops.exec_host("h2"), stdout="hostname h2\ncomplex_values NONE\n")
+    b.add(*ops.exec_host("h3"), rc=1, stderr="h3 is not an execution host")
+    assert b.host_complex_values("h1") == {"exclusive": "true", "gpu": "2"}  # a complex named twice: its first value
+    assert b.host_complex_values("h2") == {}
+    assert b.host_complex_values("h3") is None
+
+
 def test_a_site_pins_a_capability_in_its_config(tmp_path, monkeypatch):
     """``[gridengine.capabilities]`` in the site config: what the site pins is believed without a
     probe; what it does not name is still probed. Unknown capability names are config errors."""

@@ -13,6 +13,7 @@ import pytest
 
 from conftest import SLURM_REF
 from shim import state
+from shim.backends.gridengine import GridEngine
 from shim.runtime import steps
 from shim.runtime.steps import run as run_mod
 
@@ -418,7 +419,7 @@ def test_label_pump_keeps_lines_whole_and_unbuffered_mode():
 # --- GPU claims (shim.jobwrap.claim_gpus; job_main uses them too) ------------------------------
 
 
-class GpuGE:
+class GpuGE(GridEngine):
     """Grid Engine's answers the claims may ask for: running GPU jobs (qstat) and the host's
     GPU count (qconf -se)."""
 

@@ -114,7 +114,8 @@ def parse_qstat_f_xml(text: str | bytes) -> list[QueueInstance]:
 
 
 def parse_complex_values(qconf_se: str) -> dict[str, str]:
-    """``qconf -se host`` -> its complex_values ({"gpu": "2", "mem_free": "24105M"})."""
+    """``qconf -se host`` -> its complex_values ({"gpu": "2", "mem_free": "24105M"}); a complex
+    named twice has its first value (the one Grid Engine's list lookup finds)."""
     text = re.sub(r"\\\n\s*", "", qconf_se)
     for line in text.splitlines():
         if line.startswith("complex_values"):
@@ -125,7 +126,7 @@ def parse_complex_values(qconf_se: str) -> dict[str, str]:
             for item in vals.split(","):
                 k, _, v = item.strip().partition("=")
                 if k:
-                    out[k] = v
+                    out.setdefault(k, v)
             return out
     return {}
 

@@ -404,27 +404,16 @@ def _backend_and_complex(backend):
 def _running_gpu_jobs(host: str, backend=None) -> dict[tuple[str, int], int] | None:
     """{(owner, job): GPUs it holds on this host} for the running jobs (one qstat), None when
     Grid Engine cannot be asked."""
-    import xml.etree.ElementTree as ET
-
     try:
         be, cx, scope = _backend_and_complex(backend)
-        res = be.run("qstat", ["-s", "r", "-g", "t", "-r", "-u", "*", "-xml"])
-        if res.returncode != 0:
-            return None
-        root = ET.fromstring(res.stdout)
+        tasks = be.running_requests(host)
     except Exception:
         return None
+    if tasks is None:
+        return None
     out: dict[tuple[str, int], int] = {}
-    for jl in root.iter("job_list"):
-        qname = jl.findtext("queue_name") or ""
-        if qname.rpartition("@")[2].split(".")[0] != host:
-            continue
-        try:
-            job = int((jl.findtext("JB_job_number") or "").strip())
-        except ValueError:
-            continue
-        owner = (jl.findtext("JB_owner") or "").strip()
-        n = gpus_in({hr.get("name"): hr.text or "0" for hr in jl.iter("hard_request")}, cx)
+    for owner, job, hard in tasks:
+        n = gpus_in(hard, cx)
         if n <= 0:
             continue
         key = (owner, job)
@@ -437,20 +426,10 @@ def _gpu_capacity(host: str, backend=None) -> int:
     unknown."""
     try:
         be, cx, _scope = _backend_and_complex(backend)
-        res = be.run("qconf", ["-se", host])
+        values = be.host_complex_values(host)
     except Exception:
         return 0
-    if res.returncode != 0:
-        return 0
-    text = res.stdout.replace("\\\n", "")
-    values: dict[str, str] = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(" ")
-        if key == "complex_values":
-            for item in value.replace(" ", "").split(","):
-                name, _, v = item.partition("=")
-                values.setdefault(name, v)  # a complex named twice: its first value
-    return gpus_in(values, cx)
+    return 0 if values is None else gpus_in(values, cx)
 
 
 def release_gpus(state_dir: str, host: str, ids: list[int]) -> None:
@@ -497,12 +476,11 @@ def dep_owners(jobs: list[int], backend=None) -> dict[int, tuple[str, float | No
     out: dict[int, tuple[str, float | None]] = {}
     try:
         from .. import backends, siteconf
-        from ..backends import qacct, qstat
+        from ..backends import qacct
 
         cfg = siteconf.get()
         be = backend or backends.get(cfg)
-        res = be.run("qstat", ["-j", ",".join(str(j) for j in jobs), "-xml"])
-        for j, d in qstat.parse_detail(res.stdout).items():
+        for j, d in be.details(jobs).items():
             if j in jobs and d.get("JB_owner"):
                 out[j] = (d["JB_owner"], d.get("submit_ts"))
         missing = [j for j in jobs if j not in out]

@@ -291,6 +291,13 @@ class GridEngine:
         """A running job's hosts and slots as Grid Engine granted them (srun from outside the job)."""
         return ops.parse_running_hosts(self.call(ops.running_tasks()).stdout, job_id, ge_task, total)
 
+    def running_requests(self, host: str) -> list[tuple[str, int, dict[str, str]]] | None:
+        """The running tasks on ``host`` (a short name) with their hard resource requests:
+        (owner, job number, {complex: value}) per slot (``ops.parse_running_requests``); None when
+        Grid Engine would not say."""
+        res = self.call(ops.running_tasks(requests=True))
+        return ops.parse_running_requests(res.stdout, host) if res.returncode == 0 else None
+
     def hosts(self, args: list[str] | None = None) -> Result:
         return self.call(ops.hosts(args))
 
@@ -322,6 +329,14 @@ class GridEngine:
 
     def exec_host(self, host: str) -> Result:
         return self.call(ops.exec_host(host))
+
+    def host_complex_values(self, host: str) -> dict[str, str] | None:
+        """An execution host's complex_values (``qconf -se``, ``qhost.parse_complex_values``);
+        None when Grid Engine would not say."""
+        from ..qhost import parse_complex_values
+
+        res = self.exec_host(host)
+        return parse_complex_values(res.stdout) if res.returncode == 0 else None
 
     def parallel_env(self, name: str) -> Result:
         return self.call(ops.parallel_env(name))

@@ -155,9 +155,10 @@ def parse_user_job_ids(stdout: str) -> list[int]:
     return sorted(ids)
 
 
-def running_tasks() -> Call:
-    """Every running task with its queue instances (srun finds its allocation's hosts)."""
-    return "qstat", ["-g", "t", "-s", "r", "-u", "*", "-xml"]
+def running_tasks(requests: bool = False) -> Call:
+    """Every running task with its queue instances (srun finds its allocation's hosts); with
+    ``requests``, each with its hard resource requests too (``-r``: the job wrapper's GPU claims)."""
+    return "qstat", ["-g", "t", "-s", "r", "-u", "*", *(["-r"] if requests else []), "-xml"]
 
 
 def parse_running_hosts(xml: str, job_id: int, ge_task: str, total: int | None) -> list[tuple[str, int]]:
@@ -192,6 +193,29 @@ def parse_running_hosts(xml: str, job_id: int, ge_task: str, total: int | None) 
     order = [master] if master in counts else []
     order += [h for h in counts if h != master]
     return [(h, counts[h]) for h in order]
+
+
+def parse_running_requests(xml: str, host: str) -> list[tuple[str, int, dict[str, str]]] | None:
+    """``running_tasks(requests=True)``'s answer -> the running tasks on ``host`` (a short name),
+    one per slot line: (owner, job number, {complex: value} of its hard requests). None when the
+    answer is not XML."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError:
+        return None
+    out = []
+    for jl in root.iter("job_list"):
+        if (jl.findtext("queue_name") or "").rpartition("@")[2].split(".")[0] != host:
+            continue
+        try:
+            job = int((jl.findtext("JB_job_number") or "").strip())
+        except ValueError:
+            continue
+        out.append(((jl.findtext("JB_owner") or "").strip(), job,
+                    {hr.get("name"): hr.text or "0" for hr in jl.iter("hard_request")}))
+    return out
 
 
 def hosts(args: list[str] | None = None) -> Call:
