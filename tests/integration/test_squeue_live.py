@@ -5,6 +5,7 @@ the end; other people's jobs on the cluster are filtered away by name or id."""
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 
@@ -132,3 +133,57 @@ def test_json_and_formats(jobs):
     assert mine[0]["time_limit"] == 2 and mine[0]["state_reason"] == "JobHeldUser"
     out = squeue("-O", "JobID:10,Partition:.6,TimeLimit", "-j", jid)
     assert out.splitlines() == ["JOBID     PARTITTIME_LIMIT          ", f"{jid:<10}   gpu2:00                "]
+
+
+def test_ties_come_in_slurms_order(tmp_path):
+    """squeue's default order on jobs that tie on its keys (issue 15 part 4). Slurm's squeue
+    (src/squeue/sort.c sort_job_list) sorts by "P,t,-p" with one list_sort per key from the last
+    key to the first (_sort_job_by_partition, _sort_job_by_state_compact, _sort_job_by_priority),
+    and list_sort is glibc's stable merge sort: jobs that tie keep the controller's list order.
+    slurmctld appends a record to its job list when it creates it (src/slurmctld/job_mgr.c
+    _create_job_record): a job at submission; an array task when it starts and is split from the
+    array's record (job_mgr.c job_array_split), except the task that starts last, which is the
+    array's own record and keeps the array's place. A held job's priority is 0 (sbatch -H), so
+    the held jobs tie on every key but the partition.
+
+    Submitted in this order: A (array 1-3, held), h1 (gpu, held), h2, h3 (array 1-2, held), B
+    (runs), h4 (gpu, held), h5; then A is released and its three tasks start after B's
+    submission. Slurm's list: A_3 (A's own record), h1, h2, h3_[1-2], B, h4, h5, A_1, A_2."""
+    name = "tie" + uuid.uuid4().hex[:6]
+    ids: list[str] = []
+
+    def sbatch(*argv: str) -> str:
+        cp = run("sbatch", "--parsable", "-J", name, "-o", "/dev/null", *argv, cwd=tmp_path)
+        assert cp.returncode == 0, cp.stderr
+        ids.append(cp.stdout.strip())
+        return ids[-1]
+
+    try:
+        a = sbatch("-H", "-a", "1-3", "--wrap", "sleep 300")
+        h1 = sbatch("-H", "-p", "gpu", "--wrap", "sleep 300")
+        h2 = sbatch("-H", "--wrap", "sleep 300")
+        h3 = sbatch("-H", "-a", "1-2", "--wrap", "sleep 300")
+        b = sbatch("--wrap", "sleep 300")
+        h4 = sbatch("-H", "-p", "gpu", "--wrap", "sleep 300")
+        h5 = sbatch("-H", "--wrap", "sleep 300")
+        wait_until(lambda: squeue("-h", "-j", b, "-o", "%t").strip() == "R", 120, "B to run")
+        assert run("scontrol", "release", a).returncode == 0
+        wait_until(lambda: squeue("-h", "-j", a, "-o", "%t").split() == ["R"] * 3, 120, "A's three tasks to run")
+        created = [f"{a}_3", h1, h2, f"{h3}_[1-2]", b, h4, h5, f"{a}_1", f"{a}_2"]  # Slurm's job list
+        shown = [ln.split() for ln in squeue("-h", "-n", name, "-o", "%i %P %t %Q").splitlines()]
+        keys = {jid: (part, st, int(prio)) for jid, part, st, prio in shown}
+        assert sorted(keys) == sorted(created), shown
+        # sort_job_list: the last key first, each sort stable ("-p" is priority descending)
+        expected = sorted(created, key=lambda j: -keys[j][2])
+        expected = sorted(expected, key=lambda j: keys[j][1])
+        expected = sorted(expected, key=lambda j: keys[j][0])
+        assert [jid for jid, *_ in shown] == expected, (shown, expected)
+        # the held jobs tie on priority (0) and state: by partition, then as created
+        assert [j for j in expected if keys[j][1] == "PD"] == [h2, f"{h3}_[1-2]", h5, h1, h4]
+        assert {keys[j][2] for j in expected if keys[j][1] == "PD"} == {0}
+        running = [j for j in expected if keys[j][1] == "R"]
+        if len({keys[j][2] for j in running}) == 1:  # (Grid Engine gave all four one priority: the usual case)
+            assert running == [f"{a}_3", b, f"{a}_1", f"{a}_2"]
+    finally:
+        if ids:
+            run("scancel", *ids)

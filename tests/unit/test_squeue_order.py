@@ -61,3 +61,27 @@ def test_order_is_decided_on_the_whole_listing():
     running = [r for r in every if r.state == "RUNNING"]
     assert order(running, every) == [200, "100_1", "100_2"]
     assert order(running) == ["100_2", 200, "100_1"]  # without the whole list it could not tell
+
+
+def norec(job, task=None, start=0, prio=100):
+    """A running record as qstat's listing gives it: its start, no submission time."""
+    r = rec(job, task, start=start, prio=prio)
+    r.submit_time = None
+    return r
+
+
+def test_running_jobs_without_their_submission_time_keep_the_id_order():
+    """qstat lists a running job's start, not its submission. Job 10 (submitted first, started at
+    50) and job 11 (started at 20): the controller created 10's record first (ids grow with
+    submission), whatever their starts."""
+    assert order([norec(11, start=20), norec(10, start=50)]) == [10, 11]
+
+
+def test_an_array_released_after_a_later_job_keeps_its_place():
+    """Array 100 held, job 104 submitted (at 45) and started; array released: its tasks start at
+    46. Task 3 is the array's own record (created at 100's submission, before 104's); tasks 1
+    and 2 were split at 46, after it. qstat gives none of the running jobs' submission times; the
+    pending job 101 (submitted at 45) bounds 100's."""
+    running = [norec(100, 1, start=46), norec(100, 2, start=46), norec(100, 3, start=46), norec(104, start=45)]
+    every = running + [rec(101, state="PENDING", submit=45)]
+    assert order(running, every) == ["100_3", 104, "100_1", "100_2"]

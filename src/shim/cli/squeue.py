@@ -340,10 +340,18 @@ def created_key(recs: list, listed: list | None = None):
     pack_all_jobs walks the list in that order: a job at its submission; an array's task when it
     is split from the array's record, i.e. when it starts (job_array_split), except the task that
     starts last, which is the array's own record and keeps the array's place. So: by the time the
-    record was created (submission, or the task's start), then job id and index."""
+    record was created (submission, or the task's start), then job id and index.
+
+    A running job's submission time is not in qstat's listing (only its start) and is read only
+    where a field needs it. Job ids grow with submission, so a record created at submission was
+    created no later than any record of a later id: its time is the earliest known (submission,
+    else start) of its own id and every later one. That keeps records created at submission in id
+    order whatever is known of their times, and places a split task after every job submitted
+    before the earliest time known of the jobs that follow."""
     every = recs if listed is None else listed
     waiting: set[int] = set()
     last: dict[int, tuple] = {}  # array -> (start, index) of its task that started last (the array's own record)
+    known: dict[int, object] = {}  # job id -> the earliest time known of its record created at submission
     for r in every:
         if r.array_pending is not None or (r.array_task is not None and r.start_time is None and r.state == "PENDING"):
             waiting.add(r.job_id)
@@ -353,6 +361,18 @@ def created_key(recs: list, listed: list | None = None):
                 last[r.job_id] = mark
     for job in waiting:
         last.pop(job, None)
+    for r in every:
+        if r.array_task is not None and r.start_time is not None and last.get(r.job_id) != (r.start_time, r.array_task):
+            continue  # a split task: created at its start
+        t = r.submit_time or r.start_time
+        if t is not None and (r.job_id not in known or t < known[r.job_id]):
+            known[r.job_id] = t
+    created_at: dict[int, object] = {}
+    bound = None
+    for job in sorted(known, reverse=True):
+        t = known[job]
+        bound = t if bound is None or t < bound else bound
+        created_at[job] = bound
     from datetime import datetime  # (loaded already when a record has a time)
 
     epoch = datetime.min  # naive local datetimes throughout, as qstat's and the records' times are
@@ -360,11 +380,11 @@ def created_key(recs: list, listed: list | None = None):
     def created(r) -> tuple:
         task = r.array_task
         if task is None:
-            return (r.submit_time or r.start_time or epoch, 0, r.job_id, -1)
+            return (created_at.get(r.job_id) or r.submit_time or r.start_time or epoch, 0, r.job_id, -1)
         start = r.start_time
         if start is not None and last.get(r.job_id) != (start, task):
             return (start, 1, r.job_id, task)  # split from the array when it started
-        return (r.submit_time or start or epoch, 0, r.job_id, task)
+        return (created_at.get(r.job_id) or r.submit_time or start or epoch, 0, r.job_id, task)
 
     return created
 
