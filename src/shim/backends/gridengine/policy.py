@@ -81,7 +81,7 @@ def parse_quota_messages(text: str) -> dict[int, QuotaHold]:
             continue
         if job is None:
             continue
-        if line.startswith("hard resource_list:"):
+        if line.startswith(("hard resource_list:", "hard_resource_list:")):  # SGE 8.1.9's, OCS 9.1's
             items = line.split(":", 1)[1].strip().split(",")
             requested = tuple(x.split("=", 1)[0].strip() for x in items if x.strip())
             continue
