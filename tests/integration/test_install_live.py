@@ -1,154 +1,410 @@
-"""`slurm-shim install` on a cluster configuration `cluster up` did not make: a queue w5batch.q on
-this host whose only PE, w5pe, spreads over hosts ($fill_up), made with raw qconf. --plan proposes a
-working site config and the missing one-host PE; --apply (into scratch paths: never the real site
-config, state dir or profile.d) makes sbatch, squeue and sacct work with it; a second --apply
-changes nothing; --uninstall leaves Grid Engine's configuration as it was found, dump for dump.
-The queue and PE are removed at the end whatever happens."""
+"""`slurm-shim install` on a Grid Engine cluster `cluster up` never configured: a cell of its own,
+``raw`` (fixture ``raw_cell``), built the way Debian's packages build one (the postinst's
+init_cluster: a Berkeley DB spool and the shipped defaults) on ports of its own, then configured with
+raw qconf only, with a site's names: host group @workers, queues batch.q (PE mpi_rr, $round_robin,
+only) and long.q (PEs smp, $pe_slots, and mpi_rr; h_rt 48 h), no shim complex, Grid Engine's default
+global and scheduler configuration (min_uid 1000: jobs are a plain user's). --plan proposes a
+working site config and the missing one-host PE and exclusive complex; --apply (into scratch paths:
+never the real site config, state dir or profile.d) makes sbatch, squeue and sacct work there; a
+second --apply changes nothing; --uninstall leaves the cell's qconf dumps as they were found.
+
+The cell is made from Debian's gridengine packages, not from the Open Cluster Scheduler build:
+.ci/run runs this directory in its Debian phase before it builds OCS, and those packages are there
+in both phases (the OCS phase runs the same test against the same cell). It is made once (the
+first session, ~10 s), kept between sessions (its daemons are stopped at the end of the session
+that started them, when no other session uses them; the next start takes ~3 s), and rebuilt
+whenever its configuration is not the one made here (an earlier run that died half-way)."""
 
 from __future__ import annotations
 
+import fcntl
+import glob
 import json
 import os
 import re
+import shutil
 import stat
+import subprocess
+import time
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
-from conftest import CELL, run, wait_until
+from conftest import command_dir, open_dir, run, wait_until
 from shim import cluster
 
 pytestmark = pytest.mark.gridengine
 
-QUEUE, PE = "w5batch.q", "w5pe"
 HOST = cluster.this_host()
+
+# --------------------------------------------------------------------------------------------
+# The raw cell: Debian's SGE 8.1.9 binaries, a cell directory, spool, ports, gid range and job ids
+# of its own (Debian's cell: 6444/6445, 65400-65500; the OCS cell: 7444/7445, 21000-21100, ids from
+# 500001)
+
+RAW_ROOT, RAW_CELL = "/var/lib/gridengine", "raw"
+RAW_COMMON = f"{RAW_ROOT}/{RAW_CELL}/common"
+RAW_SPOOL = "/var/spool/gridengine-raw"
+RAW_QMASTER_PORT, RAW_EXECD_PORT = 8444, 8445
+RAW_GID_RANGE = "22000-22100"
+RAW_FIRST_JOB_ID = 700000
+GE_BIN = "/usr/lib/gridengine"  # Debian's binaries themselves (/usr/sbin's are wrapper scripts)
+ADMIN = "sgeadmin"
+STAMP = f"{RAW_COMMON}/.slurm-shim-raw-cell.json"  # the qconf dumps as configured here
+LOCK_DIR = "/run/slurm-shim-raw-cell"
+QUEUES, PES, GROUP = ("batch.q", "long.q"), ("mpi_rr", "smp"), "@workers"
+# what `qconf -sq`/`-sp` show for a queue or PE made from qconf's own templates (SGE 8.1.9)
+QUEUE_TEMPLATE = {
+    "qname": "template", "hostlist": "NONE", "seq_no": "0", "load_thresholds": "np_load_avg=1.75",
+    "suspend_thresholds": "NONE", "nsuspend": "1", "suspend_interval": "00:05:00", "priority": "0",
+    "min_cpu_interval": "00:05:00", "processors": "UNDEFINED", "qtype": "BATCH INTERACTIVE",
+    "ckpt_list": "NONE", "pe_list": "make", "rerun": "FALSE", "slots": "1", "tmpdir": "/tmp",
+    "shell": "/bin/sh", "prolog": "NONE", "epilog": "NONE", "shell_start_mode": "posix_compliant",
+    "starter_method": "NONE", "suspend_method": "NONE", "resume_method": "NONE", "terminate_method": "NONE",
+    "notify": "00:00:60", "owner_list": "NONE", "user_lists": "NONE", "xuser_lists": "NONE",
+    "subordinate_list": "NONE", "complex_values": "NONE", "projects": "NONE", "xprojects": "NONE",
+    "calendar": "NONE", "initial_state": "default",
+    **{f"{p}_{r}": "INFINITY" for p in "sh" for r in ("rt", "cpu", "fsize", "data", "stack", "core", "rss", "vmem")},
+}
+PE_TEMPLATE = {
+    "pe_name": "template", "slots": "0", "user_lists": "NONE", "xuser_lists": "NONE",
+    "start_proc_args": "NONE", "stop_proc_args": "NONE", "allocation_rule": "$pe_slots",
+    "control_slaves": "FALSE", "job_is_first_task": "TRUE", "urgency_slots": "min",
+    "accounting_summary": "FALSE", "qsort_args": "NONE",
+}
+
+
+def raw_env() -> dict[str, str]:
+    """What points qconf/qstat (Debian's binaries first, whatever cell the session selected) and
+    slurm-shim install at the raw cell, as its settings.sh would."""
+    return {"SGE_ROOT": RAW_ROOT, "SGE_CELL": RAW_CELL, "SGE_QMASTER_PORT": str(RAW_QMASTER_PORT),
+            "SGE_EXECD_PORT": str(RAW_EXECD_PORT), "PATH": f"{command_dir()}:{GE_BIN}:{cluster.CLEAN_PATH}"}
+
+
+def daemon_env() -> dict[str, str]:
+    """The daemons' own environment, a clean one (every job inherits it)."""
+    return {"PATH": cluster.CLEAN_PATH, "LANG": "C.UTF-8", **{k: v for k, v in raw_env().items() if k != "PATH"}}
+
+
+def rq(*args: str, env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
+    """A command against the raw cell."""
+    return run(*args, env={**raw_env(), **(env or {})}, **kw)
 
 
 def qconf(*args: str) -> str:
-    cp = run("qconf", *args)
+    cp = rq("qconf", *args)
     assert cp.returncode == 0, (args, cp.stdout, cp.stderr)
     return cp.stdout
 
 
 def names(flag: str) -> list[str]:
-    cp = run("qconf", flag)
+    cp = rq("qconf", flag)
     return cluster.parse_list(cp.stdout) if cp.returncode == 0 else []
 
 
 def dumps() -> dict[str, str]:
-    """What --uninstall must leave as it found: the queue, PE and complex lists, every queue and PE,
-    and this exec host (where the exclusive complex would go)."""
-    out = {f: run("qconf", f).stdout for f in ("-sql", "-spl", "-sc")}
+    """The raw cell's configuration as qconf shows it: the queue, PE, complex and host group lists,
+    every queue, PE and host group, the exec host (where the exclusive complex would go, load
+    values left out: they change anyway), the global and scheduler configurations."""
+    out = {f: rq("qconf", f).stdout for f in ("-sql", "-spl", "-sc", "-shgrpl", "-sel", "-sconf", "-ssconf")}
     out |= {f"-sq {q}": qconf("-sq", q) for q in names("-sql")}
     out |= {f"-sp {p}": qconf("-sp", p) for p in names("-spl")}
-    out[f"-se {HOST}"] = re.sub(r"(?ms)^load_values.*?^(?=\S)", "", qconf("-se", HOST))  # load changes anyway
+    out |= {f"-shgrp {g}": qconf("-shgrp", g) for g in names("-shgrpl")}
+    out[f"-se {HOST}"] = re.sub(r"(?ms)^load_values.*?^(?=\S)", "", qconf("-se", HOST))
     return out
 
 
-def add(flag: str, attrs: dict[str, str], tmp_path, name: str) -> None:
-    path = tmp_path / name
+def pidfiles(name: str) -> list[str]:
+    """(execd's spool directory is named as this host's address resolves: localhost here)"""
+    if name == "qmaster":
+        return [f"{RAW_SPOOL}/qmaster/qmaster.pid"]
+    return sorted(glob.glob(f"{RAW_SPOOL}/execd/*/execd.pid"))
+
+
+def daemon_pid(name: str) -> int | None:
+    """The raw cell's live daemon (found by its own pid file: all three cells' are sge_<name>)."""
+    for path in pidfiles(name):
+        try:
+            pid = int(Path(path).read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        if cluster.pid_alive(pid, f"sge_{name}") and cluster.on_this_host(pid):
+            return pid
+    return None
+
+
+def qmaster_answers() -> bool:
+    return rq("qconf", "-sh", timeout=20).returncode == 0
+
+
+def start_daemon(name: str) -> None:
+    cp = subprocess.run([f"/usr/sbin/sge_{name}"], env=daemon_env(), cwd="/", capture_output=True, text=True,
+                        timeout=60)
+    assert cp.returncode == 0, f"sge_{name} of the raw cell did not start: {cp.stdout}{cp.stderr}"
+    wait_until(lambda: daemon_pid(name), 60, f"the raw cell's sge_{name} to write its pid file in {RAW_SPOOL}")
+
+
+def stop_daemons() -> None:
+    """execd first (qmaster is what asks it), then qmaster; signalled if they do not go."""
+    pids = {n: daemon_pid(n) for n in ("execd", "qmaster")}
+    asked = True
+    if pids["execd"]:
+        asked = rq("qconf", "-ke", HOST, timeout=20).returncode == 0
+    if pids["qmaster"]:
+        asked = rq("qconf", "-km", timeout=20).returncode == 0 and asked
+    cluster.stop_pids([p for p in pids.values() if p], 30.0 if asked else 0.0)
+
+
+def as_admin(*argv: str) -> None:
+    cp = subprocess.run(["runuser", "-u", ADMIN, "--", "env", *(f"{k}={v}" for k, v in daemon_env().items()), *argv],
+                        capture_output=True, text=True, timeout=120, cwd="/")
+    assert cp.returncode == 0, f"{' '.join(argv)} failed: {cp.stdout}{cp.stderr}"
+
+
+def admin_file(path: str, text: str, mode: int = 0o644) -> None:
+    Path(path).write_text(text)
+    os.chmod(path, mode)
+    shutil.chown(path, ADMIN, ADMIN)
+
+
+def make_cell() -> None:
+    """The cell as Debian's gridengine-common, -client and -master postinsts make theirs (bootstrap,
+    act_qmaster, init_cluster's spool and defaults), with its own spool, execd spool, gid range and
+    job ids; then qmaster, and raw qconf: hosts, host group, PEs, queues; then execd."""
+    for d in (RAW_COMMON, RAW_SPOOL, f"{RAW_SPOOL}/qmaster", f"{RAW_SPOOL}/qmaster/job_scripts",
+              f"{RAW_SPOOL}/spooldb", f"{RAW_SPOOL}/execd"):
+        os.makedirs(d, 0o755, exist_ok=True)
+        shutil.chown(d, ADMIN, ADMIN)
+    shutil.chown(f"{RAW_ROOT}/{RAW_CELL}", ADMIN, ADMIN)
+    bootstrap = Path("/usr/share/gridengine/default-bootstrap").read_text()
+    bootstrap = bootstrap.replace("/var/spool/gridengine/", f"{RAW_SPOOL}/")
+    assert f"{RAW_SPOOL}/spooldb" in bootstrap and f"{RAW_SPOOL}/qmaster" in bootstrap, bootstrap
+    admin_file(f"{RAW_COMMON}/bootstrap", bootstrap)
+    admin_file(f"{RAW_COMMON}/act_qmaster", HOST + "\n")
+    aliases = Path(f"{RAW_ROOT}/default/common/host_aliases")  # (this host's name as it resolves back)
+    if aliases.exists():
+        admin_file(f"{RAW_COMMON}/host_aliases", aliases.read_text())
+    conf = Path("/usr/share/gridengine/default-configuration").read_text()
+    conf = re.sub(r"(?m)^execd_spool_dir\s.*$", f"execd_spool_dir        {RAW_SPOOL}/execd", conf)
+    conf = re.sub(r"(?m)^gid_range\s.*$", f"gid_range              {RAW_GID_RANGE}", conf)
+    admin_file(f"{RAW_SPOOL}/configuration", conf)
+    resources = "/usr/share/gridengine/util/resources"
+    as_admin(f"{GE_BIN}/spoolinit", "berkeleydb", "libspoolb", f"{RAW_SPOOL}/spooldb", "init")
+    as_admin(f"{GE_BIN}/spooldefaults", "configuration", f"{RAW_SPOOL}/configuration")
+    as_admin(f"{GE_BIN}/spooldefaults", "complexes", f"{resources}/centry")
+    as_admin(f"{GE_BIN}/spooldefaults", "usersets", f"{resources}/usersets")
+    as_admin(f"{GE_BIN}/spooldefaults", "managers", ADMIN, "root")
+    admin_file(f"{RAW_COMMON}/settings.sh", "".join(f"{k}={v}; export {k}\n" for k, v in daemon_env().items()
+                                                    if k.startswith("SGE_")))
+    admin_file(f"{RAW_SPOOL}/qmaster/jobseqnum", f"{RAW_FIRST_JOB_ID}\n")  # ids no other cell gives
+    start_daemon("qmaster")
+    wait_until(qmaster_answers, 60, f"the raw cell's qmaster to answer (see {RAW_SPOOL}/qmaster/messages)")
+    configure()
+    start_daemon("execd")
+
+
+def qconf_file(flag: str, attrs: dict[str, str], name: str) -> None:
+    path = Path(RAW_SPOOL, f".{name}")
     path.write_text(cluster.render_attrs(attrs))
-    qconf(flag, str(path))
+    try:
+        qconf(flag, str(path))
+    finally:
+        path.unlink()
+
+
+def configure() -> None:
+    """A site's own configuration, by raw qconf, with no shim name in it."""
+    qconf("-as", HOST)  # (qmaster's host is an admin host already)
+    qconf_file("-Ae", {"hostname": HOST, "load_scaling": "NONE", "complex_values": "NONE", "user_lists": "NONE",
+                       "xuser_lists": "NONE", "projects": "NONE", "xprojects": "NONE", "usage_scaling": "NONE",
+                       "report_variables": "NONE"}, "host")
+    qconf_file("-Ahgrp", {"group_name": GROUP, "hostlist": HOST}, "hgrp")
+    qconf_file("-Ap", PE_TEMPLATE | {"pe_name": "mpi_rr", "slots": "64", "allocation_rule": "$round_robin",
+                                     "control_slaves": "TRUE", "job_is_first_task": "FALSE"}, "mpi_rr")
+    qconf_file("-Ap", PE_TEMPLATE | {"pe_name": "smp", "slots": "64"}, "smp")
+    # no load threshold: other test runs load this 2-core machine (np_load_avg=1.75 would alarm)
+    qconf_file("-Aq", QUEUE_TEMPLATE | {"qname": "batch.q", "hostlist": GROUP, "pe_list": "mpi_rr", "slots": "2",
+                                        "load_thresholds": "NONE"}, "batch")
+    qconf_file("-Aq", QUEUE_TEMPLATE | {"qname": "long.q", "hostlist": HOST, "pe_list": "smp mpi_rr", "slots": "1",
+                                        "seq_no": "10", "load_thresholds": "NONE", "h_rt": "48:00:00"}, "long")
+
+
+def queues_ready() -> bool:
+    states = cluster.parse_queue_states(rq("qstat", "-f").stdout)
+    return all(states.get(f"{q}@{HOST}") == "" for q in QUEUES)
+
+
+def _hold(lock, how: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(lock, how | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.2)
+
+
+def answers_within(timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not qmaster_answers():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
+    return True
+
+
+def bring_up() -> tuple[bool, str]:
+    """The raw cell up and as configured here: (whether this started a daemon, what was done)."""
+    started = False
+    if Path(STAMP).exists():
+        if not daemon_pid("qmaster"):
+            start_daemon("qmaster")
+            started = True
+        if answers_within(60) and json.loads(Path(STAMP).read_text()) == dumps():
+            if not daemon_pid("execd"):
+                start_daemon("execd")
+                started = True
+            return started, "warm"
+    # none yet, a half-made one, or one whose configuration changed since (a run that died half-way)
+    stop_daemons()
+    shutil.rmtree(f"{RAW_ROOT}/{RAW_CELL}", ignore_errors=True)
+    shutil.rmtree(RAW_SPOOL, ignore_errors=True)
+    make_cell()
+    wait_until(queues_ready, 90, "the raw cell's queue instances to be ready")
+    Path(STAMP).write_text(json.dumps(dumps()))
+    return True, "cold"
+
+
+@pytest.fixture(scope="session")
+def raw_cell():
+    """The raw cell, up for the session (its environment: raw_env()). Sessions that overlap share
+    it: each holds a shared lock while it runs; the cell is made or started under an exclusive
+    one; the session that started the daemons stops them at its end, if no other holds the lock."""
+    for tool in (f"{GE_BIN}/spoolinit", f"{GE_BIN}/sge_qmaster", "/usr/share/gridengine/default-bootstrap"):
+        if not os.path.exists(tool):
+            pytest.fail(f"{tool} is missing: the raw cell is made from Debian's gridengine packages "
+                        "(scripts/setup installs them)")
+    os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
+    started = False
+    with open(os.path.join(LOCK_DIR, "users"), "a") as users:
+        try:
+            with open(os.path.join(LOCK_DIR, "setup"), "a") as setup:
+                if not _hold(setup, fcntl.LOCK_EX, 300):
+                    pytest.fail("another test session has been making the raw cell for over 300 s")
+                if not _hold(users, fcntl.LOCK_SH, 300):
+                    pytest.fail("another test session has been stopping the raw cell for over 300 s")
+                t0 = time.monotonic()
+                started, how = bring_up()
+                wait_until(queues_ready, 90, "the raw cell's queue instances to be ready")
+                print(f"raw cell: {how}, ready in {time.monotonic() - t0:.1f} s")
+            yield raw_env()
+        finally:
+            if started and _hold(users, fcntl.LOCK_EX, 0):  # no other session uses it now
+                stop_daemons()
 
 
 @pytest.fixture
-def site(tmp_path):
-    """w5batch.q (2 slots on this host, PE w5pe only) and w5pe ($fill_up), removed afterwards with
-    whatever install left of its own on them."""
-    pes_before = set(names("-spl"))
-    for leftover in (QUEUE,):  # an earlier run that died before its cleanup
-        if leftover in names("-sql"):
-            qconf("-dq", leftover)
-    if PE in pes_before:
-        qconf("-dp", PE)
-        pes_before.discard(PE)
-    pe = cluster.parallel_env(PE, "$fill_up", False) | {"slots": "8"}
-    if CELL == "ocs":  # OCS 9 refuses SGE's qsort_args and requires its own PE attributes
-        from shim import cluster_ocs
-
-        pe = cluster_ocs.ocs_pe(pe)
-    add("-Ap", pe, tmp_path, "pe")
-    queue = cluster.queue(QUEUE, 2) | {"hostlist": HOST, "pe_list": PE, "seq_no": "50"}
-    add("-Aq", queue, tmp_path, "queue")
-    try:
-        wait_until(lambda: cluster.parse_queue_states(run("qstat", "-f", "-q", QUEUE).stdout).get(f"{QUEUE}@{HOST}") == "",
-                   60, f"{QUEUE}@{HOST} to be ready")
-        yield
-    finally:
-        jobs = run("qstat", "-u", "*", "-q", QUEUE).stdout.splitlines()[2:]
-        if jobs:
-            run("qdel", "-f", *[line.split()[0] for line in jobs])
-            wait_until(lambda: not run("qstat", "-u", "*", "-q", QUEUE).stdout.strip(), 60, "w5 jobs to go")
-        if QUEUE in names("-sql"):
-            qconf("-dq", QUEUE)
-        for p in set(names("-spl")) - pes_before:
-            qconf("-dp", p)
+def scratch():
+    """Where --apply writes, instead of the site's paths: a directory every user can reach (the
+    job is a plain user's: the raw cell keeps Grid Engine's min_uid 1000)."""
+    d = open_dir("install", 0o755)
+    for sub in ("cache", "out"):
+        os.makedirs(d / sub, 0o777)
+        os.chmod(d / sub, 0o777)
+    return d
 
 
-def install(*args: str, tmp_path) -> tuple[int, str, str]:
-    scratch = ["--config", str(tmp_path / "config.toml"), "--state-dir", str(tmp_path / "state"),
-               "--record", str(tmp_path / "record" / "install-record.json"), "--profile", str(tmp_path / "profile.sh")]
-    cp = run("slurm-shim", "install", *args, *scratch, "--queue", QUEUE, timeout=120)
+def install(*args: str, scratch: Path) -> tuple[int, str, str]:
+    paths = ["--config", str(scratch / "config.toml"), "--state-dir", str(scratch / "state"),
+             "--record", str(scratch / "record" / "install-record.json"), "--profile", str(scratch / "profile.sh")]
+    cp = rq("slurm-shim", "install", *args, *paths, timeout=120)
     return cp.returncode, cp.stdout, cp.stderr
 
 
-def test_install_plans_applies_reapplies_and_uninstalls_on_a_raw_qconf_cluster(site, tmp_path):
+def test_install_plans_applies_reapplies_and_uninstalls_on_a_raw_qconf_cluster(raw_cell, scratch, plain_user):
     before = dumps()
 
-    code, out, err = install("--plan", "--json", tmp_path=tmp_path)
+    code, out, err = install("--plan", "--json", scratch=scratch)
     assert code == 0, err
     plan = json.loads(out)
     assert dumps() == before  # --plan changes nothing
     made = [(a["kind"], a["target"]) for a in plan["actions"] if a["state"] == "create"]
-    assert made == [("pe", "shim_smp"), ("queue-pe", f"{QUEUE} shim_smp"), ("state-dir", str(tmp_path / "state")),
-                    ("file", str(tmp_path / "profile.sh")), ("file", str(tmp_path / "config.toml"))]
+    assert made == [("pe", "shim_smp"), ("queue-pe", "batch.q shim_smp"), ("complex", "exclusive"),
+                    ("host-value", f"{HOST} exclusive"), ("state-dir", str(scratch / "state")),
+                    ("file", str(scratch / "profile.sh")), ("file", str(scratch / "config.toml"))], plan["actions"]
+    in_place = {(a["kind"], a["target"]) for a in plan["actions"] if a["state"] == "in place"}
+    assert {("pe", "mpi_rr"), ("pe", "smp"), ("queue-pe", "long.q smp"), ("queue-pe", "long.q mpi_rr"),
+            ("queue-pe", "batch.q mpi_rr")} <= in_place, plan["actions"]
     commands = {a["target"]: a["commands"] for a in plan["actions"]}
-    assert commands[f"{QUEUE} shim_smp"] == [f"qconf -aattr queue pe_list shim_smp {QUEUE}"]
-    assert re.search(r'\[partitions\.w5batch\]\nqueue = "w5batch\.q"\npe = "shim_smp"\npe_multinode = "w5pe"\n'
-                     r"default = true\n", plan["config"])
-    assert plan["probe"]["version"].startswith(("SGE", "OCS", "GCS"))
+    assert commands["batch.q shim_smp"] == ["qconf -aattr queue pe_list shim_smp batch.q"]
+    assert commands[f"{HOST} exclusive"] == [f"qconf -aattr exechost complex_values exclusive=true {HOST}"]
+    config = plan["config"]
+    assert re.search(r'\[partitions\.batch\]\nqueue = "batch\.q"\npe = "shim_smp"\npe_multinode = "mpi_rr"\n'
+                     r"default = true\n", config), config
+    assert re.search(r'\[partitions\.long\]\nqueue = "long\.q"\npe = "smp"\npe_multinode = "mpi_rr"\n'
+                     r'max_time = "2-00:00:00"\n', config), config
+    assert (f'sge_root = "{RAW_ROOT}"\nsge_cell = "{RAW_CELL}"\nbin_dir = "{GE_BIN}"\n'
+            f"qmaster_port = {RAW_QMASTER_PORT}\nexecd_port = {RAW_EXECD_PORT}\n") in config, config
+    assert plan["probe"]["version"].startswith("SGE 8.1.9"), plan["probe"]["version"]
+    assert plan["cell"]["sge_cell"] == RAW_CELL
 
-    code, out, err = install("--apply", tmp_path=tmp_path)
+    code, out, err = install("--apply", scratch=scratch)
     assert code == 0, out + err
-    assert "install: 5 change(s) made" in out
-    assert (tmp_path / "config.toml").read_text() == plan["config"]
-    record = tmp_path / "record" / "install-record.json"
+    assert "install: 7 change(s) made" in out, out
+    assert (scratch / "config.toml").read_text() == config
+    record = scratch / "record" / "install-record.json"
     st = os.stat(record)
     assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (0, 0o644)
-    assert "shim_smp" in cluster.parse_names(cluster.parse_attrs(qconf("-sq", QUEUE))["pe_list"])
+    assert cluster.parse_names(cluster.parse_attrs(qconf("-sq", "batch.q"))["pe_list"]) == ["mpi_rr", "shim_smp"]
     applied = dumps()
 
-    # the installed config works: a two-CPU job in the new partition, seen by squeue and sacct
-    env = {"SLURM_SHIM_CONFIG": str(tmp_path / "config.toml"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    cp = run("sbatch", "--parsable", "-n", "2", "-o", str(tmp_path / "out.txt"), "--wrap", "echo hello; sleep 2",
-             env=env, cwd=str(tmp_path))
+    # the installed config works: a two-CPU job of a plain user in the default partition (batch),
+    # seen by squeue and then sacct, which reads the raw cell's own accounting file
+    env = {"SLURM_SHIM_CONFIG": str(scratch / "config.toml"), "XDG_CACHE_HOME": str(scratch / "cache")}
+    out_file = scratch / "out" / "out.txt"
+    cp = rq("sbatch", "--parsable", "-n", "2", "-o", str(out_file), "--wrap", "echo hello; sleep 2",
+            env=env, cwd=str(scratch / "out"), user=plain_user)
     assert cp.returncode == 0, cp.stderr
     job = cp.stdout.strip()
-    detail = run("qstat", "-j", job, "-xml").stdout  # (the text's key differs: OCS's parallel_environment:)
+    assert int(job) > RAW_FIRST_JOB_ID, job  # the raw cell's, not another cell's
+    detail = rq("qstat", "-j", job, "-xml").stdout
     el = ET.fromstring(detail).find(".//djob_info/element")
     assert el is not None, detail
     assert (el.findtext("JB_pe"), el.findtext("JB_pe_range/ranges/RN_min"),
             el.findtext("JB_pe_range/ranges/RN_max")) == ("shim_smp", "2", "2"), detail
-    seen = run("squeue", "-h", "-j", job, "-o", "%i %P %C", env=env).stdout.split()
-    assert seen[:3] in ([job, "w5batch", "2"], []), seen  # [] only if it already ended
-    wait_until(lambda: run("sacct", "-X", "-n", "-P", "-j", job, "-o", "JobID,Partition,State,AllocCPUS",
-                           env=env).stdout.strip() == f"{job}|w5batch|COMPLETED|2", 120, "sacct to show the job done")
-    assert (tmp_path / "out.txt").read_text() == "hello\n"
+    seen = rq("squeue", "-h", "-j", job, "-o", "%i %P %C", env=env, user=plain_user).stdout.split()
+    assert seen[:3] in ([job, "batch", "2"], []), seen  # [] only if it already ended
+    # Grid Engine's default scheduler configuration starts a job within schedule_interval (15 s)
+    # and flushes the accounting file every 15 s: the raw cell's own file, which sacct then reads
+    accounting = Path(f"{RAW_COMMON}/accounting")
+    line = re.compile(rf"^batch\.q:[^:]*:[^:]*:{plain_user}:[^:]*:{job}:", re.M)
+    wait_until(lambda: accounting.exists() and line.search(accounting.read_text()), 120,
+               f"the job's line in {accounting}")
+    assert rq("sacct", "-X", "-n", "-P", "-j", job, "-o", "JobID,Partition,State,AllocCPUS", env=env,
+              user=plain_user).stdout == f"{job}|batch|COMPLETED|2\n"
+    assert out_file.read_text() == "hello\n"
+    steps = rq("sacct", "-n", "-P", "-j", job, "-o", "JobID,State,MaxRSS", env=env, user=plain_user).stdout
+    assert re.search(rf"^{job}\.batch\|COMPLETED\|\d+K$", steps, re.M), steps  # (MaxRSS: only the file has it)
 
     record_text = record.read_text()
-    code, out, err = install("--apply", tmp_path=tmp_path)
+    code, out, err = install("--apply", scratch=scratch)
     assert code == 0, out + err
-    assert out.startswith("install: nothing to change")
+    assert out.startswith("install: nothing to change"), out
     assert record.read_text() == record_text and dumps() == applied
 
     # qmaster lets a PE go only once no job it knows refers to it: an ended job stays known a
-    # moment after accounting has it (OCS keeps it until it is cleaned up)
-    wait_until(lambda: run("qstat", "-j", job).returncode != 0, 60, "qmaster to forget the ended job")
-    code, out, err = install("--uninstall", "--purge-state", tmp_path=tmp_path)
+    # moment after accounting has it
+    wait_until(lambda: rq("qstat", "-j", job).returncode != 0, 60, "qmaster to forget the ended job")
+    code, out, err = install("--uninstall", "--purge-state", scratch=scratch)
     assert code == 0, out + err
-    assert dumps() == before
+    after = dumps()
+    assert after == before, {k: (before.get(k), after.get(k)) for k in before.keys() | after.keys()
+                             if before.get(k) != after.get(k)}
     for gone in ("config.toml", "profile.sh", "state", "record/install-record.json"):
-        assert not (tmp_path / gone).exists(), gone
+        assert not (scratch / gone).exists(), gone
 
 
 def test_doctor_checks_the_shim_on_every_execution_host_through_grid_engine(tmp_path):
