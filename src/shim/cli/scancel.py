@@ -23,14 +23,17 @@ import os
 import signal as _signal
 import sys
 
-from .. import jobs, state
+from .. import cancel, jobs, state
+from ..cancel import Plan, Target
 from ..errors import ShimError
-from ..model import JobRecord
 from . import common
 from ..options.getopt import Table, getopt
 from ..options.sources import Options, apply, env_parsed
 from ..options.spec import Arity, Fate, OptionSpec
-from ..plain import factory, record  # dataclasses costs ~10 ms of scancel's start
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+if TYPE_CHECKING:
+    from ..model import JobRecord
 
 PROG = "scancel"
 N, R = Arity.NONE, Arity.REQUIRED
@@ -82,8 +85,7 @@ Usage: scancel [-A account] [--batch] [--full] [--interactive] [-n job_name]
                [job_id[_array_id][.step_id]]
 """
 
-STATE_NAMES = {"PENDING": "PENDING", "PD": "PENDING", "RUNNING": "RUNNING", "R": "RUNNING",
-               "SUSPENDED": "SUSPENDED", "S": "SUSPENDED"}
+STATES = ("PENDING", "RUNNING", "SUSPENDED")  # the states -t takes (opt.c _xlate_state_name)
 
 
 def help_text() -> str:
@@ -101,16 +103,6 @@ def help_text() -> str:
 
 def error(msg: str, code: int = 1) -> ShimError:
     return ShimError(f"{PROG}: error: {msg}", code=code)
-
-
-@record
-class Target:
-    """One job id as given: a whole job, some array tasks (Slurm indices), or a step."""
-
-    text: str
-    job_id: int
-    tasks: list[int] | None = None  # None: the whole job
-    step: str | None = None
 
 
 def parse_targets(words: list[str]) -> list[Target]:
@@ -172,18 +164,6 @@ def current_user() -> str:
         return str(os.getuid())
 
 
-@record
-class Plan:
-    """What to do to one job: the records hit and the Grid Engine ids to name."""
-
-    job_id: int
-    label: str  # Slurm id as shown in messages
-    records: list[JobRecord] = factory(list)
-    tasks: list[int] | None = None  # Slurm indices, None: the whole job
-    ge_ids: list[str] = factory(list)
-    owner: str = ""
-
-
 def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
     parsed, positional = getopt(TABLE, argv, stop_at_positional=False)
     opts = Options()
@@ -200,13 +180,15 @@ def main(argv: list[str]) -> int:
     targets = parse_targets(words)
     states = None
     if opts.states:
+        from ..model import state_named
+
         states = set()
         for tok in opts.states.split(","):
-            st = STATE_NAMES.get(tok.strip().upper())
-            if st is None:
+            st = state_named(tok.strip())
+            if st is None or st.long not in STATES:
                 raise ShimError(f"{PROG}: error: Invalid job state specified: {tok}",
                                 f"{PROG}: error: Valid job states are PENDING, RUNNING and SUSPENDED", code=1)
-            states.add(st)
+            states.add(st.long)
     users = None
     if opts.user:
         import pwd
@@ -219,9 +201,9 @@ def main(argv: list[str]) -> int:
                 raise error(f"Invalid user name: {u}") from None
     if opts.me:
         users = (users or set()) | {current_user()}
-    filters = any(x is not None for x in (states, users, opts.name, opts.partition, opts.account, opts.qos,
-                                          opts.nodelist, opts.reservation, opts.wckey))
-    if not targets and not filters:
+    filters = cancel.Filters(states, users, opts.name, opts.partition, opts.account, opts.qos, opts.nodelist,
+                             opts.reservation, opts.wckey)
+    if not targets and not filters.given:
         raise error("No job identification provided")
 
     from ..siteconf import get
@@ -230,95 +212,24 @@ def main(argv: list[str]) -> int:
     verbose = bool(opts.verbose)
     quiet = bool(opts.quiet)
     strict = sig is not None or bool(opts.batch)  # errors on unknown ids count only then
-    # The ended jobs' records of the ids given only (issue 19: never every job's, to act on one),
-    # and only where a message tells an ended job from an unknown one (-v, or errors that count):
-    # nothing else of scancel looks at a job that ended.
-    jl = jobs.list_jobs(cfg, ended=bool(targets) and (verbose or strict),
-                        only={t.job_id for t in targets} if targets else None)
-    by_job: dict[int, list[JobRecord]] = {}
-    for r in jl.records:
-        by_job.setdefault(r.job_id, []).append(r)
-
-    def active(rs: list[JobRecord]) -> list[JobRecord]:
-        return [r for r in rs if not r.extra.get("ended") and r.state in jobs.ACTIVE_STATES]
-
-    def keep(r: JobRecord) -> bool:
-        if states is not None and r.state not in states:
-            return False
-        if users is not None and r.user not in users:
-            return False
-        if opts.name and r.name not in opts.name.split(","):
-            return False
-        if opts.partition and r.partition not in opts.partition.split(","):
-            return False
-        if opts.account and (jobs.detail(r, cfg).account or "").lower() not in opts.account.lower().split(","):
-            return False
-        if opts.qos and (jobs.detail(r, cfg).qos or "normal").lower() not in opts.qos.lower().split(","):
-            return False
-        if opts.nodelist:
-            from ..hostlist import expand
-
-            if not set(r.nodes) & set(expand(opts.nodelist)):
-                return False
-        if opts.reservation or opts.wckey:
-            return False
-        return True
-
+    # an ended job is told from an unknown one only where a message says which (-v, or errors that count)
+    selection = cancel.select(cfg, targets, filters, tell_ended=verbose or strict)
+    plans = selection.plans
     rc = 0
-    plans: list[Plan] = []
     messages: list[str] = []
-
-    if targets:
-        for t in targets:
-            if t.step is not None:
-                # Grid Engine has no job steps: there is nothing smaller than the job to signal
-                if verbose:
-                    messages.append(f"{PROG}: Terminating StepId={t.job_id}.{t.step}")
-                continue
-            rs = by_job.get(t.job_id, [])
-            live = [r for r in active(rs) if keep(r)]
-            label = t.text if t.tasks is None or len(t.tasks) != 1 or t.text.isdigit() else f"{t.job_id}_{t.tasks[0]}"
+    for picked in selection.picked:
+        t = picked.target
+        if t.step is not None:
             if verbose:
-                messages.append(_verbose_line(sig, bool(opts.batch), bool(opts.full), label))
-            if t.tasks is not None:
-                hit: list[JobRecord] = []
-                for r in live:
-                    if r.array_task is not None and r.array_task in t.tasks:
-                        hit.append(r)
-                    elif r.array_pending is not None and set(r.extra.get("pending_indices", ())) & set(t.tasks):
-                        hit.append(r)
-                live = hit
-            if not live:
-                if t.job_id in jl.known and rs:
-                    why = "Job/step already completing or completed"
-                else:
-                    why = "Invalid job id specified"
-                if filters and rs and active(rs):
-                    continue  # filtered out: not an error in Slurm
-                if verbose or strict:
-                    messages.append(f"{PROG}: error: Kill job error on job id {label}: {why}")
-                if strict:
-                    rc = max(rc, 1)
-                continue
-            plans.append(Plan(t.job_id, label, live, t.tasks, owner=live[0].user))
-    else:
-        seen: dict[int, Plan] = {}
-        for r in jl.records:
-            if r.extra.get("ended") or r.state not in jobs.ACTIVE_STATES or not keep(r):
-                continue
-            p = seen.get(r.job_id)
-            if p is None:
-                p = seen[r.job_id] = Plan(r.job_id, str(r.job_id), [], None, owner=r.user)
-                plans.append(p)
-            p.records.append(r)
-        # a filter that hits only some tasks of an array cancels just those tasks
-        for p in plans:
-            whole = by_job.get(p.job_id, [])
-            if len(active(whole)) != len(p.records) and any(r.is_array for r in p.records):
-                idx: list[int] = []
-                for r in p.records:
-                    idx.extend([r.array_task] if r.array_task is not None else r.extra.get("pending_indices", []))
-                p.tasks = idx
+                messages.append(f"{PROG}: Terminating StepId={t.job_id}.{t.step}")
+            continue
+        if verbose:
+            messages.append(_verbose_line(sig, bool(opts.batch), bool(opts.full), picked.label))
+        if picked.why is not None:
+            if verbose or strict:
+                messages.append(f"{PROG}: error: Kill job error on job id {picked.label}: {picked.why}")
+            if strict:
+                rc = max(rc, 1)
 
     if opts.interactive:
         plans = [p for p in plans if _confirm(p)]
@@ -562,21 +473,10 @@ def _record_stops(cfg, p: Plan, running: list[JobRecord], sig: int, user: str, u
 
 
 def _refresh(cfg, plans: list[Plan], quiet: bool, verbose: bool) -> list[Plan]:
-    """The plans' jobs as Grid Engine shows them now (one listing); a job that is gone keeps no
+    """The plans' jobs as Grid Engine shows them now (cancel.refresh); a job that is gone keeps no
     records and gets Slurm's error for a job that ended."""
-    jl = jobs.list_jobs(cfg, ended=True, only={p.job_id for p in plans})  # these jobs only (issue 19)
-    by_job: dict[int, list[JobRecord]] = {}
-    for r in jl.records:
-        by_job.setdefault(r.job_id, []).append(r)
-    for p in plans:
-        rs = [r for r in by_job.get(p.job_id, []) if not r.extra.get("ended") and r.state in jobs.ACTIVE_STATES]
-        if p.tasks is not None:
-            rs = [r for r in rs if (r.array_task is not None and r.array_task in p.tasks) or
-                  (r.array_pending is not None and set(r.extra.get("pending_indices", ())) & set(p.tasks))]
-        if not rs:
-            why = "Job/step already completing or completed" if p.job_id in jl.known else "Invalid job id specified"
-            _request_error(p, why, quiet)
-        p.records = rs
+    for p, why in cancel.refresh(cfg, plans):
+        _request_error(p, why, quiet)
     return plans
 
 
