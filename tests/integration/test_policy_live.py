@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from conftest import run, wait_until
+from conftest import SITE_CONFIG, run, wait_until
 
 pytestmark = pytest.mark.gridengine
 
@@ -64,6 +64,74 @@ def test_a_quota_that_holds_a_job_shows_the_mapped_reason(tmp_path, tag, jobs):
     finally:
         jobs.cleanup()  # first: a project that jobs still name cannot be deleted
         jobs.ids.clear()
+        for flag, name in reversed(made):
+            run("qconf", flag, name)
+    assert tag not in run("qconf", "-srqsl").stdout + run("qconf", "-sprjl").stdout
+
+
+def _seats_free(name: str) -> int | None:
+    """Grid Engine's own count of a global consumable's free seats (qstat -F: every queue
+    instance shows the global host's value)."""
+    import re
+
+    m = re.search(rf'<resource name="{name}" type="gc">([0-9.]+)</resource>',
+                  run("qstat", "-F", name, "-xml").stdout)
+    return int(float(m.group(1))) if m else None
+
+
+def test_seats_under_a_quota_are_counted_as_grid_engine_counts_them(tmp_path, tag):
+    """sbatch -A team -L anthropic_api:1 twice, the team's project held to one seat by a quota:
+    one job runs, the other waits with the quota's reason (squeue -L lists both). scontrol show
+    licenses counts the seats the running jobs hold, as Grid Engine's consumable does, and not the
+    one the quota holds back. Slurm: seats are taken when a job starts (src/slurmctld/licenses.c
+    license_job_get) and scontrol prints the in-use and available counts (src/scontrol/info_lics.c
+    _print_license_info); squeue -L keeps every job that asked for the license, whatever its state
+    (src/squeue/print.c _filter_job, params.licenses_list)."""
+    project = f"{tag}seat"
+    conf = tmp_path / "config.toml"
+    base = SITE_CONFIG.read_text()
+    assert "\n[cluster]\n" in "\n" + base
+    conf.write_text(base.replace("[cluster]\n", '[cluster]\nproject_from = "account"\n', 1))
+    env = {"SLURM_SHIM_CONFIG": str(conf)}
+    made: list[tuple[str, str]] = []
+    ids: list[str] = []
+    try:
+        add_from_file("-Aprj", f"name {project}\noticket 0\nfshare 0\nacl NONE\nxacl NONE\n", tmp_path, "prj")
+        made.append(("-dprj", project))
+        add_from_file("-Arqs", f"{{\n name {tag}_one\n enabled TRUE\n limit projects {project} to anthropic_api=1\n}}\n",
+                      tmp_path, "rqs")
+        made.append(("-drqs", f"{tag}_one"))
+        for _ in range(2):
+            cp = run("sbatch", "--parsable", "-A", project, "-L", "anthropic_api:1", "-o", "/dev/null",
+                     "--wrap", "sleep 300", env=env, cwd=tmp_path)
+            assert cp.returncode == 0, cp.stderr
+            ids.append(cp.stdout.strip())
+
+        def split():
+            out = run("squeue", "-h", "-L", "anthropic_api", "-o", "%i %t %r", env=env).stdout
+            mine = sorted(ln.split()[1:] for ln in out.splitlines() if ln.split()[0] in ids)
+            return mine if mine == [["PD", "AssocGrpLicense"], ["R", "None"]] else None
+
+        wait_until(split, 90, "one job to run and the other to wait for the quota")
+        row = run("scontrol", "show", "job", next(j for j in ids if "PD" in run(
+            "squeue", "-h", "-j", j, "-o", "%t").stdout)).stdout
+        assert "Reason=AssocGrpLicense" in row and "Licenses=anthropic_api:1" in row, row
+
+        def counted():  # one look at scontrol between two equal looks at Grid Engine (other jobs may come and go)
+            before = _seats_free("anthropic_api")
+            text = run("scontrol", "-o", "show", "licenses", "anthropic_api", env=env).stdout
+            return text if before is not None and before == _seats_free("anthropic_api") else None
+
+        text = wait_until(counted, 60, "a steady seat count")
+        fields = dict(kv.split("=", 1) for kv in text.split())
+        total, used, free = int(fields["Total"]), int(fields["Used"]), int(fields["Free"])
+        ge_free = _seats_free("anthropic_api")
+        assert (fields["LicenseName"], free, used, total) == ("anthropic_api", ge_free, total - ge_free, 96), text
+        assert used >= 1  # this test's running job holds one; the waiting one holds none
+    finally:
+        if ids:
+            run("scancel", *ids)
+            wait_until(lambda: not run("squeue", "-h", "-j", ",".join(ids)).stdout.strip(), 60, "the jobs to go")
         for flag, name in reversed(made):
             run("qconf", flag, name)
     assert tag not in run("qconf", "-srqsl").stdout + run("qconf", "-sprjl").stdout
