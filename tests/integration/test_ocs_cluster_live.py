@@ -145,3 +145,36 @@ def test_every_install_setting_is_a_key_of_the_installed_template():
     template = Path(CELL.root, "util/install_modules/inst_template.conf").read_text()
     text = cluster_ocs.inst_conf(template, cluster_ocs.inst_values(CELL, cluster.this_host()))
     assert 'GID_RANGE="21000-21100"' in text.splitlines() and 'EXECD_SPOOL_DIR_LOCAL=""' in text.splitlines()
+
+
+@pytest.mark.parametrize("client, qmaster", [("debian", "ocs"), ("ocs", "debian")])
+def test_a_client_of_the_other_version_gives_up_in_time_and_says_why(client, qmaster, tmp_path):
+    """Issue 16: a command never hangs on a qmaster of another Grid Engine version. The site config
+    of one cell with the other cell's qmaster_port: SGE 8.1.9's qstat against OCS 9.1.4's qmaster
+    (and the other way round) waits for ever, so the command gives up after gridengine.timeout,
+    in Slurm's words, and then says why (backends/gridengine/diagnose.py: qping answers, so a
+    qmaster is there but does not answer this client) and what to check."""
+    import tomllib
+
+    paths = {"debian": Path("/etc/slurm-shim/config.toml"), "ocs": Path("/etc/slurm-shim/ocs.toml")}
+    port = tomllib.loads(paths[qmaster].read_text())["gridengine"]["qmaster_port"]
+    text = re.sub(r"(?m)^qmaster_port = \d+", f"qmaster_port = {port}", paths[client].read_text())
+    text = re.sub(r"(?m)^\[gridengine\]$", "[gridengine]\ntimeout = 2", text, count=1)
+    assert f"qmaster_port = {port}" in text and "timeout = 2" in text
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text(text)
+    wrong.chmod(0o644)
+    version = {"debian": "SGE 8.1.9", "ocs": "OCS 9.1.4"}[client]
+    bin_dir = tomllib.loads(text)["gridengine"]["bin_dir"]
+    for argv, slurm, tool in ((["squeue"], "slurm_load_jobs error: Socket timed out on send/recv operation", "qstat"),
+                              (["sinfo"], "slurm_load_partitions: Socket timed out on send/recv operation", "qhost")):
+        started = time.monotonic()
+        cp = run(*argv, env={"SLURM_SHIM_CONFIG": str(wrong)}, cwd=str(tmp_path), timeout=30)
+        took = time.monotonic() - started
+        assert cp.returncode == 1, (argv, cp.stdout, cp.stderr)
+        assert cp.stderr.splitlines() == [
+            slurm,
+            f"slurm-shim: the qmaster at {cluster.this_host()}:{port} is up (qping answers), but {tool} from "
+            f"{bin_dir} ({version}) got no answer in 2 s: a Grid Engine of another version than the client's, "
+            f"or a qmaster too busy to answer; check gridengine.bin_dir and gridengine.qmaster_port in {wrong}"], argv
+        assert took < 2 + 5, (argv, took)  # the timeout, one qping and the command's own start

@@ -282,6 +282,7 @@ def test_hung_qmaster_costs_each_command_at_most_the_timeout(held_dir, named):
     through a live submit agent included: the agent's silence and the token lookup after it
     share the one wait."""
     from shim import config
+    from shim.backends.gridengine.diagnose import QPING_TIMEOUT
 
     limit = config.GridEngine().timeout
     assert limit <= 5
@@ -336,10 +337,19 @@ def test_hung_qmaster_costs_each_command_at_most_the_timeout(held_dir, named):
         proxy.close()
         stop_agent(agent_env)
     print("\n".join(f"{w}: {dt:.2f} s (start-up {st:.2f} s), exit {rc}" for w, (dt, st, rc, _) in outcomes.items()))
+    # after Slurm's line, why (backends/gridengine/diagnose.py): qping gets no answer either (at
+    # most QPING_TIMEOUT more), so this is no qmaster of another version but one that does not answer
+    why = re.compile(rf"slurm-shim: no Grid Engine qmaster answers at \S+:{proxy.port} \(qping -info\): "
+                     r"is sge_qmaster running there\? \(gridengine\.qmaster_port in \S+\)")
     problems = []
     for what, (dt, startup, rc, err) in outcomes.items():
         cmd = what.split()[0]
-        if dt > limit + startup + 0.5:
+        lines = err.strip().splitlines()
+        if what in ("squeue", "sinfo", "scontrol show job") and not (len(lines) == 2 and why.fullmatch(lines[1])):
+            problems.append(f"{what}: no line that says why after Slurm's: {err!r}")
+        if len(lines) == 2 and why.fullmatch(lines[1]):
+            err = lines[0]
+        if dt > limit + startup + 0.5 + QPING_TIMEOUT:
             problems.append(f"{what}: took {dt:.1f} s (start-up {startup:.1f} s)")
         if cmd == "sacct":
             if rc == 0 and "Socket timed out" not in err and "no answer within" not in err:

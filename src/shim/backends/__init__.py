@@ -23,6 +23,15 @@ _override: Backend | None = None
 command = ""
 TIMED_OUT = "Socket timed out on send/recv operation"  # Slurm's words for a controller that does not answer
 _deadline: float | None = None
+# Why qmaster did not answer a call (``tool`` -> lines after Slurm's), from the process's Grid
+# Engine transport (gridengine/diagnose.py: one qping): asked only after a timeout, for a timeout
+# that does not carry its ``hint`` already (a streamed qstat's).
+_why = None
+
+
+def explain_silence(why) -> None:
+    global _why
+    _why = why
 
 
 def _prefix(cmd: str) -> str:
@@ -43,7 +52,10 @@ def unreachable(error: BaseException, cmd: str | None = None) -> list[str]:
 
     cmd = command if cmd is None else cmd
     if isinstance(error, Timeout):
-        return [_prefix(cmd) + TIMED_OUT]
+        hint = getattr(error, "hint", None)
+        if hint is None and _why is not None:  # once per error: asked again, it says the same
+            hint = error.hint = _why(os.path.basename(str(error).partition(":")[0]))
+        return [_prefix(cmd) + TIMED_OUT, *(hint or ())]
     return [f"{_prefix(cmd)}Unable to contact slurm controller ({error})"]
 
 
@@ -91,4 +103,6 @@ def get(cfg: SiteConfig) -> Backend:
         return ReplayBackend.from_dir(replay_dir)
     from .gridengine import GridEngineBackend
 
-    return GridEngineBackend(cfg)
+    backend = GridEngineBackend(cfg)
+    explain_silence(backend.why)  # (for its streamed calls, whose timeouts reach unreachable() bare)
+    return backend

@@ -34,6 +34,12 @@ class GridEngineBackend(GridEngine):
         # calls fail at once (a command may make several calls; each must not wait again)
         self.silent: proc.Timeout | None = None
 
+    def why(self, tool: str) -> list[str]:
+        """Why ``tool`` got no answer from qmaster (gridengine/diagnose.py)."""
+        from .diagnose import silence
+
+        return silence(self, tool)
+
     def submit_by_agent(self, args: list[str], script: str | bytes, seen=None) -> int | None:
         """Through the per-user DRMAA submit agent, where the site uses one (``[submit] method =
         "agent"``): the job id, or None when the agent did not submit (then qsub)."""
@@ -69,6 +75,9 @@ class GridEngineBackend(GridEngine):
         except proc.Timeout as e:
             if tool not in NO_QMASTER:
                 self.silent = e
+                e.hint = self.why(tool)  # once: later calls fail at once, with the same lines
+            else:
+                e.hint = []  # (nothing to ask qmaster about)
             raise BackendUnavailable(*unreachable(e)) from e
         except proc.SpawnError as e:
             raise BackendUnavailable(*unreachable(e)) from e
