@@ -5,6 +5,7 @@ several large European centres) is queued, stored reversibly as job names are (G
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -19,8 +20,9 @@ def test_account_with_characters_grid_engine_refuses(workdir):
     cp = run("sbatch", "-A", ACCOUNT, "-J", "acct", "-t", "2", "--wrap", "sleep 3", cwd=workdir)
     assert cp.returncode == 0, cp.stderr
     job = int(re.fullmatch(r"Submitted batch job (\d+)\n", cp.stdout).group(1))
-    detail = run("qstat", "-j", str(job)).stdout
-    ge_account = re.search(r"^account:\s+(\S+)", detail, re.M).group(1)
+    detail = run("qstat", "-j", str(job), "-xml").stdout  # (XML: the same on SGE 8.1.9 and OCS 9)
+    ge_account = ET.fromstring(detail).findtext(".//djob_info/element/JB_account")
+    assert ge_account, detail
     assert ge_account.startswith("sx_") and ge_account != ACCOUNT
     cp = run("squeue", "-h", "-j", str(job), "-o", "%a")
     assert cp.stdout == ACCOUNT + "\n"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -64,9 +65,10 @@ def wait_state(job: int, want: str, timeout: float = 90) -> dict[str, str]:
 
 
 def wait_running(job: int, timeout: float = 60) -> None:
-    def running():
-        out = run("qstat", "-u", "*").stdout
-        return any(ln.split()[0] == str(job) and ln.split()[4] == "r" for ln in out.splitlines()[2:] if ln.split())
+    def running():  # (qstat's XML: its text columns differ between SGE 8.1.9 and OCS 9)
+        out = run("qstat", "-u", "*", "-s", "r", "-xml").stdout
+        return any(jl.findtext("JB_job_number") == str(job) and jl.findtext("state") == "r"
+                   for jl in ET.fromstring(out).iter("job_list"))
 
     wait_until(running, timeout, f"job {job} running")
 
