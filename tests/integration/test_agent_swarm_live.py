@@ -1,6 +1,8 @@
-"""The agent-swarm demo (examples/agent-swarm/swarm.sh) as CI runs it: a shortened swarm (three
-agents per team). It must show the quota and seat reasons, sprio ranking the urgent job first,
-sshare's two teams, sreport's bill, and leave the cell exactly as it found it."""
+"""The agent-swarm demo (examples/agent-swarm/swarm.sh) as CI runs it: a shortened swarm (four
+agents per team: with fewer, the urgent job and team_b's last agent start together, and which
+came first could not be told). It must show the quota and seat reasons, sprio ranking the urgent job first,
+the urgent job starting before the agents of its team that waited with it, sshare's two teams,
+sreport's bill, and leave the cell exactly as it found it."""
 
 from __future__ import annotations
 
@@ -36,12 +38,12 @@ def test_the_demo_runs_and_restores_the_cell():
     # the selected cell's own q* binaries (the demo defaults to Debian's /usr/lib/gridengine)
     tools = {t.upper(): shutil.which(t, path=shim_env()["PATH"]) or t
              for t in ("qconf", "qalter", "qdel", "qstat")} if CELL == "ocs" else {}
-    cp = run("bash", str(SCRIPT), env={"AGENTS": "3", **tools}, timeout=400)
+    cp = run("bash", str(SCRIPT), env={"AGENTS": "4", **tools}, timeout=400)
     after = cell_config()
     assert after == before, "the demo left the cell changed"
     assert cp.returncode == 0, cp.stdout + cp.stderr
     out = cp.stdout
-    assert "Submitted 8 jobs in " in out
+    assert "Submitted 10 jobs in " in out
     queue = section(out, "squeue")
     reasons = {ln.split()[2]: ln.split()[-1] for ln in queue[1:]}
     assert "AssocGrpLicense" in reasons.values()  # a team at its quota
@@ -56,6 +58,17 @@ def test_the_demo_runs_and_restores_the_cell():
     assert fs, prio  # some team's agents wait at the snapshot
     if len(fs) == 2:  # both teams wait: 70 shares against 30 (a team whose agents all run has none here)
         assert fs["team_a"] > fs["team_b"], prio
+    # the urgent job starts first: the quota lets a team run TEAM_CAP (2) agents at once; team_b's
+    # first two may have started before the scheduler counted the urgent job's override tickets,
+    # but once one of them ends, the next team_b job to start is the urgent one, ahead of the two
+    # agents submitted before it (in submission order it would start last, after all four; sacct's
+    # Start is to the second: an agent that starts in the same second is no earlier)
+    ran = [ln.split() for ln in section(out, "sacct -X")[2:]]
+    assert all(len(r) == 6 and r[5] == "COMPLETED" for r in ran), ran
+    team_b = {r[1]: r[3] for r in ran if r[2] == "team_b"}
+    assert len(team_b) == 5 and "urgent" in team_b, ran  # four agents and the urgent job
+    earlier = sorted(name for name, start in team_b.items() if name != "urgent" and start < team_b["urgent"])
+    assert len(earlier) <= 2, f"team_b agents {earlier} started before the urgent job: {ran}"
     share = section(out, "sshare -a -o")
     assert [ln.split()[0] for ln in share[2:]] == ["root", "team_a", "team_b"]
     bill = section(out, "sreport")
