@@ -28,6 +28,7 @@ cluster.py's cell) and every qconf argv comes from ``ops``: what the plan shows 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import glob
 import hashlib
 import json
@@ -174,6 +175,14 @@ class Cell:
     def accounting(self) -> str:
         return f"{self.sge_root}/{self.sge_cell}/common/accounting"
 
+    def key(self) -> dict[str, Any]:
+        """What names the cell: a record keeps it, and --uninstall goes back to that cell."""
+        return {"sge_root": self.sge_root, "sge_cell": self.sge_cell, "qmaster_port": self.qmaster_port,
+                "execd_port": self.execd_port, "bin_dir": self.bin_dir}
+
+    def where(self) -> str:
+        return f"{self.sge_root}/{self.sge_cell} (qmaster port {self.qmaster_port or 'default'})"
+
 
 def _is_binary(path: str) -> bool:
     try:
@@ -201,7 +210,9 @@ def find_drmaa(sge_root: str) -> str:
     return next((c for c in candidates if os.path.exists(c)), "")
 
 
-def service_port(env_name: str, service: str) -> int:
+def service_port(env_name: str, service: str, given: int | None = None) -> int:
+    if given:
+        return given
     value = os.environ.get(env_name, "")
     if value.isdigit():
         return int(value)
@@ -211,12 +222,42 @@ def service_port(env_name: str, service: str) -> int:
         return 0
 
 
-def detect_cell(sge_root: str | None = None, sge_cell: str | None = None, bin_dir: str | None = None) -> Cell:
+def detect_cell(sge_root: str | None = None, sge_cell: str | None = None, bin_dir: str | None = None,
+                qmaster_port: int | None = None, execd_port: int | None = None) -> Cell:
+    """The cell the flags name, else the environment (a cell's settings.sh), else Debian's."""
     root = sge_root or os.environ.get("SGE_ROOT") or cluster.SGE_ROOT
     return Cell(sge_root=root, sge_cell=sge_cell or os.environ.get("SGE_CELL") or cluster.SGE_CELL,
                 bin_dir=bin_dir or find_bin_dir(root),
-                qmaster_port=service_port("SGE_QMASTER_PORT", "sge_qmaster"),
-                execd_port=service_port("SGE_EXECD_PORT", "sge_execd"), drmaa_library=find_drmaa(root))
+                qmaster_port=service_port("SGE_QMASTER_PORT", "sge_qmaster", qmaster_port),
+                execd_port=service_port("SGE_EXECD_PORT", "sge_execd", execd_port), drmaa_library=find_drmaa(root))
+
+
+def cell_of(data: Mapping[str, Any]) -> Cell | None:
+    """The cell a record was written for (None: a record from before records named it)."""
+    c = data.get("cell")
+    if not isinstance(c, dict):
+        return None
+    return Cell(sge_root=str(c.get("sge_root", "")), sge_cell=str(c.get("sge_cell", "")),
+                bin_dir=str(c.get("bin_dir", "")), qmaster_port=int(c.get("qmaster_port") or 0),
+                execd_port=int(c.get("execd_port") or 0))
+
+
+def recorded_cell(data: Mapping[str, Any], args: argparse.Namespace, record: str) -> Cell | None:
+    """The record's cell (cell_of), unless the flags name another: then an error, as a record's
+    objects are that cell's alone."""
+    cell = cell_of(data)
+    if cell is None:
+        return None
+    for flag, given, have in (("--sge-root", args.sge_root, cell.sge_root), ("--sge-cell", args.sge_cell, cell.sge_cell),
+                              ("--qmaster-port", args.qmaster_port, cell.qmaster_port)):
+        if given and given != have:
+            raise InstallError(f"{record} records what --apply made in the cell {cell.where()}, not in the one "
+                               f"{flag} {given} names: run with that cell, or name another --record", 2)
+    return cell
+
+
+def same_cell(a: Cell, b: Cell) -> bool:
+    return (a.sge_root, a.sge_cell, a.qmaster_port) == (b.sge_root, b.sge_cell, b.qmaster_port)
 
 
 def backend_for(cell: Cell) -> GridEngine:
@@ -788,7 +829,7 @@ def apply(plan_: Plan, ge: GridEngine, record: str | None, *, ensure: Iterable[s
                     entries.append(entry)
     finally:
         if record and entries:
-            add_to_record(record, entries, plan_.config_path)
+            add_to_record(record, entries, plan_.config_path, plan_.cell)
     return notes
 
 
@@ -813,9 +854,12 @@ def read_record(path: str) -> dict[str, Any]:
     return data
 
 
-def add_to_record(path: str, entries: list[dict[str, Any]], config_path: str) -> None:
+def add_to_record(path: str, entries: list[dict[str, Any]], config_path: str, cell: Cell | None = None) -> None:
+    """Append to the record, which names the cell its objects are in (--uninstall goes there)."""
     data = read_record(path)
     data.update(version=1, shim=__version__, config=config_path)
+    if cell is not None:
+        data["cell"] = cell.key()
     data["created"] = [*data["created"], *entries]
     write_record(path, data)
 
@@ -1012,6 +1056,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--sge-root", help="default $SGE_ROOT, else /var/lib/gridengine")
     ap.add_argument("--sge-cell", help="default $SGE_CELL, else default")
     ap.add_argument("--bin-dir", help="the q* binaries (default: found under SGE_ROOT, /usr/lib/gridengine, PATH)")
+    ap.add_argument("--qmaster-port", type=int, help="default $SGE_QMASTER_PORT, else the sge_qmaster service")
+    ap.add_argument("--execd-port", type=int, help="default $SGE_EXECD_PORT, else the sge_execd service")
     return ap
 
 
@@ -1037,15 +1083,26 @@ def _run(args: argparse.Namespace) -> int:
     if (args.apply or args.uninstall) and os.geteuid() != 0:
         raise ClusterError(f"install {'--apply' if args.apply else '--uninstall'} must run as root (it changes "
                            "Grid Engine's configuration and makes root's directories)")
-    cell = detect_cell(args.sge_root, args.sge_cell, args.bin_dir)
-    ge = backend_for(cell)
+    cell = detect_cell(args.sge_root, args.sge_cell, args.bin_dir, args.qmaster_port, args.execd_port)
     if args.uninstall:
+        # the cell the record's objects are in, whatever this shell's SGE_CELL says
+        recorded = recorded_cell(read_record(args.record), args, args.record) if os.path.lexists(args.record) else None
+        if recorded is not None:
+            cell = dataclasses.replace(recorded, bin_dir=recorded.bin_dir or cell.bin_dir)
+        ge = backend_for(cell)
         if args.json:
             out: list[str] = []
             code = uninstall(ge, args.record, say=out.append, purge=args.purge_state)
             print(json.dumps({"uninstall": out, "exit": code}, indent=1))
             return code
         return uninstall(ge, args.record, purge=args.purge_state)
+    if args.apply and os.path.lexists(args.record):  # one record, one cell: refused before any change
+        data = read_record(args.record)
+        other = cell_of(data)
+        if data["created"] and other is not None and not same_cell(other, cell):
+            raise InstallError(f"{args.record} records what --apply made in the cell {other.where()}, not "
+                               f"{cell.where()}: uninstall that first, or name another --record for this cell", 2)
+    ge = backend_for(cell)
     opts = Options(config_path=os.path.abspath(args.config or config.config_path()), state_dir=args.state_dir,
                    profile=None if args.no_profile else args.profile, queues=args.queue, default_queue=args.default,
                    cluster_name=args.cluster_name, client=shim_prefix())

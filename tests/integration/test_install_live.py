@@ -317,10 +317,11 @@ def scratch():
     return d
 
 
-def install(*args: str, scratch: Path) -> tuple[int, str, str]:
+def install(*args: str, scratch: Path, where=rq) -> tuple[int, str, str]:
+    """slurm-shim install in the raw cell's environment (``where=run``: the session's cell's)."""
     paths = ["--config", str(scratch / "config.toml"), "--state-dir", str(scratch / "state"),
              "--record", str(scratch / "record" / "install-record.json"), "--profile", str(scratch / "profile.sh")]
-    cp = rq("slurm-shim", "install", *args, *paths, timeout=120)
+    cp = where("slurm-shim", "install", *args, *paths, timeout=120)
     return cp.returncode, cp.stdout, cp.stderr
 
 
@@ -358,6 +359,8 @@ def test_install_plans_applies_reapplies_and_uninstalls_on_a_raw_qconf_cluster(r
     record = scratch / "record" / "install-record.json"
     st = os.stat(record)
     assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (0, 0o644)
+    assert json.loads(record.read_text())["cell"] == {"sge_root": RAW_ROOT, "sge_cell": RAW_CELL, "bin_dir": GE_BIN,
+                                                      "qmaster_port": RAW_QMASTER_PORT, "execd_port": RAW_EXECD_PORT}
     assert cluster.parse_names(cluster.parse_attrs(qconf("-sq", "batch.q"))["pe_list"]) == ["mpi_rr", "shim_smp"]
     applied = dumps()
 
@@ -398,7 +401,9 @@ def test_install_plans_applies_reapplies_and_uninstalls_on_a_raw_qconf_cluster(r
     # qmaster lets a PE go only once no job it knows refers to it: an ended job stays known a
     # moment after accounting has it
     wait_until(lambda: rq("qstat", "-j", job).returncode != 0, 60, "qmaster to forget the ended job")
-    code, out, err = install("--uninstall", "--purge-state", scratch=scratch)
+    # --uninstall from a shell whose environment names the session's cell (Debian's, or OCS's):
+    # the record names the raw cell, and that is where it undoes
+    code, out, err = install("--uninstall", "--purge-state", scratch=scratch, where=run)
     assert code == 0, out + err
     after = dumps()
     assert after == before, {k: (before.get(k), after.get(k)) for k in before.keys() | after.keys()

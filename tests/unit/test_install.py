@@ -442,6 +442,66 @@ def test_cluster_up_stops_at_a_state_dir_someone_else_made(tmp_path, monkeypatch
     assert not (tmp_path / "config.toml").exists() and ge.writes() == []
 
 
+def test_the_cell_is_the_flags_else_the_environments(monkeypatch):
+    """A cell other than Debian's default, as its settings.sh names it (SGE_ROOT, SGE_CELL and
+    the ports), or by flags, which win."""
+    for k, v in {"SGE_ROOT": "/opt/site", "SGE_CELL": "raw", "SGE_QMASTER_PORT": "8444", "SGE_EXECD_PORT": "8445"}.items():
+        monkeypatch.setenv(k, v)
+    c = install.detect_cell(bin_dir="/usr/lib/gridengine")
+    assert (c.sge_root, c.sge_cell, c.qmaster_port, c.execd_port) == ("/opt/site", "raw", 8444, 8445)
+    assert c.accounting == "/opt/site/raw/common/accounting"
+    c = install.detect_cell("/var/lib/gridengine", "other", "/usr/lib/gridengine", 9444, 9445)
+    assert (c.sge_root, c.sge_cell, c.qmaster_port, c.execd_port) == ("/var/lib/gridengine", "other", 9444, 9445)
+    args = install._parser().parse_args(["--plan", "--qmaster-port", "9444", "--execd-port", "9445"])
+    assert (args.qmaster_port, args.execd_port) == (9444, 9445)
+
+
+RAW = install.Cell(sge_root="/var/lib/gridengine", sge_cell="raw", bin_dir="/usr/lib/gridengine",
+                   qmaster_port=8444, execd_port=8445)
+
+
+@root_only
+def test_the_record_names_its_cell_and_uninstall_goes_back_there(tmp_path, monkeypatch, capsys):
+    """--uninstall undoes in the cell the record was written for, whatever this shell's SGE_CELL
+    says (in another cell an object of the same name may be that cell's own: cluster up's
+    exclusive complex); flags naming another cell are refused, as is an --apply of another cell
+    into the same record, before any change."""
+    ge, p = planned(tmp_path)
+    p.cell = RAW
+    record = tmp_path / "rec.json"
+    install.apply(p, ge, str(record), say=lambda _: None)
+    assert json.loads(record.read_text())["cell"] == {"sge_root": "/var/lib/gridengine", "sge_cell": "raw",
+                                                      "qmaster_port": 8444, "execd_port": 8445,
+                                                      "bin_dir": "/usr/lib/gridengine"}
+    used: list[install.Cell] = []
+    replay = reference()
+
+    def backend(cell):
+        used.append(cell)
+        return replay
+
+    monkeypatch.setattr(install, "backend_for", backend)
+    for k in ("SGE_ROOT", "SGE_QMASTER_PORT", "SGE_EXECD_PORT"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("SGE_CELL", "default")
+    # the flags name another cell: refused, nothing undone
+    assert install.main(["--uninstall", "--record", str(record), "--sge-cell", "default"]) == 2
+    err = capsys.readouterr().err
+    assert (f"slurm-shim: error: {record} records what --apply made in the cell /var/lib/gridengine/raw (qmaster "
+            "port 8444), not in the one --sge-cell default names") in err
+    assert used == [] and (tmp_path / "config.toml").exists()
+    # --apply of another cell (this shell's) into the same record: refused before any call
+    assert install.main(["--apply", "--record", str(record), "--config", str(tmp_path / "other.toml")]) == 2
+    assert "records what --apply made in the cell /var/lib/gridengine/raw (qmaster port 8444), not " \
+           "/var/lib/gridengine/default" in capsys.readouterr().err
+    assert replay.writes() == [] and not (tmp_path / "other.toml").exists()
+    # the shell names Debian's default cell: the record's cell is the one undone
+    assert install.main(["--uninstall", "--record", str(record)]) == 0
+    assert [(c.sge_cell, c.qmaster_port, c.execd_port) for c in used] == [("raw", 8444, 8445)]
+    assert "undone   complex exclusive: already gone" in capsys.readouterr().out  # (the replay has none)
+    assert not record.exists() and not (tmp_path / "config.toml").exists()
+
+
 def test_grid_engine_that_cannot_be_reached_is_said_in_the_shims_words(capsys):
     assert install.main(["--plan", "--bin-dir", "/nonexistent-w5"]) == 1
     assert capsys.readouterr().err == ("slurm-shim: error: Grid Engine's commands cannot be run or do not answer: "
