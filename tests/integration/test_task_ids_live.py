@@ -3,7 +3,12 @@
 Slurm gives each task its own SLURM_JOB_ID (= SLURM_JOBID), and every command takes it where it
 takes ``G_t`` (doc/html/job_array.shtml: "37" or "36_1" name the same element). Ours: task t >= 1
 of Grid Engine job G is t * 10**10 + G. Jobs come through sbatch; each waits for the test's word
-(a file) so that the commands meet it running."""
+(a file) so that the commands meet it running.
+
+Slurm's source: slurmctld gives a task a job id of its own when it splits the task from the
+array's record to start it, the array's id staying with the rest (src/slurmctld/job_mgr.c
+job_array_split, _set_job_id), and the batch step's SLURM_JOB_ID and SLURM_JOBID are that id,
+SLURM_ARRAY_JOB_ID the array's (src/common/env.c env_array_for_batch_job)."""
 
 from __future__ import annotations
 
