@@ -129,18 +129,23 @@ def array_step(text: str) -> int:
 # --- index lists ------------------------------------------------------------------------------
 
 
-def compress(indices: Iterable[int]) -> str:
-    """Indices as Slurm lists them: sorted, duplicates dropped, runs as ``a-b``."""
+def runs(indices: Iterable[int]) -> list[tuple[int, int]]:
+    """Indices sorted, duplicates dropped, as runs of consecutive numbers: (first, last) each."""
     xs = sorted(set(indices))
-    out: list[str] = []
+    out: list[tuple[int, int]] = []
     i = 0
     while i < len(xs):
         j = i
         while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
             j += 1
-        out.append(str(xs[i]) if i == j else f"{xs[i]}-{xs[j]}")
+        out.append((xs[i], xs[j]))
         i = j + 1
-    return ",".join(out)
+    return out
+
+
+def compress(indices: Iterable[int]) -> str:
+    """Indices as Slurm lists them: sorted, duplicates dropped, runs as ``a-b``."""
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs(indices))
 
 
 def _number(text: str) -> bool:

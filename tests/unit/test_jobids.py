@@ -17,6 +17,7 @@ from shim.jobids import JobId, JobIdError
 def test_compress_and_expand():
     assert jobids.compress([7, 1, 3, 5, 6, 5]) == "1,3,5-7"
     assert jobids.compress([]) == ""
+    assert jobids.runs([7, 1, 3, 5, 6, 5]) == [(1, 1), (3, 3), (5, 7)]  # (Grid Engine's task ids too: ops.task_ids)
     assert jobids.expand("3") == [3]
     assert jobids.expand("3-5:1") == [3, 4, 5]
     assert jobids.expand("1-9:4, 12,,") == [1, 5, 9, 12]

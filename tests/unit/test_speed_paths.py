@@ -416,9 +416,7 @@ def _squeue_calls(capsys, monkeypatch, *argv, me="root"):
     b.add("qstat", ["-u", "*", "-r", "-xml"], stdout=MIXED.read_text())
     b.add("qconf", ["-se", "global"], stdout=(SGE / "live-qconf-se-global.txt").read_text())
     backends.use(b)
-    from shim.cli import squeue as sq
-
-    monkeypatch.setattr(sq, "current_user", lambda: me)
+    monkeypatch.setattr("shim.users.current", lambda: me)
     rc = dispatch("squeue", list(argv))
     out, err = capsys.readouterr()
     return (rc, out, err), [c for c, _ in b.calls if c[0] == "qstat"]

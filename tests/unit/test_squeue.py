@@ -205,9 +205,7 @@ def test_users(capsys):
 
 
 def test_me_is_the_calling_user(capsys, monkeypatch):
-    import shim.cli.squeue as cli
-
-    monkeypatch.setattr(cli, "current_user", lambda: "alice")
+    monkeypatch.setattr("shim.users.current", lambda: "alice")
     assert ok(capsys, MIXED, "--me") == ok(capsys, MIXED, "-u", "alice")
 
 

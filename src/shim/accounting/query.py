@@ -9,7 +9,6 @@ name or id, and the default time window (midnight today, or the whole history fo
 from __future__ import annotations
 
 import grp
-import pwd
 import time
 
 from ..errors import ShimError
@@ -95,18 +94,17 @@ def parse_jobs(text: str) -> list[JobSel]:
 
 
 def resolve_users(text: str) -> set[str] | None:
-    """-u: names or uids -> user names; "-1" means everyone (None)."""
+    """-u: names or uids (users.name_of) -> user names; "-1" means everyone (None)."""
+    from ..users import name_of
+
     if text == "-1":
         return None
     out: set[str] = set()
     for item in split_list(text):
-        try:
-            if item.isdigit():
-                out.add(pwd.getpwuid(int(item)).pw_name)
-            else:
-                out.add(pwd.getpwnam(item).pw_name)
-        except KeyError:
-            raise ShimError(f"Invalid user id: {item}", code=1) from None
+        name = name_of(item)
+        if name is None:
+            raise ShimError(f"Invalid user id: {item}", code=1)
+        out.add(name)
     return out
 
 

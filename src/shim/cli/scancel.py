@@ -24,6 +24,7 @@ import signal as _signal
 import sys
 
 from .. import cancel, jobs, state
+from .. import users as passwd
 from ..cancel import Plan, Target
 from ..errors import ShimError
 from . import common
@@ -155,15 +156,6 @@ def _sleep(seconds: float) -> None:
     time.sleep(seconds)
 
 
-def current_user() -> str:
-    import pwd
-
-    try:
-        return pwd.getpwuid(os.getuid()).pw_name
-    except KeyError:
-        return str(os.getuid())
-
-
 def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
     parsed, positional = getopt(TABLE, argv, stop_at_positional=False)
     opts = Options()
@@ -191,16 +183,14 @@ def main(argv: list[str]) -> int:
             states.add(st.long)
     users = None
     if opts.user:
-        import pwd
-
         users = set()
         for u in opts.user.split(","):
-            try:
-                users.add(pwd.getpwuid(int(u)).pw_name if u.isdigit() else pwd.getpwnam(u).pw_name)
-            except (KeyError, ValueError):
-                raise error(f"Invalid user name: {u}") from None
+            name = passwd.name_of(u)
+            if name is None:
+                raise error(f"Invalid user name: {u}")
+            users.add(name)
     if opts.me:
-        users = (users or set()) | {current_user()}
+        users = (users or set()) | {passwd.current()}
     filters = cancel.Filters(states, users, opts.name, opts.partition, opts.account, opts.qos, opts.nodelist,
                              opts.reservation, opts.wckey)
     if not targets and not filters.given:
@@ -271,7 +261,7 @@ def main(argv: list[str]) -> int:
     failed = refusal.slurm_error(refusal.OTHER, outcome.text, "Grid Engine refused") \
         if not outcome.ok and not outcome.jobs else ""
 
-    me = current_user()
+    me = passwd.current()
     uid = os.getuid()
     unrecorded: list[str] = []
     for p in plans:
@@ -379,7 +369,7 @@ def signal_plans(cfg, plans: list[Plan], sig: int, batch: bool, full: bool, *, v
     every signal). Returns the exit code."""
     if full:
         batch = False  # scancel.1: -b is ignored with -f
-    me, uid = current_user(), os.getuid()
+    me, uid = passwd.current(), os.getuid()
     rc = 0
     waiting: list[Plan] = []
     sent: set[str] = set()

@@ -95,27 +95,27 @@ def _job_ids(text: str) -> list[int]:
 
 
 def _users(text: str) -> tuple[set[str], list[str]]:
-    """opts.c _build_user_list: names or uids; an unknown one is reported and skipped."""
-    import pwd
+    """opts.c _build_user_list: names or uids (users.name_of); an unknown one is reported and skipped."""
+    from ..users import name_of
 
     names, errs = set(), []
     for word in [w for w in text.split(",") if w]:
-        try:
-            names.add(pwd.getpwuid(int(word)).pw_name if word.isdigit() else pwd.getpwnam(word).pw_name)
-        except (KeyError, ValueError):
+        name = name_of(word)
+        if name is None:
             errs.append(f"{PROG}: error: Invalid user: {word}\n")
+        else:
+            names.add(name)
     return names, errs
 
 
-def partition_of(cfg, queues: tuple[str, ...]) -> str:
-    """The partition of a job's hard queue request (``debug`` or ``debug@host``); the default
-    partition when it named none."""
+def partition_of(qmap, queues: tuple[str, ...]) -> str:
+    """The partition of a job's hard queue request (``debug`` or ``debug@host``), by the site
+    config's queue map (backends.qstat.QueueMap); the default partition when it named none of
+    the partitions' queues."""
     for q in queues:
-        base = q.split("@")[0]
-        for name, p in cfg.partitions.items():
-            if p.queue == base:
-                return name
-    return cfg.default_partition
+        if q.split("@", 1)[0] in qmap.by_queue:
+            return qmap.partition(q)
+    return qmap.default
 
 
 def _weight(sconf: dict[str, str], key: str) -> float:
@@ -144,7 +144,10 @@ def rows(cfg, jobs: list, sconf: dict[str, str]) -> list[view.Row]:
     def w(key: str) -> float:
         return _weight(sconf, key)
 
+    from ..backends.qstat import QueueMap
+
     wt, wu, wp = w("weight_ticket"), w("weight_urgency"), w("weight_priority")
+    qmap = QueueMap(cfg) if jobs else None
     out = []
     for j in jobs:
         if "h" in j.state or "E" in j.state:
@@ -153,7 +156,7 @@ def rows(cfg, jobs: list, sconf: dict[str, str]) -> list[view.Row]:
         total = j.rrcontr + j.wtcontr + j.dlcontr
         part = (lambda x: urgency * x / total) if total > 0 else (lambda x: 0.0)
         out.append(view.Row(
-            job_id=j.job, partition=partition_of(cfg, j.queues), user=j.owner, account=j.project,
+            job_id=j.job, partition=partition_of(qmap, j.queues), user=j.owner, account=j.project,
             nice=-j.ppri, priority=round(j.prio * scale), site=part(j.dlcontr), age=part(j.wtcontr),
             fairshare=wt * j.ntix * scale, jobsize=part(j.rrcontr), qos_prio=wp * j.nppri * scale,
             cluster=cfg.cluster.name))

@@ -9,6 +9,7 @@ import os
 import sys
 import time
 
+from .. import users as passwd
 from ..errors import ShimError
 from . import common
 from ..options.getopt import Table, getopt
@@ -420,29 +421,19 @@ def __getattr__(name: str):
 
 
 def resolve_users(text: str) -> tuple[set[str], list[str]]:
-    """-u: names or numeric uids; returns (known names, unknown words)."""
-    import pwd
-
+    """-u: names or numeric uids (users.name_of); returns (known names, unknown words)."""
     names: set[str] = set()
     bad: list[str] = []
     for tok in text.split(","):
         tok = tok.strip()
         if not tok:
             continue
-        try:
-            names.add(pwd.getpwuid(int(tok)).pw_name if tok.isdigit() else pwd.getpwnam(tok).pw_name)
-        except (KeyError, ValueError):
+        name = passwd.name_of(tok)
+        if name is None:
             bad.append(tok)
+        else:
+            names.add(name)
     return names, bad
-
-
-def current_user() -> str:
-    import pwd
-
-    try:
-        return pwd.getpwuid(os.getuid()).pw_name
-    except KeyError:
-        return str(os.getuid())
 
 
 def main(argv: list[str]) -> int:
@@ -482,7 +473,7 @@ def _main(argv: list[str]) -> int:
     if opts.users:
         users, user_errors = resolve_users(opts.users)
     if opts.me:
-        users = (users or set()) | {current_user()}
+        users = (users or set()) | {passwd.current()}
     if opts.nodelist:  # a bad or oversized -w fails here, before qstat, as Slurm's option parsing does
         from ..hostlist import count
 
@@ -504,12 +495,7 @@ def _main(argv: list[str]) -> int:
     if job_ids and not (opts.json or opts.yaml):
         # -j: the named jobs' records alone (jobs.list_jobs' ``only``): the caller's own jobs are
         # listed first, not the whole queue
-        import pwd
-
-        try:
-            me = pwd.getpwuid(os.getuid()).pw_name
-        except KeyError:
-            me = None  # (jobs.list_jobs asks qstat -j first)
+        me = passwd.own_name()  # (None: jobs.list_jobs asks qstat -j first)
         started = q.start(cfg, q.listing_args([me])) if me else None
     elif users and not (opts.json or opts.yaml):  # -u/--me: those users' jobs (jobs.list_jobs' ``users``)
         started = q.start(cfg, q.listing_args(sorted(users)))

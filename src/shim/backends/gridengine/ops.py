@@ -76,17 +76,10 @@ def signal_operation(sig: int | None) -> str | None:
 
 def task_ids(job: int, tasks: list[int]) -> list[str]:
     """Grid Engine's ids for some tasks of an array job: ``5.1-3:1``-style ranges, one per run of
-    consecutive task numbers (a task list Grid Engine takes in one argument per run)."""
-    out: list[str] = []
-    tasks = sorted(set(tasks))
-    i = 0
-    while i < len(tasks):
-        j = i
-        while j + 1 < len(tasks) and tasks[j + 1] == tasks[j] + 1:
-            j += 1
-        out.append(f"{job}.{tasks[i]}" if i == j else f"{job}.{tasks[i]}-{tasks[j]}")
-        i = j + 1
-    return out
+    consecutive task numbers (jobids.runs; a task list Grid Engine takes in one argument per run)."""
+    from ...jobids import runs
+
+    return [f"{job}.{a}" if a == b else f"{job}.{a}-{b}" for a, b in runs(tasks)]
 
 
 def batches(ids: list[str], size: int = QDEL_BATCH) -> list[list[str]]:
