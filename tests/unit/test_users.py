@@ -16,14 +16,6 @@ def test_a_user_is_named_by_name_or_uid():
     assert users.name_of("²") is None  # a digit Python's int() refuses: no user, not a traceback
 
 
-def _has(uid: int) -> bool:
-    try:
-        pwd.getpwuid(uid)
-        return True
-    except KeyError:
-        return False
-
-
 def test_the_calling_user_is_the_uid_in_digits_without_a_passwd_entry(monkeypatch):
     assert users.current() == users.own_name() == pwd.getpwuid(os.getuid()).pw_name
     monkeypatch.setattr(os, "getuid", lambda: 4294967200)
