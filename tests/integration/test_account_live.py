@@ -1,6 +1,8 @@
 """Accounts Grid Engine refuses as they are (issue 15 part 5): ``-A project@gpu`` (the form of
 several large European centres) is queued, stored reversibly as job names are (Grid Engine: "At
-('@') not allowed in objectname"), and shown unchanged by squeue %a, scontrol and sacct."""
+('@') not allowed in objectname"), and shown unchanged by squeue %a, scontrol and sacct, as Slurm
+prints the job's account string as it is (src/squeue/print.c _print_job_account; src/api/job_info.c
+slurm_sprint_job_info, "Account=%s")."""
 
 from __future__ import annotations
 

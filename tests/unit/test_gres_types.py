@@ -2,7 +2,7 @@
 its cluster has (``[gres.<name>.types]``): each is its own consumable, or the value of a host
 complex that selects the model (``select``). A type the cluster does not have is refused as Slurm
 refuses a type no node has (gres.conf Type= is a node property; select_nodes finds no node:
-ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)."""
+ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, src/slurmctld/node_scheduler.c _pick_best_nodes)."""
 
 from __future__ import annotations
 
