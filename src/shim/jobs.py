@@ -20,7 +20,9 @@ from datetime import datetime
 TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
 
 from . import state
-from .records import USER_IDS, Reader, cancel_ended, ended_reason, group_of, memory_request, user_ids
+from .records import (NO_RECORD, USER_IDS, Reader, Submitted, cancel_ended, ended_reason, group_of, memory_request,
+                      user_ids)
+from .request import MISSING
 from .backends import qstat as q
 from .backends.units import ge_time
 from .model import ACTIVE_STATES, FIELDS, JobRecord  # noqa: F401  (ACTIVE_STATES: cli/scancel and squeue read it from here)
@@ -97,7 +99,7 @@ def _int(v: Any, default: int) -> int:
 # the submit record, read on demand
 
 
-def submit_record(cfg: SiteConfig, rec: JobRecord) -> dict[str, Any] | None:
+def submit_record(cfg: SiteConfig, rec: JobRecord) -> Submitted | None:
     """The shim's submit record of the job (cached on the record); None for non-shim jobs. Only
     the record of the job's owner as Grid Engine reports it (or root's copy of it) counts, and
     only one stamped for the Grid Engine job with this number (see records.py)."""
@@ -202,7 +204,7 @@ def ge_ids(cfg: SiteConfig, job_id: int, tasks: list[int] | None, rec: JobRecord
         return [str(job_id)]
     from .backends.gridengine.ops import task_ids
 
-    array = ((submit_record(cfg, rec) if rec is not None else None) or {}).get("array") or []
+    array = ((submit_record(cfg, rec) if rec is not None else None) or NO_RECORD).array or []
     if array:
         pos = {int(v): i + 1 for i, v in enumerate(array)}
         tasks = [pos[i] for i in tasks if i in pos]
@@ -222,50 +224,47 @@ def detail(rec: JobRecord, cfg: SiteConfig) -> JobRecord:
         if not rec.work_dir:
             rec.work_dir = ""
         return rec
-    rec.comment = s.get("comment") or rec.comment
-    rec.account = s.get("account") or rec.account
-    rec.qos = s.get("qos") or rec.qos
-    rec.work_dir = s.get("workdir") or s.get("work_dir") or rec.work_dir
-    rec.dependency = s.get("dependency") or rec.dependency
-    array = bool(s.get("array"))
-    default_out = "slurm-%A_%a.out" if array else "slurm-%j.out"
-    out = s.get("stdout") or default_out
-    err = s.get("stderr") or out
+    rec.comment = s.comment or rec.comment
+    rec.account = s.account or rec.account
+    rec.qos = s.qos or rec.qos
+    rec.work_dir = s.workdir or s.work_dir or rec.work_dir
+    rec.dependency = s.dependency or rec.dependency
+    default_out = "slurm-%A_%a.out" if s.array else "slurm-%j.out"
+    out = s.stdout or default_out
+    err = s.stderr or out
     base = rec.work_dir or ""
     rec.std_out = out if os.path.isabs(out) or not base else os.path.join(base, out)
     rec.std_err = err if os.path.isabs(err) or not base else os.path.join(base, err)
-    if s.get("stdin"):
-        rec.std_in = s["stdin"]
-    if s.get("command"):
-        rec.command = s["command"]
-    elif s.get("script_path"):
-        rec.command = s["script_path"]
-    ntasks = _int(s.get("ntasks"), rec.num_tasks)
-    cpt = _int(s.get("cpus_per_task"), 1)
+    if s.stdin:
+        rec.std_in = s.stdin
+    if s.command:
+        rec.command = s.command
+    elif s.script_path:
+        rec.command = s.script_path
+    ntasks = s.get("ntasks", rec.num_tasks)
+    cpt = s.get("cpus_per_task", 1)
     rec.num_tasks = ntasks
     rec.cpus_per_task = cpt
     if rec.state == "PENDING" or not rec.num_cpus:
         rec.num_cpus = max(rec.num_cpus, ntasks * cpt)
-    rec.num_nodes = _int(s.get("nodes"), rec.num_nodes)
+    rec.num_nodes = s.get("nodes", rec.num_nodes)
     asked = memory_request(s)  # (the partition's default only where Grid Engine's request had none)
     if asked is not None and not (asked[2] and rec.min_memory_mb is not None):
         rec.min_memory_mb, rec.mem_per_cpu = int(asked[0]), asked[1]
-    t = s.get("time")
-    if t is not None:
-        rec.time_limit = int(t)
-    if s.get("licenses"):
-        rec.licenses = s["licenses"]
-    if s.get("gres") and not rec.gres:
-        g = s["gres"]
-        rec.gres = ",".join(x if x.startswith("gres:") else f"gres:{x}" for x in str(g).split(","))
-    if s.get("nice") is not None:
-        rec.nice = _int(s.get("nice"), 0)
-    if s.get("requeue") is not None:
-        rec.requeue = bool(s["requeue"])
-    if s.get("submit_time") and rec.submit_time is None:
-        rec.submit_time = _dt(float(s["submit_time"]))
-    if s.get("features"):
-        rec.features = s["features"]
+    if s.time is not MISSING:
+        rec.time_limit = s.time
+    if s.licenses:
+        rec.licenses = s.licenses
+    if s.gres and not rec.gres:
+        rec.gres = ",".join(x if x.startswith("gres:") else f"gres:{x}" for x in s.gres.split(","))
+    if s.nice is not MISSING:
+        rec.nice = s.nice
+    if s.requeue is not MISSING:
+        rec.requeue = s.requeue
+    if s.submit_time and rec.submit_time is None:
+        rec.submit_time = _dt(float(s.submit_time))
+    if s.features:
+        rec.features = s.features
     return rec
 
 
@@ -495,16 +494,15 @@ def _finish_active(rec: JobRecord, cfg: SiteConfig, qmap: q.QueueMap, cache: q.R
         rec.start_time = dts[ts] = _dt(ts)
     if rec.queue and qmap.shared and qmap.ambiguous(rec.queue):
         s = submit_record(cfg, rec)
-        if s and s.get("partition"):
-            rec.partition = s["partition"]
+        if s and s.partition:
+            rec.partition = s.partition
     pe = row.get("pe")
     if pe and any(pe == p.pe_multinode for p in cfg.partitions.values()):
         detail(rec, cfg)
     if "ge_tasks" in extra or "ge_task" in extra:
-        s = submit_record(cfg, rec)
-        array = (s or {}).get("array") or []
-        throttle = (s or {}).get("throttle")
-        rec.array_max_tasks = int(throttle) if throttle else None
+        s = submit_record(cfg, rec) or NO_RECORD
+        array = s.array or []
+        rec.array_max_tasks = s.throttle or None
 
         def idx(t: int) -> int:
             return int(array[t - 1]) if array and 1 <= t <= len(array) else t
@@ -529,17 +527,9 @@ def _finish_active(rec: JobRecord, cfg: SiteConfig, qmap: q.QueueMap, cache: q.R
 BEGIN_LOOKUPS = 200  # submit records read per listing to find jobs waiting for --begin
 
 
-def _begin_ts(s: dict[str, Any] | None) -> float | None:
-    v = (s or {}).get("begin")
-    if v in (None, ""):
-        return None
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        try:
-            return datetime.fromisoformat(str(v)).timestamp()
-        except ValueError:
-            return None
+def _begin_ts(s: Submitted | None) -> float | None:
+    v = (s or NO_RECORD).begin  # (records._begin: a timestamp, an old record's ISO time read as one)
+    return None if v is MISSING else float(v)
 
 
 QUOTA_COMMANDS = frozenset({"squeue", "scontrol"})  # list_jobs asks which jobs a quota holds for these
@@ -803,7 +793,7 @@ def _is_array(active: list[JobRecord]) -> bool:
 
 
 def _ended_of(cfg: SiteConfig, job_id: int, keys: set[tuple[int | None, str]], active: list[JobRecord],
-              events: dict, submit: dict | None, now: float, owner: int) -> list[JobRecord]:
+              events: dict, submit: Submitted | None, now: float, owner: int) -> list[JobRecord]:
     active_tasks: set[int] = set()
     for r in active:
         if r.array_task is not None:
@@ -829,7 +819,7 @@ def _ended_of(cfg: SiteConfig, job_id: int, keys: set[tuple[int | None, str]], a
     return made
 
 
-def ended_record(cfg: SiteConfig, job_id: int, task: int | None, events: dict, submit: dict | None,
+def ended_record(cfg: SiteConfig, job_id: int, task: int | None, events: dict, submit: Submitted | None,
                  now: float, owner: int | None = None) -> JobRecord | None:
     """A job (or array task) Grid Engine no longer lists, rebuilt from the shim's records (read
     and checked by records.Reader); ``owner``: whose job it is (its records' directory)."""
@@ -838,22 +828,22 @@ def ended_record(cfg: SiteConfig, job_id: int, task: int | None, events: dict, s
     start = events.get((task, "start"))
     if end is None and cancel is None:
         return None
-    s = submit or {}
+    s = submit or NO_RECORD
     info = cancel or {}
     rec = JobRecord(job_id=job_id, array_task=task)
-    rec.name = s.get("name") or info.get("name") or ""
+    rec.name = s.name or info.get("name") or ""
     if owner is not None:
         from .records import user_name
 
         rec.user = user_name(owner)
         rec.uid, rec.gid = owner, user_ids(rec.user)[1]
     else:
-        rec.user = s.get("user") or info.get("owner") or info.get("user") or ""
+        rec.user = s.user or info.get("owner") or info.get("user") or ""
         rec.uid, rec.gid = user_ids(rec.user) if rec.user else (None, None)
-        if s.get("uid") is not None:
-            rec.uid = int(s["uid"])
-    rec.partition = s.get("partition") or info.get("partition") or cfg.default_partition
-    rec.array_max_tasks = int(s["throttle"]) if s.get("throttle") else None
+        if s.uid is not MISSING:
+            rec.uid = s.uid
+    rec.partition = s.partition or info.get("partition") or cfg.default_partition
+    rec.array_max_tasks = s.throttle or None
     if cancel_ended(end, cancel):
         assert cancel is not None
         rec.state = "CANCELLED"
@@ -879,8 +869,8 @@ def ended_record(cfg: SiteConfig, job_id: int, task: int | None, events: dict, s
         st = end.get("start") or (start or {}).get("t")
         rec.start_time = _dt(st)
     rec.batch_host = rec.nodes[0] if rec.nodes else ""
-    if s.get("submit_time"):
-        rec.submit_time = _dt(float(s["submit_time"]))
+    if s.submit_time:
+        rec.submit_time = _dt(float(s.submit_time))
     rec.extra["submit"] = submit
     rec.extra["ended"] = True
     if rec.start_time and rec.end_time:

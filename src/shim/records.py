@@ -12,6 +12,10 @@ Where records live and how a file is checked is state.py's business. On top of t
 - Every value a reader uses is checked for its type and range (``clean``); anything else is
   dropped, as if the record did not say it. A record is its writer's free text: it may make that
   writer's own jobs look odd, never crash or hang a command of anyone's.
+- A submit record is read typed: a ``Submitted`` (a frozen ``request.Frozen``), whose fields are
+  ``SUBMIT_TYPES``' keys holding the checked values (MISSING where the record says nothing valid);
+  ``get`` and ``to_dict`` still give the whole cleaned record by key. Events stay plain dicts
+  (``clean_event``): their few readers take them by key.
 
 A ``Reader`` is one command's view: it verifies each user's directory once and lists a directory
 instead of opening one file per job once that is cheaper, as the single shared directory did.
@@ -25,6 +29,7 @@ import re
 from datetime import datetime
 
 from . import state
+from .request import MISSING, Frozen
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
 if TYPE_CHECKING:
@@ -128,8 +133,56 @@ def clean(data: dict[str, Any] | None, types: dict[str, Callable[[Any], Any]]) -
     return out
 
 
-def clean_submit(data: dict[str, Any] | None) -> dict[str, Any] | None:
-    return clean(data, SUBMIT_TYPES)
+SUBMITTED = tuple(SUBMIT_TYPES)
+
+
+class Submitted(Frozen):
+    """A submit record as its readers take it: each field of ``SUBMIT_TYPES`` is the value the
+    record holds when that passes its check (``clean``), else MISSING, as if the record did not say
+    it. ``get`` is the readers' dict idiom over the whole cleaned record: keys that are no field
+    (``interactive``, ``export``, the geometry srun's steps read) pass as stored, as ``clean``
+    leaves them. ``to_dict`` is that cleaned record key for key (what scontrol
+    update writes back), and a record that keeps nothing is false, as its empty dict was.
+
+    A field's value is in the instance's ``__dict__`` when the record holds one, else it is the
+    class's MISSING (one small dict a record, no per-field loop: a listing reads thousands).
+    ``MISSING`` is false, so ``s.comment or x`` reads as ``s.get("comment") or x`` did."""
+
+    __slots__ = ("__dict__", "_kept")
+    FIELDS = SUBMITTED
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        kept = clean(data, SUBMIT_TYPES)
+        set_ = object.__setattr__
+        set_(self, "__dict__", {k: v for k, v in kept.items() if k in SUBMIT_TYPES})  # type: ignore[union-attr]
+        set_(self, "_kept", kept)
+
+    def __bool__(self) -> bool:
+        return bool(self._kept)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._kept.get(name, default)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self._kept)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Submitted:
+        return cls(data)
+
+    def replace(self, **changes: Any) -> Submitted:
+        data = {**self._kept, **changes}
+        return type(self)({k: v for k, v in data.items() if v is not MISSING})
+
+
+for _name in SUBMITTED:
+    setattr(Submitted, _name, MISSING)
+del _name
+NO_RECORD = Submitted({})  # what a job without a submit record reads as: every field MISSING, false
+
+
+def clean_submit(data: dict[str, Any] | None) -> Submitted | None:
+    return None if data is None else Submitted(data)
 
 
 def clean_event(data: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -149,7 +202,7 @@ def names_user(v: Any, uid: int) -> bool:
     return type(v) is str and bool(v) and state.uid_of(v) == uid
 
 
-def speaks_for(data: dict[str, Any], dir_uid: int, owner: int, field: str) -> bool:
+def speaks_for(data: dict[str, Any] | Submitted, dir_uid: int, owner: int, field: str) -> bool:
     """May a record found in ``dir_uid``'s directory speak about a job of ``owner``?"""
     claimed = data.get(field)
     if dir_uid == owner:
@@ -157,7 +210,7 @@ def speaks_for(data: dict[str, Any], dir_uid: int, owner: int, field: str) -> bo
     return dir_uid == 0 and names_user(claimed, owner)
 
 
-def of_job(data: dict[str, Any], ge_submit: float | None, event: bool = False) -> bool:
+def of_job(data: dict[str, Any] | Submitted, ge_submit: float | None, event: bool = False) -> bool:
     """Can a record belong to the Grid Engine job submitted at ``ge_submit`` (None: unknown)?"""
     if ge_submit is None:
         return True
@@ -187,17 +240,17 @@ def ended_reason(reason: str) -> str:
     return "None" if reason == "DependencyNeverSatisfied" else reason
 
 
-def memory_request(s: dict[str, Any]) -> tuple[Any, bool, bool] | None:
+def memory_request(s: Submitted) -> tuple[Any, bool, bool] | None:
     """The memory sbatch asked for, from its submit record, as Slurm keeps one figure for it:
     ``(MB, per CPU, the partition's default)`` from --mem (per node), else --mem-per-cpu, else
     the partition's DefMemPerCPU; None when there is none. (squeue's job detail and sacct's
     ReqMem and TRES; MB as recorded.)"""
-    if s.get("mem_mb"):
-        return s["mem_mb"], False, False
-    if s.get("mem_per_cpu_mb"):
-        return s["mem_per_cpu_mb"], True, False
-    if s.get("default_mem_per_cpu"):
-        return s["default_mem_per_cpu"], True, True
+    if s.mem_mb:
+        return s.mem_mb, False, False
+    if s.mem_per_cpu_mb:
+        return s.mem_per_cpu_mb, True, False
+    if s.default_mem_per_cpu:
+        return s.default_mem_per_cpu, True, True
     return None
 
 
@@ -297,7 +350,7 @@ class Reader:
         self._ids: dict[int, set[int] | None] = {}
         self._misses = 0
         self._sizes: dict[int, int] = {}
-        self._found: dict[tuple[int, int], list[dict[str, Any]]] = {}  # (job, owner) -> records read
+        self._found: dict[tuple[int, int], list[Submitted]] = {}  # (job, owner) -> records read
         self._events: dict[int, dict[int, dict[tuple[int | None, str], str]]] = {}
         self._listed: dict[int, list[str]] = {}  # each user's events/ as listed (one listdir per command)
         self._narrowed: dict[int, dict[int, dict[tuple[int | None, str], str]]] = {}
@@ -312,7 +365,7 @@ class Reader:
 
     # submit records
 
-    def submit(self, job_id: int, owner: state.Owner, ge_submit: float | None = None) -> dict[str, Any] | None:
+    def submit(self, job_id: int, owner: state.Owner, ge_submit: float | None = None) -> Submitted | None:
         """sbatch's record of a job of ``owner``; root's copy of it wins when newer."""
         uid = state.uid_of(owner)
         if uid is None:
@@ -326,11 +379,11 @@ class Reader:
             found = self._found[key] = [d for d in found if d is not None]
         best = None
         for data in found:
-            if of_job(data, ge_submit) and (best is None or (data.get("t") or 0) > (best.get("t") or 0)):
+            if of_job(data, ge_submit) and (best is None or (data.t or 0) > (best.t or 0)):
                 best = data
         return best
 
-    def _submit_in(self, d_uid: int, job_id: int, owner: int) -> dict[str, Any] | None:
+    def _submit_in(self, d_uid: int, job_id: int, owner: int) -> Submitted | None:
         d = self.dir(d_uid)
         if d is None:
             return None

@@ -11,7 +11,11 @@ Both are frozen classes with ``__slots__``, written by hand: ``dataclasses`` cos
 sbatch's start. A field that a command does not set is absent from the JSON form (salloc's record
 has no ``get_user_env``), so a record is key for key what the command wrote before these classes
 existed; records carry ``version`` (absent in older records, which have the same layout: version 1).
-Readers still read the stored JSON by key; ``SubmitRecord.from_json`` reads it typed.
+
+The readers of a stored record (squeue, sacct, scontrol, srun, the job wrapper) take it typed too,
+but not as a SubmitRecord: that file is its writer's free text, so ``records.Submitted`` (a Frozen
+too) holds only what passes ``records.SUBMIT_TYPES``' checks, MISSING for the rest.
+``SubmitRecord.from_json`` reads the JSON as written, unchecked.
 """
 
 from __future__ import annotations

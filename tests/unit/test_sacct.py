@@ -659,17 +659,20 @@ def test_one_reading_of_sbatchs_memory_request(site):
     """records.memory_request, sacct's ReqMem (accounting.rows) and squeue's job detail read the
     submit record alike: --mem per node, else --mem-per-cpu, else the partition's DefMemPerCPU."""
     from shim.accounting.rows import Lookups, _geometry
-    from shim.records import memory_request
+    from shim.records import Submitted, memory_request
 
-    assert memory_request({"mem_mb": 4000, "mem_per_cpu_mb": 100, "default_mem_per_cpu": 50}) == (4000, False, False)
-    assert memory_request({"mem_mb": None, "mem_per_cpu_mb": 100, "default_mem_per_cpu": 50}) == (100, True, False)
-    assert memory_request({"mem_mb": 0, "default_mem_per_cpu": 50}) == (50, True, True)
-    assert memory_request({"mem_mb": None}) is None
+    def memory_request_of(data):
+        return memory_request(Submitted(data))  # (as records.Reader reads a record: cleaned)
+
+    assert memory_request_of({"mem_mb": 4000, "mem_per_cpu_mb": 100, "default_mem_per_cpu": 50}) == (4000, False, False)
+    assert memory_request_of({"mem_mb": None, "mem_per_cpu_mb": 100, "default_mem_per_cpu": 50}) == (100, True, False)
+    assert memory_request_of({"mem_mb": 0, "default_mem_per_cpu": 50}) == (50, True, True)
+    assert memory_request_of({"mem_mb": None}) is None
     ctx = Lookups(siteconf.get(), NOW)
-    assert _geometry(ctx, {"nodes": 2, "mem_mb": 4000}, 8)[:2] == (2, 8000.0)  # per node
-    assert _geometry(ctx, {"nodes": 2, "mem_per_cpu_mb": 100}, 8)[:2] == (2, 800.0)  # per CPU
-    assert _geometry(ctx, {"nodes": 1, "default_mem_per_cpu": 50}, 4)[:2] == (1, 200.0)
-    assert _geometry(ctx, {"nodes": 1}, 4)[:2] == (1, None)
+    assert _geometry(ctx, Submitted({"nodes": 2, "mem_mb": 4000}), 8)[:2] == (2, 8000.0)  # per node
+    assert _geometry(ctx, Submitted({"nodes": 2, "mem_per_cpu_mb": 100}), 8)[:2] == (2, 800.0)  # per CPU
+    assert _geometry(ctx, Submitted({"nodes": 1, "default_mem_per_cpu": 50}), 4)[:2] == (1, 200.0)
+    assert _geometry(ctx, Submitted({"nodes": 1}), 4)[:2] == (1, None)
     # a job without the shim's record: the request in its accounting category, read by the one
     # reader of Grid Engine's values (sge_types: 4G is 4 GiB, 4g 4e9 bytes), as squeue reads qstat's
     mc = ctx.cfg.memory.complex
@@ -681,7 +684,7 @@ def test_one_reading_of_sbatchs_memory_request(site):
 
     def squeue_memory(s, from_grid_engine=None):
         rec = JobRecord(job_id=5, min_memory_mb=from_grid_engine)
-        rec.extra["submit"] = s
+        rec.extra["submit"] = Submitted(s)
         rec = jobs.detail(rec, siteconf.get())
         return rec.min_memory_mb, rec.mem_per_cpu
 
@@ -771,7 +774,7 @@ def test_users_and_groups_have_one_lookup(site):
     assert records.user_ids("root") == (0, 0) and records.user_ids("no-such-user-x") == (None, None)
     assert records.primary_group(0) == "root" and records.primary_group(uid) is None
     ctx = Lookups(siteconf.get(), NOW)
-    ident = _ident(ctx, 5, {"uid": uid}, "x", "", "", "", "")
+    ident = _ident(ctx, 5, records.Submitted({"uid": uid}), "x", "", "", "", "")
     assert (ident["uid"], ident["group"], ident["gid"]) == (uid, "", None)
     ident = _ident(ctx, 5, None, "x", "root", "", "", "")
     assert (ident["user"], ident["uid"], ident["group"], ident["gid"]) == ("root", 0, "root", 0)

@@ -162,7 +162,7 @@ def test_submit_records_state_and_prints_slurms_line(capsys, monkeypatch, tmp_pa
     assert sbatch.main([]) == 0
     assert capsys.readouterr().out == "Submitted batch job 4242\n"
     rec = records.Reader(siteconf.get()).submit(4242, None)
-    assert rec["name"] == "fromdirective" and rec["time"] == 10
+    assert rec.name == "fromdirective" and rec.time == 10
     (call_argv, stdin), = b.calls
     assert call_argv[0] == "qsub" and stdin.startswith(b"#!/bin/sh\n")
 
@@ -236,10 +236,10 @@ def test_secrets_go_to_a_private_file_not_the_record_or_the_script(capsys, monke
     assert secret["export_file"] == {"DB_PASSWORD": "from-export-file-s3cr3t"}
     assert secret["export_raw"] == "ALL,API_TOKEN=tok-123"
     rec = records.Reader(siteconf.get()).submit(4242, None)
-    text = json.dumps(rec)
+    text = json.dumps(rec.to_dict())
     assert "tok-123" not in text and "s3cr3t" not in text and "hunter2" not in text
-    assert rec["export"] == {"all": True, "vars": ["API_TOKEN"]} and rec["export_file"] == ["DB_PASSWORD"]
-    assert rec["export_raw"] == "ALL,API_TOKEN" and rec["sub"] == payload["sub"]
+    assert rec.get("export") == {"all": True, "vars": ["API_TOKEN"]} and rec.get("export_file") == ["DB_PASSWORD"]
+    assert rec.get("export_raw") == "ALL,API_TOKEN" and rec.sub == payload["sub"]
 
 
 def test_without_a_private_file_the_environment_stays_in_the_script_with_a_warning(capsys, monkeypatch):

@@ -303,7 +303,7 @@ def test_update_shim_job_changes_its_record(capsys, site):
     assert (rc, err) == (0, "")
     assert calls == [["qalter", "-N", names.encode("renamed x"), "-q", "gpu", "-l", "h_rt=960", "112"]]
     rec = records.Reader(str(site)).submit(112, None)
-    assert (rec["comment"], rec["name"], rec["partition"], rec["time"]) == ("new one", "renamed x", "gpu", 15)
+    assert (rec.comment, rec.name, rec.partition, rec.time) == ("new one", "renamed x", "gpu", 15)
 
 
 def test_update_refuses_what_grid_engine_cannot_do(capsys):
@@ -373,7 +373,7 @@ def test_update_start_time_uses_slurms_time_grammar(capsys, site):
     assert (rc, err, calls) == (1, "Invalid time specification (pos=4): now+1h\nNo changes specified\n", [])
     rc, out, err, calls = scontrol(capsys, "update", "JobId=112", "StartTime=bogus", "Comment=x")
     assert (rc, err, calls) == (0, "Invalid time specification (pos=0): bogus\n", [])
-    assert records.Reader(str(site)).submit(112, None)["comment"] == "x"
+    assert records.Reader(str(site)).submit(112, None).comment == "x"
 
 
 def test_nice_follows_slurms_rule(capsys, monkeypatch):
@@ -473,7 +473,7 @@ def test_update_argv_of_every_field_through_translate_alter(capsys, site):
     assert calls == [["qalter", "-q", "debug", "-p", "-3", "-A", "acc", "-N", "n", "-l", "h_rt=360",
                       "-a", "202612010000.00", "112"]]
     rec = records.Reader(str(site)).submit(112, None)
-    assert (rec["partition"], rec["nice"], rec["account"], rec["name"], rec["time"], rec["begin"]) == \
+    assert (rec.partition, rec.nice, rec.account, rec.name, rec.time, rec.begin) == \
         ("debug", 3, "acc", "n", 5, datetime(2026, 12, 1).timestamp())
     rc, out, err, calls = scontrol(capsys, "update", "JobId=105", "Partition=gpu", "JobName=zz")
     assert (rc, err, calls) == (1, "scontrol: error: Job is no longer pending execution for job 105\n",

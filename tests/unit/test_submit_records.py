@@ -94,3 +94,34 @@ def test_a_record_reads_back_typed():
     with pytest.raises(AttributeError):
         rec.ntasks = 5  # frozen
     assert rec.replace(ntasks=5).ntasks == 5 and rec.ntasks == 4
+
+
+def test_a_stored_record_reads_typed_and_checked():
+    """records.Submitted, what every reader of a stored record gets (records.Reader.submit): each
+    field of SUBMIT_TYPES is the stored value when it passes its check, else MISSING; ``get`` and
+    ``to_dict`` are the cleaned record key for key, keys that are no field included; a record that
+    keeps nothing is false, as its empty dict was."""
+    from shim import records
+    from shim.request import MISSING
+
+    stored = json.loads(WANT["sbatch"][1]["record"])  # (its times are "<time>": no time)
+    rec = records.Submitted(stored)
+    assert rec.ntasks == 4 and rec.cpus_per_task == 2 and rec.name == "named job" and rec.features is MISSING
+    assert rec.t is MISSING and rec.stdout is MISSING and rec.get("stdout", "x") == "x"  # a null: not set
+    kept = records.clean(stored, records.SUBMIT_TYPES)
+    assert rec.to_dict() == kept and list(kept) == [k for k in stored if k in kept]  # (scontrol update writes it back)
+    assert {k: getattr(rec, k) for k in records.SUBMITTED if getattr(rec, k) is not MISSING} == \
+        {k: v for k, v in kept.items() if k in records.SUBMIT_TYPES}
+    assert rec.get("export") == stored["export"] and rec.get("open_mode", "x") is None  # no field: as stored
+    with pytest.raises(AttributeError):
+        rec.ntasks = 5  # frozen
+    with pytest.raises(AttributeError):
+        rec.export  # noqa: B018  (no field: only by get, as stored)
+    bad = records.Submitted({"ntasks": "4", "time": True, "mem_mb": float("nan"), "array": [1, -2], "name": None,
+                             "uid": 2.0, "begin": "2026-12-01T00:00:00", "get": 1, "x": None})
+    assert (bad.ntasks, bad.time, bad.mem_mb, bad.array, bad.name) == (MISSING,) * 5
+    assert bad.uid == 2 and type(bad.uid) is int and bad.begin == records._begin("2026-12-01T00:00:00")
+    assert bad.get("x", 7) is None and bad.get("get") == 1 and bad.get("ntasks", 0) == 0  # (get: still the method)
+    assert bad.replace(ntasks=3, uid=MISSING).ntasks == 3 and "uid" not in bad.replace(uid=MISSING).to_dict()
+    assert records.clean_submit(None) is None and not records.Submitted({}) and not records.NO_RECORD
+    assert records.Submitted({"x": 1}) and records.Submitted({"name": 5}).name is MISSING

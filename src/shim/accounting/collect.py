@@ -39,6 +39,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..records import Submitted
     from ..render.sacct import Row
     from .query import Selection
 
@@ -274,8 +275,7 @@ def need_live(qy: Selection, by_key: dict, ev: Events, ctx: Lookups) -> bool | s
             # sbatch's record names every task; records of an older job with the same number do not count
             done = {k for k, recs in keys.items() if fresh_submit(s, recs[-1]) is not None
                     and recs[-1].failed not in _RUNS_AGAIN}
-            array = s.get("array")
-            tasks_needed: set[int | None] = {int(x) for x in array} if array else {None}
+            tasks_needed: set[int | None] = set(s.array) if s.array else {None}
             for t in tasks_needed:
                 if (job_id, t) in done:
                     continue
@@ -331,13 +331,12 @@ def start_early(qy: Selection, ctx: Lookups, job_ids: set[int] | None, source: _
     return Early(source.get().find_jobs(unsure), probe=set(unsure))
 
 
-def _running_maybe(s: dict | None, job_id: int, ev: Events, owner: Any) -> bool:
+def _running_maybe(s: Submitted | None, job_id: int, ev: Events, owner: Any) -> bool:
     """An sbatch job (of ``owner``) with a task that has neither ended nor been cancelled, as far
     as the shim's events tell: most likely still pending or running."""
     if s is None:
         return False
-    array = s.get("array")
-    for t in ({int(x) for x in array} if array else {None}):
+    for t in (set(s.array) if s.array else {None}):
         if ev.get(job_id, t, "end", owner) is None and ev.get(job_id, t, "cancel", owner) is None:
             return True
     return False

@@ -17,13 +17,15 @@ import os
 from .. import names as jobnames
 from ..backends import qacct
 from ..backends.units import ge_memory_bytes, ge_seconds
-from ..records import ended_reason, group_id, memory_request, primary_group, user_ids
+from ..records import NO_RECORD, ended_reason, group_id, memory_request, primary_group, user_ids
 from ..render import sacct as view
+from ..request import MISSING
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..records import Submitted
     from .events import Events
 
 _UNREAD = object()
@@ -40,7 +42,7 @@ class Lookups:
         self.cluster = cfg.cluster.name
         self._queues: Any = None  # backends.qstat.QueueMap, made at first use
         self.default_partition = cfg.default_partition
-        self._submit: dict[int, dict | None] = {}
+        self._submit: dict[tuple, Submitted | None] = {}
         self._ident: dict[tuple, dict[str, Any]] = {}
         self._geom: dict[tuple, tuple] = {}
         self._limits: dict[str, int] = {}
@@ -78,7 +80,7 @@ class Lookups:
             return owner
         return self.owners.get(job, self.me)
 
-    def submit(self, job: int, owner: Any = None, ge_submit: float | None = None) -> dict | None:
+    def submit(self, job: int, owner: Any = None, ge_submit: float | None = None) -> Submitted | None:
         """sbatch's record of a job of ``owner`` (see Lookups.owner) submitted at ``ge_submit`` (when
         known): records.Reader.submit, cached."""
         owner = self.owner(job, owner)
@@ -89,7 +91,7 @@ class Lookups:
         s = self._submit[key] = self.records().submit(job, owner, ge_submit)  # type: ignore[index]
         return s  # (the Reader reads each job's files once, whatever the submission time asked)
 
-    def ident(self, job: int, s: dict | None, ge_name: str, owner: str, group: str, queue: str,
+    def ident(self, job: int, s: Submitted | None, ge_name: str, owner: str, group: str, queue: str,
               ge_account: str) -> dict[str, Any]:
         key = (id(s) if s else None, ge_name, owner, group, queue, ge_account)
         v = self._ident.get(key)
@@ -97,7 +99,7 @@ class Lookups:
             v = self._ident[key] = _ident(self, job, s, ge_name, owner, group, queue, ge_account)
         return v
 
-    def geometry(self, job: int, s: dict | None, ncpus: int, category: str) -> tuple:
+    def geometry(self, job: int, s: Submitted | None, ncpus: int, category: str) -> tuple:
         key = (job if s else None, ncpus, category)
         v = self._geom.get(key)
         if v is None:
@@ -142,19 +144,19 @@ class Lookups:
 STALE = 3600  # seconds between Grid Engine's and the shim's times beyond which they are different jobs
 
 
-def fresh_submit(s: dict | None, rec: qacct.Record) -> dict | None:
+def fresh_submit(s: Submitted | None, rec: qacct.Record) -> Submitted | None:
     """The submit record, unless it belongs to an earlier job that had the same number."""
-    if s and s.get("submit_time") and rec.submit and abs(float(s["submit_time"]) - rec.submit) > STALE:
+    if s and s.submit_time and rec.submit and abs(float(s.submit_time) - rec.submit) > STALE:
         return None
     return s
 
 
-def _slurm_task(ge_task: int, submit: dict | None) -> int | None:
+def _slurm_task(ge_task: int, submit: Submitted | None) -> int | None:
     if not ge_task:
         return None
-    array = (submit or {}).get("array")
+    array = (submit or NO_RECORD).array
     if array and 1 <= ge_task <= len(array):
-        return int(array[ge_task - 1])
+        return array[ge_task - 1]
     return ge_task
 
 
@@ -165,23 +167,18 @@ def _mem_mb(text: str | None) -> float | None:
     return None if b is None or b == float("inf") else b / (1024 * 1024)
 
 
-def _geometry(ctx: Lookups, s: dict | None, ncpus: int, category: str = "") -> tuple[int, float | None, dict[str, int]]:
+def _geometry(ctx: Lookups, s: Submitted | None, ncpus: int, category: str = "") -> tuple[int, float | None, dict[str, int]]:
     """(nodes, requested memory in MB for the whole job, extra TRES) from the submit record, else
     from the Grid Engine request (category)."""
     extra: dict[str, int] = {}
     if s:
-        nodes = int(s.get("nodes") or 1)
+        nodes = s.nodes or 1
         asked = memory_request(s)
         mem = None if asked is None else float(asked[0]) * (ncpus if asked[1] else nodes)
-        gpus = s.get("gpus")
-        if gpus:
-            try:
-                extra["gres/gpu"] = int(gpus)
-            except (TypeError, ValueError):
-                pass
-        lic = s.get("licenses")
-        if lic:
-            for item in str(lic).split(","):
+        if s.gpus:
+            extra["gres/gpu"] = s.gpus
+        if s.licenses:
+            for item in s.licenses.split(","):
                 name, _, cnt = item.partition(":")
                 if name:
                     extra[f"license/{name}"] = int(cnt) if cnt.isdigit() else 1
@@ -203,17 +200,17 @@ def _geometry(ctx: Lookups, s: dict | None, ncpus: int, category: str = "") -> t
     return 1, mem, extra
 
 
-def _limit(ctx: Lookups, s: dict | None, category: str, partition: str, started: bool) -> int | None:
+def _limit(ctx: Lookups, s: Submitted | None, category: str, partition: str, started: bool) -> int | None:
     key = (id(s) if s else None, category, partition, started)
     if key not in ctx._limit_cache:
         ctx._limit_cache[key] = _limit_of(ctx, s, category, partition, started)
     return ctx._limit_cache[key]
 
 
-def _limit_of(ctx: Lookups, s: dict | None, category: str, partition: str, started: bool) -> int | None:
+def _limit_of(ctx: Lookups, s: Submitted | None, category: str, partition: str, started: bool) -> int | None:
     t = None
-    if s and s.get("time") is not None:
-        t = int(s["time"])
+    if s and s.time is not MISSING:
+        t = s.time
     elif category:
         h = qacct.category_requests(category).get("h_rt")
         if h:
@@ -227,22 +224,23 @@ def _limit_of(ctx: Lookups, s: dict | None, category: str, partition: str, start
     return t
 
 
-def _ident(ctx: Lookups, job: int, s: dict | None, ge_name: str, owner: str, group: str, queue: str,
+def _ident(ctx: Lookups, job: int, s: Submitted | None, ge_name: str, owner: str, group: str, queue: str,
            ge_account: str) -> dict[str, Any]:
-    name = (s or {}).get("name") or jobnames.decode(ge_name)
-    partition = (s or {}).get("partition") or (ctx.partition_of(queue) if queue else ctx.default_partition)
-    account = (s or {}).get("account") or (jobnames.decode(ge_account) if ge_account not in ("", "sge", "NONE") else "")
-    user = owner or (s or {}).get("user") or ""
+    s = s or NO_RECORD
+    name = s.name or jobnames.decode(ge_name)
+    partition = s.partition or (ctx.partition_of(queue) if queue else ctx.default_partition)
+    account = s.account or (jobnames.decode(ge_account) if ge_account not in ("", "sge", "NONE") else "")
+    user = owner or s.user or ""
     uid = user_ids(user)[0] if user else None  # (records.py: the one lookup of users and groups)
-    if uid is None and s and s.get("uid") is not None:
-        uid = int(s["uid"])
+    if uid is None and s.uid is not MISSING:
+        uid = s.uid
     if not group and uid is not None:
         group = primary_group(uid) or ""  # sacct's Group of an unknown gid: nothing (print.c PRINT_GROUP)
     return {
         "name": name, "partition": partition, "account": account, "user": user, "uid": uid,
         "group": group, "gid": group_id(group) if group else None,
-        "comment": (s or {}).get("comment") or "", "workdir": (s or {}).get("workdir") or "",
-        "qos": (s or {}).get("qos") or "normal", "cluster": ctx.cluster,
+        "comment": s.comment or "", "workdir": s.workdir or "",
+        "qos": s.qos or "normal", "cluster": ctx.cluster,
     }
 
 
@@ -257,7 +255,7 @@ def _row(d: dict[str, Any]) -> view.Row:
     return r
 
 
-def _templates(ctx: Lookups, rec: qacct.Record, s: dict | None, ncpus: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def _templates(ctx: Lookups, rec: qacct.Record, s: Submitted | None, ncpus: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """What the job row and the batch row of a record share with every record of the same submit
     record, names, owner, queue, slots and request: (job attributes, batch attributes)."""
     ident = ctx.ident(rec.job, s, rec.jobname, rec.owner, rec.group, rec.qname, rec.account)
@@ -273,7 +271,7 @@ def _templates(ctx: Lookups, rec: qacct.Record, s: dict | None, ncpus: int) -> t
     return job, batch
 
 
-def rows_from_record(ctx: Lookups, rec: qacct.Record, s: dict | None, ev: Events, *, requeued: bool = False,
+def rows_from_record(ctx: Lookups, rec: qacct.Record, s: Submitted | None, ev: Events, *, requeued: bool = False,
                      order: int = 0, steps: bool = True) -> tuple[view.Row, view.Row | None]:
     """A finished job or array task (one accounting record) -> its job row and .batch row."""
     task = _slurm_task(rec.task, s)
@@ -345,7 +343,7 @@ def rows_from_record(ctx: Lookups, rec: qacct.Record, s: dict | None, ev: Events
     return job, _row(d)
 
 
-def rows_from_events(ctx: Lookups, job_id: int, task: int | None, s: dict | None, ev: Events, owner: str
+def rows_from_events(ctx: Lookups, job_id: int, task: int | None, s: Submitted | None, ev: Events, owner: str
                      ) -> tuple[view.Row, view.Row | None] | None:
     """A job of ``owner`` Grid Engine has no record of (cancelled while pending) or whose record
     is not there (yet): rebuilt from the shim's end and cancel events."""
@@ -358,10 +356,9 @@ def rows_from_events(ctx: Lookups, job_id: int, task: int | None, s: dict | None
     ident = _ident(ctx, job_id, s, info.get("name", ""), owner, "", "", "")
     if not s and info.get("partition"):
         ident["partition"] = info["partition"]
-    ncpus = int((s or {}).get("ntasks") or 1) * int((s or {}).get("cpus_per_task") or 1) if s else int(
-        info.get("cpus") or 1)
+    ncpus = (s.ntasks or 1) * (s.cpus_per_task or 1) if s else int(info.get("cpus") or 1)
     nodes, mem, extra = _geometry(ctx, s, ncpus)
-    submit = int(float((s or {}).get("submit_time") or info.get("t") or 0)) or None
+    submit = int(float((s or NO_RECORD).submit_time or info.get("t") or 0)) or None
     if end_ev is None and info.get("was") == "PENDING":
         ran = False
     else:
@@ -385,7 +382,7 @@ def rows_from_events(ctx: Lookups, job_id: int, task: int | None, s: dict | None
         signal=oc.signal, submit=submit, eligible=submit, start=start, end=end, now=ctx.now, ncpus=ncpus,
         nnodes=nodes, nodes=host, time_limit=limit, req_mem_mb=mem, tres=(ncpus, mem, nodes, extra),
         allocated=bool(start), total_cpu=0.0, user_cpu=0.0, sys_cpu=0.0, reason=reason,
-        priority=0, order=0, extra={"throttle": (s or {}).get("throttle")}, **ident)
+        priority=0, order=0, extra={"throttle": (s or NO_RECORD).get("throttle")}, **ident)
     if not start:
         return job, None
     batch = view.Row(
@@ -413,8 +410,8 @@ def rows_from_live(ctx: Lookups, rec: Any) -> tuple[view.Row, view.Row | None]:
     held = rec.state == "PENDING" and rec.reason in ("JobHeldUser", "JobHeldAdmin", "Dependency")
     limit = rec.time_limit if rec.time_limit not in (None, -1) else (
         (ctx.partition_limit(rec.partition) if start else None))
-    if s and s.get("time") is not None and int(s["time"]) >= 0:
-        limit = int(s["time"])
+    if s and s.time is not MISSING and s.time >= 0:
+        limit = s.time
     state_ = rec.state if rec.state in ("PENDING", "RUNNING", "SUSPENDED", "COMPLETING", "REQUEUED") else rec.state
     # pending tasks not yet split out: one row, <id>_[<indices>[%<throttle>]] as Slurm prints it
     array_text = f"[{rec.array_pending}]" if rec.array_pending is not None else None

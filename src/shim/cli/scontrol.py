@@ -15,7 +15,7 @@ import time
 from datetime import datetime
 
 from .. import SLURM_VERSION, jobs, state
-from ..records import Reader
+from ..records import NO_RECORD, Reader
 from ..errors import ShimError
 from ..model import JobRecord
 from . import common
@@ -141,14 +141,14 @@ def job_facts(rec: JobRecord, s: Session, now: float):
 
     cfg = s.cfg
     jobs.detail(rec, cfg)
-    sub = rec.extra.get("submit") or {}
+    sub = rec.extra.get("submit") or NO_RECORD
     suspended_at = None
     if rec.state == "SUSPENDED":
         reader = rec.extra.get("submit_records") or Reader(cfg, 1)
         ev = reader.events(rec.job_id, rec.uid if rec.uid is not None else rec.user,
                            rec.extra.get("submit_ts")).get((rec.array_task, "suspend"))
         suspended_at = ev.get("t") if ev else None
-    alloc = sub.get("submit_host") or os.uname().nodename.split(".")[0]
+    alloc = sub.submit_host or os.uname().nodename.split(".")[0]
     return JobFacts(jobs.group_name(rec.gid), alloc, suspended_at, Ctx(cfg, now=now))
 
 
@@ -730,7 +730,7 @@ def update(s: Session, words: list[str]) -> int:
         rec = recs[0]
         job = rec.job_id
         sub = jobs.submit_record(s.cfg, rec)  # the owner's record (or root's copy), of this job
-        sub = {k: v for k, v in sub.items() if k != "t"} if sub is not None else None
+        sub = {k: v for k, v in sub.to_dict().items() if k != "t"} if sub is not None else None
         ge_id = str(job)
         change = alter.qalter_args(parsed, s.cfg, privileged=privileged, pending=rec.state == "PENDING",
                                    hard=rec.extra.get("ge_row", {}).get("hard", {}),

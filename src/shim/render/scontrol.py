@@ -57,7 +57,7 @@ def job_lines(rec: JobRecord, facts: JobFacts, details: bool, now: float) -> lis
     from .squeue import dependency_text, mem_text, nodes_text, tres_text
 
     ctx = facts.ctx
-    sub = rec.extra.get("submit") or {}
+    sub = rec.extra.get("submit")  # (records.Submitted)
     ge = rec.extra.get("ge_detail") or {}
     pending = rec.state == "PENDING"
     ran = rec.start_time is not None and rec.state not in ("PENDING",)
@@ -81,8 +81,8 @@ def job_lines(rec: JobRecord, facts: JobFacts, details: bool, now: float) -> lis
             rec.time_limit is not None and rec.time_limit >= 0:
         end = datetime.fromtimestamp(rec.start_time.timestamp() + rec.time_limit * 60)
     start = rec.start_time
-    if pending and sub.get("begin"):
-        start = datetime.fromtimestamp(float(sub["begin"]))
+    if pending and sub and sub.begin:
+        start = datetime.fromtimestamp(float(sub.begin))
     susp = "None"
     if rec.state == "SUSPENDED":
         susp = iso(datetime.fromtimestamp(facts.suspended_at if facts.suspended_at else now))
