@@ -260,14 +260,17 @@ def bring_up() -> tuple[bool, str]:
     """The raw cell up and as configured here: (whether this started a daemon, what was done)."""
     started = False
     if Path(STAMP).exists():
-        if not daemon_pid("qmaster"):
-            start_daemon("qmaster")
-            started = True
-        if answers_within(60) and json.loads(Path(STAMP).read_text()) == dumps():
-            if not daemon_pid("execd"):
-                start_daemon("execd")
+        try:
+            if not daemon_pid("qmaster"):
+                start_daemon("qmaster")
                 started = True
-            return started, "warm"
+            if answers_within(60) and json.loads(Path(STAMP).read_text()) == dumps():
+                if not daemon_pid("execd"):
+                    start_daemon("execd")
+                    started = True
+                return started, "warm"
+        except (AssertionError, pytest.fail.Exception) as e:  # a daemon that no longer starts: made anew
+            print(f"raw cell: made anew: {e}")
     # none yet, a half-made one, or one whose configuration changed since (a run that died half-way)
     stop_daemons()
     shutil.rmtree(f"{RAW_ROOT}/{RAW_CELL}", ignore_errors=True)
