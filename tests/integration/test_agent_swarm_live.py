@@ -2,10 +2,12 @@
 agents per team: with fewer, the urgent job and team_b's last agent start together, and which
 came first could not be told). It must show the quota and seat reasons, sprio ranking the urgent job first,
 the urgent job starting before the agents of its team that waited with it, sshare's two teams,
-sreport's bill, and leave the cell exactly as it found it."""
+sreport's bill, and leave the cell exactly as it found it; and the README's output of a full run has the
+same commands and tables as this run's."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -33,6 +35,24 @@ def section(out: str, command: str) -> list[str]:
     return [ln for ln in lines[start + 1:end] if ln]
 
 
+def readme_output() -> str:
+    """The demo's output the README shows (the first fenced block after its heading)."""
+    text = (REPO / "README.md").read_text()
+    after = text[text.index("### The agent-swarm demo"):]
+    return after.split("```\n", 2)[1]
+
+
+def shape(out: str) -> list[str]:
+    """What a run's output must share with the README's: its first two lines, each command and the
+    line after it (a table's header), times and dates left out."""
+    lines = out.splitlines()
+    keep = lines[:2]
+    for i, ln in enumerate(lines):
+        if ln.startswith("$ "):
+            keep += [ln, lines[i + 1] if i + 1 < len(lines) else ""]
+    return [re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", "T", ln) for ln in keep]
+
+
 def test_the_demo_runs_and_restores_the_cell():
     before = cell_config()
     # the selected cell's own q* binaries (the demo defaults to Debian's /usr/lib/gridengine)
@@ -44,6 +64,7 @@ def test_the_demo_runs_and_restores_the_cell():
     assert cp.returncode == 0, cp.stdout + cp.stderr
     out = cp.stdout
     assert "Submitted 10 jobs in " in out
+    assert shape(out) == shape(readme_output())  # the README's output is this script's (same commands and tables)
     queue = section(out, "squeue")
     reasons = {ln.split()[2]: ln.split()[-1] for ln in queue[1:]}
     assert "AssocGrpLicense" in reasons.values()  # a team at its quota
