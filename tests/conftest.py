@@ -309,10 +309,11 @@ def jobs():
 def _fresh_backend_state():
     """In-process tests each start as a fresh command would: no running command's name (set by
     shim.__main__.dispatch, it decides e.g. whether the listing looks up quota reasons), no
-    installed backend and no deadline left over from an earlier test."""
+    installed backend, no deadline and no explainer of a timeout (backends._why) left over from an
+    earlier test."""
     from shim import backends
 
-    saved = (backends.command, backends._override, backends._deadline)
-    backends.command, backends._override, backends._deadline = "", None, None
+    saved = (backends.command, backends._override, backends._deadline, backends._why)
+    backends.command, backends._override, backends._deadline, backends._why = "", None, None, None
     yield
-    backends.command, backends._override, backends._deadline = saved
+    backends.command, backends._override, backends._deadline, backends._why = saved
