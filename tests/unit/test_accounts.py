@@ -1,5 +1,7 @@
 """Accounts Grid Engine refuses (issue 15 part 5): sbatch hands Grid Engine the reversible form
-of names.encode; sacct's rows from Grid Engine's accounting decode it (only what encode writes)."""
+of names.encode; sacct's rows from Grid Engine's accounting decode it (only what encode writes).
+Slurm shows the account string as the job gave it (src/squeue/print.c _print_job_account,
+src/api/job_info.c slurm_sprint_job_info "Account=%s")."""
 
 from __future__ import annotations
 
