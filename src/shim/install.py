@@ -577,6 +577,11 @@ def check_notes(cfg: config.SiteConfig, p: Probe, cell: Cell) -> list[str]:
                      "(qconf -mconf global)")
     if not os.path.exists(cell.accounting):
         notes.append(f"no accounting file at {cell.accounting} yet (Grid Engine writes it when the first job ends)")
+    kept = p.global_conf.get("finished_jobs", "0").strip()
+    if p.version.startswith(("OCS", "GCS")) and kept not in ("", "0"):
+        notes.append(f"finished_jobs {kept}: qmaster keeps the last {kept} ended jobs, and each keeps its PE "
+                     "referenced: --uninstall cannot remove a PE it made until they are gone (qconf -mconf "
+                     "global: finished_jobs 0; the shim reads ended jobs from accounting)")
     if p.scheduler.get("schedd_job_info", "false").lower() != "true":
         notes.append("schedd_job_info is false: squeue shows no quota reasons (qconf -msconf: schedd_job_info true)")
     if not p.hosts:

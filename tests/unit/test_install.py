@@ -132,6 +132,22 @@ def test_the_plan_lists_each_change_with_its_exact_command(tmp_path):
     assert doc["changes"] == 4 and doc["probe"]["version"] == "SGE 8.1.9"
 
 
+def test_an_open_cluster_scheduler_that_keeps_ended_jobs_is_noted():
+    """OCS keeps finished_jobs ended jobs in qmaster, each keeping its PE referenced, so a PE
+    install made cannot be removed until they are gone: said in the plan (SGE 8.1.9 lets go)."""
+    cfg = config.parse(install.draft(install.probe(reference()), CELL, state_dir="/s").text, "d")
+    note = ("finished_jobs 100: qmaster keeps the last 100 ended jobs, and each keeps its PE referenced: --uninstall "
+            "cannot remove a PE it made until they are gone (qconf -mconf global: finished_jobs 0; the shim reads "
+            "ended jobs from accounting)")
+    assert note not in install.check_notes(cfg, install.probe(reference()), CELL)
+    ocs = reference()
+    ocs.add("qconf", ["-help"], "OCS 9.1.4\nusage: qconf [options]\n")
+    assert note in install.check_notes(cfg, install.probe(ocs), CELL)
+    ocs.add("qconf", ["-sconf", "global"], ref("config-qconf-sconf.txt").replace("finished_jobs                100",
+                                                                                 "finished_jobs                0"))
+    assert not [n for n in install.check_notes(cfg, install.probe(ocs), CELL) if n.startswith("finished_jobs")]
+
+
 def test_a_queue_without_usable_pes_gets_the_shims_own(tmp_path):
     queue = ref("config-qconf-sq-all.q.txt").replace("pe_list               smp mpi", "pe_list               NONE")
     ge, p = planned(tmp_path, reference(queue))
