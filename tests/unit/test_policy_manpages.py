@@ -29,3 +29,16 @@ def test_help_lists_every_documented_option(prog, capsys):
     for spec in mod.OPTIONS:
         if spec.help:
             assert f"--{spec.long}" in out
+
+
+@pytest.mark.parametrize("prog", ["sshare", "sacctmgr", "sreport"])
+def test_usage_is_help(prog, capsys):
+    """--usage prints what --help prints, exit 0: Slurm 22.05 maps both to one case
+    (src/sshare/sshare.c main: OPT_LONG_HELP and OPT_LONG_USAGE call _usage; src/sacctmgr/sacctmgr.c
+    and src/sreport/sreport.c main: long_options "help" and "usage" are both 'h'). sprio's short
+    --usage is tests/unit/test_sprio.py::test_help_usage_version."""
+    mod = importlib.import_module(f"shim.cli.{prog}")
+    assert mod.main(["--help"]) == 0
+    helped = capsys.readouterr().out
+    assert mod.main(["--usage"]) == 0
+    assert capsys.readouterr().out == helped and helped.startswith(f"Usage: {prog} ")
