@@ -214,6 +214,18 @@ def ge_ids(cfg: SiteConfig, job_id: int, tasks: list[int] | None, rec: JobRecord
 SubmitRecords = Reader  # the submit records of one listing's jobs (read as records.Reader reads them)
 
 
+def _untyped(gres: str) -> str:
+    """A submit record's gres ("gpu:a100:1") as Grid Engine's request gives it back ("gres:gpu:1"):
+    where a type is a host value (``select``), the request's count carries no type."""
+    out = []
+    for x in gres.split(","):
+        parts = x.removeprefix("gres:").split(":")
+        if len(parts) > 1 and not parts[-1].isdigit():
+            parts.append("1")  # gpu:a100: one
+        out.append("gres:" + ":".join([parts[0], parts[-1]]))
+    return ",".join(out)
+
+
 def detail(rec: JobRecord, cfg: SiteConfig) -> JobRecord:
     """Fill the fields only the submit record knows (once): comment, account, paths, geometry."""
     if rec.extra.get("detailed"):
@@ -255,7 +267,7 @@ def detail(rec: JobRecord, cfg: SiteConfig) -> JobRecord:
         rec.time_limit = s.time
     if s.licenses:
         rec.licenses = s.licenses
-    if s.gres and not rec.gres:
+    if s.gres and (not rec.gres or _untyped(s.gres) == rec.gres):  # the record's keeps the types
         rec.gres = ",".join(x if x.startswith("gres:") else f"gres:{x}" for x in s.gres.split(","))
     if s.nice is not MISSING:
         rec.nice = s.nice

@@ -50,6 +50,9 @@ def test_a_type_selects_its_hosts_and_one_no_host_has_is_refused(typed, workdir)
         assert asked, run("qstat", "-j", job).stdout
         request = dict(kv.split("=", 1) for kv in asked.group(1).split(","))
         assert (request.get("gpu"), request.get("arch")) == ("1", host_arch())  # the count and the model
+        # and the type is shown as asked (Slurm's tres_per_node: src/api/job_info.c slurm_sprint_job_info)
+        assert run("squeue", "-h", "-j", job, "-o", "%b", env=typed).stdout == "gres:gpu:a100:1\n"
+        assert "TresPerNode=gres:gpu:a100:1" in run("scontrol", "show", "job", job, env=typed).stdout
         assert run("scontrol", "release", job, env=typed).returncode == 0
         wait_until(lambda: run("sacct", "-X", "-n", "-j", job, "-o", "State").stdout.split() == ["COMPLETED"], 90,
                    "the a100 job to run on this host")

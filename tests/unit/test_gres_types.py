@@ -131,3 +131,23 @@ def test_config_refuses_a_type_without_a_target():
     with pytest.raises(ShimError) as e:
         config.parse('[gres.gpu]\ncomplex = "gpu"\n[gres.gpu.types.a100]\n', "site.toml")
     assert "gres.gpu" in e.value.lines[0] and "a100" in e.value.lines[0]
+
+
+@pytest.mark.parametrize("asked, listed, shown", [
+    ("gpu:a100:1", "gres:gpu:1", "gres:gpu:a100:1"),  # select form: Grid Engine's request has the count only
+    ("gpu:a100", "gres:gpu:1", "gres:gpu:a100"),
+    ("gpu:2", "gres:gpu:2", "gres:gpu:2"),
+    ("gpu:a100:1", "gres:gpu:3", "gres:gpu:3"),  # changed in Grid Engine since (qalter): its count holds
+])
+def test_a_type_stays_in_the_jobs_gres(asked, listed, shown, monkeypatch):
+    """squeue %b and scontrol's TresPerNode keep the type the job asked for, as Slurm's tres_per_node
+    does (src/api/job_info.c slurm_sprint_job_info "TresPerNode=%s"). Before, with the select form,
+    the listing's untyped gres:gpu:1 (from -l gpu=1,arch=...) won over the record's gpu:a100:1."""
+    from shim import jobs
+    from shim.model import JobRecord
+    from shim.records import Submitted
+
+    rec = JobRecord(7, state="PENDING")
+    rec.gres = listed
+    monkeypatch.setattr(jobs, "submit_record", lambda cfg, r: Submitted({"gres": asked}))
+    assert jobs.detail(rec, siteconf.get()).gres == shown
