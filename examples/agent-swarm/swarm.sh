@@ -13,7 +13,7 @@
 # sreport's bill per team. Everything it changed is put back when it exits (even on Ctrl-C).
 #
 # Run as root after `slurm-shim cluster up`:  examples/agent-swarm/swarm.sh
-# AGENTS=N sets the agents per team (default 6; CI runs 3). SLURM_SHIM_BIN picks the commands.
+# AGENTS=N sets the agents per team (default 6; CI runs 4). SLURM_SHIM_BIN picks the commands.
 set -euo pipefail
 
 AGENTS=${AGENTS:-6}
