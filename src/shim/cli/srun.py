@@ -200,6 +200,7 @@ def job_variables(alloc: steps.Allocation, cfg) -> dict[str, str]:
 def in_allocation(o: sources.Options, req: steps.StepRequest, environ: dict[str, str], cfg, job_id: int) -> int:
     backend = backends.get(cfg)
     record = records.Reader(cfg).submit(job_id, os.getuid())  # srun steps only into its user's own jobs
+    record = record.to_dict() if record else None  # (the runtime takes a record as the job's payload: a mapping)
 
     alloc = steps.find_allocation(cfg.cluster.state_dir, job_id, environ, record=record,
                                   granted=backend.running_job_hosts)
