@@ -23,6 +23,7 @@ from . import state
 from .records import (NO_RECORD, USER_IDS, Reader, Submitted, cancel_ended, ended_reason, group_of, memory_request,
                       user_ids)
 from .request import MISSING
+from .users import own_name  # (tests replace jobs.own_name)
 from .backends import qstat as q
 from .backends.units import ge_time
 from .model import ACTIVE_STATES, FIELDS, JobRecord  # noqa: F401  (ACTIVE_STATES: cli/scancel and squeue read it from here)
@@ -423,14 +424,6 @@ def listed_users(qy: q.Query) -> list[str] | None:
         return None
     users = args[args.index("-u") + 1].split(",")
     return None if "*" in users else users
-
-
-def own_name() -> str | None:
-    """The calling user's name (None without a passwd entry)."""
-    try:
-        return pwd.getpwuid(os.getuid()).pw_name
-    except KeyError:
-        return None
 
 
 OWNER_LOOKUPS = 50  # ids not among the caller's own jobs asked about with qstat -j (its answer is long per job)

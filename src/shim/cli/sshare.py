@@ -117,8 +117,7 @@ def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
 
 
 def main(argv: list[str]) -> int:
-    import os
-    import pwd
+    from .. import users as users_
 
     o, _positional = parse_args(argv)
     if o.help or o.usage:
@@ -147,10 +146,8 @@ def main(argv: list[str]) -> int:
         if o.users:
             users = {u for u in o.users.split(",") if u}
         else:
-            try:
-                users = {pwd.getpwuid(os.getuid()).pw_name}
-            except KeyError:
-                users = set()
+            me = users_.own_name()
+            users = {me} if me else set()
     accounts = {a.lower() for a in o.accounts.split(",") if a} if o.accounts else None
     if o.verbose:
         sys.stderr.write("Users requested:\n" + ("\t: all\n" if users is None else "".join(
