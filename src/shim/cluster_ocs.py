@@ -292,12 +292,12 @@ def inst_conf(template: str, values: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def inst_values(c: Cell, host: str) -> dict[str, str]:
+def inst_values(c: Cell, host: str, gid_range: str = GID_RANGE) -> dict[str, str]:
     return {
         "SGE_ROOT": c.root, "SGE_QMASTER_PORT": str(c.qmaster_port), "SGE_EXECD_PORT": str(c.execd_port),
         "SGE_CLUSTER_NAME": f"ocs{c.qmaster_port}", "CELL_NAME": c.cell, "ADMIN_USER": "",
         "QMASTER_SPOOL_DIR": c.qmaster_spool, "EXECD_SPOOL_DIR": c.spool, "EXECD_SPOOL_DIR_LOCAL": "",
-        "GID_RANGE": GID_RANGE, "SPOOLING_METHOD": "classic",
+        "GID_RANGE": gid_range, "SPOOLING_METHOD": "classic",
         "ADMIN_HOST_LIST": host, "SUBMIT_HOST_LIST": host, "EXEC_HOST_LIST": host,
         "HOSTNAME_RESOLVING": "true", "DEFAULT_DOMAIN": "none", "ADD_TO_RC": "false",
         "SLICE_NAME": f"ocs{c.qmaster_port}", "SGE_ENABLE_SMF": "false",
@@ -318,21 +318,28 @@ def reverse_name(host: str) -> str:
         return host
 
 
+def inst_log(c: Cell, mode: str) -> str:
+    """inst_sge's output (another cell's beside this one's: the tests' raw cell)."""
+    return f"{c.root}/inst_sge{mode}.log" if c.cell == SGE_CELL else f"{c.root}/inst_sge{mode}-{c.cell}.log"
+
+
 def run_inst_sge(c: Cell, mode: list[str], conf: str, host: str) -> None:
     env = {"PATH": cluster.CLEAN_PATH, "LANG": "C", "SLURM_SHIM_LOCALHOST_OK": "1"}
     reverse = reverse_name(host)
     if reverse != host:
         env["SLURM_SHIM_HOST_ALIASES"] = f"{host} {reverse}"
     r = proc.run(["./inst_sge", *mode, "-auto", conf], timeout=INST_TIMEOUT, env=env, cwd=c.root)
-    log = Path(c.root, f"inst_sge{mode[0]}.log")
+    log = Path(inst_log(c, mode[0]))
     log.write_text(r.stdout + r.stderr)
     if r.returncode != 0:
         tail = [line for line in (r.stdout + r.stderr).splitlines() if line.strip()][-3:]
         raise ClusterError(f"inst_sge {' '.join(mode)} failed (exit {r.returncode}), see {log}: {' / '.join(tail)}")
 
 
-def ensure_cell(c: Cell, host: str) -> str:
-    """The cell, installed by inst_sge (master, then execd on this host); job ids from FIRST_JOB_ID."""
+def ensure_cell(c: Cell, host: str, gid_range: str = GID_RANGE, first_job_id: int = FIRST_JOB_ID) -> str:
+    """The cell, installed by inst_sge (master, then execd on this host); job ids from
+    first_job_id. (A cell beside this one, as the tests' raw cell: a gid range and job ids of its
+    own.)"""
     common = Path(c.common)
     if (common / INSTALLED).exists():
         return "installed"
@@ -345,15 +352,15 @@ def ensure_cell(c: Cell, host: str) -> str:
     with tempfile.TemporaryDirectory(prefix="slurm-shim-ocs-") as tmp:
         conf = os.path.join(tmp, "inst.conf")
         template = Path(c.root, "util/install_modules/inst_template.conf").read_text()
-        Path(conf).write_text(inst_conf(template, inst_values(c, host)))
+        Path(conf).write_text(inst_conf(template, inst_values(c, host, gid_range)))
         run_inst_sge(c, ["-m"], conf, host)
         if not (common / "act_qmaster").exists():
-            raise ClusterError(f"inst_sge -m made no {common}/act_qmaster (see {c.root}/inst_sge-m.log)")
+            raise ClusterError(f"inst_sge -m made no {common}/act_qmaster (see {inst_log(c, '-m')})")
         cluster.poll(lambda: qmaster_answers(c), cluster.WAIT_QMASTER, "the new qmaster does not answer")
         # Job ids from FIRST_JOB_ID: the shim keys per-job files by id alone, so the two cells'
         # ids must never meet. qmaster reads jobseqnum at start only.
         stop_daemon(c, "qmaster")
-        Path(c.qmaster_spool, "jobseqnum").write_text(f"{FIRST_JOB_ID}\n")
+        Path(c.qmaster_spool, "jobseqnum").write_text(f"{first_job_id}\n")
         start_daemon(c, "qmaster")
         run_inst_sge(c, ["-x", "-noremote"], conf, host)
     state.atomic_write(str(common / INSTALLED), f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\n", 0o644)

@@ -1,19 +1,26 @@
 """`slurm-shim install` on a Grid Engine cluster `cluster up` never configured: a cell of its own,
-``raw`` (fixture ``raw_cell``), built the way Debian's packages build one (the postinst's
-init_cluster: a Berkeley DB spool and the shipped defaults) on ports of its own, then configured with
-raw qconf only, with a site's names: host group @workers, queues batch.q (PE mpi_rr, $round_robin,
-only) and long.q (PEs smp, $pe_slots, and mpi_rr; h_rt 48 h), no shim complex, Grid Engine's default
-global and scheduler configuration (min_uid 1000: jobs are a plain user's). --plan proposes a
-working site config and the missing one-host PE and exclusive complex; --apply (into scratch paths:
-never the real site config, state dir or profile.d) makes sbatch, squeue and sacct work there; a
-second --apply changes nothing; --uninstall leaves the cell's qconf dumps as they were found.
+``raw`` (fixture ``raw_cell``), on ports of its own, installed by the Grid Engine's own means and
+then configured with raw qconf only, with a site's names: host group @workers, queues batch.q (PE
+mpi_rr, $round_robin, only) and long.q (PEs smp, $pe_slots, and mpi_rr; h_rt 48 h), no shim
+complex, the Grid Engine's default global and scheduler configuration (Debian's min_uid 1000: jobs
+are a plain user's). --plan proposes a working site config and the missing one-host PE and
+exclusive complex; --apply (into scratch paths: never the real site config, state dir or
+profile.d) makes sbatch, squeue and sacct work there; a second --apply changes nothing;
+--uninstall leaves the cell's qconf dumps as they were found.
 
-The cell is made from Debian's gridengine packages, not from the Open Cluster Scheduler build:
-.ci/run runs this directory in its Debian phase before it builds OCS, and those packages are there
-in both phases (the OCS phase runs the same test against the same cell). It is made once (the
-first session, ~10 s), kept between sessions (its daemons are stopped at the end of the session
-that started them, when no other session uses them; the next start takes ~3 s), and rebuilt
-whenever its configuration is not the one made here (an earlier run that died half-way)."""
+The raw cell is of the Grid Engine the session selected (tests/conftest.py: CELL):
+
+* in .ci/run's Debian phase (which runs before Open Cluster Scheduler is built), SGE 8.1.9 from
+  Debian's packages, made as their postinsts make a cell (bootstrap, act_qmaster, init_cluster's
+  Berkeley DB spool and the shipped defaults), in /var/lib/gridengine/raw, ports 8444/8445;
+* in its OCS phase, OCS 9.1.4 from cluster up --flavour ocs's build, installed by its own inst_sge
+  (cluster_ocs.ensure_cell: all.q, @allhosts and PE make as it makes them), in /opt/ocs/raw, ports
+  8446/8447; the site's qconf also drops all.q and sets finished_jobs 0, as install --plan's note
+  says (OCS keeps ended jobs, and their PE, in qmaster: --uninstall could not remove its PE).
+
+It is made once (cold: ~15 s for Debian's), kept between sessions (its daemons are stopped at the
+end of the session that started them, when no other session uses them; the next start takes ~3 s),
+and made anew whenever its configuration is not the one made here (a run that died half-way)."""
 
 from __future__ import annotations
 
@@ -31,28 +38,35 @@ from pathlib import Path
 
 import pytest
 
-from conftest import command_dir, open_dir, run, wait_until
-from shim import cluster
+from conftest import CELL, command_dir, open_dir, run, wait_until
+from shim import cluster, cluster_ocs
+from shim.cluster import ClusterError
 
 pytestmark = pytest.mark.gridengine
 
 HOST = cluster.this_host()
 
 # --------------------------------------------------------------------------------------------
-# The raw cell: Debian's SGE 8.1.9 binaries, a cell directory, spool, ports, gid range and job ids
-# of its own (Debian's cell: 6444/6445, 65400-65500; the OCS cell: 7444/7445, 21000-21100, ids from
-# 500001)
+# The raw cell: a cell directory, spool, ports, gid range and job ids of its own (Debian's cell:
+# 6444/6445, 65400-65500, ids from 10001; the OCS cell: 7444/7445, 21000-21100, ids from 500001)
 
-RAW_ROOT, RAW_CELL = "/var/lib/gridengine", "raw"
+OCS = CELL == "ocs"
+RAW_CELL = "raw"
+if OCS:
+    RAW_ROOT, RAW_QMASTER_PORT, RAW_EXECD_PORT = cluster_ocs.SGE_ROOT, 8446, 8447
+    RAW_SPOOL = f"{RAW_ROOT}/{RAW_CELL}/spool"
+    RAW_GID_RANGE, RAW_FIRST_JOB_ID = "22200-22300", 800000
+    GE_BIN = os.path.dirname(next(iter(sorted(glob.glob(f"{RAW_ROOT}/bin/*/qconf"))), f"{RAW_ROOT}/bin/lx-amd64/qconf"))
+else:
+    RAW_ROOT, RAW_QMASTER_PORT, RAW_EXECD_PORT = "/var/lib/gridengine", 8444, 8445
+    RAW_SPOOL = "/var/spool/gridengine-raw"
+    RAW_GID_RANGE, RAW_FIRST_JOB_ID = "22000-22100", 700000
+    GE_BIN = "/usr/lib/gridengine"  # Debian's binaries themselves (/usr/sbin's are wrapper scripts)
+OCS_RAW = cluster_ocs.Cell(root=RAW_ROOT, cell=RAW_CELL, qmaster_port=RAW_QMASTER_PORT, execd_port=RAW_EXECD_PORT)
 RAW_COMMON = f"{RAW_ROOT}/{RAW_CELL}/common"
-RAW_SPOOL = "/var/spool/gridengine-raw"
-RAW_QMASTER_PORT, RAW_EXECD_PORT = 8444, 8445
-RAW_GID_RANGE = "22000-22100"
-RAW_FIRST_JOB_ID = 700000
-GE_BIN = "/usr/lib/gridengine"  # Debian's binaries themselves (/usr/sbin's are wrapper scripts)
 ADMIN = "sgeadmin"
 STAMP = f"{RAW_COMMON}/.slurm-shim-raw-cell.json"  # the qconf dumps as configured here
-LOCK_DIR = "/run/slurm-shim-raw-cell"
+LOCK_DIR = f"/run/slurm-shim-raw-cell-{'ocs' if OCS else 'debian'}"
 QUEUES, PES, GROUP = ("batch.q", "long.q"), ("mpi_rr", "smp"), "@workers"
 # what `qconf -sq`/`-sp` show for a queue or PE made from qconf's own templates (SGE 8.1.9)
 QUEUE_TEMPLATE = {
@@ -76,8 +90,8 @@ PE_TEMPLATE = {
 
 
 def raw_env() -> dict[str, str]:
-    """What points qconf/qstat (Debian's binaries first, whatever cell the session selected) and
-    slurm-shim install at the raw cell, as its settings.sh would."""
+    """What points qconf/qstat (the raw cell's binaries first) and slurm-shim install at the raw
+    cell, as its settings.sh would."""
     return {"SGE_ROOT": RAW_ROOT, "SGE_CELL": RAW_CELL, "SGE_QMASTER_PORT": str(RAW_QMASTER_PORT),
             "SGE_EXECD_PORT": str(RAW_EXECD_PORT), "PATH": f"{command_dir()}:{GE_BIN}:{cluster.CLEAN_PATH}"}
 
@@ -124,6 +138,8 @@ def pidfiles(name: str) -> list[str]:
 
 def daemon_pid(name: str) -> int | None:
     """The raw cell's live daemon (found by its own pid file: all three cells' are sge_<name>)."""
+    if OCS:
+        return cluster_ocs.daemon_pid(OCS_RAW, name)
     for path in pidfiles(name):
         try:
             pid = int(Path(path).read_text().split()[0])
@@ -139,6 +155,9 @@ def qmaster_answers() -> bool:
 
 
 def start_daemon(name: str) -> None:
+    if OCS:
+        cluster_ocs.start_daemon(OCS_RAW, name)
+        return
     cp = subprocess.run([f"/usr/sbin/sge_{name}"], env=daemon_env(), cwd="/", capture_output=True, text=True,
                         timeout=60)
     assert cp.returncode == 0, f"sge_{name} of the raw cell did not start: {cp.stdout}{cp.stderr}"
@@ -147,6 +166,9 @@ def start_daemon(name: str) -> None:
 
 def stop_daemons() -> None:
     """execd first (qmaster is what asks it), then qmaster; signalled if they do not go."""
+    if OCS:
+        cluster_ocs.stop(OCS_RAW)
+        return
     pids = {n: daemon_pid(n) for n in ("execd", "qmaster")}
     asked = True
     if pids["execd"]:
@@ -169,6 +191,15 @@ def admin_file(path: str, text: str, mode: int = 0o644) -> None:
 
 
 def make_cell() -> None:
+    """The bare cell as its Grid Engine installs one, then the site's qconf."""
+    if OCS:
+        cluster_ocs.ensure_cell(OCS_RAW, HOST, RAW_GID_RANGE, RAW_FIRST_JOB_ID)  # (inst_sge -m, -x: both daemons)
+        configure()
+    else:
+        make_debian_cell()
+
+
+def make_debian_cell() -> None:
     """The cell as Debian's gridengine-common, -client and -master postinsts make theirs (bootstrap,
     act_qmaster, init_cluster's spool and defaults), with its own spool, execd spool, gid range and
     job ids; then qmaster, and raw qconf: hosts, host group, PEs, queues; then execd."""
@@ -215,19 +246,29 @@ def qconf_file(flag: str, attrs: dict[str, str], name: str) -> None:
 
 def configure() -> None:
     """A site's own configuration, by raw qconf, with no shim name in it."""
-    qconf("-as", HOST)  # (qmaster's host is an admin host already)
-    qconf_file("-Ae", {"hostname": HOST, "load_scaling": "NONE", "complex_values": "NONE", "user_lists": "NONE",
-                       "xuser_lists": "NONE", "projects": "NONE", "xprojects": "NONE", "usage_scaling": "NONE",
-                       "report_variables": "NONE"}, "host")
+    if HOST not in names("-ss"):
+        qconf("-as", HOST)  # (qmaster's host is an admin host already)
+    if HOST not in names("-sel"):
+        qconf_file("-Ae", {"hostname": HOST, "load_scaling": "NONE", "complex_values": "NONE", "user_lists": "NONE",
+                           "xuser_lists": "NONE", "projects": "NONE", "xprojects": "NONE",
+                           "usage_scaling": "NONE", "report_variables": "NONE"}, "host")
     qconf_file("-Ahgrp", {"group_name": GROUP, "hostlist": HOST}, "hgrp")
-    qconf_file("-Ap", PE_TEMPLATE | {"pe_name": "mpi_rr", "slots": "64", "allocation_rule": "$round_robin",
-                                     "control_slaves": "TRUE", "job_is_first_task": "FALSE"}, "mpi_rr")
-    qconf_file("-Ap", PE_TEMPLATE | {"pe_name": "smp", "slots": "64"}, "smp")
+    pe = cluster_ocs.ocs_pe if OCS else dict  # (OCS: its own PE attributes)
+    qconf_file("-Ap", pe(PE_TEMPLATE | {"pe_name": "mpi_rr", "slots": "64", "allocation_rule": "$round_robin",
+                                        "control_slaves": "TRUE", "job_is_first_task": "FALSE"}), "mpi_rr")
+    qconf_file("-Ap", pe(PE_TEMPLATE | {"pe_name": "smp", "slots": "64"}), "smp")
     # no load threshold: other test runs load this 2-core machine (np_load_avg=1.75 would alarm)
     qconf_file("-Aq", QUEUE_TEMPLATE | {"qname": "batch.q", "hostlist": GROUP, "pe_list": "mpi_rr", "slots": "2",
                                         "load_thresholds": "NONE"}, "batch")
     qconf_file("-Aq", QUEUE_TEMPLATE | {"qname": "long.q", "hostlist": HOST, "pe_list": "smp mpi_rr", "slots": "1",
                                         "seq_no": "10", "load_thresholds": "NONE", "h_rt": "48:00:00"}, "long")
+    if OCS:  # inst_sge's all.q goes; ended jobs are not kept in qmaster (install --plan's note)
+        qconf("-dq", "all.q")
+        conf = cluster.parse_attrs(qconf("-sconf", "global")) | {"finished_jobs": "0"}
+        os.makedirs(f"{RAW_SPOOL}/.conf", exist_ok=True)
+        Path(f"{RAW_SPOOL}/.conf/global").write_text(cluster.render_attrs(conf))  # (-Mconf: the file is named
+        qconf("-Mconf", f"{RAW_SPOOL}/.conf/global")                              # after the host)
+        shutil.rmtree(f"{RAW_SPOOL}/.conf")
 
 
 def queues_ready() -> bool:
@@ -269,12 +310,12 @@ def bring_up() -> tuple[bool, str]:
                     start_daemon("execd")
                     started = True
                 return started, "warm"
-        except (AssertionError, pytest.fail.Exception) as e:  # a daemon that no longer starts: made anew
+        except (AssertionError, ClusterError, pytest.fail.Exception) as e:  # a daemon that no longer starts: made anew
             print(f"raw cell: made anew: {e}")
     # none yet, a half-made one, or one whose configuration changed since (a run that died half-way)
     stop_daemons()
     shutil.rmtree(f"{RAW_ROOT}/{RAW_CELL}", ignore_errors=True)
-    shutil.rmtree(RAW_SPOOL, ignore_errors=True)
+    shutil.rmtree(RAW_SPOOL, ignore_errors=True)  # (OCS's is in the cell directory)
     make_cell()
     wait_until(queues_ready, 90, "the raw cell's queue instances to be ready")
     Path(STAMP).write_text(json.dumps(dumps()))
@@ -286,7 +327,12 @@ def raw_cell():
     """The raw cell, up for the session (its environment: raw_env()). Sessions that overlap share
     it: each holds a shared lock while it runs; the cell is made or started under an exclusive
     one; the session that started the daemons stops them at its end, if no other holds the lock."""
-    for tool in (f"{GE_BIN}/spoolinit", f"{GE_BIN}/sge_qmaster", "/usr/share/gridengine/default-bootstrap"):
+    if OCS:
+        for tool in (f"{RAW_ROOT}/inst_sge", f"{GE_BIN}/sge_qmaster"):
+            if not os.path.exists(tool):
+                pytest.fail(f"{tool} is missing: the OCS phase's raw cell is made from the build of "
+                            "slurm-shim cluster up --flavour ocs (run it first)")
+    for tool in (f"{GE_BIN}/spoolinit", f"{GE_BIN}/sge_qmaster", "/usr/share/gridengine/default-bootstrap")[OCS * 3:]:
         if not os.path.exists(tool):
             pytest.fail(f"{tool} is missing: the raw cell is made from Debian's gridengine packages "
                         "(scripts/setup installs them)")
@@ -352,7 +398,7 @@ def test_install_plans_applies_reapplies_and_uninstalls_on_a_raw_qconf_cluster(r
                      r'max_time = "2-00:00:00"\n', config), config
     assert (f'sge_root = "{RAW_ROOT}"\nsge_cell = "{RAW_CELL}"\nbin_dir = "{GE_BIN}"\n'
             f"qmaster_port = {RAW_QMASTER_PORT}\nexecd_port = {RAW_EXECD_PORT}\n") in config, config
-    assert plan["probe"]["version"].startswith("SGE 8.1.9"), plan["probe"]["version"]
+    assert plan["probe"]["version"].startswith("OCS 9" if OCS else "SGE 8.1.9"), plan["probe"]["version"]
     assert plan["cell"]["sge_cell"] == RAW_CELL
 
     code, out, err = install("--apply", scratch=scratch)
@@ -385,10 +431,17 @@ def test_install_plans_applies_reapplies_and_uninstalls_on_a_raw_qconf_cluster(r
     assert seen[:3] in ([job, "batch", "2"], []), seen  # [] only if it already ended
     # Grid Engine's default scheduler configuration starts a job within schedule_interval (15 s)
     # and flushes the accounting file every 15 s: the raw cell's own file, which sacct then reads
-    accounting = Path(f"{RAW_COMMON}/accounting")
-    line = re.compile(rf"^batch\.q:[^:]*:[^:]*:{plain_user}:[^:]*:{job}:", re.M)
-    wait_until(lambda: accounting.exists() and line.search(accounting.read_text()), 120,
-               f"the job's line in {accounting}")
+    accounting = Path(f"{RAW_COMMON}/accounting" + (".jsonl" if OCS else ""))  # (OCS 9 writes JSON lines)
+
+    def accounted() -> bool:
+        if not accounting.exists():
+            return False
+        if OCS:
+            return any((r.get("job_number"), r.get("owner"), r.get("qname")) == (int(job), plain_user, "batch.q")
+                       for r in map(json.loads, accounting.read_text().splitlines()))
+        return bool(re.search(rf"^batch\.q:[^:]*:[^:]*:{plain_user}:[^:]*:{job}:", accounting.read_text(), re.M))
+
+    wait_until(accounted, 120, f"the job's line in {accounting}")
     assert rq("sacct", "-X", "-n", "-P", "-j", job, "-o", "JobID,Partition,State,AllocCPUS", env=env,
               user=plain_user).stdout == f"{job}|batch|COMPLETED|2\n"
     assert out_file.read_text() == "hello\n"
