@@ -268,9 +268,9 @@ def test_job_control_reads_its_ids_as_update_job_c(capsys):
 
 
 def test_release_of_another_users_job(capsys, monkeypatch):
-    import shim.cli.scontrol as cli
+    from shim import control
 
-    monkeypatch.setattr(cli, "_me", lambda: ("alice", 1001))
+    monkeypatch.setattr(control, "caller", lambda: ("alice", 1001))
     rc, out, err, calls = scontrol(capsys, "release", "112")
     ref = CASES["scontrol_release_bob_other"]
     assert (rc, out, err, calls) == (ref["rc"], ref["stdout"], ref["stderr"].replace("120", "112"), [])
@@ -379,11 +379,11 @@ def test_update_start_time_uses_slurms_time_grammar(capsys, site):
 def test_nice_follows_slurms_rule(capsys, monkeypatch):
     """One mapping (translate.qsub.nice_priority): a higher nice is a lower Grid Engine -p; a
     negative nice is for operators (Slurm's job_mgr.c: Access/permission denied in an update)."""
-    import shim.cli.scontrol as cli
+    from shim import control
 
     rc, out, err, calls = scontrol(capsys, "update", "JobId=106", "Nice=-5")  # root: an operator
     assert (rc, err, calls) == (0, "", [["qalter", "-p", "5", "106"]])
-    monkeypatch.setattr(cli, "_me", lambda: ("alice", 1001))
+    monkeypatch.setattr(control, "caller", lambda: ("alice", 1001))
     rc, out, err, calls = scontrol(capsys, "update", "JobId=106", "Nice=-5")
     assert (rc, err, calls) == (1, "Access/permission denied for job 106\n", [])
     rc, out, err, calls = scontrol(capsys, "update", "JobId=106", "Nice=5000")
