@@ -276,25 +276,13 @@ def queues_ready() -> bool:
     return all(states.get(f"{q}@{HOST}") == "" for q in QUEUES)
 
 
-def _hold(lock, how: int, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            fcntl.flock(lock, how | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.2)
-
-
-def answers_within(timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not qmaster_answers():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.5)
-    return True
+def locked(lock, how: int) -> bool:
+    """flock ``how`` on ``lock`` if no other session holds it otherwise (one try)."""
+    try:
+        fcntl.flock(lock, how | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
 
 
 def bring_up() -> tuple[bool, str]:
@@ -305,7 +293,8 @@ def bring_up() -> tuple[bool, str]:
             if not daemon_pid("qmaster"):
                 start_daemon("qmaster")
                 started = True
-            if answers_within(60) and json.loads(Path(STAMP).read_text()) == dumps():
+            wait_until(qmaster_answers, 60, "the raw cell's qmaster to answer")
+            if json.loads(Path(STAMP).read_text()) == dumps():
                 if not daemon_pid("execd"):
                     start_daemon("execd")
                     started = True
@@ -326,33 +315,44 @@ def bring_up() -> tuple[bool, str]:
 def raw_cell():
     """The raw cell, up for the session (its environment: raw_env()). Sessions that overlap share
     it: each holds a shared lock while it runs; the cell is made or started under an exclusive
-    one; the session that started the daemons stops them at its end, if no other holds the lock."""
+    one. Daemons a session started are stopped by the last session out (the one that finds no
+    other holding the lock at its end): idle, on ports of their own, they harm nothing meanwhile."""
     if OCS:
-        for tool in (f"{RAW_ROOT}/inst_sge", f"{GE_BIN}/sge_qmaster"):
-            if not os.path.exists(tool):
-                pytest.fail(f"{tool} is missing: the OCS phase's raw cell is made from the build of "
-                            "slurm-shim cluster up --flavour ocs (run it first)")
-    for tool in (f"{GE_BIN}/spoolinit", f"{GE_BIN}/sge_qmaster", "/usr/share/gridengine/default-bootstrap")[OCS * 3:]:
+        needed = (f"{RAW_ROOT}/inst_sge", f"{GE_BIN}/sge_qmaster")
+        why = "the OCS phase's raw cell is made from the build of slurm-shim cluster up --flavour ocs (run it first)"
+    else:
+        needed = (f"{GE_BIN}/spoolinit", f"{GE_BIN}/sge_qmaster", "/usr/share/gridengine/default-bootstrap")
+        why = "the raw cell is made from Debian's gridengine packages (scripts/setup installs them)"
+    for tool in needed:
         if not os.path.exists(tool):
-            pytest.fail(f"{tool} is missing: the raw cell is made from Debian's gridengine packages "
-                        "(scripts/setup installs them)")
+            pytest.fail(f"{tool} is missing: {why}")
     os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
-    started = False
+    marker = Path(LOCK_DIR, "started")  # a session started the daemons: the last one out stops them
     with open(os.path.join(LOCK_DIR, "users"), "a") as users:
         try:
             with open(os.path.join(LOCK_DIR, "setup"), "a") as setup:
-                if not _hold(setup, fcntl.LOCK_EX, 300):
-                    pytest.fail("another test session has been making the raw cell for over 300 s")
-                if not _hold(users, fcntl.LOCK_SH, 300):
-                    pytest.fail("another test session has been stopping the raw cell for over 300 s")
+                wait_until(lambda: locked(setup, fcntl.LOCK_EX), 300, "another test session to make the raw cell")
+                wait_until(lambda: locked(users, fcntl.LOCK_SH), 300, "another test session to stop the raw cell")
                 t0 = time.monotonic()
                 started, how = bring_up()
+                if started:
+                    marker.touch()
                 wait_until(queues_ready, 90, "the raw cell's queue instances to be ready")
                 print(f"raw cell: {how}, ready in {time.monotonic() - t0:.1f} s")
             yield raw_env()
         finally:
-            if started and _hold(users, fcntl.LOCK_EX, 0):  # no other session uses it now
+            if marker.exists() and locked(users, fcntl.LOCK_EX):  # no other session uses it now
                 stop_daemons()
+                marker.unlink()
+
+
+@pytest.fixture
+def raw_site(raw_cell):
+    """The raw cell, for this test alone: a test of another session that overlaps waits (both
+    would install into the one cell, and each compares the cell with what it found)."""
+    with open(os.path.join(LOCK_DIR, "test"), "a") as lock:
+        wait_until(lambda: locked(lock, fcntl.LOCK_EX), 300, "another test session's install test on the raw cell")
+        yield raw_cell
 
 
 @pytest.fixture
@@ -374,7 +374,7 @@ def install(*args: str, scratch: Path, where=rq) -> tuple[int, str, str]:
     return cp.returncode, cp.stdout, cp.stderr
 
 
-def test_install_plans_applies_reapplies_and_uninstalls_on_a_raw_qconf_cluster(raw_cell, scratch, plain_user):
+def test_install_plans_applies_reapplies_and_uninstalls_on_a_raw_qconf_cluster(raw_site, scratch, plain_user):
     before = dumps()
 
     code, out, err = install("--plan", "--json", scratch=scratch)
