@@ -11,6 +11,8 @@ through the backend and prints Slurm's messages.
 
 from __future__ import annotations
 
+import signal as _signal
+
 from . import jobs
 from .plain import factory, record  # dataclasses costs ~10 ms of scancel's start
 
@@ -180,3 +182,71 @@ def refresh(cfg, plans: list[Plan]) -> list[tuple[Plan, str]]:
             gone.append((p, ENDED if p.job_id in jl.known else INVALID))
         p.records = rs
     return gone
+
+
+# ---------------------------------------------------------------------------------------------
+# the shim's events of what scancel did (readers: squeue, sacct, scontrol; records.py's rules)
+
+STOP_EVENTS = {_signal.SIGSTOP: "stop", _signal.SIGCONT: "cont"}  # the signals that set/clear JOB_STOPPED
+
+
+def record_cancels(cfg, p: Plan, user: str, uid: int) -> bool:
+    """One "cancel" event per job, or per array task (Slurm index), with the state it was in, in
+    the caller's own directory (root's for an admin: readers take it as root's word). False when
+    one could not be written."""
+    from . import state
+    from .records import action
+
+    wanted = set(p.tasks) if p.tasks is not None else None
+    ok = True
+    for r in p.records:
+        base = action(uid, user, r.user, r.extra.get("submit_ts"))  # (sub ties it to this Grid Engine job)
+        base.update({"was": r.state, "name": r.name, "partition": r.partition, "cpus": r.num_cpus})
+        if r.nodes:
+            base["node"] = r.nodes[0]
+        if r.start_time is not None:
+            base["start"] = r.start_time.timestamp()
+        if r.array_task is not None:
+            if wanted is None or r.array_task in wanted:
+                ok = state.record_event(cfg, p.job_id, r.array_task, "cancel", base) and ok
+        elif r.array_pending is not None:
+            for i in r.extra.get("pending_indices", ()):
+                if wanted is None or i in wanted:
+                    ok = state.record_event(cfg, p.job_id, i, "cancel", base) and ok
+        else:
+            ok = state.record_event(cfg, p.job_id, None, "cancel", base) and ok
+    return ok
+
+
+def record_suspends(cfg, p: Plan, user: str, uid: int) -> bool:
+    """A "suspend" event per job or named array task (Grid Engine suspended the whole job: qmod -sj)."""
+    from . import state
+    from .records import action
+
+    ev = action(uid, user, p.owner, p.records[0].extra.get("submit_ts") if p.records else None)
+    ok = True
+    for t in (p.tasks or [None]):
+        ok = state.record_event(cfg, p.job_id, t, "suspend", ev) and ok
+    return ok
+
+
+def record_stops(cfg, p: Plan, running: list, sig: int, user: str, uid: int) -> bool:
+    """A "stop" or "cont" event for each running job (array task) a STOP or CONT was sent to, for
+    squeue's and scontrol's STOPPED (slurmctld sets JOB_STOPPED when slurmd delivered a STOP, and
+    clears it at CONT: agent.c). Like a cancel event, it is written in the caller's own directory:
+    the owner's, or root's naming the owner (the only callers signal_plans lets through), stamped
+    with Grid Engine's submission and start times of the run it stopped. Any other signal: no event.
+    False when one could not be written."""
+    from . import state
+    from .records import action
+
+    kind = STOP_EVENTS.get(sig)
+    if kind is None:
+        return True
+    ok = True
+    for r in running:
+        ev = action(uid, user, p.owner, r.extra.get("submit_ts"))
+        if r.start_time is not None:
+            ev["start"] = r.start_time.timestamp()
+        ok = state.record_event(cfg, p.job_id, r.array_task, kind, ev) and ok
+    return ok

@@ -83,10 +83,9 @@ def refused(res, fallback: str = "") -> str:
 def record_event(cfg, r: JobRecord, kind: str, uid: int, me: str) -> bool:
     """A suspend/resume event in the caller's own directory (root's for an admin), naming the
     job's owner and Grid Engine's submission time so that readers tie it to this job."""
-    data: dict[str, object] = {"uid": uid, "user": me, "owner": r.user}
-    if r.extra.get("submit_ts"):
-        data["sub"] = r.extra["submit_ts"]
-    return state.record_event(cfg, r.job_id, r.array_task, kind, data)
+    from .records import action
+
+    return state.record_event(cfg, r.job_id, r.array_task, kind, action(uid, me, r.user, r.extra.get("submit_ts")))
 
 
 # ---------------------------------------------------------------------------------------------

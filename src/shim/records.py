@@ -202,6 +202,17 @@ def names_user(v: Any, uid: int) -> bool:
     return type(v) is str and bool(v) and state.uid_of(v) == uid
 
 
+def action(uid: int, user: str, owner: str | None, submit_ts: float | None) -> dict[str, Any]:
+    """What an event of a caller's action on a job (scancel's cancel, suspend, stop/cont;
+    scontrol's suspend/resume) says of whose it is: the caller (``uid``, ``user``), the job's
+    ``owner`` (what ``speaks_for`` checks of a record in root's directory) and Grid Engine's
+    submission time (``sub``: what ``of_job`` ties it to this job with), where known."""
+    data: dict[str, Any] = {"uid": uid, "user": user, "owner": owner}
+    if submit_ts:
+        data["sub"] = submit_ts
+    return data
+
+
 def speaks_for(data: dict[str, Any] | Submitted, dir_uid: int, owner: int, field: str) -> bool:
     """May a record found in ``dir_uid``'s directory speak about a job of ``owner``?"""
     claimed = data.get(field)

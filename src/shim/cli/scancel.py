@@ -286,47 +286,15 @@ def main(argv: list[str]) -> int:
             continue
         written = True
         if op == ops.CANCEL:
-            written = _record_cancels(cfg, p, me, uid)
+            written = cancel.record_cancels(cfg, p, me, uid)
         elif op == ops.SUSPEND:
-            sub = p.records[0].extra.get("submit_ts") if p.records else None
-            for t in (p.tasks or [None]):
-                ev = {"uid": uid, "user": me, "owner": p.owner}
-                if sub:
-                    ev["sub"] = sub
-                written = state.record_event(cfg, p.job_id, t, "suspend", ev) and written
+            written = cancel.record_suspends(cfg, p, me, uid)
         if not written:
             unrecorded.append(p.label)
     if unrecorded:  # Grid Engine has acted: the command succeeded, only the shim's note is missing
         print(f"{PROG}: warning: could not record the {'cancel' if op == ops.CANCEL else 'suspend'} of job "
               f"{', '.join(unrecorded)} in {cfg.cluster.state_dir}", file=sys.stderr)
     return rc
-
-
-def _record_cancels(cfg, p: Plan, user: str, uid: int) -> bool:
-    """One "cancel" event per job, or per array task (Slurm index), with the state it was in, in
-    the caller's own directory (root's for an admin: readers take it as root's word). False when
-    one could not be written."""
-    wanted = set(p.tasks) if p.tasks is not None else None
-    ok = True
-    for r in p.records:
-        base = {"uid": uid, "user": user, "was": r.state, "owner": r.user, "name": r.name,
-                "partition": r.partition, "cpus": r.num_cpus}
-        if r.extra.get("submit_ts"):
-            base["sub"] = r.extra["submit_ts"]  # Grid Engine's submission time: ties it to this job
-        if r.nodes:
-            base["node"] = r.nodes[0]
-        if r.start_time is not None:
-            base["start"] = r.start_time.timestamp()
-        if r.array_task is not None:
-            if wanted is None or r.array_task in wanted:
-                ok = state.record_event(cfg, p.job_id, r.array_task, "cancel", base) and ok
-        elif r.array_pending is not None:
-            for i in r.extra.get("pending_indices", ()):
-                if wanted is None or i in wanted:
-                    ok = state.record_event(cfg, p.job_id, i, "cancel", base) and ok
-        else:
-            ok = state.record_event(cfg, p.job_id, None, "cancel", base) and ok
-    return ok
 
 
 def _verbose_line(sig: int | None, batch: bool, full: bool, label: str) -> str:
@@ -338,7 +306,6 @@ def _verbose_line(sig: int | None, batch: bool, full: bool, label: str) -> str:
 
 
 JOB_CONTROL = frozenset({_signal.SIGSTOP, _signal.SIGTSTP, _signal.SIGCONT})  # what Grid Engine's qmod does
-STOP_EVENTS = {_signal.SIGSTOP: "stop", _signal.SIGCONT: "cont"}  # the signals that set/clear JOB_STOPPED
 
 
 def _through_channel(sig: int | None, batch: bool, full: bool) -> bool:
@@ -402,7 +369,7 @@ def signal_plans(cfg, plans: list[Plan], sig: int, batch: bool, full: bool, *, v
                 later.append(Plan(p.job_id, p.label, rest, p.tasks, owner=p.owner))
             if rec is not None and rec.get("interactive") and full:
                 # no batch step: slurmd signals nothing (_kill_all_active_steps), and succeeds
-                if not _record_stops(cfg, p, running, sig, me, uid):
+                if not cancel.record_stops(cfg, p, running, sig, me, uid):
                     unrecorded.append(p.label)
                 continue
             for r in running:
@@ -419,7 +386,7 @@ def signal_plans(cfg, plans: list[Plan], sig: int, batch: bool, full: bool, *, v
                     _request_error(p, f"cannot write the signal request in {cfg.cluster.state_dir}", quiet)
                     rc = max(rc, 1)
                     break
-                if not _record_stops(cfg, p, [r], sig, me, uid):
+                if not cancel.record_stops(cfg, p, [r], sig, me, uid):
                     unrecorded.append(p.label)
         waiting = later
         if not waiting:
@@ -436,30 +403,9 @@ def signal_plans(cfg, plans: list[Plan], sig: int, batch: bool, full: bool, *, v
         _request_error(p, "Job can not be altered now, try again later", quiet)
         rc = max(rc, NOT_NOW_RC)
     if unrecorded and not quiet:  # the signal is on its way: only the shim's note of it is missing
-        print(f"{PROG}: warning: could not record the {STOP_EVENTS[sig]} of job {', '.join(dict.fromkeys(unrecorded))} "
+        print(f"{PROG}: warning: could not record the {cancel.STOP_EVENTS[sig]} of job {', '.join(dict.fromkeys(unrecorded))} "
               f"in {cfg.cluster.state_dir}", file=sys.stderr)
     return rc
-
-
-def _record_stops(cfg, p: Plan, running: list[JobRecord], sig: int, user: str, uid: int) -> bool:
-    """A "stop" or "cont" event for each running job (array task) a STOP or CONT was sent to, for
-    squeue's and scontrol's STOPPED (slurmctld sets JOB_STOPPED when slurmd delivered a STOP, and
-    clears it at CONT: agent.c). Like a cancel event, it is written in the caller's own directory:
-    the owner's, or root's naming the owner (the only callers signal_plans lets through), stamped
-    with Grid Engine's submission and start times of the run it stopped. Any other signal: no event.
-    False when one could not be written."""
-    kind = STOP_EVENTS.get(sig)
-    if kind is None:
-        return True
-    ok = True
-    for r in running:
-        ev = {"uid": uid, "user": user, "owner": p.owner}
-        if r.extra.get("submit_ts"):
-            ev["sub"] = r.extra["submit_ts"]
-        if r.start_time is not None:
-            ev["start"] = r.start_time.timestamp()
-        ok = state.record_event(cfg, p.job_id, r.array_task, kind, ev) and ok
-    return ok
 
 
 def _refresh(cfg, plans: list[Plan], quiet: bool, verbose: bool) -> list[Plan]:
