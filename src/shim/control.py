@@ -68,9 +68,10 @@ def caller() -> tuple[str, int]:
 
 
 def owns(recs: list[JobRecord]) -> bool:
-    """May the caller act on these jobs: root, or their owner."""
-    me, uid = caller()
-    return uid == 0 or all(r.user == me for r in recs)
+    """May the caller act on these jobs: root, or their owner, by uid, as Slurm's controller
+    decides (job_mgr.c, update_job's ``job_ptr->user_id != uid`` check; scancel's rule too)."""
+    uid = caller()[1]
+    return uid == 0 or all((r.uid if r.uid is not None else state.uid_of(r.user)) == uid for r in recs)
 
 
 def refused(res, fallback: str = "") -> str:
