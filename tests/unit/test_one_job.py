@@ -269,11 +269,11 @@ def test_a_format_without_reasons_asks_no_quota_and_lists_no_whole_queue(capsys)
     (["--start"], True), (["-o", "%all"], True), (["--json"], True),
 ])
 def test_without_the_quota_lookup_the_output_is_the_same(capsys, monkeypatch, argv, asks):
-    from shim.cli import squeue as cli
+    from shim import jobqueue
 
     fast, calls = run(capsys, "squeue", *argv)
     with monkeypatch.context() as m:
-        m.setattr(cli, "shows_reasons", lambda *a: True)  # as before: the reasons always decided
+        m.setattr(jobqueue, "shows_reasons", lambda *a: True)  # as before: the reasons always decided
         slow, slow_calls = run(capsys, "squeue", *argv)
     assert fast == slow
     assert SCHEDULER in slow_calls

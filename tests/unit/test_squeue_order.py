@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from shim.cli import squeue
+from shim import jobqueue
 from shim.model import JobRecord
-from shim.options.sources import Options
 
 
 def at(s: int) -> datetime:
@@ -29,7 +28,7 @@ def ids(recs):
 
 
 def order(recs, listed=None):
-    return ids(squeue.sort_records(recs, Options(), None, listed=listed))
+    return ids(jobqueue.sort_records(recs, jobqueue.Query(), None, listed=listed))
 
 
 def test_tasks_split_when_they_start_come_after_jobs_submitted_before():

@@ -570,6 +570,15 @@ def json_document(records: list[JobRecord], ctx: Ctx) -> str:
     return json.dumps(doc, indent=2).replace("/", "\\/")
 
 
+def yaml_document(records: list[JobRecord], ctx: Ctx) -> str:
+    """``--yaml``: the ``--json`` document in Slurm's YAML dialect (render/yaml.py, shared with sacct)."""
+    import json
+
+    from .yaml import document
+
+    return document(json.loads(json_document(records, ctx)))
+
+
 # ---------------------------------------------------------------------------------------------
 # -s/--steps: Grid Engine has no steps; a running batch job shows its batch step, as in Slurm
 
