@@ -31,34 +31,39 @@ def error(msg: str) -> ShimError:
 
 class Query:
     """What a squeue shows: the jobs' states (None: every state), ids (job, array index or None),
-    users (names) and the other filters (None: not given), the users named that name nobody, and
+    users (names) and the other filters (None: not given), the users named that name nobody, what
+    the listing holds (``only`` these jobs, else the jobs of the users ``listed``; None: all), and
     how: one array task per line (``-r``), steps (``-s``), ``--json``/``--yaml`` (every job), the
     ``-S`` keys as given, ``--start``. (A plain class: ``dataclasses`` costs ~10 ms of a start.)"""
 
-    __slots__ = ("states", "job_ids", "users", "bad_users", "names", "partitions", "accounts", "qos", "licenses",
-                 "nodelist", "reservation", "array", "steps", "whole", "sort", "start")
+    __slots__ = ("states", "job_ids", "users", "bad_users", "only", "listed", "names", "partitions", "accounts",
+                 "qos", "licenses", "nodelist", "reservation", "array", "steps", "whole", "sort", "start")
 
     def __init__(self, states: set[str] | None = None, job_ids: list[tuple[int, int | None]] | None = None,
-                 users: set[str] | None = None, bad_users: list[str] | None = None, names: set[str] | None = None,
+                 users: set[str] | None = None, bad_users: list[str] | None = None, only: set[int] | None = None,
+                 listed: list[str] | None = None, names: set[str] | None = None,
                  partitions: set[str] | None = None, accounts: set[str] | None = None, qos: set[str] | None = None,
                  licenses: set[str] | None = None, nodelist: str | None = None, reservation: str | None = None,
                  array: bool = False, steps: bool = False, whole: bool = False, sort: str | None = None,
                  start: bool = False):
         self.states, self.job_ids, self.users = states, job_ids, users
         self.bad_users = [] if bad_users is None else bad_users
+        self.only, self.listed = only, listed
         self.names, self.partitions, self.accounts, self.qos, self.licenses = names, partitions, accounts, qos, licenses
         self.nodelist, self.reservation = nodelist, reservation
         self.array, self.steps, self.whole, self.sort, self.start = array, steps, whole, sort, start
 
 
 def query(opts: Options, states: set[str] | None, job_ids: list[tuple[int, int | None]] | None,
-          users: set[str] | None, bad_users: list[str]) -> Query:
+          users: set[str] | None, bad_users: list[str], *, only: set[int] | None = None,
+          listed: list[str] | None = None) -> Query:
     """The query of squeue's options, with what the command read before its qstat started: the
     states of ``-t`` (None: all; without ``-t``, those of the jobs that have not ended), the ids of
-    ``-j`` and ``--steps``, the users of ``-u`` and ``--me``, and the words of ``-u`` that name none."""
+    ``-j`` and ``--steps``, the users of ``-u`` and ``--me``, the words of ``-u`` that name none,
+    and what the listing holds (the jobs of ``only``, else of the users ``listed``; None: all)."""
     if states is None and not opts.states:
         states = set(jobs.ACTIVE_STATES)
-    return Query(states, job_ids, users, bad_users,
+    return Query(states, job_ids, users, bad_users, only=only, listed=listed,
                  names=set(opts.name.split(",")) if opts.name else None,
                  partitions=set(opts.partitions.split(",")) if opts.partitions else None,
                  accounts={a.lower() for a in opts.account.split(",")} if opts.account else None,
@@ -117,13 +122,11 @@ def shows_reasons(qy: Query, kind: str, ftext: str) -> bool:
 def listing(cfg, qy: Query, *, now: float, started: Started | None, reasons: bool) -> jobs.JobList:
     """The job list the query reads (jobs.list_jobs): the ended jobs' records where ended states
     may be shown (of the ids given only, with ``-j``); the pending reasons and quotas only where
-    ``reasons`` (shows_reasons)."""
+    ``reasons`` (shows_reasons). ``started``: the listing the command started for the query."""
     states = qy.states
     want_ended = bool(qy.whole or qy.job_ids or states is None or any(s not in jobs.ACTIVE_STATES for s in states))
-    only = {j for j, _t in qy.job_ids} if qy.job_ids and not qy.whole else None
-    return jobs.list_jobs(cfg, ended=want_ended, now=now, started=started, only=only, reasons=reasons,
-                          quotas=reasons, users=sorted(qy.users) if qy.users and only is None and not qy.whole
-                          else None)
+    return jobs.list_jobs(cfg, ended=want_ended, now=now, started=started, only=qy.only, reasons=reasons,
+                          quotas=reasons, users=qy.listed)
 
 
 def every_job(jl: jobs.JobList, cfg, qy: Query, ctx: Ctx) -> list:

@@ -395,7 +395,8 @@ def test_unreachable_qmaster_through_the_stream(capsys, tmp_path, monkeypatch):
 
 
 def test_qstat_starts_before_the_listing_code_is_imported(tmp_path):
-    """squeue spawns qstat first, and imports records, renderers and the rest while it runs."""
+    """squeue spawns qstat first, and imports records, its selection and order, renderers and the
+    rest while it runs."""
     import subprocess
     import sys
 
@@ -404,8 +405,9 @@ def test_qstat_starts_before_the_listing_code_is_imported(tmp_path):
     driver = ("import sys, shim.proc as p\n"
               "real = p.stream\n"
               "def stream(*a, **k):\n"
-              "    print(sorted(m for m in ('shim.jobs', 'shim.model', 'shim.render.squeue', 'shim.render.fmt',\n"
-              "                             'xml.etree.ElementTree', 'dataclasses') if m in sys.modules))\n"
+              "    print(sorted(m for m in ('shim.jobs', 'shim.jobqueue', 'shim.model', 'shim.render.squeue',\n"
+              "                             'shim.render.fmt', 'xml.etree.ElementTree', 'dataclasses')\n"
+              "                 if m in sys.modules))\n"
               "    return real(*a, **k)\n"
               "p.stream = stream\n"
               "from shim.__main__ import dispatch\n"

@@ -283,24 +283,28 @@ def _main(argv: list[str]) -> int:
             period = max(1, int(opts.iterate))
         except ValueError:
             raise error(f"Invalid iterate value: {opts.iterate}")
+    # what the listing holds: -j's jobs alone (jobs.list_jobs' ``only``: the caller's own jobs are
+    # listed first, not the whole queue), else -u/--me's users' jobs (its ``users``); --json and
+    # --yaml print every job
+    whole = bool(opts.json or opts.yaml)
+    only = {j for j, _t in job_ids} if job_ids and not whole else None
+    listed = sorted(users) if users and only is None and not whole else None
     # qstat is the long pole: start it now, and import and prepare the rest while it runs
     from ..backends import qstat as q
 
     now = time.time()
-    if job_ids and not (opts.json or opts.yaml):
-        # -j: the named jobs' records alone (jobs.list_jobs' ``only``): the caller's own jobs are
-        # listed first, not the whole queue
+    if only:
         me = passwd.own_name()  # (None: jobs.list_jobs asks qstat -j first)
         started = q.start(cfg, q.listing_args([me])) if me else None
-    elif users and not (opts.json or opts.yaml):  # -u/--me: those users' jobs (jobs.list_jobs' ``users``)
-        started = q.start(cfg, q.listing_args(sorted(users)))
+    elif listed:
+        started = q.start(cfg, q.listing_args(listed))
     else:
         started = q.start(cfg)
     try:
         from .. import jobqueue
         from ..render import squeue as view
 
-        qy = jobqueue.query(opts, states, job_ids, users, user_errors)
+        qy = jobqueue.query(opts, states, job_ids, users, user_errors, only=only, listed=listed)
         ctx = view.Ctx(cfg, convert=not opts.noconvert)
         ctx.now = now
         kind, ftext = choose_format(opts, parsed)
