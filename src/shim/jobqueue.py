@@ -131,7 +131,7 @@ def listing(cfg, qy: Query, *, now: float, started: Started | None, reasons: boo
 
 def every_job(jl: jobs.JobList, cfg, qy: Query, ctx: Ctx) -> list:
     """``--json``/``--yaml``: every job of the listing with every field read, in squeue's order."""
-    from .cli.common import fill_reservations
+    from .jobs import fill_reservations
 
     for r in jl.records:
         jobs.detail(r, cfg)
@@ -193,7 +193,7 @@ def select(jl: jobs.JobList, qy: Query, cfg) -> list:
             hosts.add(os.uname().nodename.split(".")[0])
         recs = [r for r in recs if set(r.nodes) & hosts]
     if qy.reservation:  # squeue's _filter_job: the job's reservation name is the one asked for
-        from .cli.common import fill_reservations
+        from .jobs import fill_reservations
 
         fill_reservations(recs, cfg)
         recs = [r for r in recs if r.extra.get("reservation") == qy.reservation]
@@ -212,7 +212,7 @@ def fill_detail(recs: list, cfg, fields: list) -> None:
         for r in recs:
             r.group = r.group or jobs.group_name(r.gid)
     if view.shows_reservation(fields):
-        from .cli.common import fill_reservations
+        from .jobs import fill_reservations
 
         fill_reservations(recs, cfg)
     wanted = view.detail_wanted(fields)

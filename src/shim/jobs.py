@@ -915,3 +915,38 @@ def run_seconds(rec: JobRecord, now: float) -> int:
         return 0
     st = rec.extra.get("start_ts") or rec.start_time.timestamp()
     return max(0, int(now - st))
+
+
+# ---------------------------------------------------------------------------------------------
+# what squeue and scontrol share: a job's reservation
+
+
+def fill_reservations(recs: list, cfg, backend=None, started=None) -> None:
+    """The name of each job's reservation (``rec.extra["reservation"]``, None for none): Slurm's
+    ``--reservation=NAME`` is submitted as Grid Engine's ``-ar <id>`` (submit.reservation_flags),
+    so a job's reservation is its advance reservation (``JB_ar`` of ``qstat -j -xml``) by the name
+    ``qrsub -N`` gave it (qrstat). One qrstat call for the listing (``started``: the one begun
+    earlier); qstat -j for its jobs only when Grid Engine has any advance reservation. An advance reservation without a name shows
+    its id; a job of one that has gone shows none. Jobs that have ended show none (their record
+    does not keep it)."""
+    todo = [r for r in recs if "reservation" not in r.extra]
+    if not todo:
+        return
+    from . import backends
+
+    for r in todo:
+        r.extra["reservation"] = None
+    todo = [r for r in todo if not r.extra.get("ended")]
+    if not todo:
+        return
+    b = backend or backends.get(cfg)
+    names = (started or b.reservation_names()).read()
+    if not names:
+        return
+    try:
+        details = b.details(sorted({r.job_id for r in todo}))
+    except Exception:  # noqa: BLE001
+        return
+    for r in todo:
+        ar = ((details.get(r.job_id) or {}).get("JB_ar") or "").strip()
+        r.extra["reservation"] = names.get(ar) if ar not in ("", "0") else None

@@ -121,7 +121,7 @@ def _jobs_shown(s, ids: list[str], only: set[int] | None, pre, resv) -> tuple[li
         if not recs:
             return [], now, None
     jobs.add_grid_engine_detail(s.cfg, recs, s.backend(), started=pre)
-    from .cli.common import fill_reservations
+    from .jobs import fill_reservations
 
     fill_reservations(recs, s.cfg, s.backend(), resv)  # the optional Reservation= line
     return recs, now, None

@@ -119,7 +119,7 @@ def test_the_recorded_answers_tie_a_job_to_its_reservation():
     fill_reservations puts them together."""
     from shim.backends.gridengine import ops
     from shim.backends.qstat import parse_detail
-    from shim.cli.common import fill_reservations
+    from shim.jobs import fill_reservations
     from shim.model import JobRecord
 
     detail = (SGE / "live-qstat-j-xml.ar.xml").read_text()

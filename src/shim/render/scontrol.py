@@ -128,7 +128,7 @@ def job_lines(rec: JobRecord, facts: JobFacts, details: bool, now: float) -> lis
         f"MinCPUsNode={rec.cpus_per_task} {mem_field} MinTmpDiskNode=0",
         f"Features={_null(rec.features)} DelayBoot=00:00:00",
     ]
-    if rec.extra.get("reservation"):  # slurm_sprint_job_info's optional line (cli.common.fill_reservations)
+    if rec.extra.get("reservation"):  # slurm_sprint_job_info's optional line (jobs.fill_reservations)
         lines.append(f"Reservation={rec.extra['reservation']}")
     lines += [
         f"OverSubscribe=OK Contiguous=0 Licenses={_null(rec.licenses)} Network=(null)",

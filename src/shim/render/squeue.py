@@ -259,7 +259,7 @@ SQUEUE_FIELDS: tuple[FieldSpec, ...] = (
     F("t", "StateCompact", "ST", _x("('ST' if r.state == 'RUNNING' and r.extra.get('stopped') "
                                         "else STATE_CODES.get(r.state, r.state[:2]))")),
     F("u", "UserName", "USER", _x("r.user"), aliases=("user",)),
-    F("v", "Reservation", "RESERVATION", lambda r, c: r.extra.get("reservation") or "(null)"),  # cli.common.fill_reservations
+    F("v", "Reservation", "RESERVATION", lambda r, c: r.extra.get("reservation") or "(null)"),  # jobs.fill_reservations
     F("w", "WCKey", "WCKEY", _c("(null)")),
     F("x", "ExcNodes", "EXC_NODES", _d("exc_nodes", "")),
     F("y", "Nice", "NICE", _d("nice", "0"), key=lambda r, c: r.nice),
@@ -401,7 +401,7 @@ def shows_group(fields: Iterable[FieldSpec]) -> bool:
 
 def shows_reservation(fields: Iterable[FieldSpec]) -> bool:
     """Does the listing show or sort by the job's reservation (``%v``, ``-O reservation``)? Only
-    then is it read (cli.common.fill_reservations: one qrstat call, and qstat -j when Grid Engine
+    then is it read (jobs.fill_reservations: one qrstat call, and qstat -j when Grid Engine
     has advance reservations)."""
     return any(f.name == "Reservation" for f in fields)
 
