@@ -62,8 +62,7 @@ def _specs(cmd: str) -> list:
 
 def _choices() -> dict[str, tuple[str, ...]]:
     """Fixed value lists, named for the bash variable that holds each."""
-    from .cli import squeue
-    from .model import SLURM_STATES
+    from .model import SLURM_STATES, state_list
     from .options import values
     from .render import sacct as sacct_view
     from .render import sinfo as sinfo_view
@@ -79,7 +78,7 @@ def _choices() -> dict[str, tuple[str, ...]]:
 
     sacct_states = tuple(s.long for s in SLURM_STATES)  # sacct -s takes every state squeue -t does
     return {
-        "squeue_states": (*squeue.VALID_STATES.split(","), "all"),
+        "squeue_states": (*state_list().split(","), "all"),
         "sacct_states": sacct_states,
         "sinfo_states": tuple(sorted({name for pair in sinfo_view.STATE_NAMES.values() for name in pair})),
         "squeue_fields": fields(squeue_view.REGISTRY),

@@ -80,6 +80,37 @@ def test_the_q_command_check_sees_literals_not_docstrings():
     assert sorted(_ge_command_literals(text, "x.py")) == ["x.py:4: 'qdel'", "x.py:4: 'qmod -sj 5'"]
 
 
+def _cli_imports(path: Path) -> list[int]:
+    """The lines where a module imports from the commands' package (``shim.cli``, ``.cli``, ``..cli``)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            mod = "." * node.level + (node.module or "")
+            names = [a.name for a in node.names]
+            if (mod.lstrip(".").split(".")[0] == "cli" and node.level in (1, 2)) or mod.startswith("shim.cli") \
+                    or (mod in (".", "..", "shim") and "cli" in names):
+                out.append(node.lineno)
+        elif isinstance(node, ast.Import):
+            out += [node.lineno for a in node.names if a.name.startswith("shim.cli")]
+    return out
+
+
+def test_nothing_below_the_commands_imports_them():
+    """Commands sit on top (issue 14): they parse, call and render; what they share with a non-command
+    module lives outside cli/ (jobs.fill_reservations, cancel.py, control.py, jobqueue.py, show.py)."""
+    offenders = [f"{path.relative_to(SRC)}:{line}" for path in sorted(SRC.rglob("*.py"))
+                 if "cli" not in path.relative_to(SRC).parts[:1]
+                 for line in _cli_imports(path)]
+    assert offenders == []
+
+
+def test_the_cli_import_check_sees_each_spelling(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("from .cli.common import x\nfrom ..cli import squeue\nfrom . import cli\nimport shim.cli.sbatch\n"
+                 "from .client import y\nfrom .. import backends\n")
+    assert _cli_imports(f) == [1, 2, 3, 4]
+
+
 SLURM_COMMANDS = ("sbatch", "srun", "salloc", "squeue", "scancel", "scontrol", "sacct", "sinfo")
 
 

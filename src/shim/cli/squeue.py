@@ -221,16 +221,6 @@ def resolve_users(text: str) -> tuple[set[str], list[str]]:
     return names, bad
 
 
-def __getattr__(name: str):
-    """``VALID_STATES`` (completion.py reads it): Slurm's state list, from model's one table, made
-    only when asked so that squeue's start does not import the model before qstat runs."""
-    if name == "VALID_STATES":
-        from ..model import state_list
-
-        return state_list()
-    raise AttributeError(name)
-
-
 def main(argv: list[str]) -> int:
     # ~10 containers per job and no cycles worth collecting: without the cyclic collector, a
     # 10,000-job listing takes a third less time
