@@ -218,10 +218,10 @@ _LAYOUT_PLAIN_RE: Any = _Lazy("_LAYOUT_PLAIN_RE",
                               _LAYOUT.replace("[^<&]*", "[^<]*").replace('[^"<>&]*', '[^"<>]*'))
 
 
-def _layout_row(m: tuple[str, ...]) -> dict[str, Any]:
-    """The row of one _LAYOUT_RE match: the same dict as _row over _FIELD_RE's reading of the element."""
+def _head(m: tuple[str, ...]) -> dict[str, Any]:
+    """The row's plain fields from a _LAYOUT_RE match (both readings of a match start with it)."""
     (section, num, prio, name, owner, letters, ttag, ttext, qname, slots, tasks, tasks_text, fjn, fjn_text,
-     rpe, rpe_name, rpe_text, gpe, gpe_text, hard_run, hrq, hrq_text, deps, rest, binding, binding_text) = m
+     rpe, rpe_name, rpe_text, gpe, gpe_text) = m[:19]
     row = {"section": section, "JB_job_number": num, "JAT_prio": prio,
            "JB_name": _unescape(name) if "&" in name else name, "JB_owner": owner, "state": letters,
            ttag: ttext, "queue_name": qname, "slots": slots}
@@ -234,6 +234,13 @@ def _layout_row(m: tuple[str, ...]) -> dict[str, Any]:
         row["pe_slots"] = rpe_text
     if gpe:
         row["granted_pe"] = gpe_text
+    return row
+
+
+def _layout_row(m: tuple[str, ...]) -> dict[str, Any]:
+    """The row of one _LAYOUT_RE match: the same dict as _row over _FIELD_RE's reading of the element."""
+    hard_run, hrq, hrq_text, deps, rest, binding, binding_text = m[19:]
+    row = _head(m)
     hard: dict[str, str] = {}
     queues: list[str] = []
     preds: list[str] = []
@@ -551,18 +558,7 @@ def record_from_match(m: tuple[str, ...], cache: RowCache) -> JobRecord:
         state, reason = c.states[letters]
     except KeyError:
         state, reason = c.state(letters)
-    row = {"section": section, "JB_job_number": num, "JAT_prio": prio_text,
-           "JB_name": _unescape(ge_name) if "&" in ge_name else ge_name, "JB_owner": owner, "state": letters,
-           ttag: ttext, "queue_name": queue_inst, "slots": slots_text}
-    if tasks:
-        row["tasks"] = tasks_text
-    if fjn:
-        row["full_job_name"] = _unescape(fjn_text) if "&" in fjn_text else fjn_text
-    if rpe:
-        row["pe"] = rpe_name
-        row["pe_slots"] = rpe_text
-    if gpe:
-        row["granted_pe"] = gpe_text
+    row = _head(m)
     hard: dict[str, str] = c.hard_run(hard_run) if hard_run else {}
     queues: list[str] = []
     preds: list[str] = []
