@@ -43,6 +43,35 @@ def _site_state_dir() -> Path:
 STATE_DIR = _site_state_dir()
 
 
+def _ge_root() -> Path:
+    import tomllib
+
+    try:
+        ge = tomllib.loads(SITE_CONFIG.read_text())["gridengine"]
+        return Path(ge["sge_root"]) / ge.get("sge_cell", "default")
+    except (OSError, KeyError, ValueError):
+        return Path("/var/lib/gridengine/default")
+
+
+def _cell_setting(file: str, key: str, default: str) -> Path:
+    """A setting in the selected cell's common/<file> (bootstrap, always; configuration, where the
+    cell spools classically, as the OCS cell does; Debian's keeps it in Berkeley DB)."""
+    try:
+        for line in (_ge_root() / "common" / file).read_text().splitlines():
+            if line.split()[:1] == [key]:
+                return Path(line.split()[1])
+    except (OSError, IndexError):
+        pass
+    return Path(default)
+
+
+# the selected cell's Grid Engine spool directories: qmaster's (job_scripts/, jobseqnum) and the
+# execds' (<host>/job_scripts/): Debian's /var/spool/gridengine/{qmaster,execd}, the OCS cell's
+# /opt/ocs/default/spool/qmaster and /opt/ocs/default/spool
+QMASTER_SPOOL = _cell_setting("bootstrap", "qmaster_spool_dir", "/var/spool/gridengine/qmaster")
+EXECD_SPOOL = _cell_setting("configuration", "execd_spool_dir", str(QMASTER_SPOOL.parent / "execd"))
+
+
 def cell_env() -> dict[str, str]:
     """What points the shim and Grid Engine's commands at the selected cell ({} for Debian's)."""
     if CELL != "ocs":
@@ -81,14 +110,18 @@ def shim_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def as_user_argv(user: str, e: dict[str, str], argv) -> list[str]:
+    """argv run as ``user`` through runuser, with the cell's variables of environment ``e`` (a
+    shim_env) passed through."""
+    return ["runuser", "-u", user, "--", "env", f"PATH={e['PATH']}", f"SGE_ROOT={e['SGE_ROOT']}",
+            f"SGE_CELL={e['SGE_CELL']}", *(f"{k}={e[k]}" for k in cell_env() if k != "PATH"), *argv]
+
+
 def run(*argv: str, user: str | None = None, input: str | bytes | None = None, cwd: str | Path | None = None,
         env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     """Run a command (text mode) as root or, with user=, as that user through runuser."""
     e = shim_env(env)
-    args = list(argv)
-    if user:
-        args = ["runuser", "-u", user, "--", "env", f"PATH={e['PATH']}", f"SGE_ROOT={e['SGE_ROOT']}",
-                f"SGE_CELL={e['SGE_CELL']}", *(f"{k}={e[k]}" for k in cell_env() if k != "PATH"), *args]
+    args = as_user_argv(user, e, argv) if user else list(argv)
     data = input.encode() if isinstance(input, str) else input
     cp = subprocess.run(args, input=data, capture_output=True, cwd=cwd, env=e, timeout=timeout)
     return subprocess.CompletedProcess(args, cp.returncode, cp.stdout.decode("utf-8", "replace"),
@@ -196,14 +229,16 @@ def workdir():
 
 
 # cluster up/down of Debian's cell (test_cluster_live), stopping "the" qmaster and execd through
-# cluster.py (test_reliability_live): on the OCS cell they would act on Debian's daemons
+# cluster.py (test_reliability_live), and Debian's init scripts (tests/security's F-17 test): on
+# the OCS cell they would act on Debian's daemons
 DEBIAN_CELL_FILES = frozenset({"test_cluster_live.py", "test_reliability_live.py"})
+DEBIAN_CELL_TESTS = frozenset({"test_install_and_daemons.py::test_cluster_up_down_and_the_init_scripts_manage_one_set_of_daemons"})
 
 
 def _debian_only(item) -> bool:
-    """The files above (the two-host tests run on both cells: scripts/multihost gives each cell a
-    second host of its own)."""
-    return item.path.name in DEBIAN_CELL_FILES
+    """The files and tests above (the two-host tests run on both cells: scripts/multihost gives
+    each cell a second host of its own)."""
+    return item.path.name in DEBIAN_CELL_FILES or any(item.nodeid.endswith(t) for t in DEBIAN_CELL_TESTS)
 
 
 # Tests that do not pass on the OCS cell yet, each with what is known of why.

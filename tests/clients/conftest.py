@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import command_dir, run, shim_env
+from conftest import cell_env, command_dir, run, shim_env
 
 CLIENTS = {  # import name -> the PyPI requirement that provides it (pyproject extra "clients")
     "submitit": "submitit",
@@ -45,15 +45,17 @@ def require(*modules: str) -> None:
 @pytest.fixture
 def client_env(monkeypatch) -> dict[str, str]:
     """This process's environment as a user's login shell on the submit host: the shim's commands
-    first on PATH, Grid Engine's location, no Slurm variables inherited from an outer job."""
+    first on PATH, Grid Engine's location (the selected cell's: its site config and ports too, as
+    conftest.cell_env gives them), no Slurm variables inherited from an outer job."""
     env = shim_env()
     for k in list(os.environ):
-        if k.startswith(("SLURM_", "SBATCH_", "SRUN_", "SALLOC_", "SQUEUE_", "SACCT_", "SINFO_", "SCANCEL_")):
+        if k.startswith(("SLURM_", "SBATCH_", "SRUN_", "SALLOC_", "SQUEUE_", "SACCT_", "SINFO_", "SCANCEL_")) \
+                and not k.startswith("SLURM_SHIM_"):  # (the shim's own settings stay: the cell's site config)
             monkeypatch.delenv(k)
             env.pop(k, None)
-    for k in ("PATH", "SGE_ROOT", "SGE_CELL"):
+    for k in ("PATH", "SGE_ROOT", "SGE_CELL", *cell_env()):
         monkeypatch.setenv(k, env[k])
-    return {k: v for k, v in env.items() if not k.startswith("SLURM_")}
+    return {k: v for k, v in env.items() if not k.startswith("SLURM_") or k.startswith("SLURM_SHIM_")}
 
 
 class Reaper:

@@ -16,13 +16,13 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from conftest import run, shim_env, wait_until
+from conftest import SITE_CONFIG, as_user_argv, run, shim_env, wait_until
 
 pytestmark = [pytest.mark.interactive, pytest.mark.gridengine]
 
 PROMPT = f"SHIMCOMP{os.getpid()}> "
 TIMEOUT = 20
-SITE = Path("/etc/slurm-shim/config.toml")
+SITE = SITE_CONFIG  # (the selected cell's)
 
 
 class Shell:
@@ -30,9 +30,8 @@ class Shell:
         env = shim_env({"PS1": PROMPT, "TERM": "dumb", "INPUTRC": "/dev/null", "HOME": str(cwd)})
         argv = ["bash", "--norc", "--noprofile", "-i"]
         if user:
-            argv = ["runuser", "-u", user, "--", "env", f"PATH={env['PATH']}", f"PS1={PROMPT}", "TERM=dumb",
-                    "INPUTRC=/dev/null", f"HOME={cwd}", f"SGE_ROOT={env['SGE_ROOT']}", f"SGE_CELL={env['SGE_CELL']}",
-                    f"USER={user}", *argv]
+            argv = as_user_argv(user, env, [f"PS1={PROMPT}", "TERM=dumb", "INPUTRC=/dev/null", f"HOME={cwd}",
+                                            f"USER={user}", *argv])
         self.child = pexpect.spawn(argv[0], argv[1:], cwd=str(cwd), env=env, timeout=TIMEOUT, encoding="utf-8",
                                    dimensions=(40, 400))
         self.child.expect_exact(PROMPT)

@@ -18,14 +18,14 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from conftest import run, shim_env, wait_until
+from conftest import SITE_CONFIG, as_user_argv, run, shim_env, wait_until
 
 pytestmark = [pytest.mark.interactive, pytest.mark.gridengine]
 
 REPO = Path(__file__).resolve().parents[2]
 PROMPT = f"SHIMZSH{os.getpid()}> "
 TIMEOUT = 20
-SITE = Path("/etc/slurm-shim/config.toml")
+SITE = SITE_CONFIG  # (the selected cell's)
 
 # every compadd call's matches, appended to $SHIM_CANDS (calls that only ask zsh to match, -O/-A/-D,
 # pass through); then the builtin adds them as usual
@@ -42,9 +42,8 @@ class Zsh:
             env["PATH"] = path
         argv = ["zsh", "-f", "-i"]
         if user:
-            argv = ["runuser", "-u", user, "--", "env", f"PATH={env['PATH']}", "TERM=dumb", f"HOME={cwd}",
-                    f"SHIM_CANDS={self.cands}", f"SGE_ROOT={env['SGE_ROOT']}", f"SGE_CELL={env['SGE_CELL']}",
-                    f"USER={user}", *argv]
+            argv = as_user_argv(user, env, ["TERM=dumb", f"HOME={cwd}", f"SHIM_CANDS={self.cands}", f"USER={user}",
+                                            *argv])
         self.child = pexpect.spawn(argv[0], argv[1:], cwd=str(cwd), env=env, timeout=TIMEOUT, encoding="utf-8",
                                    dimensions=(60, 400))
         self.synced = 0

@@ -20,12 +20,14 @@ from pathlib import Path
 
 import pytest
 
+import conftest
 from conftest import run, wait_until
 from security.conftest import MALLORY, VICTIM, as_user, mallory_python, uid
 
 pytestmark = pytest.mark.gridengine
 
-SITE_CONFIG = Path("/etc/slurm-shim/config.toml")
+SITE_CONFIG = conftest.SITE_CONFIG  # the selected cell's (the F-17 test is Debian's cell's alone: conftest)
+DEBIAN_SITE_CONFIG = Path("/etc/slurm-shim/config.toml")
 
 
 def fresh_site(d: Path, state_dir: Path) -> Path:
@@ -232,7 +234,7 @@ def one_each() -> tuple[int, int] | None:
 
 
 def slurm_shim(*argv: str) -> str:
-    cp = run("slurm-shim", *argv, env={"SLURM_SHIM_CONFIG": str(SITE_CONFIG)}, timeout=300)
+    cp = run("slurm-shim", *argv, env={"SLURM_SHIM_CONFIG": str(DEBIAN_SITE_CONFIG)}, timeout=300)
     assert cp.returncode == 0, cp.stdout + cp.stderr
     return cp.stdout
 
@@ -277,5 +279,5 @@ def test_cluster_up_down_and_the_init_scripts_manage_one_set_of_daemons():
         assert (pidfile("qmaster"), pidfile("execd")) == (qm3, ex3)
     finally:
         if not (one_each() and cluster.qmaster_answers()):
-            run("slurm-shim", "cluster", "up", env={"SLURM_SHIM_CONFIG": str(SITE_CONFIG)}, timeout=300)
+            run("slurm-shim", "cluster", "up", env={"SLURM_SHIM_CONFIG": str(DEBIAN_SITE_CONFIG)}, timeout=300)
         assert one_each(), "the cluster was not left with one qmaster and one execd"

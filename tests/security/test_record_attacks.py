@@ -36,9 +36,9 @@ from security.conftest import MALLORY, VICTIM, as_user, mallory_python, uid
 
 pytestmark = pytest.mark.gridengine
 
-SITE_CONFIG = Path(os.environ.get("SLURM_SHIM_CONFIG", "/etc/slurm-shim/config.toml"))
-STATE = "/var/spool/slurm-shim"
-SPOOLS = ("/var/spool/gridengine/execd/*/job_scripts/{id}", "/var/spool/gridengine/qmaster/job_scripts/{id}")
+SITE_CONFIG = Path(os.environ.get("SLURM_SHIM_CONFIG") or conftest.SITE_CONFIG)  # (the selected cell's)
+STATE = str(conftest.STATE_DIR)
+SPOOLS = (f"{conftest.EXECD_SPOOL}/*/job_scripts/{{id}}", f"{conftest.QMASTER_SPOOL}/job_scripts/{{id}}")
 CMD_TIMEOUT = 25  # seconds: a command that hangs on a planted FIFO fails the test instead
 
 
@@ -106,9 +106,7 @@ def _home(user: str) -> str:
 def spawn(user: str, *argv: str, cwd: str | None = None, env: dict | None = None) -> subprocess.Popen:
     """A command of ``user`` left running (as conftest.run starts it, but not waited for)."""
     e = shim_env(env)
-    args = ["runuser", "-u", user, "--", "env", f"PATH={e['PATH']}", f"SGE_ROOT={e['SGE_ROOT']}",
-            f"SGE_CELL={e['SGE_CELL']}", *argv]
-    return subprocess.Popen(args, cwd=cwd or _home(user), env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    return subprocess.Popen(conftest.as_user_argv(user, e, argv), cwd=cwd or _home(user), env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
 
 
@@ -139,7 +137,7 @@ def ended_in_sacct(user: str, job: int, want: str) -> str:
 
 def next_ids(n: int = 40) -> range:
     """The ids Grid Engine hands out next (mallory reads qmaster's world-readable counter)."""
-    seq = int(Path("/var/spool/gridengine/qmaster/jobseqnum").read_text().strip() or 0)
+    seq = int((conftest.QMASTER_SPOOL / "jobseqnum").read_text().strip() or 0)
     return range(seq + 1, seq + 1 + n)
 
 
@@ -391,13 +389,19 @@ def test_secrets_are_readable_only_by_the_job(victim, mallory, jobs, tmp_path_fa
     paths = [f"{state}/users/{uid(VICTIM)}/jobs/{j}.json" for j in (j1, j2, j3)]
     paths += [p for j in (j1, j2, j3) for pat in SPOOLS for p in glob.glob(pat.format(id=j))]
     paths += glob.glob(f"{state}/users/{uid(VICTIM)}/env/*")
+    # a classically spooled qmaster (the OCS cell's) keeps each job, its environment included, in
+    # world-readable files under jobs/ (Debian's cell spools to Berkeley DB)
+    paths += [p for p in glob.glob(f"{conftest.QMASTER_SPOOL}/jobs/**", recursive=True) if os.path.isfile(p)]
     scripts = [p for p in paths if "job_scripts" in p]
-    assert len(scripts) >= 2, paths  # the running two's, in the execd spool (a held job's is in qmaster's db)
+    # the running two's, in the execd spool; a held job's is in qmaster's spool (where it spools
+    # classically, the OCS cell's) or its database (Debian's)
+    scripted = {int(Path(p).name) for p in scripts}
+    assert {j1, j2} <= scripted, paths
     env_files = set()
     for p in scripts:  # the env files the scripts name (root reads the scripts here, as mallory could)
         body = b"".join(ln for ln in Path(p).read_bytes().split(b"\n") if re.fullmatch(rb"[A-Za-z0-9+/=]+", ln))
         env_files.update(re.findall(rb'"env_file":"([^"]+)"', base64.b64decode(body)))
-    assert len(env_files) == 2
+    assert len(env_files) == len(scripted)  # one private file per job
     paths += [f.decode() for f in env_files]
     code = f"""
 import base64, json, re, subprocess

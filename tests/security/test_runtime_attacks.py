@@ -21,14 +21,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run, wait_until
+from conftest import EXECD_SPOOL, QMASTER_SPOOL, STATE_DIR, run, wait_until
 from security.conftest import MALLORY, as_user, mallory_python, uid
 
 pytestmark = pytest.mark.gridengine
 
-STATE = Path("/var/spool/slurm-shim")
+STATE = STATE_DIR  # (the selected cell's)
 HOST = os.uname().nodename.split(".")[0]
-JOBSEQ = Path("/var/spool/gridengine/qmaster/jobseqnum")
+JOBSEQ = QMASTER_SPOOL / "jobseqnum"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,7 +252,9 @@ def test_output_files_follow_the_users_umask(victim, workdir):
     out = workdir / f"slurm-{job}.out"
     assert wait_text(out, "0077").strip() == "0077"
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
-    assert stat.S_IMODE((workdir / f"made-by-job-{job}").stat().st_mode) == 0o600
+    made = workdir / f"made-by-job-{job}"
+    wait_until(made.exists, 60, f"{made.name} (the job touches it after printing its umask)")
+    assert stat.S_IMODE(made.stat().st_mode) == 0o600
 
 
 # ---------------------------------------------------------------------------------------------
@@ -486,7 +488,7 @@ while not os.path.exists(stop) and time.time() < deadline:
                 pass
         if any(secret in b for b in blobs):
             found.append(pid + ":" + os.path.basename(words[0].decode(errors="replace")))
-    for spool in ("/var/spool/gridengine/qmaster/job_scripts", "/var/spool/gridengine/execd"):
+    for spool in SPOOLS:
         for root, dirs, files in os.walk(spool):
             for n in files:
                 try:
@@ -519,7 +521,8 @@ def test_srun_never_puts_the_environment_on_a_command_line(victim, mallory, work
     secret_file = attack_dir / f"target-{secret[-6:]}"
     secret_file.write_text(secret)
     secret_file.chmod(0o644)
-    scanner = mallory_background(SCANNER.replace("SECRET_FILE", repr(str(secret_file)))
+    scanner = mallory_background(SCANNER.replace("SPOOLS", repr((str(QMASTER_SPOOL / "job_scripts"), str(EXECD_SPOOL))))
+                                 .replace("SECRET_FILE", repr(str(secret_file)))
                                  .replace("STOP", repr(str(stop_file))))
     try:
         # the secret reaches the victim's srun in its environment (runuser passes it on), as a
@@ -538,6 +541,7 @@ def test_srun_never_puts_the_environment_on_a_command_line(victim, mallory, work
         decoy.wait(30)
     finally:
         out, err = stop(scanner, stop_file, timeout=120)
+    assert out.strip(), f"mallory's scanner reported nothing (stopped after 120 s, or failed): {err}"
     report = json.loads(out.strip().splitlines()[-1])
     assert report["scans"] > 10 and report["launchers"] >= 2, (report, err)  # she watched the launches
     found = {f.partition(":")[2] for f in report["found"]}

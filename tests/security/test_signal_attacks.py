@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run, wait_until
+from conftest import STATE_DIR, run, wait_until
 from security.conftest import MALLORY, VICTIM, as_user, mallory_python, uid
 
 pytestmark = pytest.mark.gridengine
 
-STATE = Path("/var/spool/slurm-shim")
+STATE = STATE_DIR  # (the selected cell's)
 CMD_TIMEOUT = 25
 
 SCRIPT = """#!/bin/bash
