@@ -574,3 +574,42 @@ def test_a_task_dies_with_its_launcher(tmp_path):
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
         except (OSError, ValueError):
             pass
+
+
+@pytest.mark.parametrize("tty,pty,direct,piped", [
+    (False, False, True, False),  # srun < file, one remote consumer: straight to qrsh
+    (True, False, True, True),    # a terminal: through a pipe srun feeds
+    (True, True, False, True),    # --pty (the terminal in raw mode): through a pipe too
+])
+def test_qrsh_inherit_never_gets_a_terminal_as_stdin(monkeypatch, tty, pty, direct, piped):
+    """OCS 9.1.4's qrsh -inherit forwards a pipe's input to the task but not a terminal's (srun
+    --pty inside salloc got its prompt and no keystroke): a remote launcher's stdin is srun's own
+    only when that is no terminal, else a pipe that srun's broadcaster feeds."""
+    seen = {}
+
+    class Remote:
+        returncode = None
+
+        def wait(self):
+            return 0
+
+    def popen(argv, **kw):
+        seen["stdin"] = kw["stdin"]
+        return Remote()
+
+    monkeypatch.setattr(run_mod.proc, "popen", popen)
+    monkeypatch.setattr(run_mod, "boot_argv", lambda state_dir, spec: ["boot", "/nonexistent/launch.json"])
+    step = object.__new__(run_mod._Step)
+    step.req = {"pty": pty}
+    step.alloc = type("A", (), {"key": "7", "job_id": 7, "ge_task": "undefined"})()
+    step.in_mode = ("task", 0) if pty else ("inherit", None)
+    step.state_dir, step.step_id, step.sig_seen, step.stdin_tty = "/nonexistent", 0, set(), tty
+    step.launch_files, step.extra_sinks, step.remotes, step.events = [], [], {}, __import__("queue").Queue()
+    step.qrsh, step.qrsh_env = (lambda words: ["qrsh", *words]), {}
+    step._start_remote({}, "node2", [0], direct)
+    if piped:
+        assert seen["stdin"] not in (0, run_mod.proc.DEVNULL) and step.extra_sinks  # srun feeds the pipe
+        for fd in step.extra_sinks:
+            os.close(fd)
+    else:
+        assert seen["stdin"] == 0 and step.extra_sinks == []

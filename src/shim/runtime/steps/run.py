@@ -203,7 +203,8 @@ class _Step:
     def start(self) -> None:
         """Each host's launcher: this host's tasks (srun inside the job) in this process, every
         other host through ``qrsh -inherit`` with a launch payload. srun's stdin goes straight to
-        the one consumer when there is one, else it is copied to all (Slurm's default ``--input``).
+        the one consumer when there is one (to a remote one only when it is no terminal), else
+        it is copied to all (Slurm's default ``--input``).
         An Open MPI step is one mpirun here instead."""
         req, prog, in_mode = self.req, self.prog, self.in_mode
         if self.ompi is not None:
@@ -266,9 +267,11 @@ class _Step:
         feed = None
         if not wants_stdin:
             stdin = proc.DEVNULL
-        elif in_direct or req.get("pty"):
+        elif in_direct and not self.stdin_tty:
             stdin = 0
         else:
+            # a pipe that srun feeds: never a terminal (srun's own, in raw mode for --pty), whose
+            # input OCS 9.1.4's qrsh -inherit forwards to no task (a pipe's it does; SGE 8.1.9 both)
             stdin, feed = os.pipe()
         try:
             # its own session: a hangup or Ctrl-C of srun's terminal reaches the remote tasks
