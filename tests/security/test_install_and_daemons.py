@@ -195,8 +195,10 @@ INIT_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}  # as se
 
 
 def sge_procs(name: str) -> set[int]:
-    """Live processes running Grid Engine's sge_<name> binary (whoever started them), on this
-    host: scripts/multihost's second execd runs in a network namespace of its own."""
+    """Live processes running Grid Engine's sge_<name> binary (whoever started them) for Debian's
+    cell, on this host: scripts/multihost's second execd runs in a network namespace of its own,
+    and test_install_live's raw cell runs the same binaries for its cell (SGE_CELL=raw in their
+    environment)."""
     exe = f"/usr/lib/gridengine/sge_{name}"
     here = os.readlink("/proc/self/ns/net")
     out = set()
@@ -206,6 +208,9 @@ def sge_procs(name: str) -> set[int]:
         try:
             if os.readlink(f"/proc/{d}/exe") != exe or os.readlink(f"/proc/{d}/ns/net") != here:
                 continue
+            env = dict(v.partition(b"=")[::2] for v in Path(f"/proc/{d}/environ").read_bytes().split(b"\0") if v)
+            if env.get(b"SGE_CELL", b"default") != b"default":
+                continue  # another cell's daemon
             st = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
