@@ -32,10 +32,6 @@ from ..options.getopt import Table, getopt
 from ..options.sources import Options, apply, env_parsed
 from ..options.spec import Arity, Fate, OptionSpec
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
-if TYPE_CHECKING:
-    from ..model import JobRecord
-
 PROG = "scancel"
 N, R = Arity.NONE, Arity.REQUIRED
 ACCESS_DENIED_RC = 210  # ESLURM_ACCESS_DENIED (2002) as an exit status
