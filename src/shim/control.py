@@ -56,9 +56,6 @@ class Named:
     tasks: list[int] | None = None
 
 
-def fail(*lines: str) -> ShimError:
-    return ShimError(*lines, code=1)
-
 
 def caller() -> tuple[str, int]:
     """The calling user's name (its uid in digits without a passwd entry) and uid."""
@@ -276,7 +273,7 @@ def update(s, ids: list[str], changes: list[tuple[str, str]]) -> Iterator[Note]:
 
     for k, v in changes:
         if k not in UPDATABLE:
-            raise fail(f"{PROG}: error: Update of this parameter is not supported on Grid Engine: {k}",
+            raise ShimError(f"{PROG}: error: Update of this parameter is not supported on Grid Engine: {k}",
                        "Request aborted")
     # validate everything before changing anything
     parsed: dict[str, object] = {}
@@ -289,17 +286,17 @@ def update(s, ids: list[str], changes: list[tuple[str, str]]) -> Iterator[Note]:
                 val = val[1:]
             m = time_minutes(val)
             if m is None:
-                raise fail(f"{PROG}: error: Invalid TimeLimit value")
+                raise ShimError(f"{PROG}: error: Invalid TimeLimit value")
             parsed[k] = (inc, m)
         elif k == "partition":
             if v not in s.cfg.partitions:
-                raise fail(f"{PROG}: error: Invalid partition name specified")
+                raise ShimError(f"{PROG}: error: Invalid partition name specified")
             parsed[k] = v
         elif k == "nice":
             try:
                 parsed[k] = int(v)
             except ValueError:
-                raise fail(f"{PROG}: error: Invalid nice value: {v}") from None
+                raise ShimError(f"{PROG}: error: Invalid nice value: {v}") from None
         elif k in ("starttime", "begintime"):
             from .timespec import TimeSpecError, start_time
 
@@ -313,7 +310,7 @@ def update(s, ids: list[str], changes: list[tuple[str, str]]) -> Iterator[Note]:
         else:
             parsed["jobname" if k == "name" else k] = v
     if not parsed:  # Slurm's scontrol_update_job: update_cnt == 0
-        raise fail("No changes specified")
+        raise ShimError("No changes specified")
     for t in targets(s, ids)[1]:
         tok, recs = t.label, t.records
         if not recs:  # scontrol_update_job's "%s for job %s" (scontrol.c adds no slurm_perror for jobs)

@@ -57,6 +57,13 @@ class _Range:
 class HostlistError(ValueError):
     """A host list Slurm's grammar does not allow; commands report it as ``<cmd>: error: ...``."""
 
+def this_host() -> str:
+    """This machine's short host name, as Slurm names nodes (the name before the first dot)."""
+    import os
+
+    return os.uname().nodename.split(".")[0]
+
+
 def _parts(host: str) -> tuple[str, int, int] | None:
     """``n007`` -> (``n``, 7, 3): prefix, number, width; None without a numeric suffix (linear:
     the digits are stripped, not matched by a backtracking pattern)."""

@@ -16,6 +16,7 @@ import re
 from . import jobs
 from .errors import ShimError
 from .records import NO_RECORD, Reader
+from .hostlist import this_host as short_host
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
 if TYPE_CHECKING:
@@ -25,13 +26,6 @@ if TYPE_CHECKING:
 
 PROG = "scontrol"
 
-
-def fail(*lines: str) -> ShimError:
-    return ShimError(*lines, code=1)
-
-
-def short_host() -> str:
-    return os.uname().nodename.split(".")[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -93,10 +87,10 @@ def _jobs_shown(s, ids: list[str], only: set[int] | None, pre, resv) -> tuple[li
         try:
             spec = scontrol_job(ids[0])
         except JobIdError as e:
-            raise fail(*([] if s.quiet else [f"scontrol_print_job error: {e}"])) from None
+            raise ShimError(*([] if s.quiet else [f"scontrol_print_job error: {e}"])) from None
         job, task = spec.job, spec.task
         if job not in jl.known:
-            raise fail("slurm_load_jobs error: Invalid job id specified")
+            raise ShimError("slurm_load_jobs error: Invalid job id specified")
         mine = [r for r in recs if r.job_id == job]
         if spec.het is not None:
             return [], now, f"{job}+{spec.het}"
@@ -110,7 +104,7 @@ def _jobs_shown(s, ids: list[str], only: set[int] | None, pre, resv) -> tuple[li
             if not hit:
                 if "_" not in ids[0]:  # the task's own job id (t*10^10+G): in Slurm, a job id the
                     # controller does not know (slurm_load_job fails): slurm_load_jobs' error
-                    raise fail(*([] if s.quiet else ["slurm_load_jobs error: Invalid job id specified"]))
+                    raise ShimError(*([] if s.quiet else ["slurm_load_jobs error: Invalid job id specified"]))
                 return [], now, f"{job}_{task}"
             mine = hit
         else:
@@ -260,7 +254,7 @@ def _hostlist_text(args: list[str]) -> str:
     """The host list given: the words, else SLURM_JOB_NODELIST; a path is a file of host names."""
     text = ",".join(args) if args else os.environ.get("SLURM_JOB_NODELIST", "")
     if not text:
-        raise fail(f"{PROG}: error: No hostlist specified")
+        raise ShimError(f"{PROG}: error: No hostlist specified")
     return _maybe_file(text)
 
 

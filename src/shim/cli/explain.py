@@ -6,12 +6,12 @@ became, and the SLURM_* environment the job will see (as far as it is known befo
 from __future__ import annotations
 
 import os
-import socket
 import sys
 
 from tabulate import tabulate
 
 from .. import submit
+from ..hostlist import this_host
 from ..runtime import jobenv
 from . import common
 
@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
     if o.get("nice") is not None or o.get("priority") is not None:
         print(nice_note(cfg))
     print()
-    host = socket.gethostname().split(".")[0]
+    host = this_host()
     rec = sub.record
     slots = rec.ntasks * rec.cpus_per_task
     env = jobenv.batch_env(rec.to_dict(), job_id=0, task=(rec.array or [None])[0], hosts=[(host, slots)],

@@ -8,7 +8,6 @@ lines) are printed here.
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 import time
@@ -17,6 +16,7 @@ from datetime import datetime
 from .. import SLURM_VERSION, jobs
 from .. import show as gather  # (show: the command below)
 from ..errors import ShimError
+from ..hostlist import this_host
 from . import common
 from ..options.getopt import Table, getopt
 from ..options.sources import Options, apply
@@ -87,9 +87,6 @@ scontrol [<OPTION>] [<COMMAND>]
 """
 
 
-def fail(*lines: str, code: int = 1) -> ShimError:
-    return ShimError(*lines, code=code)
-
 
 class Session:
     """Settings that scontrol's interactive commands (oneliner, details, quiet) can change, and what
@@ -134,7 +131,7 @@ class Session:
 
 def show(s: Session, args: list[str]) -> str:
     if not args:
-        raise fail(f"{PROG}: error: too few arguments for keyword:show")
+        raise ShimError(f"{PROG}: error: too few arguments for keyword:show")
     entity = args[0].lower()
     rest = args[1:]
     if "=" in entity:  # show job=12
@@ -160,7 +157,7 @@ def show(s: Session, args: list[str]) -> str:
         return show_steps(s, rest)
     if entity in ("daemons",):
         return "slurmctld slurmd\n"
-    raise fail(f"{PROG}: error: invalid entity:{args[0]} for keyword:show")
+    raise ShimError(f"{PROG}: error: invalid entity:{args[0]} for keyword:show")
 
 
 def show_job(s: Session, ids: list[str]) -> str:
@@ -172,7 +169,7 @@ def show_job(s: Session, ids: list[str]) -> str:
     if missing is not None:
         if not s.quiet:
             sys.stdout.write(f"Job {missing} not found\n")
-        raise fail(code=1)
+        raise ShimError()
     if not ids and not recs:
         return "No jobs in the system\n"
     return "".join(job_text(r, gather.job_facts(r, s.cfg, now), bool(s.details), s.oneliner, now) for r in recs)
@@ -196,7 +193,7 @@ def show_partition(s: Session, names: list[str]) -> str:
 
     out = [partition_text(*p) for p in gather.partitions(s, names)]
     if names and not out:
-        raise fail(f"Partition {names[0]} not found")
+        raise ShimError(f"Partition {names[0]} not found")
     return partitions_text(out, s.oneliner)
 
 
@@ -210,7 +207,7 @@ def show_node(s: Session, names: list[str]) -> str:
     out = [node_text(h, st, cpus, used, parts, boot, system, VERSION, now, s.oneliner)
            for h, st, cpus, used, parts in found]
     if names and not out:
-        raise fail(f"Node {names[0]} not found")
+        raise ShimError(f"Node {names[0]} not found")
     return "".join(out)
 
 
@@ -239,7 +236,7 @@ def control_verb(s: Session, cmd: str, words: list[str]) -> int:
     from .. import control
 
     if not words:
-        raise fail(f"{PROG}: error: too few arguments for keyword:{cmd}")
+        raise ShimError(f"{PROG}: error: too few arguments for keyword:{cmd}")
     if cmd in ("hold", "release"):
         return _say(control.hold(s, words, release=cmd == "release"))
     if cmd in ("suspend", "resume"):
@@ -256,11 +253,11 @@ def update(s: Session, words: list[str]) -> int:
     for w in words:
         k, eq, v = w.partition("=")
         if not eq:
-            raise fail(f"{PROG}: error: Invalid input: {w}", "Request aborted")
+            raise ShimError(f"{PROG}: error: Invalid input: {w}", "Request aborted")
         pairs.append((k.lower(), v))
     ids = [v for k, v in pairs if k in ("jobid", "job")]
     if not ids:
-        raise fail(f"{PROG}: error: No valid entity in update command",
+        raise ShimError(f"{PROG}: error: No valid entity in update command",
                    "Input line must include \"NodeName\", \"PartitionName\", \"Reservation\", \"JobId\", "
                    "\"StepId\", \"FrontendName\" or \"SwitchName\"")
     return _say(control.update(s, ids, [(k, v) for k, v in pairs if k not in ("jobid", "job")]))
@@ -288,7 +285,7 @@ def run_command(s: Session, words: list[str]) -> int:
         sys.stdout.write(f"slurm-wlm {VERSION}\n")
         return 0
     if cmd == "ping":
-        host = os.uname().nodename.split(".")[0]
+        host = this_host()
         res = s.backend().ping()
         up = "UP" if res.returncode == 0 else "DOWN"
         sys.stdout.write(f"Slurmctld(primary) at {host} is {up}\n")

@@ -18,11 +18,10 @@ import base64
 import os
 import pwd
 import signal
-import socket
 import sys
 import time
 
-from .. import proc, records, state
+from .. import hostlist, proc, records, state
 from . import boot, jobenv
 
 LAUNCH_FAILED_SIGNAL = 53  # Slurm shows a job whose launch failed as ExitCode 0:53
@@ -709,7 +708,7 @@ def main() -> None:
     job_id = int(os.environ.get("JOB_ID", "0"))
     task = _ge_task(p)
     _last["task"] = task
-    this_host = socket.gethostname().split(".")[0]
+    this_host = hostlist.this_host()
     user = pwd.getpwuid(os.getuid())
     start = time.time()
     stamp = _stamp(p)

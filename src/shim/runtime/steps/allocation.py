@@ -8,10 +8,10 @@ import os
 from typing import Any, Callable, Mapping
 
 from ... import state
+from ...hostlist import this_host
 from .. import jobenv
 
-def short_host() -> str:
-    return os.uname().nodename.split(".")[0]
+short_host = this_host  # (the name the steps modules know it by)
 
 
 # ---------------------------------------------------------------------------------------------
