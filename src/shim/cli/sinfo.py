@@ -6,6 +6,9 @@ instance of that queue. One ``qhost -q -xml`` call answers everything the defaul
 is asked only for GRES totals. Node states: a queue instance that is disabled (d), in error (E),
 suspended or in alarm is drained (``drain``/``drng``), one whose host does not answer (u) is
 ``down*``; otherwise used slots over all queues of the host make it idle, mix or alloc.
+
+This module parses the options, asks shim.nodeinfo for the partitions, node views and rows (the
+gathering, filters and grouping) and hands them to render/sinfo.py; ``--iterate`` repeats here.
 """
 
 from __future__ import annotations
@@ -14,9 +17,7 @@ import sys
 import time
 from typing import Any
 
-from .. import siteconf
-from ..backends import qhost as Q
-from ..backends.gridengine import nodes as ge_nodes
+from .. import nodeinfo, siteconf
 from ..errors import ShimError
 from . import common
 from ..options.getopt import Table, getopt
@@ -85,150 +86,6 @@ def error(msg: str) -> ShimError:
     return ShimError(f"{PROG}: error: {msg}", code=1)
 
 
-# node state names sinfo -t accepts: (name, matches(NodeView))
-_STATE_TESTS: list[tuple[tuple[str, ...], Any]] = [
-    (("unknown", "unk"), lambda n: False),
-    (("down",), lambda n: n.state == "down"),
-    (("idle",), lambda n: n.state in ("idle", "drained")),
-    (("allocated", "alloc"), lambda n: n.state == "allocated" or (n.state == "draining" and n.cpus_alloc >= n.cpus)),
-    (("error", "err"), lambda n: False),
-    (("mixed", "mix"), lambda n: n.state == "mixed" or (n.state == "draining" and n.cpus_alloc < n.cpus)),
-    (("future", "futr"), lambda n: False),
-    (("drain",), lambda n: n.state in ("drained", "draining")),
-    (("drained",), lambda n: n.state == "drained"),
-    (("draining", "drng"), lambda n: n.state == "draining"),
-    (("resv", "reserved"), lambda n: False),
-    (("perfctrs", "npc"), lambda n: False),
-    (("completing", "comp"), lambda n: False),
-    (("no_respond",), lambda n: not n.responding),
-    (("power_save", "powered_down"), lambda n: False),
-    (("power_up", "powering_up"), lambda n: False),
-    (("fail",), lambda n: False),
-    (("maint",), lambda n: False),
-    (("reboot", "reboot_requested"), lambda n: False),
-]
-VALID_STATES = ("unknown,down,idle,allocated,error,mixed,future,drain,drained,draining,no_respond,reserved,"
-                "perfctrs,completing,power_down,power_up,fail,maint,reboot_requested")
-
-
-def parse_states(text: str) -> list[Any]:
-    if text.lower() == "all":
-        return [lambda n: True]
-    tests = []
-    for item in [x for x in text.split(",") if x]:
-        low = item.lower()
-        match = None
-        for names, test in _STATE_TESTS:
-            if any(name.startswith(low) for name in names):
-                match = test
-                break
-        if match is None:
-            raise ShimError(f'{PROG}: error: Bad state string: "{item}"', f"{PROG}: error: valid states: {VALID_STATES}",
-                            code=1)
-        tests.append(match)
-    return tests
-
-
-def partitions(cfg: Any) -> list[view.PartitionInfo]:
-    from ..options.values import time_minutes
-
-    out = []
-    default = getattr(cfg, "default_partition", None)
-    for name, p in cfg.partitions.items():
-        mt = time_minutes(str(p.get("max_time") or "UNLIMITED"))
-        dt = p.get("default_time")
-        out.append(view.PartitionInfo(
-            name=name, default=(name == default) if default else bool(p.get("default")),
-            max_time=-1 if mt is None else mt, default_time=None if not dt else time_minutes(str(dt))))
-    return out
-
-
-def gres_totals(backend: Any, hosts: list[str]) -> dict[str, dict[str, str]]:
-    out: dict[str, dict[str, str]] = {}
-    for h in hosts:
-        res = backend.exec_host(h)
-        out[h] = Q.parse_complex_values(res.stdout) if res.returncode == 0 else {}
-    return out
-
-
-def node_views(cfg: Any, parts: list[view.PartitionInfo], hosts: list[Q.Host],
-               totals: dict[str, dict[str, str]] | None = None) -> list[view.NodeView]:
-    out: list[view.NodeView] = []
-    by_name = {h.name: h for h in hosts}
-    for part in parts:
-        p = cfg.partitions[part.name]
-        wanted = list(p.get("nodes") or [])
-        for h in (by_name[n] for n in wanted if n in by_name) if wanted else hosts:
-            if p.queue not in h.queues:
-                continue
-            cpus, used = ge_nodes.cpus(h), ge_nodes.used(h)
-            st, reason, responding = ge_nodes.state(h, p.queue)
-            gres, gres_used = [], []
-            for gname, c in cfg.gres.items():
-                total = (totals or {}).get(h.name, {}).get(c.complex)
-                if total is None:
-                    continue
-                try:
-                    t = int(float(total))
-                    avail = int(float(h.resources.get(c.complex, total)))
-                except ValueError:
-                    continue
-                gres.append(f"{gname}:{t}")
-                gres_used.append(f"{gname}:{max(0, t - avail)}")
-            cps = h.cores // h.sockets if h.sockets else 0
-            tpc = h.threads // h.cores if h.cores else 0
-            out.append(view.NodeView(
-                name=h.name, partition=part.name, state=st, responding=responding, reason=reason, cpus=cpus,
-                cpus_alloc=min(used, cpus), sockets=h.sockets, cores_per_socket=cps, threads_per_core=tpc,
-                mem_mb=h.mem_total_mb, free_mem_mb=(h.mem_total_mb - h.mem_used_mb) if (
-                    h.mem_total_mb is not None and h.mem_used_mb is not None) else None,
-                load=h.load, gres=",".join(gres), gres_used=",".join(gres_used), arch=h.arch))
-    return out
-
-
-def build_rows(parts: list[view.PartitionInfo], nodes: list[view.NodeView], o: Options, exact: bool,
-               show_empty: bool) -> list[view.SinfoRow]:
-    by_part = {p.name: p for p in parts}
-    order = {p.name: i for i, p in enumerate(parts)}
-    rows: list[view.SinfoRow] = []
-    if o.node:
-        for n in sorted(nodes, key=lambda n: (n.name, order[n.partition])):
-            rows.append(view.SinfoRow(by_part[n.partition], [n]))
-        return rows
-    if o.list_reasons:
-        groups: dict[tuple[str, str], list[view.NodeView]] = {}
-        seen: set[str] = set()
-        for n in nodes:
-            if not n.other and n.responding:
-                continue
-            if n.name in seen:
-                continue  # a node is listed once, whatever its partitions
-            seen.add(n.name)
-            groups.setdefault((n.reason, n.state_compact), []).append(n)
-        for (_reason, _st), ns in groups.items():
-            rows.append(view.SinfoRow(by_part[ns[0].partition], ns))
-        return rows
-    for part in parts:
-        mine = [n for n in nodes if n.partition == part.name]
-        if o.summarize:
-            if mine or show_empty:
-                rows.append(view.SinfoRow(part, mine))
-            continue
-        if not mine:
-            if show_empty:
-                rows.append(view.SinfoRow(part, []))
-            continue
-        groups2: dict[tuple, list[view.NodeView]] = {}
-        for n in mine:
-            key: tuple = (n.state_compact, n.reason, n.gres)
-            if exact:
-                key += (n.cpus, n.mem_mb, n.sockets, n.cores_per_socket, n.threads_per_core)
-            groups2.setdefault(key, []).append(n)
-        for key in sorted(groups2, key=lambda k: k[0], reverse=True):
-            rows.append(view.SinfoRow(part, groups2[key]))
-    return rows
-
-
 def parse_args(argv: list[str]) -> tuple[Options, list[tuple[OptionSpec, str | None]], list[str]]:
     parsed, positional = getopt(TABLE, argv, stop_at_positional=False)
     o = Options()
@@ -248,7 +105,7 @@ def main(argv: list[str]) -> int:
     env_part = os.environ.get("SINFO_PARTITION")
     if o.all and o.partition:
         raise error("Conflicting options, -a and -p, specified. Please choose one or the other.")
-    tests = parse_states(o.states) if o.states else None
+    tests = nodeinfo.parse_states(o.states) if o.states else None
     if o.iterate is not None:
         try:
             period = int(o.iterate)
@@ -303,36 +160,17 @@ def render(o: Options, cfg: Any, backend: Any, tests: list | None, env_part: str
     kind, text = _format_for(o)
     errors: list[str] = []
     err_lines: list[str] = []
-    parts = partitions(cfg)
     wanted_parts = o.partition or env_part
-    if wanted_parts:
-        names = [x for x in wanted_parts.split(",") if x]
-        parts = [p for p in parts if p.name in names]
     needs_gres = any(t in text.lower() for t in ("%g", "gres")) if kind == "O" else ("G" in _letters(text))
     if o.json or o.yaml:
         needs_gres = True
-    resources = [c.complex for c in cfg.gres.values()] if needs_gres else []
-    hosts = ge_nodes.hosts(backend, resources)
-    totals = gres_totals(backend, [h.name for h in hosts]) if needs_gres and resources else None
-    nodes = node_views(cfg, parts, hosts, totals)
-    if o.nodes:
-        from ..hostlist import expand
-
-        wanted = set(expand(o.nodes))
-        nodes = [n for n in nodes if n.name in wanted]
-    if o.responding:
-        nodes = [n for n in nodes if n.responding]
-    if o.dead:
-        nodes = [n for n in nodes if not n.responding]
     if o.list_reasons and tests is None:
-        tests = parse_states("down,drain")
-    if tests is not None:
-        nodes = [n for n in nodes if any(t(n) for t in tests)]
+        tests = nodeinfo.parse_states("down,drain")
+    parts, nodes = nodeinfo.gather(
+        cfg, backend, partition_names=[x for x in wanted_parts.split(",") if x] if wanted_parts else None,
+        gres=needs_gres, nodes=o.nodes, responding=bool(o.responding), dead=bool(o.dead), states=tests)
     if o.json or o.yaml:
-        by_host: dict[str, list[view.NodeView]] = {}
-        for n in nodes:
-            by_host.setdefault(n.name, []).append(n)
-        doc = view.json_document(by_host, ctx)
+        doc = view.json_document(nodeinfo.by_host(nodes), ctx)
         if o.yaml:
             from ..render.sacct import _yaml
             import json as _json
@@ -342,7 +180,8 @@ def render(o: Options, cfg: Any, backend: Any, tests: list | None, env_part: str
             return "\n".join(lines) + "\n", ""
         return doc, ""
     filtering = bool(o.nodes or o.responding or o.dead or tests is not None)
-    rows = build_rows(parts, nodes, o, bool(o.exact), show_empty=not filtering)
+    rows = nodeinfo.build_rows(parts, nodes, per_node=bool(o.node), reasons=bool(o.list_reasons),
+                               summarize=bool(o.summarize), exact=bool(o.exact), show_empty=not filtering)
     if kind == "O":
         form = fmt.parse_long(text, view.REGISTRY, errors=errors)
         err_lines = [f"{PROG}: error: Invalid job format specification: {e}" for e in errors]
