@@ -171,6 +171,20 @@ def test_json(site, capsys):
         "vm", "mixed", ["debug", "gpu"], "gpu:2", 8)
 
 
+def test_yaml(site, capsys):
+    """--yaml: the --json document in Slurm's YAML, the dialect squeue's reference shows (it used to
+    fail with an ImportError: render.sacct's old writer was gone)."""
+    replay(used=1)
+    rc, out, err = sinfo(["--yaml"], capsys)
+    assert (rc, err) == (0, "")
+    ref = CASES["squeue_yaml"]["stdout"]
+    meta = ref[:ref.index("!!str errors:")]  # %YAML 1.1, --- !!map and the meta block: the same plugin
+    assert out.startswith(meta) and out.endswith("\n...\n")
+    assert "\n!!str nodes: !!seq\n- !!map\n  !!str architecture: !!str lx-amd64\n" in out
+    assert "\n  !!str name: !!str vm\n" in out and "\n  !!str cpus: !!int 8\n" in out
+    assert "\n  !!str partitions: !!seq\n  - !!str debug\n  - !!str gpu\n" in out
+
+
 def test_qmaster_down(site):
     b = ReplayBackend()
     b.add("qhost", ["-q", "-xml"], "", rc=1, stderr="error: unable to contact qmaster")

@@ -171,13 +171,12 @@ def render(o: Options, cfg: Any, backend: Any, tests: list | None, env_part: str
         gres=needs_gres, nodes=o.nodes, responding=bool(o.responding), dead=bool(o.dead), states=tests)
     if o.json or o.yaml:
         doc = view.json_document(nodeinfo.by_host(nodes), ctx)
-        if o.yaml:
-            from ..render.sacct import _yaml
+        if o.yaml:  # the same document in Slurm's YAML (render/yaml.py, the writer squeue and sacct use)
             import json as _json
 
-            lines: list[str] = ["---"]
-            _yaml(_json.loads(doc), 0, lines)
-            return "\n".join(lines) + "\n", ""
+            from ..render.yaml import document
+
+            return document(_json.loads(doc)) + "\n", ""
         return doc, ""
     filtering = bool(o.nodes or o.responding or o.dead or tests is not None)
     rows = nodeinfo.build_rows(parts, nodes, per_node=bool(o.node), reasons=bool(o.list_reasons),
