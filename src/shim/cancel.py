@@ -1,12 +1,16 @@
-"""scancel's selection: which jobs and array tasks a ``scancel`` acts on.
+"""scancel's selection and delivery: which jobs and array tasks a ``scancel`` acts on, and how.
 
 The ids given (``Target``: a whole job, some array tasks, a step) and the filters (``Filters``:
 ``-t -u -n -p -A -q -w -R --wckey``, ``--me`` folded into ``-u``) are matched against the job list
 squeue and scontrol share (``jobs.list_jobs``): ``select`` makes one ``Plan`` per job to act on, and
 says for each id given why it names none (Slurm's "Invalid job id specified" or "Job/step
 already completing or completed"). ``refresh`` reads the plans' jobs again (scancel's retries of
-a job in a transitional state). ``cli/scancel.py`` parses the command line, acts on the plans
-through the backend and prints Slurm's messages.
+a job in a transitional state). ``told`` is what scancel says of the ids before acting;
+``deliver`` acts on the plans (a cancel through Grid Engine, a signal through the shim's channel
+to the job wrapper, with slurmctld's owner check and scancel.c's retries) and writes the shim's
+events of it. Both give Slurm's lines for stderr as ``Note``s, in Slurm's order, each with the
+exit status it makes the command's: ``cli/scancel.py`` parses the command line, calls these and
+prints the notes. Nothing here prints.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from .plain import factory, record  # dataclasses costs ~10 ms of scancel's star
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
 if TYPE_CHECKING:
+    from typing import Iterator
+
     from .model import JobRecord
 
 INVALID = "Invalid job id specified"
@@ -64,7 +70,8 @@ class Selection:
 
 class Filters:
     """scancel's filters as given (None: not given): states and users resolved (Slurm state names,
-    user names), the others the option's text (comma lists)."""
+    user names), the others the option's text (comma lists, as squeue's: a value without a comma
+    matches as Slurm's scancel matches its one value). The rules squeue shares are jobqueue's."""
 
     def __init__(self, states: set[str] | None = None, users: set[str] | None = None, name: str | None = None,
                  partition: str | None = None, account: str | None = None, qos: str | None = None,
@@ -79,6 +86,11 @@ class Filters:
                                            self.qos, self.nodelist, self.reservation, self.wckey))
 
     def keep(self, r: JobRecord, cfg) -> bool:
+        """Does the job pass the filters? A reservation is compared once ``prepare`` has read them."""
+        from . import jobqueue as q
+
+        # -t: the job's base state (scancel.c _filter_job_records' JOB_STATE_BASE: a STOPPED job is
+        # RUNNING), where squeue's -t compares the state it shows (squeue/print.c _filter_job)
         if self.states is not None and r.state not in self.states:
             return False
         if self.users is not None and r.user not in self.users:
@@ -87,18 +99,24 @@ class Filters:
             return False
         if self.partition and r.partition not in self.partition.split(","):
             return False
-        if self.account and (jobs.detail(r, cfg).account or "").lower() not in self.account.lower().split(","):
+        if self.account and q.account_of(r, cfg) not in self.account.lower().split(","):
             return False
-        if self.qos and (jobs.detail(r, cfg).qos or "normal").lower() not in self.qos.lower().split(","):
+        if self.qos and q.qos_of(r, cfg) not in self.qos.lower().split(","):
             return False
         if self.nodelist:
-            if self._nodes is None:
-                from .hostlist import expand
-
-                self._nodes = set(expand(self.nodelist))
-            if not set(r.nodes) & self._nodes:
+            if self._nodes is None:  # no localhost: scancel/opt.c passes -w to hostset_intersects as given
+                self._nodes = q.hosts_named(self.nodelist, localhost=False)
+            if not q.on_hosts(r, self._nodes):
                 return False
-        return not (self.reservation or self.wckey)  # Grid Engine jobs have neither
+        if self.reservation and r.extra.get("reservation") != self.reservation:
+            return False
+        return not self.wckey  # no job has a wckey (squeue shows none): scancel.c's xstrcmp(NULL, wckey) fails
+
+    def prepare(self, records: list[JobRecord], cfg) -> None:
+        """Read what ``keep`` compares that the job list does not hold: the jobs' reservations,
+        with -R only (jobqueue.in_reservation's reading)."""
+        if self.reservation:
+            jobs.fill_reservations(records, cfg)
 
 
 def active(rs: list[JobRecord]) -> list[JobRecord]:
@@ -128,6 +146,7 @@ def select(cfg, targets: list[Target], filters: Filters, *, tell_ended: bool) ->
     jl = jobs.list_jobs(cfg, ended=bool(targets) and tell_ended,
                         only={t.job_id for t in targets} if targets else None)
     by_job = _by_job(jl.records)
+    filters.prepare(active(jl.records), cfg)
     out = Selection()
     if targets:
         for t in targets:
@@ -250,3 +269,238 @@ def record_stops(cfg, p: Plan, running: list, sig: int, user: str, uid: int) -> 
             ev["start"] = r.start_time.timestamp()
         ok = state.record_event(cfg, p.job_id, r.array_task, kind, ev) and ok
     return ok
+
+
+# ---------------------------------------------------------------------------------------------
+# delivery: what scancel does to the plans, and Slurm's lines about it
+
+PROG = "scancel"
+ACCESS_DENIED_RC = 210  # ESLURM_ACCESS_DENIED (2002) as an exit status
+SCRIPT_MISSING_RC = 2009 & 0xFF  # ESLURM_JOB_SCRIPT_MISSING: scancel exits with the error code
+NOT_NOW_RC = 2020 & 0xFF  # ESLURM_TRANSITION_STATE_NO_UPDATE
+MAX_CANCEL_RETRY = 10  # scancel.c: tries of a job in a transitional state, sleeping 5+i seconds after each
+JOB_CONTROL = frozenset({_signal.SIGSTOP, _signal.SIGTSTP, _signal.SIGCONT})  # what Grid Engine's qmod does
+
+
+@record
+class Note:
+    """One of scancel's lines for stderr, in the order Slurm prints it: the exit status it makes
+    the command's at least (0: none), and whether ``-Q`` hides it (errors and the signal
+    channel's warning: yes; ``-v``'s lines and what Grid Engine did but the shim could not
+    record: no). ``rc`` counts even when the line is hidden."""
+
+    text: str
+    rc: int = 0
+    quiet_hides: bool = True
+
+
+def _sleep(seconds: float) -> None:
+    import time
+
+    time.sleep(seconds)
+
+
+def signal_name(n: int) -> str:
+    try:
+        return _signal.Signals(n).name[3:]
+    except ValueError:
+        return str(n)
+
+
+def _kill_error(label: str, why: str, rc: int, quiet_hides: bool = True) -> Note:
+    return Note(f"{PROG}: error: Kill job error on job id {label}: {why}", rc, quiet_hides)
+
+
+def _verbose_line(sig: int | None, batch: bool, full: bool, label: str) -> str:
+    """scancel.c's verbose line: "Terminating job X" without -s, else "Signal N to [batch |full ]job X"."""
+    if sig is None:
+        return f"{PROG}: Terminating job {label}"
+    kind = "full " if full else "batch " if batch else ""
+    return f"{PROG}: Signal {sig} to {kind}job {label}"
+
+
+def told(selection: Selection, sig: int | None, *, batch: bool, full: bool, verbose: bool,
+         strict: bool) -> list[Note]:
+    """What scancel says of each id given before acting (scancel.c's verbose lines, and the ids
+    that name no job to act on: an error that fails the command only where ``strict``, i.e. with
+    ``-s`` or ``-b``; said only then or with ``-v``)."""
+    out: list[Note] = []
+    for picked in selection.picked:
+        t = picked.target
+        if t.step is not None:
+            if verbose:
+                out.append(Note(f"{PROG}: Terminating StepId={t.job_id}.{t.step}", quiet_hides=False))
+            continue
+        if verbose:
+            out.append(Note(_verbose_line(sig, batch, full, picked.label), quiet_hides=False))
+        if picked.why is not None and (verbose or strict):
+            out.append(_kill_error(picked.label, picked.why, 1 if strict else 0))
+    return out
+
+
+def through_channel(sig: int | None) -> bool:
+    """Does the signal go through the shim's channel to the job wrapper (not Grid Engine)? Not
+    without -s or for KILL (a cancel: job_signal deallocates the job; with -b the batch shell's
+    SIGKILL ends the job all the same); every other signal is delivered as a signal, STOP, TSTP
+    and CONT too (Slurm 22.05's _signal_job: to the steps, the batch shell keeps running; deliver
+    leaves a job not submitted through the shim, which has no wrapper, to Grid Engine's qmod)."""
+    return sig is not None and sig != _signal.SIGKILL
+
+
+def deliver(cfg, plans: list[Plan], sig: int | None, *, batch: bool = False, full: bool = False,
+            verbose: bool = False, strict: bool = False, sleep=None) -> Iterator[Note]:
+    """Act on the plans as scancel does, yielding Slurm's lines as they happen (the caller prints
+    each at once: ``-v``'s "Job is in transitional state, retrying" comes out before each retry's
+    sleep). ``sig``: None without ``-s``; ``strict``: an id of a job that has gone counts as an
+    error (with ``-s`` or ``-b``); ``sleep``: the wait between retries (time.sleep).
+
+    A cancel (no ``-s``, or KILL) goes through Grid Engine (the backend's signal: qdel), with a
+    "cancel" event per job or array task; any other signal through the shim's channel to the job
+    wrapper (signal_plans), except STOP, TSTP and CONT without ``-b``/``-f`` to a job not
+    submitted through the shim, which Grid Engine suspends or resumes (qmod), with a "suspend"
+    event."""
+    for p in plans:
+        p.ge_ids = jobs.ge_ids(cfg, p.job_id, p.tasks, p.records[0])
+    if through_channel(sig):
+        raw: list[Plan] = []
+        if sig in JOB_CONTROL and not batch and not full:
+            # no job wrapper to deliver it: Grid Engine suspends or resumes the whole job, as it can
+            raw = [p for p in plans if jobs.submit_record(cfg, p.records[0]) is None]
+            plans = [p for p in plans if jobs.submit_record(cfg, p.records[0]) is not None]
+        if plans:
+            yield from signal_plans(cfg, plans, sig, batch, full, verbose=verbose, sleep=sleep)
+        if not raw:
+            return
+        plans = raw
+    yield from _through_grid_engine(cfg, plans, sig, verbose=verbose, strict=strict)
+
+
+def _through_grid_engine(cfg, plans: list[Plan], sig: int | None, *, verbose: bool, strict: bool
+                         ) -> Iterator[Note]:
+    """One backend call for every plan; Grid Engine's refusals in Slurm's words (refusal.py):
+    Access/permission denied (210) for a job the caller may not touch, a job that has gone as an
+    id that names none; the shim's events of what it did."""
+    import os
+
+    from . import backends
+    from .backends.gridengine import ops, refusal
+    from .users import current
+
+    op = ops.signal_operation(sig)
+    if op is None:
+        for p in plans:
+            yield _kill_error(p.label, f"Grid Engine cannot deliver signal {signal_name(sig)} (only KILL, TERM, "
+                                       "INT, HUP, QUIT, STOP and CONT)", 1, quiet_hides=False)
+        return
+    outcome = backends.get(cfg).signal([g for p in plans for g in p.ge_ids], sig)
+    # Grid Engine failed without naming a job (an error of its own): nothing was done
+    failed = refusal.slurm_error(refusal.OTHER, outcome.text, "Grid Engine refused") \
+        if not outcome.ok and not outcome.jobs else ""
+    me, uid = current(), os.getuid()
+    unrecorded: list[str] = []
+    for p in plans:
+        what = outcome.of(p.job_id)
+        if failed:
+            yield _kill_error(p.label, failed, 1)
+            continue
+        if what == refusal.DENIED:
+            yield _kill_error(p.label, refusal.slurm_error(what, ""), ACCESS_DENIED_RC)
+            continue
+        if what == refusal.GONE:
+            if verbose or strict:
+                yield _kill_error(p.label, refusal.slurm_error(what, ""), 1 if strict else 0)
+            continue
+        written = True
+        if op == ops.CANCEL:
+            written = record_cancels(cfg, p, me, uid)
+        elif op == ops.SUSPEND:
+            written = record_suspends(cfg, p, me, uid)
+        if not written:
+            unrecorded.append(p.label)
+    if unrecorded:  # Grid Engine has acted: the command succeeded, only the shim's note is missing
+        yield Note(f"{PROG}: warning: could not record the {'cancel' if op == ops.CANCEL else 'suspend'} of job "
+                   f"{', '.join(unrecorded)} in {cfg.cluster.state_dir}", quiet_hides=False)
+
+
+def signal_plans(cfg, plans: list[Plan], sig: int, batch: bool, full: bool, *, verbose: bool = False,
+                 sleep=None) -> Iterator[Note]:
+    """Signal the jobs of ``plans`` through the channel, as slurmctld's job_signal answers scancel:
+    ESLURM_ACCESS_DENIED (210) unless the caller is the job's owner or root (job_signal_id);
+    "Job script not specified" for ``-b`` on a job with no batch script (salloc, srun: job_signal's
+    ESLURM_JOB_SCRIPT_MISSING, exit 217); a job that is not running (pending, suspended) is
+    ESLURM_TRANSITION_STATE_NO_UPDATE, which scancel.c's _cancel_job_id retries MAX_CANCEL_RETRY
+    times, 5+i seconds apart ("Job is in transitional state, retrying" with -v), before "Job can
+    not be altered now, try again later" (exit 228: scancel exits with the error code, as for
+    Access/permission denied's 210); a job that ended meanwhile is Slurm's
+    "Job/step already completing or completed" or "Invalid job id specified" (exit 1, as for
+    every signal)."""
+    import os
+
+    from . import state
+    from .users import current
+
+    if full:
+        batch = False  # scancel.1: -b is ignored with -f
+    me, uid = current(), os.getuid()
+    waiting: list[Plan] = []
+    sent: set[str] = set()
+    unrecorded: list[str] = []
+    for p in plans:
+        owner_uid = state.uid_of(p.owner)
+        if uid != 0 and uid != owner_uid:
+            yield _kill_error(p.label, "Access/permission denied", ACCESS_DENIED_RC)
+            continue
+        waiting.append(p)
+    for attempt in range(MAX_CANCEL_RETRY):
+        if not waiting:
+            break
+        later: list[Plan] = []
+        for p in waiting:
+            running = [r for r in p.records if r.state == "RUNNING"]
+            rest = [r for r in p.records if r.state != "RUNNING"]  # pending or suspended: try again
+            rec = jobs.submit_record(cfg, p.records[0])
+            if rec is None and running:  # not submitted through the shim: no wrapper to deliver it
+                yield _kill_error(p.label, f"Grid Engine cannot deliver signal {signal_name(sig)} to a job not "
+                                           "submitted through slurm-shim (only KILL, TERM, INT, HUP, QUIT, STOP "
+                                           "and CONT)", 1)
+                continue
+            if rec is not None and rec.get("interactive") and batch:
+                yield _kill_error(p.label, "Job script not specified", SCRIPT_MISSING_RC)
+                continue
+            if rest:
+                later.append(Plan(p.job_id, p.label, rest, p.tasks, owner=p.owner))
+            if rec is not None and rec.get("interactive") and full:
+                # no batch step: slurmd signals nothing (_kill_all_active_steps), and succeeds
+                if not record_stops(cfg, p, running, sig, me, uid):
+                    unrecorded.append(p.label)
+                continue
+            for r in running:
+                key = state.signal_key(p.job_id, r.array_task)
+                if key in sent:
+                    continue  # an array task signalled at an earlier try
+                sent.add(key)
+                data = {"sig": sig, "batch": batch, "full": full, "owner": p.owner, "uid": uid, "user": me}
+                if r.extra.get("submit_ts"):
+                    data["sub"] = r.extra["submit_ts"]
+                if r.start_time is not None:
+                    data["start"] = r.start_time.timestamp()  # ties it to this run of the job (ids wrap)
+                if not state.send_signal(cfg, key, data):
+                    yield _kill_error(p.label, f"cannot write the signal request in {cfg.cluster.state_dir}", 1)
+                    break
+                if not record_stops(cfg, p, [r], sig, me, uid):
+                    unrecorded.append(p.label)
+        waiting = later
+        if not waiting:
+            break
+        if verbose:
+            for _p in waiting:
+                yield Note(f"{PROG}: Job is in transitional state, retrying", quiet_hides=False)
+        (sleep or _sleep)(5 + attempt)
+        for p, why in refresh(cfg, waiting):  # a job that is gone keeps no records: Slurm's error for one that ended
+            yield _kill_error(p.label, why, 1)
+        waiting = [p for p in waiting if p.records]
+    for p in waiting:
+        yield _kill_error(p.label, "Job can not be altered now, try again later", NOT_NOW_RC)
+    if unrecorded:  # the signal is on its way: only the shim's note of it is missing
+        yield Note(f"{PROG}: warning: could not record the {STOP_EVENTS[sig]} of job "
+                   f"{', '.join(dict.fromkeys(unrecorded))} in {cfg.cluster.state_dir}")

@@ -179,27 +179,60 @@ def select(jl: jobs.JobList, qy: Query, cfg) -> list:
     if qy.partitions:
         recs = [r for r in recs if r.partition in qy.partitions]
     if qy.accounts:
-        recs = [r for r in recs if (jobs.detail(r, cfg).account or "").lower() in qy.accounts]
+        recs = [r for r in recs if account_of(r, cfg) in qy.accounts]
     if qy.qos:
-        recs = [r for r in recs if (jobs.detail(r, cfg).qos or "normal").lower() in qy.qos]
-    if qy.licenses:
+        recs = [r for r in recs if qos_of(r, cfg) in qy.qos]
+    if qy.licenses:  # (squeue's alone: scancel has no -L)
         recs = [r for r in recs
                 if {x.split(":")[0] for x in filter(None, jobs.detail(r, cfg).licenses.split(","))} & qy.licenses]
     if qy.nodelist:
-        from .hostlist import expand
-
-        hosts = set(expand(qy.nodelist))  # one call: one cap on the whole list (F-11)
-        if "localhost" in hosts:
-            hosts.add(os.uname().nodename.split(".")[0])
-        recs = [r for r in recs if set(r.nodes) & hosts]
-    if qy.reservation:  # squeue's _filter_job: the job's reservation name is the one asked for
-        from .jobs import fill_reservations
-
-        fill_reservations(recs, cfg)
-        recs = [r for r in recs if r.extra.get("reservation") == qy.reservation]
+        hosts = hosts_named(qy.nodelist, localhost=True)  # squeue/opts.c _map_node_name: localhost is this host
+        recs = [r for r in recs if on_hosts(r, hosts)]
+    if qy.reservation:
+        recs = in_reservation(recs, cfg, qy.reservation)
     if qy.array:
         recs = jobs.expand_array(recs)
     return recs
+
+
+# ---------------------------------------------------------------------------------------------
+# the filter rules squeue's select and scancel's (cancel.Filters) share
+
+
+def account_of(r, cfg) -> str:
+    """A job's account as ``-A`` compares it: lowercased ('' for none), as Slurm lowercases the
+    option's (squeue/opts.c, scancel/opt.c xstrtolower) and keeps accounts in lowercase."""
+    return (jobs.detail(r, cfg).account or "").lower()
+
+
+def qos_of(r, cfg) -> str:
+    """A job's QOS as ``-q`` compares it: lowercased, "normal" for a job that names none."""
+    return (jobs.detail(r, cfg).qos or "normal").lower()
+
+
+def hosts_named(nodelist: str, *, localhost: bool) -> set[str]:
+    """The hosts of ``-w``'s hostlist (one expand: one cap on the whole list, F-11); ``localhost``:
+    that word also names this host (squeue's rule, not scancel's)."""
+    from .hostlist import expand
+
+    hosts = set(expand(nodelist))
+    if localhost and "localhost" in hosts:
+        hosts.add(os.uname().nodename.split(".")[0])
+    return hosts
+
+
+def on_hosts(r, hosts: set[str]) -> bool:
+    """Does the job run on any of these hosts (Slurm's hostset_intersects)?"""
+    return bool(set(r.nodes) & hosts)
+
+
+def in_reservation(recs: list, cfg, name: str) -> list:
+    """The jobs whose reservation is the one named (squeue's _filter_job, scancel.c's
+    _filter_job_records: the job's resv_name compared whole); their reservations are read first
+    (jobs.fill_reservations: one qrstat, a qstat -j only where Grid Engine has any). scancel's
+    Filters compare the same, job by job, once Filters.prepare has read them."""
+    jobs.fill_reservations(recs, cfg)
+    return [r for r in recs if r.extra.get("reservation") == name]
 
 
 def fill_detail(recs: list, cfg, fields: list) -> None:

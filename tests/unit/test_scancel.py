@@ -365,9 +365,9 @@ def test_pending_job_is_retried_then_cannot_be_altered(capsys, site, monkeypatch
     (2020 & 0xFF = 228). Nothing is written."""
     shim_job(site, 112)
     slept: list[float] = []
-    from shim.cli import scancel as sc
+    from shim import cancel
 
-    monkeypatch.setattr(sc, "_sleep", slept.append)
+    monkeypatch.setattr(cancel, "_sleep", slept.append)
     rc, out, err, calls = scancel(capsys, "-s", "USR1", "112")
     assert (rc, out, calls) == (228, "", [])
     assert err == "scancel: error: Kill job error on job id 112: Job can not be altered now, try again later\n"

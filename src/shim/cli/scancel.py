@@ -14,16 +14,16 @@ exit 210, for anyone else); a pending or suspended job is Slurm's "Job can not b
 again later" after scancel's retries. A job not submitted through the shim has no wrapper to
 deliver a signal: STOP, TSTP and CONT without ``-b``/``-f`` suspend and resume it through Grid
 Engine (qmod -sj/-usj, the whole job: squeue shows it SUSPENDED), as ``scontrol suspend`` does
-for any job.
+for any job. The command parses its options and prints; which jobs (cancel.select) and what is
+done to them (cancel.deliver) are shim/cancel.py's.
 """
 
 from __future__ import annotations
 
 import os
-import signal as _signal
 import sys
 
-from .. import cancel, jobs, state
+from .. import cancel
 from .. import users as passwd
 from ..cancel import Plan, Target
 from ..errors import ShimError
@@ -32,11 +32,12 @@ from ..options.getopt import Table, getopt
 from ..options.sources import Options, apply, env_parsed
 from ..options.spec import Arity, Fate, OptionSpec
 
+TYPE_CHECKING = False  # typing costs ~9 ms of a start
+if TYPE_CHECKING:
+    from typing import Iterable
+
 PROG = "scancel"
 N, R = Arity.NONE, Arity.REQUIRED
-ACCESS_DENIED_RC = 210  # ESLURM_ACCESS_DENIED (2002) as an exit status
-SCRIPT_MISSING_RC = 2009 & 0xFF  # ESLURM_JOB_SCRIPT_MISSING: scancel exits with the error code
-NOT_NOW_RC = 2020 & 0xFF  # ESLURM_TRANSITION_STATE_NO_UPDATE
 
 
 _o = common.own_options(PROG, R)
@@ -136,22 +137,6 @@ def parse_signal(text: str) -> int:
     return n
 
 
-def signal_name(n: int) -> str:
-    try:
-        return _signal.Signals(n).name[3:]
-    except ValueError:
-        return str(n)
-
-
-MAX_CANCEL_RETRY = 10  # scancel.c: tries of a job in a transitional state, sleeping 5+i seconds after each
-
-
-def _sleep(seconds: float) -> None:
-    import time
-
-    time.sleep(seconds)
-
-
 def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
     parsed, positional = getopt(TABLE, argv, stop_at_positional=False)
     opts = Options()
@@ -195,221 +180,29 @@ def main(argv: list[str]) -> int:
     from ..siteconf import get
 
     cfg = get()
-    verbose = bool(opts.verbose)
-    quiet = bool(opts.quiet)
-    strict = sig is not None or bool(opts.batch)  # errors on unknown ids count only then
+    verbose, quiet, batch, full = bool(opts.verbose), bool(opts.quiet), bool(opts.batch), bool(opts.full)
+    strict = sig is not None or batch  # errors on unknown ids count only then
     # an ended job is told from an unknown one only where a message says which (-v, or errors that count)
     selection = cancel.select(cfg, targets, filters, tell_ended=verbose or strict)
+    notes = cancel.told(selection, sig, batch=batch, full=full, verbose=verbose, strict=strict)
     plans = selection.plans
-    rc = 0
-    messages: list[str] = []
-    for picked in selection.picked:
-        t = picked.target
-        if t.step is not None:
-            if verbose:
-                messages.append(f"{PROG}: Terminating StepId={t.job_id}.{t.step}")
-            continue
-        if verbose:
-            messages.append(_verbose_line(sig, bool(opts.batch), bool(opts.full), picked.label))
-        if picked.why is not None:
-            if verbose or strict:
-                messages.append(f"{PROG}: error: Kill job error on job id {picked.label}: {picked.why}")
-            if strict:
-                rc = max(rc, 1)
-
     if opts.interactive:
         plans = [p for p in plans if _confirm(p)]
-
-    for m in messages:
-        if not (quiet and ": error: " in m):
-            print(m, file=sys.stderr)
-    if not plans:
-        return rc
-
-    for p in plans:
-        p.ge_ids = jobs.ge_ids(cfg, p.job_id, p.tasks, p.records[0])
-
-    from ..backends.gridengine import ops, refusal
-
-    if _through_channel(sig, bool(opts.batch), bool(opts.full)):
-        raw: list[Plan] = []
-        if sig in JOB_CONTROL and not opts.batch and not opts.full:
-            # no job wrapper to deliver it: Grid Engine suspends or resumes the whole job, as it can
-            raw = [p for p in plans if jobs.submit_record(cfg, p.records[0]) is None]
-            plans = [p for p in plans if jobs.submit_record(cfg, p.records[0]) is not None]
-        if plans:
-            rc = max(rc, signal_plans(cfg, plans, sig, bool(opts.batch), bool(opts.full), verbose=verbose,
-                                      quiet=quiet))
-        if not raw:
-            return rc
-        plans = raw
-    op = ops.signal_operation(sig)
-    if op is None:
-        for p in plans:
-            print(f"{PROG}: error: Kill job error on job id {p.label}: Grid Engine cannot deliver signal "
-                  f"{signal_name(sig)} (only KILL, TERM, INT, HUP, QUIT, STOP and CONT)", file=sys.stderr)
-        return 1
-
-    from .. import backends
-
-    outcome = backends.get(cfg).signal([g for p in plans for g in p.ge_ids], sig)
-    # Grid Engine failed without naming a job (an error of its own): nothing was done
-    failed = refusal.slurm_error(refusal.OTHER, outcome.text, "Grid Engine refused") \
-        if not outcome.ok and not outcome.jobs else ""
-
-    me = passwd.current()
-    uid = os.getuid()
-    unrecorded: list[str] = []
-    for p in plans:
-        what = outcome.of(p.job_id)
-        if failed:
-            if not quiet:
-                print(f"{PROG}: error: Kill job error on job id {p.label}: {failed}", file=sys.stderr)
-            rc = max(rc, 1)
-            continue
-        if what == refusal.DENIED:
-            if not quiet:
-                print(f"{PROG}: error: Kill job error on job id {p.label}: {refusal.slurm_error(what, '')}",
-                      file=sys.stderr)
-            rc = max(rc, ACCESS_DENIED_RC)
-            continue
-        if what == refusal.GONE:
-            if (verbose or strict) and not quiet:
-                print(f"{PROG}: error: Kill job error on job id {p.label}: {refusal.slurm_error(what, '')}",
-                      file=sys.stderr)
-            if strict:
-                rc = max(rc, 1)
-            continue
-        written = True
-        if op == ops.CANCEL:
-            written = cancel.record_cancels(cfg, p, me, uid)
-        elif op == ops.SUSPEND:
-            written = cancel.record_suspends(cfg, p, me, uid)
-        if not written:
-            unrecorded.append(p.label)
-    if unrecorded:  # Grid Engine has acted: the command succeeded, only the shim's note is missing
-        print(f"{PROG}: warning: could not record the {'cancel' if op == ops.CANCEL else 'suspend'} of job "
-              f"{', '.join(unrecorded)} in {cfg.cluster.state_dir}", file=sys.stderr)
+    rc = _say(notes, quiet)
+    if plans:
+        rc = max(rc, _say(cancel.deliver(cfg, plans, sig, batch=batch, full=full, verbose=verbose, strict=strict),
+                          quiet))
     return rc
 
 
-def _verbose_line(sig: int | None, batch: bool, full: bool, label: str) -> str:
-    """scancel.c's verbose line: "Terminating job X" without -s, else "Signal N to [batch |full ]job X"."""
-    if sig is None:
-        return f"{PROG}: Terminating job {label}"
-    kind = "full " if full else "batch " if batch else ""
-    return f"{PROG}: Signal {sig} to {kind}job {label}"
-
-
-JOB_CONTROL = frozenset({_signal.SIGSTOP, _signal.SIGTSTP, _signal.SIGCONT})  # what Grid Engine's qmod does
-
-
-def _through_channel(sig: int | None, batch: bool, full: bool) -> bool:
-    """Does the signal go through the shim's channel to the job wrapper (not Grid Engine)? Not
-    without -s or for KILL (a cancel: job_signal deallocates the job; with -b the batch shell's
-    SIGKILL ends the job all the same); every other signal is delivered as a signal, STOP, TSTP
-    and CONT too (Slurm 22.05's _signal_job: to the steps, the batch shell keeps running; main
-    leaves a job not submitted through the shim, which has no wrapper, to Grid Engine's qmod)."""
-    return sig is not None and sig != _signal.SIGKILL
-
-
-def _request_error(p: Plan, why: str, quiet: bool) -> None:
-    if not quiet:
-        print(f"{PROG}: error: Kill job error on job id {p.label}: {why}", file=sys.stderr)
-
-
-def signal_plans(cfg, plans: list[Plan], sig: int, batch: bool, full: bool, *, verbose: bool = False,
-                 quiet: bool = False) -> int:
-    """Signal the jobs of ``plans`` through the channel, as slurmctld's job_signal answers scancel:
-    ESLURM_ACCESS_DENIED (210) unless the caller is the job's owner or root (job_signal_id);
-    "Job script not specified" for ``-b`` on a job with no batch script (salloc, srun: job_signal's
-    ESLURM_JOB_SCRIPT_MISSING, exit 217); a job that is not running (pending, suspended) is
-    ESLURM_TRANSITION_STATE_NO_UPDATE, which scancel.c's _cancel_job_id retries MAX_CANCEL_RETRY
-    times, 5+i seconds apart ("Job is in transitional state, retrying" with -v), before "Job can
-    not be altered now, try again later" (exit 228: scancel exits with the error code, as for
-    Access/permission denied's 210); a job that ended meanwhile is Slurm's
-    "Job/step already completing or completed" or "Invalid job id specified" (exit 1, as for
-    every signal). Returns the exit code."""
-    if full:
-        batch = False  # scancel.1: -b is ignored with -f
-    me, uid = passwd.current(), os.getuid()
+def _say(notes: Iterable[cancel.Note], quiet: bool) -> int:
+    """Print each note on stderr as it comes (-Q hides errors and warnings); the exit status they make."""
     rc = 0
-    waiting: list[Plan] = []
-    sent: set[str] = set()
-    unrecorded: list[str] = []
-    for p in plans:
-        owner_uid = state.uid_of(p.owner)
-        if uid != 0 and uid != owner_uid:
-            _request_error(p, "Access/permission denied", quiet)
-            rc = max(rc, ACCESS_DENIED_RC)
-            continue
-        waiting.append(p)
-    for attempt in range(MAX_CANCEL_RETRY):
-        if not waiting:
-            break
-        later: list[Plan] = []
-        for p in waiting:
-            running = [r for r in p.records if r.state == "RUNNING"]
-            rest = [r for r in p.records if r.state != "RUNNING"]  # pending or suspended: try again
-            rec = jobs.submit_record(cfg, p.records[0])
-            if rec is None and running:  # not submitted through the shim: no wrapper to deliver it
-                _request_error(p, f"Grid Engine cannot deliver signal {signal_name(sig)} to a job not submitted "
-                                  "through slurm-shim (only KILL, TERM, INT, HUP, QUIT, STOP and CONT)", quiet)
-                rc = max(rc, 1)
-                continue
-            if rec is not None and rec.get("interactive") and batch:
-                _request_error(p, "Job script not specified", quiet)
-                rc = max(rc, SCRIPT_MISSING_RC)
-                continue
-            if rest:
-                later.append(Plan(p.job_id, p.label, rest, p.tasks, owner=p.owner))
-            if rec is not None and rec.get("interactive") and full:
-                # no batch step: slurmd signals nothing (_kill_all_active_steps), and succeeds
-                if not cancel.record_stops(cfg, p, running, sig, me, uid):
-                    unrecorded.append(p.label)
-                continue
-            for r in running:
-                key = state.signal_key(p.job_id, r.array_task)
-                if key in sent:
-                    continue  # an array task signalled at an earlier try
-                sent.add(key)
-                data = {"sig": sig, "batch": batch, "full": full, "owner": p.owner, "uid": uid, "user": me}
-                if r.extra.get("submit_ts"):
-                    data["sub"] = r.extra["submit_ts"]
-                if r.start_time is not None:
-                    data["start"] = r.start_time.timestamp()  # ties it to this run of the job (ids wrap)
-                if not state.send_signal(cfg, key, data):
-                    _request_error(p, f"cannot write the signal request in {cfg.cluster.state_dir}", quiet)
-                    rc = max(rc, 1)
-                    break
-                if not cancel.record_stops(cfg, p, [r], sig, me, uid):
-                    unrecorded.append(p.label)
-        waiting = later
-        if not waiting:
-            break
-        if verbose:
-            for _p in waiting:
-                print(f"{PROG}: Job is in transitional state, retrying", file=sys.stderr)
-        _sleep(5 + attempt)
-        waiting = _refresh(cfg, waiting, quiet, verbose)
-        if any(p.records == [] for p in waiting):
-            rc = max(rc, 1)
-            waiting = [p for p in waiting if p.records]
-    for p in waiting:
-        _request_error(p, "Job can not be altered now, try again later", quiet)
-        rc = max(rc, NOT_NOW_RC)
-    if unrecorded and not quiet:  # the signal is on its way: only the shim's note of it is missing
-        print(f"{PROG}: warning: could not record the {cancel.STOP_EVENTS[sig]} of job {', '.join(dict.fromkeys(unrecorded))} "
-              f"in {cfg.cluster.state_dir}", file=sys.stderr)
+    for n in notes:
+        if not (quiet and n.quiet_hides):
+            print(n.text, file=sys.stderr)
+        rc = max(rc, n.rc)
     return rc
-
-
-def _refresh(cfg, plans: list[Plan], quiet: bool, verbose: bool) -> list[Plan]:
-    """The plans' jobs as Grid Engine shows them now (cancel.refresh); a job that is gone keeps no
-    records and gets Slurm's error for a job that ended."""
-    for p, why in cancel.refresh(cfg, plans):
-        _request_error(p, why, quiet)
-    return plans
 
 
 def _confirm(p: Plan) -> bool:
