@@ -102,22 +102,14 @@ USAGE = "Usage: sacct [OPTIONS]  (sacct --help lists them)\n"
 
 
 def help_text() -> str:
-    lines = ["Usage: sacct [OPTIONS]", "",
-             "Accounting of Grid Engine jobs, as Slurm's sacct shows it.", ""]
-    for s in OPTIONS:
-        if s.long in ("", "gid", "uid", "fields", "cluster", "help-fields"):
-            continue
-        flag = (f"-{s.short}, " if s.short else "    ") + f"--{s.long}"
-        if s.arity is Arity.REQUIRED:
-            flag += "=value"
-        elif s.arity is Arity.OPTIONAL:
-            flag += "[=value]"
-        lines.append(f"  {flag:<28}{s.help}")
-    lines += ["", "Times (-S, -E): HH:MM[:SS][AM|PM], MMDD[YY], MM/DD[/YY], MM.DD[.YY], any of those",
-              "with -HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], today, midnight, noon, fika, teatime,",
-              "now[+|-count[seconds|minutes|hours|days|weeks]].",
-              "Environment: SACCT_FORMAT (default --format), SLURM_SHIM_ACCOUNTING (accounting file)."]
-    return "\n".join(lines) + "\n"
+    from ..render.help import options_help
+
+    return options_help(OPTIONS, "Usage: sacct [OPTIONS]", width=30, intro=(
+        "", "Accounting of Grid Engine jobs, as Slurm's sacct shows it.", ""), tail=(
+        "", "Times (-S, -E): HH:MM[:SS][AM|PM], MMDD[YY], MM/DD[/YY], MM.DD[.YY], any of those",
+        "with -HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], today, midnight, noon, fika, teatime,",
+        "now[+|-count[seconds|minutes|hours|days|weeks]].",
+        "Environment: SACCT_FORMAT (default --format), SLURM_SHIM_ACCOUNTING (accounting file)."))
 
 
 

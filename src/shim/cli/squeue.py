@@ -90,16 +90,11 @@ Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
 
 
 def help_text() -> str:
-    lines = ["Usage: squeue [OPTIONS]"]
-    for s in OPTIONS:
-        if not s.help:
-            continue
-        short = f"-{s.short}, " if s.short else "    "
-        arg = {N: "", R: "=value", O: "[=value]"}[s.arity]
-        lines.append(f"  {short}--{s.long}{arg}".ljust(36) + s.help)
-    lines += ["", "Help options:", "  --help                          show this help message",
-              "  --usage                         display a brief summary of squeue options", ""]
-    return "\n".join(lines)
+    from ..render.help import options_help
+
+    return options_help(OPTIONS, "Usage: squeue [OPTIONS]", width=36, tail=(
+        "", "Help options:", "  --help                          show this help message",
+        "  --usage                         display a brief summary of squeue options"))
 
 
 def error(msg: str, code: int = 1) -> ShimError:

@@ -9,18 +9,11 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from ..options.spec import Arity, OptionSpec
+from .help import options_help
 
 
-def help_text(prog: str, specs: Sequence[OptionSpec], summary: str, usage: str = "[OPTIONS]",
-              hidden: Sequence[str] = ()) -> str:
-    lines = [f"Usage: {prog} {usage}", "", summary, ""]
-    for s in specs:
-        if s.long in hidden or not s.help:
-            continue
-        flag = (f"-{s.short}, " if s.short else "    ") + f"--{s.long}"
-        flag += {Arity.NONE: "", Arity.REQUIRED: "=value", Arity.OPTIONAL: "[=value]"}[s.arity]
-        lines.append(f"  {flag:<30}{s.help}")
-    return "\n".join(lines) + "\n"
+def help_text(prog: str, specs: Sequence[OptionSpec], summary: str, usage: str = "[OPTIONS]") -> str:
+    return options_help(specs, f"Usage: {prog} {usage}", width=32, intro=("", summary, ""))
 
 
 def usage_text(prog: str, specs: Sequence[OptionSpec], tail: str = "") -> str:
