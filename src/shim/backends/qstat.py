@@ -237,15 +237,19 @@ def _head(m: tuple[str, ...]) -> dict[str, Any]:
     return row
 
 
-def _layout_row(m: tuple[str, ...]) -> dict[str, Any]:
-    """The row of one _LAYOUT_RE match: the same dict as _row over _FIELD_RE's reading of the element."""
+def _layout_row(m: tuple[str, ...], cache: RowCache | None = None) -> dict[str, Any]:
+    """The row of one _LAYOUT_RE match: the same dict as _row over _FIELD_RE's reading of the element.
+    With a cache, a run of hard requests seen before in the listing is not read again."""
     hard_run, hrq, hrq_text, deps, rest, binding, binding_text = m[19:]
     row = _head(m)
     hard: dict[str, str] = {}
     queues: list[str] = []
     preds: list[str] = []
     if hard_run:
-        _items_into(row, _FIELD_RE.findall(hard_run), hard, queues, preds)
+        if cache is not None:
+            hard = cache.hard_run(hard_run)  # only hard_request elements: nothing else to fill
+        else:
+            _items_into(row, _FIELD_RE.findall(hard_run), hard, queues, preds)
     if hrq:
         queues.append(hrq_text)
     if deps:
@@ -404,6 +408,27 @@ class RowCache:
             v = self.times[text] = ge_time(text)
             return v
 
+    def place(self, queue_inst: str, hard_queues: list[str] | None) -> tuple[str, str, str]:
+        """A job's (queue, host, partition): its queue instance's ("queue@host", split once per
+        listing), else the queue of its first hard queue request (-q queue[@host]) and no host;
+        the partition of the queue, the default one when there is no queue."""
+        if queue_inst:
+            try:
+                queue, host = self.insts[queue_inst]
+            except KeyError:
+                queue, _, host = queue_inst.partition("@")
+                self.insts[queue_inst] = (queue, host)
+        else:
+            queue = host = ""
+        if not queue and hard_queues:
+            queue = hard_queues[0].split("@", 1)[0]
+        if not queue:
+            return queue, host, self.qmap.default
+        try:
+            return queue, host, self.parts[queue]
+        except KeyError:
+            return queue, host, self.partition(queue)
+
     def partition(self, queue: str) -> str:
         try:
             return self.parts[queue]
@@ -491,31 +516,8 @@ def record_from_row(row: dict[str, Any], qmap: QueueMap, cfg: SiteConfig, cache:
     get = row.get
     letters = get("state", "")
     state, reason = c.state(letters)
-    queue_inst = get("queue_name", "")
-    if queue_inst:
-        try:
-            queue, host = c.insts[queue_inst]
-        except KeyError:
-            queue, _, host = queue_inst.partition("@")
-            c.insts[queue_inst] = (queue, host)
-    else:
-        queue = host = ""
-    if not queue and get("hard_queues"):
-        queue = row["hard_queues"][0].split("@", 1)[0]
-    partition = c.partition(queue) if queue else qmap.default
-    slots_text = get("slots")
-    if slots_text == "1":
-        slots = 1
-    else:
-        try:
-            slots = int(slots_text or 1)
-        except ValueError:
-            slots = 1
-    if get("pe_slots"):
-        try:
-            slots = int(row["pe_slots"].split("-")[0])
-        except ValueError:
-            pass
+    queue, host, partition = c.place(get("queue_name", ""), get("hard_queues"))
+    slots = _slots(get("slots"), get("pe_slots"))
     placed = host and state not in _NOT_PLACED
     rec = c.cls.__new__(c.cls)
     extra = {"submit_ts": c.time(get("JB_submission_time") or get("JAT_submission_time")),
@@ -538,6 +540,22 @@ def record_from_row(row: dict[str, Any], qmap: QueueMap, cfg: SiteConfig, cache:
     return rec
 
 
+def _slots(text: str | None, pe_slots: str | None) -> int:
+    """A job's CPU count: the lower end of its parallel environment's slot range (-pe name 4-8),
+    else its slots field; 1 when neither reads as a number."""
+    if pe_slots:
+        try:
+            return int(pe_slots.split("-")[0])
+        except ValueError:
+            pass
+    if text == "1":
+        return 1
+    try:
+        return int(text or 1)
+    except ValueError:
+        return 1
+
+
 def _tasks(extra: dict[str, Any], state: str, tasks: str) -> None:
     ids = parse_task_ranges(tasks)
     if state == "PENDING" or state == "CANCELLED" or len(ids) != 1 or ":" in tasks or "-" in tasks:
@@ -558,48 +576,11 @@ def record_from_match(m: tuple[str, ...], cache: RowCache) -> JobRecord:
         state, reason = c.states[letters]
     except KeyError:
         state, reason = c.state(letters)
-    row = _head(m)
-    hard: dict[str, str] = c.hard_run(hard_run) if hard_run else {}
-    queues: list[str] = []
-    preds: list[str] = []
-    if hrq:
-        queues.append(hrq_text)
-    if deps:
-        _items_into(row, _FIELD_RE.findall(deps), hard, queues, preds)
-    if binding:
-        row["binding"] = binding_text
-    row["hard"] = hard
-    row["hard_queues"] = queues
-    row["predecessors"] = preds
-    if queue_inst:
-        try:
-            queue, host = c.insts[queue_inst]
-        except KeyError:
-            queue, _, host = queue_inst.partition("@")
-            c.insts[queue_inst] = (queue, host)
-    else:
-        queue = host = ""
-    if not queue and queues:
-        queue = queues[0].split("@", 1)[0]
-    if queue:
-        try:
-            partition = c.parts[queue]
-        except KeyError:
-            partition = c.partition(queue)
-    else:
-        partition = c.qmap.default
-    if slots_text == "1":
-        slots = 1
-    else:
-        try:
-            slots = int(slots_text or 1)
-        except ValueError:
-            slots = 1
-    if rpe and rpe_text:
-        try:
-            slots = int(rpe_text.split("-")[0])
-        except ValueError:
-            pass
+    row = _layout_row(m, c)
+    hard: dict[str, str] = row["hard"]
+    preds: list[str] = row["predecessors"]
+    queue, host, partition = c.place(queue_inst, row["hard_queues"])
+    slots = _slots(slots_text, rpe_text if rpe else None)
     try:
         prio = c.prios[prio_text]
     except KeyError:
