@@ -61,7 +61,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _o("partition", "p", env="SCANCEL_PARTITION", help="act only on jobs in this partition"),
     _o("qos", "q", env="SCANCEL_QOS", help="act only on jobs with this quality of service"),
     _o("quiet", "Q", N, help="disable warnings"),
-    _o("reservation", "R", help="act only on jobs with this reservation (Grid Engine has none)"),
+    _o("reservation", "R", help="act only on jobs of this reservation (a Grid Engine advance reservation)"),
     _o("sibling", None, help="remove an active sibling job from a federated job (accepted)"),
     _o("signal", "s", help="signal to send to job, default is SIGKILL (KILL cancels; others signal the "
                            "running job's steps, or its batch shell with -b, or both with -f)"),
