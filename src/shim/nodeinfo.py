@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from .backends.gridengine import nodes as ge_nodes
 from .errors import ShimError
-from .render import sinfo as view
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
 if TYPE_CHECKING:
     from typing import Any, Callable
 
     from .backends.qhost import Host
+    from .render import sinfo as view  # (dataclasses): imported where views are made, so that show.py,
+    # on every scontrol's start, may import this module for the partition and node rules at no cost
 
     StateTest = Callable[[view.NodeView], bool]
 
@@ -86,6 +87,7 @@ def partitions(cfg: Any) -> list[view.PartitionInfo]:
     """The site config's partitions, in its order: name, default?, MaxTime and DefaultTime in
     minutes (-1 unlimited; DefaultTime None when not set)."""
     from .options.values import time_minutes
+    from .render import sinfo as view
 
     out = []
     default = getattr(cfg, "default_partition", None)
@@ -144,6 +146,8 @@ def node_views(cfg: Any, parts: list[view.PartitionInfo], hosts: list[Host],
                totals: dict[str, dict[str, str]] | None = None) -> list[view.NodeView]:
     """Each node of each partition of ``parts`` as sinfo sees it from that partition; GRES only for
     the hosts ``totals`` has (``gres_totals``)."""
+    from .render import sinfo as view
+
     out: list[view.NodeView] = []
     for part in parts:
         p = cfg.partitions[part.name]
@@ -221,6 +225,8 @@ def build_rows(parts: list[view.PartitionInfo], nodes: list[view.NodeView], *, p
     ``summarize`` (``-s``) one per partition; else one per partition and group of nodes alike (state,
     reason, GRES; with ``exact`` (``-e``) CPUs, memory and S:C:T too), the states in reverse order.
     ``show_empty``: a partition without nodes still has its line (no node filter given)."""
+    from .render import sinfo as view
+
     by_part = {p.name: p for p in parts}
     order = {p.name: i for i, p in enumerate(parts)}
     rows: list[view.SinfoRow] = []

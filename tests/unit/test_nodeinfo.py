@@ -148,3 +148,16 @@ def test_nodeinfo_is_no_command():
             assert node.func.id != "print"
     assert not [m for m in mods if "cli" in m.lstrip(".").split(".")]
     assert not {"pydantic", "click", "tabulate", "subprocess", "sys"} & {m.split(".")[0] for m in mods}
+
+
+def test_importing_nodeinfo_is_light():
+    """show.py (on every scontrol's start) may import it for the partition and node rules: no
+    dataclasses or typing until views are made."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import shim.nodeinfo; "
+            "print(sorted(m for m in ('dataclasses', 'typing', 'inspect') if m in sys.modules))")
+    cp = subprocess.run([sys.executable, "-I", "-c", code, str(SRC.parent)], capture_output=True, text=True,
+                        timeout=60)
+    assert (cp.returncode, cp.stdout) == (0, "[]\n"), cp.stderr
