@@ -157,6 +157,7 @@ def _hosts(s, prefix: str) -> list[Host]:
 def partitions(s, names: list[str]) -> list[tuple]:
     """``show partition [NAME]``: (name, its config, default?, member nodes, CPUs, down?) of each
     partition named (all without names), in the config's order."""
+    from . import nodeinfo
     from .backends.gridengine import nodes
 
     cfg = s.cfg
@@ -165,8 +166,8 @@ def partitions(s, names: list[str]) -> list[tuple]:
     for name, p in cfg.partitions.items():
         if names and name not in names:
             continue
-        on = [h for h in hosts if p.queue in h.queues]
-        members = p.nodes or [h.name for h in on]
+        on = nodeinfo.partition_hosts(p, hosts)  # (sinfo's rule: a listed host Grid Engine has, with the queue)
+        members = [h.name for h in on]
         cpus = sum(h.queues[p.queue].slots_total for h in on)
         # Slurm's partition stays UP while its nodes drain (as sinfo's AVAIL): DOWN only when every
         # node of it is down (nodes.state, the rule sinfo uses)
@@ -178,6 +179,7 @@ def partitions(s, names: list[str]) -> list[tuple]:
 def nodes_shown(s, names: list[str]) -> list[tuple]:
     """``show node [NAME]``: (host, its state, CPUs, CPUs used, partitions) of each host named
     (all without names), by name."""
+    from . import nodeinfo
     from .backends.gridengine import nodes
 
     cfg = s.cfg
@@ -186,9 +188,8 @@ def nodes_shown(s, names: list[str]) -> list[tuple]:
     for h in hosts:
         if names and h.name not in names:
             continue
-        cpus = nodes.cpus(h)
-        used = min(cpus, nodes.used(h))
-        parts = [n for n, p in cfg.partitions.items() if p.queue in h.queues]
+        cpus, used = nodeinfo.node_cpus(h)
+        parts = nodeinfo.host_partitions(cfg, h)
         out.append((h, nodes.state(h), cpus, used, parts))
     return out
 

@@ -161,3 +161,22 @@ def test_importing_nodeinfo_is_light():
     cp = subprocess.run([sys.executable, "-I", "-c", code, str(SRC.parent)], capture_output=True, text=True,
                         timeout=60)
     assert (cp.returncode, cp.stdout) == (0, "[]\n"), cp.stderr
+
+
+def test_scontrol_shows_the_partitions_and_nodes_sinfo_shows(monkeypatch):
+    """scontrol show partition/node and sinfo count one set of nodes a partition (issue 14: the
+    twins disagreed where a partition lists its nodes: scontrol named "gone", which Grid Engine has
+    not, and gave n2, not listed, partition short's CPUs)."""
+    from shim import show
+
+    monkeypatch.setattr(show, "_hosts", lambda s, prefix: list(HOSTS))
+    s = NS.wrap({"cfg": CFG})
+    parts = {name: (members, cpus) for name, _p, _d, members, cpus, _down in show.partitions(s, [])}
+    views = nodeinfo.node_views(CFG, nodeinfo.partitions(CFG), HOSTS)
+    assert parts == {name: ([v.name for v in views if v.partition == name],
+                            sum(HOSTS[int(v.name[1]) - 1].queues[CFG.partitions[name].queue].slots_total
+                                for v in views if v.partition == name)) for name in CFG.partitions}
+    assert parts["short"] == (["n3", "n1"], 8)
+    shown = {h.name: parts_of for h, _st, _cpus, _used, parts_of in show.nodes_shown(s, [])}
+    assert shown == {h.name: sorted({v.partition for v in views if v.name == h.name}, key=list(CFG.partitions).index)
+                     for h in HOSTS}
