@@ -155,24 +155,25 @@ def _hosts(s, prefix: str) -> list[Host]:
 
 
 def partitions(s, names: list[str]) -> list[tuple]:
-    """``show partition [NAME]``: (name, its config, default?, member nodes, CPUs, down?) of each
-    partition named (all without names), in the config's order."""
+    """``show partition [NAME]``: (the partition as nodeinfo.partitions reads it, its member nodes,
+    CPUs, down?) of each partition named (all without names), in the config's order."""
     from . import nodeinfo
     from .backends.gridengine import nodes
 
     cfg = s.cfg
     hosts = _hosts(s, "slurm_load_partitions error")
     out = []
-    for name, p in cfg.partitions.items():
-        if names and name not in names:
+    for part in nodeinfo.partitions(cfg):
+        if names and part.name not in names:
             continue
+        p = cfg.partitions[part.name]
         on = nodeinfo.partition_hosts(p, hosts)  # (sinfo's rule: a listed host Grid Engine has, with the queue)
         members = [h.name for h in on]
         cpus = sum(h.queues[p.queue].slots_total for h in on)
         # Slurm's partition stays UP while its nodes drain (as sinfo's AVAIL): DOWN only when every
         # node of it is down (nodes.state, the rule sinfo uses)
         down = bool(on) and all(nodes.state(h, p.queue)[0] == "down" for h in on)
-        out.append((name, p, name == cfg.default_partition, members, cpus, down))
+        out.append((part, members, cpus, down))
     return out
 
 

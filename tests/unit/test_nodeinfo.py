@@ -171,7 +171,7 @@ def test_scontrol_shows_the_partitions_and_nodes_sinfo_shows(monkeypatch):
 
     monkeypatch.setattr(show, "_hosts", lambda s, prefix: list(HOSTS))
     s = NS.wrap({"cfg": CFG})
-    parts = {name: (members, cpus) for name, _p, _d, members, cpus, _down in show.partitions(s, [])}
+    parts = {part.name: (members, cpus) for part, members, cpus, _down in show.partitions(s, [])}
     views = nodeinfo.node_views(CFG, nodeinfo.partitions(CFG), HOSTS)
     assert parts == {name: ([v.name for v in views if v.partition == name],
                             sum(HOSTS[int(v.name[1]) - 1].queues[CFG.partitions[name].queue].slots_total
@@ -180,3 +180,17 @@ def test_scontrol_shows_the_partitions_and_nodes_sinfo_shows(monkeypatch):
     shown = {h.name: parts_of for h, _st, _cpus, _used, parts_of in show.nodes_shown(s, [])}
     assert shown == {h.name: sorted({v.partition for v in views if v.name == h.name}, key=list(CFG.partitions).index)
                      for h in HOSTS}
+
+
+def test_scontrol_partition_times_are_sinfos():
+    """DefaultTime/MaxTime from nodeinfo.partitions' minutes, as print_part prints them: a default
+    time of UNLIMITED is UNLIMITED (it printed NONE, sinfo's "infinite"), one not set is NONE."""
+    from shim.render.scontrol import partition_text
+
+    cfg = config(a={"queue": "all.q", "default_time": "UNLIMITED"}, b={"queue": "all.q", "max_time": "90"})
+    a, b = nodeinfo.partitions(cfg)
+    assert "DefaultTime=UNLIMITED " in partition_text(a, [], 0, False)
+    assert "MaxTime=UNLIMITED " in partition_text(a, [], 0, False)
+    text = partition_text(b, ["n1"], 4, False)
+    assert "DefaultTime=NONE " in text and "MaxTime=01:30:00 " in text and "Default=NO " in text
+    assert text.startswith("PartitionName=b\n") and "Default=YES " in partition_text(a, [], 0, False)

@@ -235,25 +235,25 @@ def config_text(items: list[tuple[str, str]], keys: list[str], host: str, now: d
 # show partition / node
 
 
-def time_cfg(v: str | None, none: str) -> str:
-    if not v or v.upper() in ("UNLIMITED", "INFINITE", "NONE"):
-        return none
-    from ..options.values import time_minutes
+def part_time(minutes: int | None) -> str:
+    """A partition's DefaultTime or MaxTime (minutes; -1 unlimited, None not set), as scontrol's
+    print_part prints it: UNLIMITED for INFINITE, NONE for NO_VAL."""
+    if minutes is None:
+        return "NONE"
+    return "UNLIMITED" if minutes < 0 else hms(minutes * 60)
 
-    m = time_minutes(v)
-    return none if m is None or m < 0 else hms(m * 60)
 
-
-def partition_text(name: str, p: Any, default: bool, nodes: list[str], cpus: int, down: bool) -> str:
-    """One partition (first line unindented; the command joins them)."""
+def partition_text(part: Any, nodes: list[str], cpus: int, down: bool) -> str:
+    """One partition (``part``: nodeinfo.partitions' entry; first line unindented; the command
+    joins them)."""
     from ..hostlist import compress
 
     lines = [
-        f"PartitionName={name}",
+        f"PartitionName={part.name}",
         "AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL",
-        f"AllocNodes=ALL Default={'YES' if default else 'NO'} QoS=N/A",
-        f"DefaultTime={time_cfg(p.default_time, 'NONE')} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO",
-        f"MaxNodes=UNLIMITED MaxTime={time_cfg(p.max_time, 'UNLIMITED')} MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED",
+        f"AllocNodes=ALL Default={'YES' if part.default else 'NO'} QoS=N/A",
+        f"DefaultTime={part_time(part.default_time)} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO",
+        f"MaxNodes=UNLIMITED MaxTime={part_time(part.max_time)} MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED",
         f"Nodes={compress(nodes) if nodes else '(null)'}",
         "PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=NO",
         "OverTimeLimit=NONE PreemptMode=OFF",
