@@ -87,16 +87,11 @@ STATES = ("PENDING", "RUNNING", "SUSPENDED")  # the states -t takes (opt.c _xlat
 
 
 def help_text() -> str:
-    lines = ["Usage: scancel [OPTIONS] [job_id[_array_id][.step_id]]"]
-    for s in OPTIONS:
-        if not s.help:
-            continue
-        short = f"-{s.short}, " if s.short else "    "
-        arg = "" if s.arity is N else "=value"
-        lines.append(f"  {short}--{s.long}{arg}".ljust(34) + s.help)
-    lines += ["", "Help options:", "  --help                          show this help message",
-              "  --usage                         display brief usage message", ""]
-    return "\n".join(lines)
+    from ..render.help import options_help
+
+    return options_help(OPTIONS, "Usage: scancel [OPTIONS] [job_id[_array_id][.step_id]]", width=34, tail=(
+        "", "Help options:", "  --help                          show this help message",
+        "  --usage                         display brief usage message"))
 
 
 def error(msg: str, code: int = 1) -> ShimError:

@@ -71,15 +71,10 @@ USAGE = "Usage: sinfo [-adehlNRrsTv] [-i seconds] [-t states] [-p partition] [-n
 
 
 def help_text() -> str:
-    lines = ["Usage: sinfo [OPTIONS]", "", "Grid Engine's queues and hosts, as Slurm's partitions and nodes.", ""]
-    for s in OPTIONS:
-        if s.long == "cluster":
-            continue
-        flag = (f"-{s.short}, " if s.short else "    ") + f"--{s.long}"
-        if s.arity is Arity.REQUIRED:
-            flag += "=value"
-        lines.append(f"  {flag:<27}{s.help}")
-    return "\n".join(lines) + "\n"
+    from ..render.help import options_help
+
+    return options_help(OPTIONS, "Usage: sinfo [OPTIONS]", width=29, intro=(
+        "", "Grid Engine's queues and hosts, as Slurm's partitions and nodes.", ""))
 
 
 def error(msg: str) -> ShimError:
