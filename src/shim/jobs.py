@@ -183,6 +183,7 @@ def add_grid_engine_detail(cfg: SiteConfig, recs: list[JobRecord], backend, star
             r.account = decode(d["JB_account"])
         if r.submit_time is None and d.get("submit_ts"):
             r.submit_time = datetime.fromtimestamp(d["submit_ts"])
+        r.extra["ar"] = (d.get("JB_ar") or "").strip()  # its advance reservation (fill_reservations)
         begin = ge_time(d.get("JB_execution_time"))
         if begin and begin > time.time() and r.state == "PENDING" and r.reason in ("Resources", "Priority"):
             r.reason = "BeginTime"
@@ -926,9 +927,11 @@ def fill_reservations(recs: list, cfg, backend=None, started=None) -> None:
     ``--reservation=NAME`` is submitted as Grid Engine's ``-ar <id>`` (submit.reservation_flags),
     so a job's reservation is its advance reservation (``JB_ar`` of ``qstat -j -xml``) by the name
     ``qrsub -N`` gave it (qrstat). One qrstat call for the listing (``started``: the one begun
-    earlier); qstat -j for its jobs only when Grid Engine has any advance reservation. An advance reservation without a name shows
-    its id; a job of one that has gone shows none. Jobs that have ended show none (their record
-    does not keep it)."""
+    earlier); qstat -j for its jobs only when Grid Engine has any advance reservation. A job
+    whose Grid Engine detail was read already (``extra["ar"]``, add_grid_engine_detail) is asked
+    about no more, and needs no qrstat without an advance reservation. An advance reservation
+    without a name shows its id; a job of one that has gone shows none. Jobs that have ended show
+    none (their record does not keep it)."""
     todo = [r for r in recs if "reservation" not in r.extra]
     if not todo:
         return
@@ -936,17 +939,18 @@ def fill_reservations(recs: list, cfg, backend=None, started=None) -> None:
 
     for r in todo:
         r.extra["reservation"] = None
-    todo = [r for r in todo if not r.extra.get("ended")]
+    todo = [r for r in todo if not r.extra.get("ended") and r.extra.get("ar") not in ("", "0")]
     if not todo:
         return
     b = backend or backends.get(cfg)
     names = (started or b.reservation_names()).read()
     if not names:
         return
+    ask = sorted({r.job_id for r in todo if "ar" not in r.extra})
     try:
-        details = b.details(sorted({r.job_id for r in todo}))
+        details = b.details(ask) if ask else {}
     except Exception:  # noqa: BLE001
         return
     for r in todo:
-        ar = ((details.get(r.job_id) or {}).get("JB_ar") or "").strip()
+        ar = r.extra["ar"] if "ar" in r.extra else ((details.get(r.job_id) or {}).get("JB_ar") or "").strip()
         r.extra["reservation"] = names.get(ar) if ar not in ("", "0") else None

@@ -68,11 +68,14 @@ def jobs_shown(s, ids: list[str]) -> tuple[list[JobRecord], float, str | None]:
         except JobIdError:
             pass
     pre = jobs.start_details(s.cfg, only, s.backend()) if only else None  # (runs beside the listing)
-    resv = s.backend().reservation_names()  # qrstat, for the Reservation= line (beside the listing too)
+    # qrstat, for the Reservation= line, beside the listing too; not where Grid Engine's detail of
+    # the job is asked for: its JB_ar tells whether the job has an advance reservation to name
+    resv = s.backend().reservation_names() if pre is None else None
     try:
         return _jobs_shown(s, ids, only, pre, resv)
     finally:
-        resv.close()
+        if resv is not None:
+            resv.close()
         if pre is not None:
             pre.close()
 

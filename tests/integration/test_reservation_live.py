@@ -55,3 +55,23 @@ def test_srun_into_the_reservation(reservation, plain_user):
     assert (cp.returncode, cp.stdout) == (0, "srun-in-resv\n"), cp.stderr
     cp = run("srun", "--reservation=nosuchresv", "true", cwd="/tmp")
     assert (cp.returncode, cp.stderr) == (1, "srun: error: Unable to allocate resources: Requested reservation is invalid\n")
+
+
+def test_scontrol_names_a_raw_jobs_reservation(reservation, workdir):
+    """A job submitted with Grid Engine's own qsub -ar: scontrol show job reads its advance
+    reservation from Grid Engine's detail of the job (JB_ar) and names it (Reservation=); a raw job
+    without one has no Reservation= line (and scontrol asks no qrstat for it)."""
+    name, ar = reservation
+    inside = run("qsub", "-terse", "-h", "-ar", ar, "-q", "debug", "-N", "rawresv", "-b", "y", "/bin/true",
+                 cwd=workdir).stdout.strip()
+    outside = run("qsub", "-terse", "-h", "-N", "rawnoresv", "-b", "y", "/bin/true", cwd=workdir).stdout.strip()
+    try:
+        assert inside.isdigit() and outside.isdigit(), (inside, outside)
+        cp = run("scontrol", "show", "job", inside)
+        assert cp.returncode == 0 and f"   Reservation={name}\n" in cp.stdout, cp.stdout + cp.stderr
+        cp = run("scontrol", "show", "job", outside)
+        assert cp.returncode == 0 and "JobName=rawnoresv" in cp.stdout and "Reservation=" not in cp.stdout, cp.stdout
+        cp = run("squeue", "-h", "-j", f"{inside},{outside}", "-o", "%i %v")
+        assert sorted(cp.stdout.split("\n")[:-1]) == sorted([f"{inside} {name}", f"{outside} (null)"]), cp.stdout
+    finally:
+        run("qdel", inside, outside)
