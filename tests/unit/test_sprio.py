@@ -37,10 +37,11 @@ def test_recorded_priorities_are_read():
     assert jobs[7442].ppri == -100 and jobs[7444].ppri == 500 and jobs[7444].nppri == pytest.approx(0.74414)
     w = policy.parse_scheduler_config(SCONF)
     assert (w["weight_ticket"], w["weight_urgency"], w["weight_priority"]) == ("0.500000", "0.500000", "0.000000")
-    from shim.cli import sprio as cli  # one reader of a weight for the -w row and the factors: junk is 0
+    from shim import policies  # one reader of a weight for the -w row and the factors: junk is 0
 
-    assert cli.weights({"weight_ticket": "x", "weight_urgency": "0.5"}) == cli.weights({"weight_urgency": "0.5"})
-    assert cli.rows(None, [], {"weight_ticket": "x"}) == []
+    assert policies.weights({"weight_ticket": "x", "weight_urgency": "0.5"}) == \
+        policies.weights({"weight_urgency": "0.5"})
+    assert policies.priority_rows(None, [], {"weight_ticket": "x"}) == []
 
 
 def test_default_layout_shows_weighted_factors_with_a_weight(capsys, recorded):

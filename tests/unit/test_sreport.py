@@ -118,14 +118,14 @@ def test_usage_width_and_names():
 
 
 def test_window_rounds_to_the_hour(monkeypatch):
-    from shim.cli import sreport as cli
+    from shim import policies
 
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     try:
         now = 1796169600 + 5 * 3600 + 17 * 60  # 2026-12-02T05:17 UTC
-        assert cli.window(None, None, now) == (1796169600 - 86400, 1796169600)  # yesterday to today 00:00
-        s, e = cli.window("2026-12-01T10:29:30", "2026-12-01T10:31", now)
+        assert policies.window(None, None, now) == (1796169600 - 86400, 1796169600)  # yesterday to today 00:00
+        s, e = policies.window("2026-12-01T10:29:30", "2026-12-01T10:31", now)
         assert (s, e) == (1796119200 + 3600, 1796119200 + 7200)  # 10:29:30 -> 11:00; end at least an hour later
     finally:
         monkeypatch.delenv("TZ")

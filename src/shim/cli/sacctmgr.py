@@ -17,10 +17,8 @@ is refused with the ``qconf`` command that makes it.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
-from typing import Any
 
-from .. import siteconf
+from .. import policies, siteconf
 from ..errors import ShimError
 from ..options.getopt import Table
 from ..options.spec import Arity, OptionSpec
@@ -79,107 +77,7 @@ def entity_of(word: str) -> str | None:
     return None
 
 
-# --- what Grid Engine says -----------------------------------------------------------------------
-
-@dataclass
-class Assoc:
-    account: str
-    user: str = ""
-    parent: str = ""
-    share: int | None = 1
-    grp_tres: str = ""
-    max_tres_pu: str = ""
-
-
-@dataclass
-class World:
-    cluster: str
-    assocs: list[Assoc] = field(default_factory=list)
-    accounts: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (description, organization)
-    users: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (default account, admin level)
-    qos: list[tuple[str, str, str]] = field(default_factory=list)  # (name, GrpTRES, MaxTRESPU)
-
-
-def _tres(limits, cfg: Any) -> str:
-    from ..backends.gridengine import policy
-
-    out = []
-    for name, value in limits:
-        k = policy.kind(name, cfg)
-        key = {"cpu": "cpu", "mem": "mem", "gres": f"gres/{name}", "license": f"license/{name}"}.get(k, name)
-        out.append(f"{key}={value}")
-    return ",".join(out)
-
-
-def gather(cfg: Any, backend: Any, need_users: bool = True) -> World:
-    from ..backends.gridengine import policy
-
-    w = World(cfg.cluster.name)
-    nodes = backend.share_tree()
-    sets = {k: v for k, v in backend.quota_sets().items() if v.enabled}
-    projects = backend.projects()
-    ge_users = backend.users() if need_users else []
-    w.assocs.append(Assoc("root", share=None))
-    w.accounts["root"] = ("default root account", "root")
-    tree_parent: dict[str, str] = {}
-    for path, n in nodes.items():
-        if path == "/":
-            continue
-        parent = "root" if n.parent == "/" else nodes[n.parent].name
-        if n.children or (n.project and not n.user) or n.name in projects:
-            w.assocs.append(Assoc(n.name, parent=parent, share=n.shares))
-            w.accounts[n.name] = (n.name, parent)
-        else:
-            w.assocs.append(Assoc(parent, user=n.name, share=n.shares))
-            tree_parent.setdefault(n.name, parent)
-    memberships: dict[str, list[str]] = {}
-
-    def members(listname: str) -> list[str]:
-        if listname not in memberships:
-            memberships[listname] = backend.userset_entries(listname) or []  # (none when Grid Engine would not say)
-        return memberships[listname]
-
-    for p in projects:
-        conf = backend.project(p)
-        acl, xacl = policy.names(conf.get("acl")), policy.names(conf.get("xacl"))
-        grp, per_user = [], []
-        for qs in sets.values():
-            for r in qs.rules:
-                f = r.filters.get("projects")
-                if f is None or not (p in f.values or "*" in f.values):
-                    continue
-                users = r.filters.get("users")
-                (per_user if users is not None and users.each else grp).append(_tres(r.limits, cfg))
-        if p not in w.accounts:
-            w.assocs.append(Assoc(p, parent="root", grp_tres=",".join(grp), max_tres_pu=",".join(per_user)))
-            w.accounts[p] = (p, "root")
-        allowed = set(ge_users)
-        if acl:
-            allowed = {u for u in allowed if any(u in members(a) for a in acl)}
-        allowed = {u for u in allowed if not any(u in members(a) for a in xacl)}
-        for u in sorted(allowed):
-            if not any(a.account == p and a.user == u for a in w.assocs):
-                w.assocs.append(Assoc(p, user=u, share=1, max_tres_pu=",".join(per_user)))
-    if need_users:
-        managers = set(backend.managers())
-        operators = set(backend.operators())
-        for u in ge_users:
-            default = tree_parent.get(u, "")
-            admin = "Administrator" if u in managers else "Operator" if u in operators else "None"
-            w.users[u] = (default, admin)
-        for u in managers:
-            w.users.setdefault(u, (tree_parent.get(u, ""), "Administrator"))
-    w.qos.append(("normal", "", ""))
-    for name, qs in sets.items():
-        grp = [_tres(r.limits, cfg) for r in qs.rules if "projects" not in r.filters and not (
-            r.filters.get("users") and r.filters["users"].each)]
-        per_user = [_tres(r.limits, cfg) for r in qs.rules if "projects" not in r.filters and
-                    r.filters.get("users") is not None and r.filters["users"].each]
-        w.qos.append((name, ",".join(x for x in grp if x), ",".join(x for x in per_user if x)))
-    return w
-
-
-# --- conditions and rows -------------------------------------------------------------------------
+# --- conditions -----------------------------------------------------------------------------------
 
 CONDITIONS = {"user": ("users", 1), "account": ("accounts", 2), "acct": ("accounts", 4), "cluster": ("clusters", 2),
               "name": ("names", 1), "parent": ("parents", 3), "partition": ("partitions", 4), "qos": ("qos", 1),
@@ -210,66 +108,6 @@ def parse_conditions(words: list[str]) -> tuple[dict[str, set[str]], str | None,
             continue
         conds.setdefault(match, set()).update(x for x in value.split(",") if x)
     return conds, (",".join(fmt_parts) if fmt_parts else None), flags
-
-
-def assoc_rows(w: World, conds: dict[str, set[str]], cols: list) -> list[list[Any]]:
-    out = []
-    for a in w.assocs:
-        if "users" in conds and a.user not in conds["users"]:
-            continue
-        if "accounts" in conds and a.account.lower() not in {x.lower() for x in conds["accounts"]}:
-            continue
-        if "clusters" in conds and w.cluster not in conds["clusters"]:
-            continue
-        if "parents" in conds and a.parent not in conds["parents"]:
-            continue
-        values = {"Cluster": w.cluster, "Account": a.account, "User": a.user, "Partition": "",
-                  "Share": a.share, "Priority": None, "GrpJobs": None, "GrpTRES": a.grp_tres, "GrpSubmit": None,
-                  "GrpWall": "", "GrpTRESMins": "", "MaxJobs": None, "MaxTRES": "", "MaxTRESPerNode": "",
-                  "MaxSubmit": None, "MaxWall": "", "MaxTRESMins": "", "QOS": "normal", "Def QOS": "",
-                  "GrpTRESRunMins": "", "ParentName": a.parent if not a.user else "", "MaxTRESPU": a.max_tres_pu,
-                  "ID": None, "LFT": None, "RGT": None, "ParentID": None}
-        out.append([values.get(c.name, "") for c in cols])
-    return out
-
-
-def account_rows(w: World, conds: dict[str, set[str]], cols: list) -> list[list[Any]]:
-    out = []
-    for name, (descr, org) in w.accounts.items():
-        if "accounts" in conds and name.lower() not in {x.lower() for x in conds["accounts"]}:
-            continue
-        if "names" in conds and name not in conds["names"]:
-            continue
-        values = {"Account": name, "Descr": descr, "Org": org, "Coord Accounts": ""}
-        out.append([values.get(c.name, "") for c in cols])
-    return out
-
-
-def user_rows(w: World, conds: dict[str, set[str]], cols: list) -> list[list[Any]]:
-    out = []
-    wanted = conds.get("users", set()) | conds.get("names", set())
-    for name in sorted(w.users):
-        if wanted and name not in wanted:
-            continue
-        default, admin = w.users[name]
-        if "accounts" in conds and default not in conds["accounts"]:
-            continue
-        values = {"User": name, "Def Acct": default, "Admin": admin, "Def WCKey": "", "Coord Accounts": ""}
-        out.append([values.get(c.name, "") for c in cols])
-    return out
-
-
-def qos_rows(w: World, conds: dict[str, set[str]], cols: list) -> list[list[Any]]:
-    out = []
-    for name, grp, per_user in w.qos:
-        if "names" in conds and name not in conds["names"]:
-            continue
-        values = {"Name": name, "Priority": 0, "GraceTime": "00:00:00", "Preempt": "", "PreemptExemptTime": "",
-                  "PreemptMode": "cluster", "Flags": "", "UsageThres": "", "UsageFactor": "1.000000",
-                  "GrpTRES": grp, "MaxTRESPU": per_user, "GrpJobs": None, "GrpSubmit": None, "MaxJobsPU": None,
-                  "MaxSubmitPU": None, "MaxJobsPA": None, "MaxSubmitPA": None}
-        out.append([values.get(c.name, "") for c in cols])
-    return out
 
 
 def main(argv: list[str]) -> int:
@@ -303,9 +141,9 @@ def main(argv: list[str]) -> int:
     cfg = siteconf.get()
     from .. import backends
 
-    w = gather(cfg, backends.get(cfg), need_users=ent in ("association", "user"))
-    rows = {"association": assoc_rows, "account": account_rows, "user": user_rows, "qos": qos_rows}[ent](
-        w, conds, cols)
+    w = policies.gather_world(cfg, backends.get(cfg), need_users=ent in ("association", "user"))
+    rows = {"association": policies.assoc_rows, "account": policies.account_rows, "user": policies.user_rows,
+            "qos": policies.qos_rows}[ent](w, conds, cols)
     parsable = report.NO_ENDING if o.parsable2 else report.ENDING if o.parsable else 0
     sys.stdout.write(report.print_fields(cols, rows, parsable=parsable, header=not o.noheader))
     return 0

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 
-from .. import siteconf
+from .. import policies, siteconf
 from ..errors import ShimError
 from ..options.getopt import Table
 from ..options.sources import Options
@@ -108,61 +108,6 @@ def _users(text: str) -> tuple[set[str], list[str]]:
     return names, errs
 
 
-def partition_of(qmap, queues: tuple[str, ...]) -> str:
-    """The partition of a job's hard queue request (``debug`` or ``debug@host``), by the site
-    config's queue map (backends.qstat.QueueMap); the default partition when it named none of
-    the partitions' queues."""
-    for q in queues:
-        if q.split("@", 1)[0] in qmap.by_queue:
-            return qmap.partition(q)
-    return qmap.default
-
-
-def _weight(sconf: dict[str, str], key: str) -> float:
-    """A weight of the scheduler configuration (qconf -ssconf); 0 when absent or not a number."""
-    try:
-        return float(sconf.get(key, "0"))
-    except ValueError:
-        return 0.0
-
-
-def weights(sconf: dict[str, str]) -> view.Weights:
-    scale = view.PRIO_SCALE
-
-    def w(key: str) -> float:
-        return _weight(sconf, key)
-
-    urgency = round(w("weight_urgency") * scale)
-    return view.Weights(age=urgency, jobsize=urgency, fairshare=round(w("weight_ticket") * scale),
-                        qos=round(w("weight_priority") * scale))
-
-
-def rows(cfg, jobs: list, sconf: dict[str, str]) -> list[view.Row]:
-    """Grid Engine's figures as Slurm's weighted factors (module docstring)."""
-    scale = view.PRIO_SCALE
-
-    def w(key: str) -> float:
-        return _weight(sconf, key)
-
-    from ..backends.qstat import QueueMap
-
-    wt, wu, wp = w("weight_ticket"), w("weight_urgency"), w("weight_priority")
-    qmap = QueueMap(cfg) if jobs else None
-    out = []
-    for j in jobs:
-        if "h" in j.state or "E" in j.state:
-            continue
-        urgency = wu * j.nurg * scale
-        total = j.rrcontr + j.wtcontr + j.dlcontr
-        part = (lambda x: urgency * x / total) if total > 0 else (lambda x: 0.0)
-        out.append(view.Row(
-            job_id=j.job, partition=partition_of(qmap, j.queues), user=j.owner, account=j.project,
-            nice=-j.ppri, priority=round(j.prio * scale), site=part(j.dlcontr), age=part(j.wtcontr),
-            fairshare=wt * j.ntix * scale, jobsize=part(j.rrcontr), qos_prio=wp * j.nppri * scale,
-            cluster=cfg.cluster.name))
-    return out
-
-
 def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
     return common.command_line(TABLE, argv)
 
@@ -222,15 +167,9 @@ def main(argv: list[str]) -> int:
     except Refused as e:
         raise error(f"Couldn't get priority factors from controller: {e.text}") from None
     sconf = backend.scheduler_config() or {}  # (no weights: every factor 0)
-    w = weights(sconf)
-    listed = rows(cfg, pending, sconf)
-    if job_ids is not None:
-        listed = [r for r in listed if r.job_id in set(job_ids)]
-    if users is not None:
-        listed = [r for r in listed if r.user in users]
-    if o.partition:
-        wanted = {p for p in o.partition.split(",") if p}
-        listed = [r for r in listed if r.partition in wanted]
+    w = policies.weights(sconf)
+    listed = policies.select_priorities(policies.priority_rows(cfg, pending, sconf), job_ids, users,
+                                        {p for p in o.partition.split(",") if p} if o.partition else None)
     if fmt is None:
         fmt = view.default_format(bool(o.norm), bool(o.long), users is not None, w)
     errors: list[str] = []

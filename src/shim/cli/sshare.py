@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 
-from .. import siteconf
+from .. import policies, siteconf
 from ..errors import ShimError
 from ..options.getopt import Table
 from ..options.sources import Options
@@ -66,50 +66,6 @@ def usage_text() -> str:
 
 def error(msg: str) -> ShimError:
     return ShimError(f"{PROG}: error: {msg}", code=1)
-
-
-def shares(nodes: dict, cluster: str) -> list[view.Share]:
-    """The tree, depth first: each account, then its users, then its sub-accounts."""
-    out: list[view.Share] = []
-    if not nodes:
-        return out
-    total_usage = nodes["/"].usage if "/" in nodes else 0.0
-
-    def level_fs(path: str) -> float | None:
-        n = nodes[path]
-        sibs = [nodes[p] for p in nodes[n.parent].children] if path != "/" else [n]
-        shares_sum = sum(s.shares for s in sibs) or 1
-        usage_sum = sum(s.usage for s in sibs)
-        part = n.usage / usage_sum if usage_sum else 0.0
-        return (n.shares / shares_sum) / part if part else float("inf")
-
-    def fs(n) -> float:
-        norm = n.total or 0.0
-        eff = n.actual or 0.0
-        return 2 ** (-eff / norm) if norm > 0 else 0.0
-
-    def is_user(path: str) -> bool:
-        n = nodes[path]
-        return not n.children and path != "/" and (bool(n.user) or not n.project)
-
-    def visit(path: str, depth: int) -> None:
-        n = nodes[path]
-        name = "root" if path == "/" else n.name
-        out.append(view.Share(name, "", depth, n.shares if path != "/" else None,
-                              n.total if path != "/" else None, n.usage, n.actual,
-                              n.actual if total_usage else 0.0, None, level_fs(path) if path != "/" else None,
-                              cluster))
-        for c in n.children:
-            if is_user(c):
-                u = nodes[c]
-                out.append(view.Share(name, u.user or u.name, depth, u.shares, u.total, u.usage, u.actual,
-                                      u.actual, fs(u), level_fs(c), cluster))
-        for c in n.children:
-            if not is_user(c):
-                visit(c, depth + 1)
-
-    visit("/", 0)
-    return out
 
 
 def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
@@ -161,16 +117,8 @@ def main(argv: list[str]) -> int:
     nodes, no_usage = backends.get(cfg).share_usage()
     if no_usage is not None:
         sys.stderr.write(f"{PROG}: warning: sge_share_mon gave no usage: {no_usage}\n")
-    rows = shares(nodes, cfg.cluster.name)
-    if users is not None:
-        rows = [r for r in rows if not r.user or r.user in users]
-    if accounts is not None:
-        rows = [r for r in rows if r.account.lower() in accounts]
-    if o.users_only:
-        rows = [r for r in rows if r.user]
-    if partition:
-        for r in rows:
-            r.partition = ""
+    rows = policies.select_shares(policies.shares(nodes, cfg.cluster.name), users, accounts,
+                                  users_only=bool(o.users_only), partition=partition)
     parsable = report.NO_ENDING if o.parsable2 else report.ENDING if o.parsable else 0
     sys.stdout.write(view.render(rows, cols, parsable=parsable, header=not o.noheader))
     return 0

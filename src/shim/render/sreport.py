@@ -95,6 +95,19 @@ def fields(spec: str, table: Sequence[tuple[str, int, str, int]]) -> list[Column
     return out
 
 
+def size_usage(cols: list[Column], biggest: float, fmt: str) -> None:
+    """sreport_set_usage_col_width: Used sized for the biggest usage shown, Energy for none."""
+    for c in cols:
+        if c.name in ("Used", "Energy"):
+            c.len = usage_width(biggest if c.name == "Used" else 0, fmt)
+
+
+def title(report: str, top: int = 10) -> str:
+    """The banner's title of a report (cluster_reports.c, user_reports.c)."""
+    return {"account_by_user": "Cluster/Account/User Utilization",
+            "user_by_account": "Cluster/User/Account Utilization"}.get(report, f"Top {top} Users")
+
+
 def stamp(ts: float) -> str:
     """slurm_make_time_str's default form."""
     return _time.strftime("%Y-%m-%dT%H:%M:%S", _time.localtime(ts))

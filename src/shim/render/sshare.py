@@ -1,7 +1,7 @@
 """sshare's output: Slurm 22.05's fields (src/sshare/process.c ``fields[]``: names, widths,
 printers), default and long layouts for the fair-tree algorithm (Slurm's default since 19.05) and
 the account tree's indentation (slurmdb_tree_name_get: one space per level; a user's row shows its
-account's name one level deeper). Reads nothing; rows come from cli/sshare.py."""
+account's name one level deeper). Reads nothing; rows come from policies.shares."""
 
 from __future__ import annotations
 
