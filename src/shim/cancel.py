@@ -1,7 +1,7 @@
 """scancel's selection and delivery: which jobs and array tasks a ``scancel`` acts on, and how.
 
 The ids given (``Target``: a whole job, some array tasks, a step) and the filters (``Filters``:
-``-t -u -n -p -A -q -w -R --wckey``, ``--me`` folded into ``-u``) are matched against the job list
+``-t -u -n -p -A -q -w -R --wckey``, one value each, ``--me`` a ``-u``) are matched against the job list
 squeue and scontrol share (``jobs.list_jobs``): ``select`` makes one ``Plan`` per job to act on, and
 says for each id given why it names none (Slurm's "Invalid job id specified" or "Job/step
 already completing or completed"). ``refresh`` reads the plans' jobs again (scancel's retries of
@@ -68,54 +68,67 @@ class Selection:
     picked: list[Picked] = factory(list)  # one per id given, in order
 
 
-class Filters:
-    """scancel's filters as given (None: not given): states and users resolved (Slurm state names,
-    user names), the others the option's text (comma lists, as squeue's: a value without a comma
-    matches as Slurm's scancel matches its one value). The rules squeue shares are jobqueue's."""
+ACTS_ON = ("PENDING", "RUNNING", "SUSPENDED")  # the base states scancel acts on (_filter_job_records)
 
-    def __init__(self, states: set[str] | None = None, users: set[str] | None = None, name: str | None = None,
+
+class Filters:
+    """scancel's filters as given (None: not given), one value each as Slurm's scancel takes it
+    (opt.c keeps each option's last value): ``state`` a Slurm state's long name (any job state
+    _xlate_state_name takes: only PENDING, RUNNING and SUSPENDED can match), ``user`` a user name
+    (``-u`` or ``--me``, whichever came last), the others the option's text. Each is compared whole
+    as scancel.c's _filter_job_records does with xstrcmp: ``-n a,b`` is the one name "a,b", no
+    list (squeue's lists are its own), and a value given empty matches no job rather than every
+    job. ``-A`` and ``-q`` are lowercased (opt.c xstrtolower), compared with squeue's readings of
+    the job's account and QOS (jobqueue.account_of, qos_of); ``-w`` is a hostlist, as Slurm's
+    hostset_intersects reads it."""
+
+    def __init__(self, state: str | None = None, user: str | None = None, name: str | None = None,
                  partition: str | None = None, account: str | None = None, qos: str | None = None,
                  nodelist: str | None = None, reservation: str | None = None, wckey: str | None = None):
-        self.states, self.users, self.name, self.partition = states, users, name, partition
+        self.state, self.user, self.name, self.partition = state, user, name, partition
         self.account, self.qos, self.nodelist, self.reservation, self.wckey = account, qos, nodelist, reservation, wckey
         self._nodes: set[str] | None = None
 
     @property
     def given(self) -> bool:
-        return any(x is not None for x in (self.states, self.users, self.name, self.partition, self.account,
+        return any(x is not None for x in (self.state, self.user, self.name, self.partition, self.account,
                                            self.qos, self.nodelist, self.reservation, self.wckey))
 
     def keep(self, r: JobRecord, cfg) -> bool:
         """Does the job pass the filters? A reservation is compared once ``prepare`` has read them."""
         from . import jobqueue as q
 
-        # -t: the job's base state (scancel.c _filter_job_records' JOB_STATE_BASE: a STOPPED job is
-        # RUNNING), where squeue's -t compares the state it shows (squeue/print.c _filter_job)
-        if self.states is not None and r.state not in self.states:
+        # cheap comparisons first (account_of and qos_of may read a job's detail); the order changes nothing
+        # -t: the job's base state (JOB_STATE_BASE: a STOPPED job is RUNNING), where squeue's -t
+        # compares the state it shows (squeue/print.c _filter_job); a state flag (STOPPED,
+        # COMPLETING...) or an ended state never equals the base state of a job scancel acts on
+        if self.state is not None and (self.state not in ACTS_ON or r.state != self.state):
             return False
-        if self.users is not None and r.user not in self.users:
+        if self.user is not None and r.user != self.user:
             return False
-        if self.name and r.name not in self.name.split(","):
+        if self.name is not None and r.name != self.name:
             return False
-        if self.partition and r.partition not in self.partition.split(","):
+        if self.partition is not None and r.partition != self.partition:
             return False
-        if self.account and q.account_of(r, cfg) not in self.account.lower().split(","):
+        if self.reservation is not None and r.extra.get("reservation") != self.reservation:
             return False
-        if self.qos and q.qos_of(r, cfg) not in self.qos.lower().split(","):
+        if self.account is not None:  # a job with no account (''): Slurm's NULL, which xstrcmp finds equal to no value
+            account = q.account_of(r, cfg)
+            if not account or account != self.account.lower():
+                return False
+        if self.qos is not None and q.qos_of(r, cfg) != self.qos.lower():
             return False
-        if self.nodelist:
+        if self.nodelist is not None:
             if self._nodes is None:  # no localhost: scancel/opt.c passes -w to hostset_intersects as given
                 self._nodes = q.hosts_named(self.nodelist, localhost=False)
             if not q.on_hosts(r, self._nodes):
                 return False
-        if self.reservation and r.extra.get("reservation") != self.reservation:
-            return False
-        return not self.wckey  # no job has a wckey (squeue shows none): scancel.c's xstrcmp(NULL, wckey) fails
+        return self.wckey is None  # no job has a wckey (squeue shows none): scancel.c's xstrcmp(NULL, wckey) fails
 
     def prepare(self, records: list[JobRecord], cfg) -> None:
         """Read what ``keep`` compares that the job list does not hold: the jobs' reservations,
         with -R only (jobqueue.in_reservation's reading)."""
-        if self.reservation:
+        if self.reservation is not None:
             jobs.fill_reservations(records, cfg)
 
 

@@ -96,5 +96,8 @@ def test_account_and_qos_compare_lowercased_with_squeues_defaults(monkeypatch):
 
     monkeypatch.setattr(jobs, "detail", lambda rec, cfg: type("D", (), {"account": "Physics", "qos": None})())
     assert (jobqueue.account_of(Rec(), None), jobqueue.qos_of(Rec(), None)) == ("physics", "normal")
-    assert Filters(account="PHYSICS,chem", qos="Normal").keep(Rec(), None)
+    assert Filters(account="PHYSICS", qos="Normal").keep(Rec(), None)
     assert not Filters(account="chem").keep(Rec(), None)
+    # one value, compared whole (scancel.c xstrcmp): no list, as squeue's -A and -q take
+    assert not Filters(account="PHYSICS,chem").keep(Rec(), None)
+    assert not Filters(qos="normal,high").keep(Rec(), None)

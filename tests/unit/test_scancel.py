@@ -61,8 +61,9 @@ def test_argument_errors_are_slurms(capsys):
     same_as("scancel_no_args", *scancel(capsys)[:3])
     same_as("scancel_bad_id", *scancel(capsys, "abc")[:3])
     same_as("scancel_u_unknown", *scancel(capsys, "-u", "nosuchuser")[:3])
-    rc, out, err, _ = scancel(capsys, "-t", "DONE", "105")
-    assert rc == 1 and err.startswith("scancel: error: Invalid job state specified: DONE\n")
+    # scancel/opt.c _xlate_state_name: fprintf, no prefix, exit 1
+    assert scancel(capsys, "-t", "DONE", "105") == (
+        1, "", "Invalid job state specified: DONE\nValid job states are PENDING, RUNNING, and SUSPENDED\n", [])
     rc, out, err, _ = scancel(capsys, "-s", "NOSUCH", "105")
     assert (rc, err) == (1, "Unknown job signal: NOSUCH\n")  # Slurm 22.05's scancel/opt.c: no prefix
     for bad in ("WINCH", "0", "9x", "SIGKILLX"):  # sig_name2num: Slurm's own signal table, a whole number
@@ -190,8 +191,82 @@ def test_filters(capsys):
     assert scancel(capsys, "-t", "SUSPENDED")[3] == [["qdel", "107"]]
     assert scancel(capsys, "-u", "alice", "105")[3] == []  # an id outside the filter is left alone
     assert scancel(capsys, "-A", "nosuchaccount")[3] == []
-    rc, out, err, calls = scancel(capsys, "--me", "-u", "alice", "-t", "PD", "-p", "gpu")
-    assert calls == [["qdel", "117"]]
+    assert scancel(capsys, "-u", "0", "-t", "PD", "-p", "gpu")[3] == [["qdel", "117"]]  # a uid names its user
+    # --me and -u set the one user: the later wins (opt.c), not both
+    assert scancel(capsys, "--me", "-u", "alice", "-t", "PD", "-p", "gpu")[:4] == (0, "", "", [])
+    assert scancel(capsys, "-u", "alice", "--me", "-t", "PD", "-p", "gpu")[3] == [["qdel", "117"]]
+
+
+def test_a_filter_value_is_compared_whole_not_split_on_commas(capsys):
+    """Slurm 22.05's scancel takes one value for -n, -p, -A, -q (scancel/opt.c keeps optarg as
+    given) and scancel.c's _filter_job_records compares it whole with xstrcmp: "a,b" is one name,
+    the name of a job so named, and names no job called a or b (squeue's lists are its own)."""
+    named = MIXED.read_text().replace("<JB_name>fx_held</JB_name>", "<JB_name>fx_a,fx_held</JB_name>")
+    assert scancel(capsys, "-n", "fx_a,fx_held", qstat=named)[3] == [["qdel", "112"]]
+    assert scancel(capsys, "-n", "fx_held", qstat=named)[3] == []
+    assert scancel(capsys, "-n", "fx_a", qstat=named)[3] == []
+    assert scancel(capsys, "-n", "fx_run1,fx_alice")[:4] == (0, "", "", [])
+    assert scancel(capsys, "-p", "debug,gpu")[:4] == (0, "", "", [])
+    assert scancel(capsys, "-p", "gpu", "-t", "PD")[3] == [["qdel", "117"]]
+    assert scancel(capsys, "-n", "fx_gpu3", "-A", "root,other")[3] == []
+    assert scancel(capsys, "-n", "fx_gpu3", "-q", "normal,high")[3] == []
+    assert scancel(capsys, "-n", "fx_gpu3", "-q", "NORMAL")[3] == [["qdel", "117"]]  # lowercased (xstrtolower)
+
+
+def test_an_empty_filter_value_matches_no_job(capsys, monkeypatch):
+    """A value given empty is still given (opt.c's xstrdup("") is no NULL): it matches no job's
+    name, partition, ...; it used to read as "not given" and so let every job through."""
+    for opt in ("-n", "-p", "-A", "-q", "-w", "-R"):
+        rc, out, err, calls = scancel(capsys, opt, "")
+        assert (rc, out, err) == (0, "", "") and [c for c in calls if c[0] in ("qdel", "qmod")] == [], opt
+    monkeypatch.setenv("SCANCEL_NAME", "")
+    assert scancel(capsys)[:4] == (0, "", "", [])
+
+
+def test_state_is_one_of_slurms_state_names(capsys, monkeypatch):
+    """-t takes one state (opt.c _xlate_state_name: job_state_num, a long name or compact code in
+    any case); a list is no state name: its error, no prefix, exit 1, nothing done. Any other
+    job state Slurm names is taken and matches no job (_filter_job_records compares the job's
+    base state, PENDING, RUNNING or SUSPENDED, with it)."""
+    valid = "Valid job states are PENDING, RUNNING, and SUSPENDED\n"
+    assert scancel(capsys, "-t", "PENDING,RUNNING") == (
+        1, "", "Invalid job state specified: PENDING,RUNNING\n" + valid, [])
+    assert scancel(capsys, "-t", "PD,R")[:3] == (1, "", "Invalid job state specified: PD,R\n" + valid)
+    assert scancel(capsys, "-t", "pd", "-p", "gpu")[3] == [["qdel", "117"]]
+    for other in ("COMPLETED", "CA", "stopped", "COMPLETING"):
+        assert scancel(capsys, "-t", other)[:4] == (0, "", "", []), other
+    # opt.c reads SCANCEL_STATE first (its own words), then each option in command-line order
+    monkeypatch.setenv("SCANCEL_STATE", "PD,R")
+    assert scancel(capsys, "-t", "R")[:3] == (1, "", "Unrecognized SCANCEL_STATE value: PD,R\n" + valid)
+    monkeypatch.delenv("SCANCEL_STATE")
+    assert scancel(capsys, "-t", "BAD", "-s", "NOSUCH")[:3] == (1, "", "Invalid job state specified: BAD\n" + valid)
+    assert scancel(capsys, "-s", "NOSUCH", "-t", "BAD")[:3] == (1, "", "Unknown job signal: NOSUCH\n")
+    assert scancel(capsys, "-t", "BAD", "--help")[0] == 1
+    rc, out, _, _ = scancel(capsys, "--help", "-t", "BAD")
+    assert rc == 0 and out.startswith("Usage: scancel [OPTIONS]")
+
+
+def test_user_is_one_user_or_slurms_error(capsys, monkeypatch):
+    """-u names one user (opt.c _opt_verify: uid_from_string, a name or a uid): "a,b" is no user
+    name, "scancel: error: Invalid user name: a,b" (error(), exit 1), as for any unknown name
+    (reference scancel_u_unknown). --me is the caller's uid in digits (opt.c "%u" of getuid()):
+    a caller the user database does not know gets the same error with the uid."""
+    assert scancel(capsys, "-u", "alice,root") == (1, "", "scancel: error: Invalid user name: alice,root\n", [])
+    assert scancel(capsys, "-u", "root,alice", "-t", "PD") == (
+        1, "", "scancel: error: Invalid user name: root,alice\n", [])
+    monkeypatch.setattr(os, "getuid", lambda: 43219)  # no passwd entry
+    assert scancel(capsys, "--me") == (1, "", "scancel: error: Invalid user name: 43219\n", [])
+    assert scancel(capsys, "--me", "-u", "alice")[3] == [["qdel", "106"]]  # -u came later: --me is gone
+
+
+def test_me_and_user_last_wins_over_the_environment(capsys, monkeypatch):
+    """SCANCEL_USER is read before the command line (opt.c _opt_env): --me or -u on the command
+    line replaces it, and of the two the later wins."""
+    monkeypatch.setenv("SCANCEL_USER", "alice")
+    assert scancel(capsys)[3] == [["qdel", "106"]]
+    assert scancel(capsys, "--me", "-t", "PD", "-p", "gpu")[3] == [["qdel", "117"]]
+    assert scancel(capsys, "-u", "root", "-t", "PD", "-p", "gpu")[3] == [["qdel", "117"]]
+    assert scancel(capsys, "--me", "-u", "alice", "-t", "R", "-p", "debug")[3] == [["qdel", "106"]]
 
 
 def test_permission_denied_is_210(capsys):

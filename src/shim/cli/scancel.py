@@ -24,7 +24,6 @@ import os
 import sys
 
 from .. import cancel
-from .. import users as passwd
 from ..cancel import Plan, Target
 from ..errors import ShimError
 from . import common
@@ -83,8 +82,6 @@ Usage: scancel [-A account] [--batch] [--full] [--interactive] [-n job_name]
                [job_id[_array_id][.step_id]]
 """
 
-STATES = ("PENDING", "RUNNING", "SUSPENDED")  # the states -t takes (opt.c _xlate_state_name)
-
 
 def help_text() -> str:
     from ..render.help import options_help
@@ -132,11 +129,65 @@ def parse_signal(text: str) -> int:
     return n
 
 
+def _state_given(text: str, env: bool = False) -> str:
+    """``-t``/``SCANCEL_STATE``: one state, Slurm's _xlate_state_name (opt.c): job_state_num, any
+    job state's long name or compact code in any case (a state other than PENDING, RUNNING and
+    SUSPENDED is taken, and matches no job: cancel.Filters); anything else, a comma list
+    included, is its error, printed without a prefix, exit 1."""
+    from ..model import state_named
+
+    st = state_named(text)
+    if st is None:
+        raise ShimError(f"Unrecognized SCANCEL_STATE value: {text}" if env else f"Invalid job state specified: {text}",
+                        "Valid job states are PENDING, RUNNING, and SUSPENDED", code=1)
+    return st.long
+
+
+def _user_named(word: str) -> str | None:
+    """``-u``/``--me``'s user, as Slurm's uid_from_string reads it: a user name first, else a uid
+    (strtol's decimal: leading blanks and a sign allowed, 0 to INT_MAX) that the user database
+    knows; None when there is no such user."""
+    import pwd
+    import re
+
+    try:
+        return pwd.getpwnam(word).pw_name
+    except (KeyError, ValueError):  # (ValueError: a NUL in the word)
+        pass
+    m = re.fullmatch(r"[ \t\n\v\f\r]*([+-]?[0-9]+)", word)
+    if m is None or not 0 <= int(m.group(1)) <= 0x7FFFFFFF:
+        return None
+    try:
+        return pwd.getpwuid(int(m.group(1))).pw_name
+    except KeyError:
+        return None
+
+
 def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
+    """The options as Slurm's scancel/opt.c reads them: the input variables, then the command line;
+    each option keeps its last value (one value each: no lists). ``--me`` and ``-u`` set the same
+    user (opt.user_name): the later on the command line wins, and either beats SCANCEL_USER; the
+    winner is left in ``user`` (``--me`` as the caller's uid in digits, as opt.c's "%u" of getuid()).
+    As opt.c, an invalid SCANCEL_STATE, then each ``-t`` and ``-s`` in command-line order, is an
+    error before anything else, unless ``--help``, ``--usage`` or ``-V`` comes first."""
     parsed, positional = getopt(TABLE, argv, stop_at_positional=False)
+    env = env_parsed(TABLE, os.environ)
+    for spec, raw in env:
+        if spec.key == "states" and raw is not None:
+            _state_given(raw, env=True)
+    for spec, raw in parsed:
+        if spec.key in ("help", "usage", "version"):
+            break  # opt.c prints it and exits where it comes
+        if spec.key == "states" and raw is not None:
+            _state_given(raw)
+        elif spec.key == "signal" and raw is not None:
+            parse_signal(raw)
     opts = Options()
-    apply(opts, TABLE, env_parsed(TABLE, os.environ), "env")
+    apply(opts, TABLE, env, "env")
     apply(opts, TABLE, parsed, "cli")
+    who = [spec.key for spec, _ in parsed if spec.key in ("user", "me")]
+    if who and who[-1] == "me":
+        opts["user"], opts.source["user"], opts.raw["user"] = str(os.getuid()), "cli", None
     return opts, positional  # (commas are the id grammar's: 12_[1-3,5] is one id)
 
 
@@ -146,28 +197,14 @@ def main(argv: list[str]) -> int:
         return 0
     sig = parse_signal(opts.signal) if opts.signal else None
     targets = parse_targets(words)
-    states = None
-    if opts.states:
-        from ..model import state_named
-
-        states = set()
-        for tok in opts.states.split(","):
-            st = state_named(tok.strip())
-            if st is None or st.long not in STATES:
-                raise ShimError(f"{PROG}: error: Invalid job state specified: {tok}",
-                                f"{PROG}: error: Valid job states are PENDING, RUNNING and SUSPENDED", code=1)
-            states.add(st.long)
-    users = None
-    if opts.user:
-        users = set()
-        for u in opts.user.split(","):
-            name = passwd.name_of(u)
-            if name is None:
-                raise error(f"Invalid user name: {u}")
-            users.add(name)
-    if opts.me:
-        users = (users or set()) | {passwd.current()}
-    filters = cancel.Filters(states, users, opts.name, opts.partition, opts.account, opts.qos, opts.nodelist,
+    # one value each, compared whole by cancel.Filters (scancel.c _filter_job_records' xstrcmp)
+    state = _state_given(opts.states) if opts.states is not None else None
+    user = None
+    if opts.user is not None:  # opt.c _opt_verify: uid_from_string, after the ids were read
+        user = _user_named(opts.user)
+        if user is None:
+            raise error(f"Invalid user name: {opts.user}")
+    filters = cancel.Filters(state, user, opts.name, opts.partition, opts.account, opts.qos, opts.nodelist,
                              opts.reservation, opts.wckey)
     if not targets and not filters.given:
         raise error("No job identification provided")
