@@ -212,17 +212,6 @@ def qos_rows(w: World, conds: dict[str, set[str]], cols: list) -> list[list[Any]
 
 # --- sprio: tickets, urgency and POSIX priority as weighted factors -----------------------------
 
-def partition_of(qmap: Any, queues: tuple[str, ...]) -> str:
-    """The partition of a pending job's hard queue request (``debug`` or ``debug@host``), by the
-    site config's queue map (backends.qstat.QueueMap): the first queue requested that is a
-    partition's; the default partition when it named none of the partitions' queues. (squeue's
-    RowCache.place takes the first queue requested, and shows an unmapped one by its own name.)"""
-    for q in queues:
-        if q.split("@", 1)[0] in qmap.by_queue:
-            return qmap.partition(q)
-    return qmap.default
-
-
 def weight(sconf: dict[str, str], key: str) -> float:
     """A weight of the scheduler configuration (qconf -ssconf); 0 when absent or not a number."""
     try:
@@ -259,7 +248,7 @@ def priority_rows(cfg: Any, jobs: list, sconf: dict[str, str]) -> list[sprio_vie
         total = j.rrcontr + j.wtcontr + j.dlcontr
         part = (lambda x: urgency * x / total) if total > 0 else (lambda x: 0.0)
         out.append(view.Row(
-            job_id=j.job, partition=partition_of(qmap, j.queues), user=j.owner, account=j.project,
+            job_id=j.job, partition=qmap.of_request(j.queues), user=j.owner, account=j.project,
             nice=-j.ppri, priority=round(j.prio * scale), site=part(j.dlcontr), age=part(j.wtcontr),
             fairshare=wt * j.ntix * scale, jobsize=part(j.rrcontr), qos_prio=wp * j.nppri * scale,
             cluster=cfg.cluster.name))

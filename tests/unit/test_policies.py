@@ -51,23 +51,18 @@ def test_sshare_rows_and_their_selection():
     assert policies.select_shares(rows) == rows
 
 
-class _Queues:
-    """backends.qstat.QueueMap's face: queue -> partition, the default partition."""
+def test_a_pending_jobs_partition_is_squeues_and_sacct_s():
+    """sprio's Partition is what squeue and sacct show for the job (QueueMap.of_request: the twins
+    disagreed: sprio took the first requested queue that was a partition's, else the default)."""
+    from shim.backends.qstat import QueueMap
+    from shim.siteconf import NS
 
-    def __init__(self, by_queue, default):
-        self.by_queue, self.default = by_queue, default
-
-    def partition(self, queue):
-        q = queue.split("@", 1)[0]
-        return self.by_queue.get(q, q)
-
-
-def test_sprio_partition_is_the_first_partition_queue_requested():
-    qmap = _Queues({"debug": "debug", "gpuq": "gpu"}, "debug")
-    assert policies.partition_of(qmap, ("gpuq@node1",)) == "gpu"
-    assert policies.partition_of(qmap, ("other", "gpuq")) == "gpu"  # the first that is a partition's
-    assert policies.partition_of(qmap, ("other",)) == "debug"  # none: the default partition
-    assert policies.partition_of(qmap, ()) == "debug"
+    qmap = QueueMap(NS.wrap({"default_partition": "debug",
+                             "partitions": {"debug": {"queue": "debug"}, "gpu": {"queue": "gpuq"}}}))
+    assert qmap.of_request(("gpuq@node1",)) == "gpu"
+    assert qmap.of_request(("other", "gpuq")) == "other"  # the first queue, shown as itself when unmapped
+    assert qmap.of_request(()) == "debug"  # none asked for: the default partition
+    assert all(qmap.of_request((q,)) == qmap.partition(q) for q in ("debug", "gpuq@n1", "x.q"))
 
 
 def test_sprio_weights_junk_is_zero_and_selection():

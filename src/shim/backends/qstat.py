@@ -109,6 +109,12 @@ class QueueMap:
     def ambiguous(self, queue: str) -> bool:
         return queue.split("@", 1)[0] in self.shared
 
+    def of_request(self, hard_queues) -> str:
+        """The partition of a job not running yet, by its hard queue request (-q queue[@host],...):
+        its first queue's (an unmapped queue shows as itself, as for a running job); the default
+        partition when it asked for no queue. squeue, sprio and sacct show this one."""
+        return self.partition(hard_queues[0]) if hard_queues else self.default
+
 
 def _text(e: ET.Element | None) -> str:
     return (e.text or "") if e is not None else ""
