@@ -84,10 +84,21 @@ class Filters:
 
     def __init__(self, state: str | None = None, user: str | None = None, name: str | None = None,
                  partition: str | None = None, account: str | None = None, qos: str | None = None,
-                 nodelist: str | None = None, reservation: str | None = None, wckey: str | None = None):
+                 nodelist: str | None = None, reservation: str | None = None, wckey: str | None = None,
+                 user_text: str | None = None):
         self.state, self.user, self.name, self.partition = state, user, name, partition
         self.account, self.qos, self.nodelist, self.reservation, self.wckey = account, qos, nodelist, reservation, wckey
+        self.user_text = user if user_text is None else user_text  # as given (--me: the uid's digits)
         self._nodes: set[str] | None = None
+
+    def summary(self) -> str:
+        """The filters as scancel.c's "No active jobs match ALL job filters, including: " names
+        them, in its order, each ``key=value `` (``-A`` and ``-q`` lowercased, as opt.c keeps them)."""
+        pairs = (("account", self.account and self.account.lower()), ("job_name", self.name),
+                 ("nodelist", self.nodelist), ("partition", self.partition), ("qos", self.qos and self.qos.lower()),
+                 ("reservation", self.reservation), ("state", self.state), ("user_name", self.user_text),
+                 ("wckey", self.wckey))
+        return "".join(f"{k}={v} " for k, v in pairs if v)
 
     @property
     def given(self) -> bool:
@@ -333,11 +344,18 @@ def _verbose_line(sig: int | None, batch: bool, full: bool, label: str) -> str:
 
 
 def told(selection: Selection, sig: int | None, *, batch: bool, full: bool, verbose: bool,
-         strict: bool) -> list[Note]:
+         strict: bool, filters: Filters | None = None) -> list[Note]:
     """What scancel says of each id given before acting (scancel.c's verbose lines, and the ids
     that name no job to act on: an error that fails the command only where ``strict``, i.e. with
-    ``-s`` or ``-b``; said only then or with ``-v``)."""
+    ``-s`` or ``-b``; said only then or with ``-v``). Without ids, ``-v`` names each job the
+    filters chose, and says so when they chose none (_filter_job_records' error, exit status 0)."""
     out: list[Note] = []
+    if verbose and not selection.picked and filters is not None and filters.given:
+        for p in selection.plans:  # one line a job record, as scancel.c's _build_jobid_str names it
+            for r in p.records:
+                out.append(Note(_verbose_line(sig, batch, full, _record_label(r)), quiet_hides=False))
+        if not selection.plans and filters.summary():
+            out.append(Note(f"{PROG}: error: No active jobs match ALL job filters, including: {filters.summary()}"))
     for picked in selection.picked:
         t = picked.target
         if t.step is not None:
@@ -349,6 +367,19 @@ def told(selection: Selection, sig: int | None, *, batch: bool, full: bool, verb
         if picked.why is not None and (verbose or strict):
             out.append(_kill_error(picked.label, picked.why, 1 if strict else 0))
     return out
+
+
+def _record_label(r: JobRecord) -> str:
+    """A job record's id as scancel.c's _build_jobid_str writes it: ``N_[a-b]`` for an array's
+    pending tasks, ``N_k`` for one task, else ``N``."""
+    if r.array_task is not None:
+        return f"{r.job_id}_{r.array_task}"
+    pending = r.extra.get("pending_indices")
+    if pending:
+        from .jobids import compress
+
+        return f"{r.job_id}_[{compress(list(pending))}]"
+    return str(r.job_id)
 
 
 def through_channel(sig: int | None) -> bool:

@@ -101,3 +101,20 @@ def test_account_and_qos_compare_lowercased_with_squeues_defaults(monkeypatch):
     # one value, compared whole (scancel.c xstrcmp): no list, as squeue's -A and -q take
     assert not Filters(account="PHYSICS,chem").keep(Rec(), None)
     assert not Filters(qos="normal,high").keep(Rec(), None)
+
+
+def test_verbose_filters_name_each_job_record_or_say_none_matched(capsys):
+    """scancel.c without ids: -v names each job record the filters chose (_build_jobid_str: one
+    line a running array task, N_k, and one its pending tasks, N_[a-b]), and when they chose none says so with the filters given, in
+    _filter_job_records' order, -A lowercased (exit status 0; -Q hides it). It said nothing."""
+    rc, _out, err, calls = scancel(capsys, "-v", "-n", "fx_arr")
+    assert (rc, calls) == (0, [["qdel", "110"]])
+    assert err.splitlines() == ["scancel: Terminating job 110_1", "scancel: Terminating job 110_2",
+                                "scancel: Terminating job 110_[3-5]"]  # (its pending tasks: one record)
+    rc, _out, err, calls = scancel(capsys, "-v", "-n", "nosuch", "-A", "PHYS", "-u", "root", "-t", "PD")
+    assert (rc, calls) == (0, [])
+    assert err == ("scancel: error: No active jobs match ALL job filters, including: "
+                   "account=phys job_name=nosuch state=PENDING user_name=root \n")
+    assert scancel(capsys, "-v", "-Q", "-n", "nosuch")[2] == ""
+    assert scancel(capsys, "-n", "nosuch")[2] == ""  # without -v: nothing
+    assert cancel._record_label(jobs.JobRecord(job_id=7, extra={"pending_indices": [1, 2, 3, 7]})) == "7_[1-3,7]"

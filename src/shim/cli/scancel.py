@@ -205,7 +205,7 @@ def main(argv: list[str]) -> int:
         if user is None:
             raise error(f"Invalid user name: {opts.user}")
     filters = cancel.Filters(state, user, opts.name, opts.partition, opts.account, opts.qos, opts.nodelist,
-                             opts.reservation, opts.wckey)
+                             opts.reservation, opts.wckey, user_text=opts.user)
     if not targets and not filters.given:
         raise error("No job identification provided")
 
@@ -216,7 +216,8 @@ def main(argv: list[str]) -> int:
     strict = sig is not None or batch  # errors on unknown ids count only then
     # an ended job is told from an unknown one only where a message says which (-v, or errors that count)
     selection = cancel.select(cfg, targets, filters, tell_ended=verbose or strict)
-    notes = cancel.told(selection, sig, batch=batch, full=full, verbose=verbose, strict=strict)
+    notes = cancel.told(selection, sig, batch=batch, full=full, verbose=verbose, strict=strict,
+                        filters=filters)
     plans = selection.plans
     if opts.interactive:
         plans = [p for p in plans if _confirm(p)]
