@@ -10,5 +10,18 @@ class ShimError(Exception):
         self.code = code
 
 
+def command_error(prog: str, msg: str, *more: str, code: int = 1) -> ShimError:
+    """Slurm's error of a command: ``<prog>: error: <msg>`` (its ``error()``), any further lines
+    verbatim after it."""
+    return ShimError(f"{prog}: error: {msg}", *more, code=code)
+
+
+def for_command(prog: str):
+    """A command's ``error(msg, *more, code=1)``: command_error with its name filled in."""
+    def error(msg: str, *more: str, code: int = 1) -> ShimError:
+        return command_error(prog, msg, *more, code=code)
+    return error
+
+
 class BackendUnavailable(ShimError):
     """Grid Engine could not be reached (qmaster down, commands missing, timeout)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from . import jobs
-from .errors import ShimError
+from .errors import ShimError, for_command
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
 if TYPE_CHECKING:
@@ -25,8 +25,7 @@ if TYPE_CHECKING:
 PROG = "squeue"
 
 
-def error(msg: str) -> ShimError:
-    return ShimError(f"{PROG}: error: {msg}", code=1)
+error = for_command(PROG)  # Slurm's "<prog>: error: ..." (errors.command_error)
 
 
 class Query:

@@ -282,3 +282,14 @@ def test_scontrol_show_config_prints_the_sites_enforce_part_limits(tmp_path, cap
     extra_config(tmp_path, "", replace=("max_array_size = 1001\n", 'max_array_size = 1001\nenforce_part_limits = "ANY"\n'))
     assert run("scontrol", ["show", "config"]) == 0
     assert "EnforcePartLimits       = ANY\n" in capsys.readouterr().out
+
+
+def test_unknown_license_and_feature_in_each_commands_lead_in(capsys):
+    """A license or feature the site config has not, and a node count over the maximum, are the
+    controller's refusals in each command's own lead-in (translate/qsub.refused; they were
+    "Batch job submission failed" for srun and salloc too)."""
+    for prog, lead in (("srun", "Unable to allocate resources"), ("salloc", "Job submit/allocate failed")):
+        assert dispatch(prog, ["-L", "nosuchlicense:1", "true"]) == 1
+        assert capsys.readouterr().err == f"{prog}: error: {lead}: Invalid license specification\n"
+        assert dispatch(prog, ["-C", "nosuchfeature", "true"]) == 1
+        assert capsys.readouterr().err == f"{prog}: error: {lead}: Invalid feature specification\n"

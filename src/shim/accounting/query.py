@@ -11,7 +11,7 @@ from __future__ import annotations
 import grp
 import time
 
-from ..errors import ShimError
+from ..errors import ShimError, for_command
 from ..timespec import TimeSpecError, midnight, parse_time
 
 TYPE_CHECKING = False
@@ -26,8 +26,7 @@ def fatal(msg: str) -> ShimError:
     return ShimError(f"{PROG}: fatal: {msg}", code=1)
 
 
-def error(msg: str) -> ShimError:
-    return ShimError(f"{PROG}: error: {msg}", code=1)
+error = for_command(PROG)  # Slurm's "<prog>: error: ..." (errors.command_error)
 
 
 def ended_states() -> frozenset[str]:

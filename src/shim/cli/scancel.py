@@ -25,7 +25,7 @@ import sys
 
 from .. import cancel
 from ..cancel import Plan, Target
-from ..errors import ShimError
+from ..errors import ShimError, for_command
 from . import common
 from ..options.getopt import Table, getopt
 from ..options.sources import Options, apply, env_parsed
@@ -91,8 +91,7 @@ def help_text() -> str:
         "  --usage                         display brief usage message"))
 
 
-def error(msg: str, code: int = 1) -> ShimError:
-    return ShimError(f"{PROG}: error: {msg}", code=code)
+error = for_command(PROG)  # Slurm's "<prog>: error: ..." (errors.command_error)
 
 
 def parse_targets(words: list[str]) -> list[Target]:

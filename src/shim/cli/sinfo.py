@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from .. import nodeinfo, siteconf
-from ..errors import ShimError
+from ..errors import for_command
 from . import common
 from ..options.getopt import Table, getopt
 from ..options.sources import Options, apply
@@ -77,8 +77,7 @@ def help_text() -> str:
         "", "Grid Engine's queues and hosts, as Slurm's partitions and nodes.", ""))
 
 
-def error(msg: str) -> ShimError:
-    return ShimError(f"{PROG}: error: {msg}", code=1)
+error = for_command(PROG)  # Slurm's "<prog>: error: ..." (errors.command_error)
 
 
 def parse_args(argv: list[str]) -> tuple[Options, list[tuple[OptionSpec, str | None]], list[str]]:

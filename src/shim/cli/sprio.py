@@ -22,7 +22,7 @@ from __future__ import annotations
 import sys
 
 from .. import policies, siteconf
-from ..errors import ShimError
+from ..errors import ShimError, for_command
 from ..options.getopt import Table
 from ..options.sources import Options
 from ..options.spec import Arity, OptionSpec
@@ -75,8 +75,7 @@ def usage_text() -> str:
             "   [--federation] [--local] [--sibling] [--usage] [-hlnvVw]\n")
 
 
-def error(msg: str, code: int = 1) -> ShimError:
-    return ShimError(f"{PROG}: error: {msg}", code=code)
+error = for_command(PROG)  # Slurm's "<prog>: error: ..." (errors.command_error)
 
 
 def _job_ids(text: str) -> list[int]:

@@ -11,7 +11,7 @@ import sys
 import time
 
 from .. import users as passwd
-from ..errors import ShimError
+from ..errors import ShimError, for_command
 from . import common
 from ..options.getopt import Table, getopt
 from ..options.sources import Options, apply, env_parsed
@@ -97,8 +97,7 @@ def help_text() -> str:
         "  --usage                         display a brief summary of squeue options"))
 
 
-def error(msg: str, code: int = 1) -> ShimError:
-    return ShimError(f"{PROG}: error: {msg}", code=code)
+error = for_command(PROG)  # Slurm's "<prog>: error: ..." (errors.command_error)
 
 
 def parse_args(argv: list[str], environ=None) -> tuple[Options, list, list[str]]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 
 from .. import policies, siteconf
-from ..errors import ShimError
+from ..errors import for_command
 from ..options.getopt import Table
 from ..options.sources import Options
 from ..options.spec import Arity, OptionSpec
@@ -64,8 +64,7 @@ def usage_text() -> str:
                             "shares, usage and fair-share factor.")
 
 
-def error(msg: str) -> ShimError:
-    return ShimError(f"{PROG}: error: {msg}", code=1)
+error = for_command(PROG)  # Slurm's "<prog>: error: ..." (errors.command_error)
 
 
 def parse_args(argv: list[str]) -> tuple[Options, list[str]]:

@@ -20,7 +20,7 @@ from datetime import datetime
 from collections import namedtuple
 from functools import partial
 
-from ..errors import ShimError
+from ..errors import ShimError, command_error
 from ..timespec import TimeSpecError
 
 TYPE_CHECKING = False  # typing costs ~9 ms of sbatch's start (backends/__init__.py): the value records are
@@ -48,7 +48,8 @@ DEFAULT_IMMEDIATE = 1
 
 
 def _err(prog: str, msg: str, code: int = 255) -> ShimError:
-    return ShimError(f"{prog}: error: {msg}", code=code)
+    """An option value Slurm's parser refuses: its error, exit 255 unless said otherwise."""
+    return command_error(prog, msg, code=code)
 
 
 _SUBMIT_FAILED = {

@@ -19,7 +19,7 @@ import os
 from datetime import datetime
 
 from .. import names
-from ..errors import ShimError
+from ..errors import ShimError, command_error
 from ..options.sources import Options
 from ..options.values import INFINITE, time_minutes
 from ..request import KILL_WAIT, JobRequest
@@ -57,14 +57,6 @@ class Submission:
         return (self.record or self.request).to_dict()
 
 
-def fail(prog: str, msg: str) -> ShimError:
-    return ShimError(f"{prog}: error: {msg}", code=1)
-
-
-def submission_failed(prog: str, msg: str) -> ShimError:
-    return ShimError(f"{prog}: error: Batch job submission failed: {msg}", code=1)
-
-
 class Geometry:
     """Tasks, CPUs per task, nodes, Grid Engine slots and tasks on each node."""
 
@@ -99,7 +91,7 @@ def geometry(o: Options, prog: str = "sbatch") -> Geometry:
     if ntpn and not nodes_min:
         nodes = max(1, math.ceil(n / ntpn))
     if nodes > MAX_NODES:  # refused before one entry per node is built (security F-11)
-        raise submission_failed(prog, "Node count specification invalid")
+        raise refused(prog, "Node count specification invalid")
     per = [n // nodes + (1 if i < n % nodes else 0) for i in range(nodes)]
     return Geometry(n, c, nodes, n * c, per)
 
@@ -208,7 +200,7 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
     for lname, count in _license_requests(o, prog):
         c = cfg.licenses.get(lname)
         if c is None:
-            raise submission_failed(prog, "Invalid license specification")
+            raise refused(prog, "Invalid license specification")
         resources.append(f"{c.complex}={count}")
         note("--licenses", f"-l {c.complex}={count}", "cluster-wide consumable")
 
@@ -217,7 +209,7 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
         for feat in _features(o.constraint, prog):
             complex_ = cfg.features.get(feat)
             if complex_ is None:
-                raise submission_failed(prog, "Invalid feature specification")
+                raise refused(prog, "Invalid feature specification")
             resources.append(f"{complex_}=true")
             note("--constraint", f"-l {complex_}=true", f"feature {feat}")
 
@@ -231,7 +223,7 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
         note("--exclude", "-l h=!...", "")
     if o.exclusive and o.exclusive != "oversubscribe":  # --exclusive=oversubscribe means sharing is fine
         if not cfg.get("exclusive_complex"):
-            raise fail(prog, "--exclusive: this site's config names no exclusive complex "
+            raise command_error(prog, "--exclusive: this site's config names no exclusive complex "
                        "(Grid Engine cannot reserve whole hosts without one)")
         resources.append(f"{cfg.exclusive_complex}=true")
         note("--exclusive", f"-l {cfg.exclusive_complex}=true", "the whole host (user/mcs/topo modes alike)")
@@ -259,7 +251,7 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
     checks: list[tuple[str, list[str]]] = []
     dep_warnings: list[str] = []
     if o.kill_on_invalid_dep is not None and not o.kill_on_invalid_dep:
-        raise fail(prog, "--kill-on-invalid-dep=no: on Grid Engine a job whose dependency can never be "
+        raise command_error(prog, "--kill-on-invalid-dep=no: on Grid Engine a job whose dependency can never be "
                    "satisfied is always cancelled")
     if o.dependency:
         holds, holds_ad, checks, dep_warnings = _dependencies(o.dependency, prog, name, ctx)
@@ -616,7 +608,7 @@ def check_gres(o: Options, g: Geometry, prog: str) -> None:
     if tasks is None and o.ntasks_per_node and (not hi or lo == hi):
         tasks = (lo or 1) * o.ntasks_per_node
     per_gpu = o.ntasks_per_gpu or o.ntasks_per_tres
-    bad = fail(prog, _GRES_BAD)
+    bad = command_error(prog, _GRES_BAD)
     if o.mem_per_gpu is not None and not (per_job or per_node or per_task or (per_gpu and tasks)):
         raise bad  # mem_per_tres without any GPU
     if per_gpu and not (per_job or per_node or per_task) and not tasks:
@@ -663,7 +655,7 @@ def gres_resources(requests: list[tuple[str, str | None, int, str]], cfg: SiteCo
     for gname, gtype, count, why in requests:
         c = cfg.gres.get(gname)
         if c is None:
-            raise fail(prog, _GRES_BAD)
+            raise command_error(prog, _GRES_BAD)
         complex_, extra = c.complex, []
         if gtype is not None:
             t = (c.get("types") or {}).get(gtype)
@@ -728,14 +720,14 @@ def _license_requests(o: Options, prog: str) -> list[tuple[str, int]]:
     if not lic:
         return []
     if isinstance(lic, dict) and lic.get("op") == "or":
-        raise fail(prog, "--licenses with '|' (any one of): Grid Engine cannot request alternatives")
+        raise command_error(prog, "--licenses with '|' (any one of): Grid Engine cannot request alternatives")
     items = lic["items"] if isinstance(lic, dict) else lic
     return [(name, count) for name, count in items]
 
 
 def _features(expr: str, prog: str) -> list[str]:
     if any(ch in expr for ch in "|[]*"):
-        raise fail(prog, "--constraint: only '&'/',' lists of features map to Grid Engine complexes")
+        raise command_error(prog, "--constraint: only '&'/',' lists of features map to Grid Engine complexes")
     return [f for f in expr.replace("&", ",").split(",") if f]
 
 
@@ -752,7 +744,7 @@ def _hosts_from_file(path: str, prog: str) -> list[str]:
         with open(path, encoding="utf-8") as f:
             words = f.read().replace(",", " ").split()
     except OSError:
-        raise fail(prog, f"Unable to open nodefile {path}") from None
+        raise command_error(prog, f"Unable to open nodefile {path}") from None
     from ..hostlist import expand
 
     return [h for w in words for h in expand(w)]
@@ -825,7 +817,7 @@ def _dependencies(dep: Any, prog: str, name: str, ctx: Context):
     refused."""
     op, terms = dep
     if op == "or" and len(terms) > 1:
-        raise fail(prog, "--dependency with '?' (any of): Grid Engine can only wait for all of its holds")
+        raise command_error(prog, "--dependency with '?' (any of): Grid Engine can only wait for all of its holds")
     holds: list[str] = []
     holds_ad: list[str] = []
     checks: list[tuple[str, list[str]]] = []
@@ -833,20 +825,20 @@ def _dependencies(dep: Any, prog: str, name: str, ctx: Context):
     for kind, ids in terms:
         ids = [str(i) for i in ids]
         if any("+" in i for i in ids):
-            raise fail(prog, f"--dependency {kind}:<id>+<minutes>: Grid Engine has no delayed dependency")
+            raise command_error(prog, f"--dependency {kind}:<id>+<minutes>: Grid Engine has no delayed dependency")
         if kind == "singleton":
             holds.append(names.encode(name))
             continue
         if kind == "after":
-            raise fail(prog, "--dependency after:<id> (start of another job): Grid Engine can only wait for its end; "
+            raise command_error(prog, "--dependency after:<id> (start of another job): Grid Engine can only wait for its end; "
                        "use afterany")
         if kind not in ("afterany", "afterok", "afternotok", "aftercorr"):
-            raise fail(prog, f"--dependency {kind}: not available on Grid Engine")
+            raise command_error(prog, f"--dependency {kind}: not available on Grid Engine")
         jobs = dependency_ids(ids)
         tasks = [f"{j}_{t}" for j, t in jobs if t is not None]
         if kind == "aftercorr":
             if tasks:
-                raise fail(prog, f"--dependency aftercorr:{tasks[0]}: Grid Engine pairs the tasks of whole arrays "
+                raise command_error(prog, f"--dependency aftercorr:{tasks[0]}: Grid Engine pairs the tasks of whole arrays "
                            "(-hold_jid_ad); name the array")
             holds_ad += [j for j, _ in jobs]
             continue
