@@ -253,9 +253,6 @@ def test_ocs9_array_job_list_and_detail(cfg):
 def test_ocs9_queue_listing_and_hosts():
     from shim.backends import qhost
 
-    qis = {qi.queue: qi for qi in qhost.parse_qstat_f_xml((OCS / "qstat-f.xml").read_text())}
-    assert set(qis) == {"debug", "gpu"} and {qi.host for qi in qis.values()} == {"vm"}
-    assert (qis["debug"].slots_used, qis["debug"].slots_total, qis["debug"].state) == (3, 8, "")
     (vm,) = qhost.parse_qhost_xml((OCS / "qhost.xml").read_text())
     assert (vm.name, vm.arch, vm.ncpu, vm.sockets, vm.cores, vm.threads) == ("vm", "lx-amd64", 2, 1, 2, 2)
     (vm,) = qhost.parse_qhost_xml((OCS / "qhost-F-q-j.xml").read_text())
@@ -300,9 +297,6 @@ def test_queue_list_and_hosts():
     parse_hosts, their twins, are gone): the live captures read as before."""
     from shim.backends import qhost
 
-    queues = qhost.parse_qstat_f_xml((LIVE / "live-qstat-f-xml.xml").read_text())
-    assert {(x.queue, x.host) for x in queues} >= {("debug", "vm"), ("gpu", "vm")}
-    assert all(x.slots_total > 0 for x in queues)
     hosts = {h.name: h for h in qhost.parse_qhost_xml((LIVE / "live-qhost-xml.xml").read_text())}
     assert "vm" in hosts and "global" not in hosts and hosts["vm"].ncpu > 0
 

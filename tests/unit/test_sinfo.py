@@ -207,11 +207,6 @@ def test_parse_qhost_xml_reference():
     assert (qi.slots_used, qi.slots_total, qi.state) == (4, 4, "")
 
 
-def test_parse_qstat_f():
-    qis = Q.parse_qstat_f_xml((SGE / "qstat-f-xml-ref.xml").read_text())
-    assert [(q.name, q.slots_used, q.slots_total, q.state) for q in qis] == [("all.q@vm", 4, 4, "")]
-
-
 def test_complex_values():
     assert Q.parse_complex_values(QCONF_SE)["gpu"] == "2"
 

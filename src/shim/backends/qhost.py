@@ -1,7 +1,6 @@
 """Grid Engine hosts and queue instances for sinfo: ``qhost -q -xml`` (one call: hardware, load,
 memory, and every queue instance's slots and state letters), with ``-F name,...`` for consumables;
-``qstat -f -xml``'s queue instances; ``qconf -se host`` for the configured amount of a consumable
-(GRES totals).
+``qconf -se host`` for the configured amount of a consumable (GRES totals).
 """
 
 from __future__ import annotations
@@ -96,20 +95,6 @@ def parse_qhost_xml(text: str | bytes) -> list[Host]:
                                _int(qv.get("slots_resv")), qv.get("state_string", "") or "")
             host.queues[qi.queue] = qi
         out.append(host)
-    return out
-
-
-def parse_qstat_f_xml(text: str | bytes) -> list[QueueInstance]:
-    """``qstat -f -xml``: every queue instance with its slots and state letters."""
-    if isinstance(text, str):
-        text = text.encode("utf-8", "replace")
-    root = ET.fromstring(text)
-    out: list[QueueInstance] = []
-    for ql in root.iter("Queue-List"):
-        name = (ql.findtext("name") or "")
-        queue, _, host = name.partition("@")
-        out.append(QueueInstance(queue, host, _int(ql.findtext("slots_used")), _int(ql.findtext("slots_total")),
-                                 _int(ql.findtext("slots_resv")), ql.findtext("state") or ""))
     return out
 
 
