@@ -74,13 +74,6 @@ def _parts(host: str) -> tuple[str, int, int] | None:
     return stem, int(host[len(stem):]), width
 
 
-def _split_host(host: str) -> _Range:
-    p = _parts(host)
-    if p is None:
-        return _Range(host, single=True)
-    return _Range(p[0], p[1], p[1], p[2])
-
-
 def _pad_extra(num: int, width: int) -> int:
     """How many zeros printing ``num`` with ``width`` digits adds."""
     return max(width - len(str(num)), 0)

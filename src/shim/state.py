@@ -397,18 +397,6 @@ def job_of_submission(cfg: Where, sub: float, since: float) -> int | None:
     return None
 
 
-def list_submitted(cfg: Where, owner: Owner = None) -> list[int]:
-    """Ids with a submit record of ``owner`` (the calling user by default)."""
-    d = user_dir(cfg, owner)
-    if d is None:
-        return []
-    try:
-        names = os.listdir(os.path.join(d, "jobs"))
-    except OSError:
-        return []
-    return sorted(int(n[:-5]) for n in names if n.endswith(".json") and _DIGITS.fullmatch(n[:-5]))
-
-
 EVENT_KINDS = ("start", "end", "cancel", "suspend", "stop", "cont")
 
 

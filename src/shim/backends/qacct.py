@@ -570,9 +570,7 @@ def _lines_with(buf: bytes, pos: int, end: int, needles: list[bytes]) -> list[by
 def _scan_jsonl(src, jobs, owners, ge_names, not_before, not_after) -> list[Record]:
     """scan() of accounting.jsonl: the lines that can match are found by their ``"key":value``
     text (the job numbers, else the names, else the owners: as OCS writes them, compact JSON), and
-    only those are decoded and checked in full."""
-    import json
-
+    only those are decoded and checked in full (parse_jsonl_line)."""
     jobs_s = {int(j) for j in jobs} if jobs is not None else None
     owners_s = set(owners) if owners is not None else None
     names_s = set(ge_names) if ge_names is not None else None
@@ -587,17 +585,10 @@ def _scan_jsonl(src, jobs, owners, ge_names, not_before, not_after) -> list[Reco
     elif owners_s is not None and all(o.isascii() for o in owners_s):
         needles = _json_needles("owner", sorted(owners_s))
     out: list[Record] = []
-    loads = json.loads
     for buf, pos, end in _blocks(src, 0):
         lines = buf[pos + 1:end].split(b"\n") if needles is None else _lines_with(buf, pos, end, needles)
         for line in lines:
-            if not line.strip():
-                continue
-            try:
-                obj = loads(line)
-            except ValueError:
-                continue
-            r = jsonl_record(obj) if isinstance(obj, dict) else None
+            r = parse_jsonl_line(line) if line.strip() else None
             if r is None:
                 continue
             if jobs_s is not None and r.job not in jobs_s:
