@@ -523,6 +523,79 @@ def interactive(o: Options, environ: dict[str, str], cfg, script_name: str, comm
     return sub, flags, rec
 
 
+def interactive_job(o: Options, req, environ: dict[str, str], cfg, prog: str = "srun") -> int:
+    """srun outside an allocation: a new job whose one process, the shim's step launcher
+    (``runtime.steps.job_main``), runs the step ``req`` (a ``steps.StepRequest``) as the job's
+    step 0, in the foreground (``GridEngine.interactive``: streaming output, stdin, a terminal for
+    --pty, waiting in the queue unless -I); srun's exit code.
+
+    The job's protocol: the payload (the request, the record, the exported environment) goes in a
+    private file that the far side takes (``steps.boot_argv``; never on a command line, nor left
+    behind when the job never started); the job reports its id, and at its end its exit code, in a
+    token file of the user's private ``srun/`` (``state.write_token``). The exit code is the job's
+    when it reported one; else 128+signal when srun was signalled (or qrsh killed); -I's qrsh
+    failing before the job started is Slurm's "Requested nodes are busy"; a job that started and
+    ended without reporting (killed from outside) is 1 even when qrsh says 0; else qrsh's."""
+    from .runtime import steps
+
+    sub, flags, rec = interactive(o, environ, cfg, os.path.basename(str(req.argv[0])), " ".join(req.argv), prog)
+    backend = backends.get(cfg)
+    if o.test_only:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+        print(f"{prog}: Job 0 to start at {stamp} using {rec.ntasks * rec.cpus_per_task} processors on nodes "
+              f"{steps.short_host()} in partition {rec.partition}", file=sys.stderr)
+        return 0
+    sdir = cfg.cluster.state_dir
+    token = os.urandom(16).hex()  # uuid.uuid4().hex's 32 hex digits, without importing uuid
+    payload = dict(  # what steps.job_main reads; qrsh: how the job's own tasks reach other hosts
+        req=dict(req),
+        record=rec.to_dict(),
+        environ=steps.export_env(environ, req.export),
+        state_dir=sdir,
+        token=token,
+        qrsh=backend.interactive_argv([]),
+    )
+    immediate = o.immediate is not None
+    try:  # the payload (the whole exported environment) goes in a private file, never on argv
+        boot = steps.boot_argv(sdir, payload, "job_main")
+    except steps.StepError as e:
+        raise ShimError(f"{prog}: error: Unable to allocate resources: {e}", code=1) from None
+    if o.verbose:
+        from .backends.gridengine import ops
+
+        tool, args = ops.interactive(flags, now=immediate, pty=req.pty)
+        print(f"{prog}: {tool} {' '.join(args)} ...", file=sys.stderr)
+
+    def started() -> int | None:
+        job = _token(sdir, token).get("job_id")
+        return job if isinstance(job, int) else None
+
+    try:
+        rc, sig = backend.interactive(flags, now=immediate, pty=bool(req.pty), command=steps.quoted(boot),
+                                      started=started)
+    finally:
+        steps.drop_payload(sdir, boot[-1])  # the job never started (or it took the file already)
+    info = _token(sdir, token)
+    state.remove_token(sdir, token)
+    if isinstance(info.get("rc"), int) and not isinstance(info["rc"], bool):
+        return info["rc"]
+    if sig is not None:
+        return 128 + sig
+    if rc < 0:
+        return 128 - rc
+    if immediate and rc == 1 and not info:
+        raise ShimError(f"{prog}: error: Unable to allocate resources: Requested nodes are busy", code=1)
+    if rc == 0 and "job_id" in info:
+        return 1  # the job started but ended without reporting (killed from outside): qrsh's 0 is no success
+    return rc
+
+
+def _token(state_dir: str, token: str) -> dict:
+    """What the job srun made says about itself (its id; at the end its exit code), from the
+    user's private ``srun/`` directory."""
+    return state.read_token(state_dir, token) or {}
+
+
 def _unlink(path: str | None) -> None:
     if path:
         try:

@@ -49,10 +49,17 @@ GE_COMMANDS = frozenset({"qsub", "qstat", "qdel", "qacct", "qhost", "qconf", "qm
                          "qrstat", "qrsub"})
 
 
-def _ge_command_literals(text: str, label: str) -> list[str]:
+GE_FLAGS = frozenset({"-now", "-pty", "-terse", "-inherit", "-hold_jid", "-pe", "-wd", "-cwd", "-notify", "-sync",
+                      "-xml", "-sj", "-usj", "-rj", "-sel", "-sconf", "-ssconf", "-ar", "-jc", "-binding", "-btype",
+                      "-bunit", "-bamount", "-tc"})
+"""Grid Engine's own flags that no Slurm command (nor ``slurm-shim``'s click options) spells: in a
+command's module they would mean it builds a Grid Engine argv itself."""
+
+
+def _ge_command_literals(text: str, label: str, names: frozenset = GE_COMMANDS) -> list[str]:
     """String literals (docstrings aside) that name a Grid Engine command: ``"qdel"``, ``"qstat -j"``,
-    ``"qmod failed"``. The commands reach Grid Engine through backends/gridengine, which alone
-    knows these names."""
+    ``"qmod failed"`` (or, with ``names=GE_FLAGS``, start with one of its flags: ``"-now"``). The
+    commands reach Grid Engine through backends/gridengine, which alone knows these names."""
     tree = ast.parse(text)
     docs = {id(n.body[0].value) for n in ast.walk(tree)
             if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body
@@ -61,7 +68,7 @@ def _ge_command_literals(text: str, label: str) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
             words = node.value.split()
-            if words and words[0] in GE_COMMANDS:
+            if words and words[0] in names:
                 out.append(f"{label}:{node.lineno}: {node.value[:30]!r}")
     return out
 
@@ -73,6 +80,18 @@ def test_commands_name_no_grid_engine_command():
     offenders = [x for path in sorted((SRC / "cli").rglob("*.py"))
                  for x in _ge_command_literals(path.read_text(), str(path.relative_to(SRC)))]
     assert offenders == []
+
+
+def test_commands_build_no_grid_engine_argv():
+    """No Grid Engine flag in a command's module either (srun's qrsh ``-now``/``-pty``: backend ops)."""
+    offenders = [x for path in sorted((SRC / "cli").rglob("*.py"))
+                 for x in _ge_command_literals(path.read_text(), str(path.relative_to(SRC)), GE_FLAGS)]
+    assert offenders == []
+
+
+def test_the_flag_check_sees_literals_not_docstrings():
+    text = '"""qrsh -now no."""\nargv = [*flags, "-now", "yes", "-pty", "y", "-p", "-h"]\n'
+    assert sorted(_ge_command_literals(text, "x.py", GE_FLAGS)) == ["x.py:2: '-now'", "x.py:2: '-pty'"]
 
 
 def test_the_q_command_check_sees_literals_not_docstrings():

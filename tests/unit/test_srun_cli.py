@@ -9,7 +9,7 @@ import shlex
 import pytest
 
 from conftest import FIXTURES
-from shim import backends, siteconf, state, submit
+from shim import backends, proc, siteconf, state, submit
 from shim.runtime import steps
 from shim.__main__ import dispatch
 from shim.backends.replay import ReplayBackend
@@ -146,7 +146,7 @@ def test_new_job_runs_qrsh_with_the_translation(monkeypatch, tmp_path):
         def poll(self):
             return 0
 
-    monkeypatch.setattr(srun.proc, "popen", FakeProc)
+    monkeypatch.setattr(proc, "popen", FakeProc)
     assert dispatch("srun", ["-n2", "-c2", "--mem=100", "-J", "named", "echo", "a b"]) == 3
     argv = started["argv"]
     assert argv[:1] == ["qrsh"] and "-now" in argv and argv[argv.index("-now") + 1] == "no"
@@ -174,7 +174,7 @@ def qrsh_that_never_starts(monkeypatch) -> dict:
         def poll(self):
             return 1
 
-    monkeypatch.setattr(srun.proc, "popen", FakeProc)
+    monkeypatch.setattr(proc, "popen", FakeProc)
     return seen
 
 
@@ -241,3 +241,53 @@ def test_jobid_is_slurms_parse_int(capsys, monkeypatch):
         assert e.value.lines == [f'srun: error: Invalid numeric value "{bad}" for --jobid.']
         monkeypatch.delenv("SLURM_JOB_ID")
     assert parse_int(" 12", "srun", "--jobid", True) == 12
+
+
+def test_the_interactive_operations_argv():
+    """qrsh's flags for a new job are the backend's (ops.interactive): the translation, -now, -pty,
+    then the command's words, in that order; either flag left out when not said."""
+    from shim.backends.gridengine import ops
+
+    assert ops.interactive(["-q", "debug"], now=False, pty=True, command=["a", "'b c'"]) == \
+        ("qrsh", ["-q", "debug", "-now", "no", "-pty", "y", "a", "'b c'"])
+    assert ops.interactive(["-q", "debug"], now=True, pty=False) == ("qrsh", ["-q", "debug", "-now", "yes", "-pty", "n"])
+    assert ops.interactive(["-inherit", "vm"]) == ("qrsh", ["-inherit", "vm"])
+
+
+@pytest.mark.parametrize("reported, sig", [(7, "SIGTERM"), (None, "SIGHUP"), (7, "SIGINT")])
+def test_the_interactive_operation_ends_the_job_on_a_signal(monkeypatch, reported, sig):
+    """SIGTERM/SIGHUP while the job runs: qdel once the job reported its id, else SIGINT to qrsh
+    (which deletes its pending job); SIGINT is qrsh's own and only noted. The status says which came."""
+    import signal
+
+    rb = ReplayBackend(default=steps_result())
+    sent = []
+
+    class FakeProc:
+        def __init__(self, argv, env=None, **kw):
+            sent.append(("env", "JOB_ID" in env))
+
+        def wait(self):
+            os.kill(os.getpid(), getattr(signal, sig))
+            return 130
+
+        def poll(self):
+            return None
+
+        def send_signal(self, s):
+            sent.append(s)
+
+    monkeypatch.setattr(proc, "popen", FakeProc)
+    monkeypatch.setenv("JOB_ID", "12")
+    before = signal.getsignal(signal.SIGTERM)
+    assert rb.interactive(["-q", "debug"], now=False, pty=False, command=["x"], started=lambda: reported) == \
+        (130, getattr(signal, sig))
+    assert signal.getsignal(signal.SIGTERM) is before
+    qdel = [c[0] for c in rb.calls if c[0][0] == "qdel"]
+    assert sent.pop(0) == ("env", False)  # a job of its own, not a task of the job around srun
+    if sig == "SIGINT":
+        assert qdel == [] and sent == []
+    elif reported:
+        assert qdel == [("qdel", "7")] and sent == []
+    else:
+        assert qdel == [] and sent == [signal.SIGINT]

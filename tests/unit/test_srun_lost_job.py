@@ -10,7 +10,7 @@ import shlex
 import pytest
 
 from conftest import use_site_config
-from shim import backends, siteconf, state
+from shim import backends, proc, siteconf, state
 from shim.__main__ import dispatch
 from shim.backends.replay import ReplayBackend
 from shim.cli import srun
@@ -46,7 +46,7 @@ def fake_qrsh(monkeypatch, token_data, rc):
         def poll(self):
             return rc
 
-    monkeypatch.setattr(srun.proc, "popen", FakeProc)
+    monkeypatch.setattr(proc, "popen", FakeProc)
 
 
 def test_a_job_killed_before_it_reported_is_no_success(monkeypatch):

@@ -1,22 +1,20 @@
 """srun: run parallel tasks, as Slurm's srun, on Grid Engine.
 
 Inside an allocation (SLURM_JOB_ID set, or --jobid): a job step over the allocation's hosts
-(shim.runtime.steps). Outside: a new job with the same translation as sbatch (shim.submit), started
-as an interactive Grid Engine job that waits for resources (streaming output, stdin, the real exit
-code, a terminal for --pty), whose one process runs the shim's step launcher
-(``shim.runtime.steps.job_main``) as the job's step 0.
+(shim.runtime.steps). Outside: a new job with the same translation as sbatch, started as an
+interactive Grid Engine job that waits for resources (streaming output, stdin, the real exit code,
+a terminal for --pty), whose one process runs the shim's step launcher
+(``shim.runtime.steps.job_main``) as the job's step 0 (``shim.submit.interactive_job``).
 """
 
 from __future__ import annotations
 
 import os
 import pwd
-import signal
 import sys
 import time
-import uuid
 
-from .. import backends, proc, records, siteconf, state, submit
+from .. import backends, records, siteconf, submit
 from ..runtime import jobenv, steps
 from ..errors import ShimError
 from ..options import sources
@@ -221,81 +219,6 @@ def in_allocation(o: sources.Options, req: steps.StepRequest, environ: dict[str,
 
 
 # ---------------------------------------------------------------------------------------------
-# Outside an allocation: a new job
-
-
-def read_token(state_dir: str, token: str) -> dict:
-    """What the job srun made says about itself (its id; at the end its exit code), from the
-    user's private ``srun/`` directory."""
-    return state.read_token(state_dir, token) or {}
-
-
-def new_job(o: sources.Options, req: steps.StepRequest, environ: dict[str, str], cfg, t: Table) -> int:
-    sub, flags, record = submit.interactive(o, environ, cfg, os.path.basename(str(req.argv[0])), " ".join(req.argv),
-                                            PROG)
-    backend = backends.get(cfg)
-    if o.test_only:
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        print(f"{PROG}: Job 0 to start at {stamp} using {record.ntasks * record.cpus_per_task} processors on nodes "
-              f"{steps.short_host()} in partition {record.partition}", file=sys.stderr)
-        return 0
-    sdir = cfg.cluster.state_dir
-    token = uuid.uuid4().hex
-    payload = dict(  # what steps.job_main reads; qrsh: how the job's own tasks reach other hosts
-        req=dict(req),
-        record=record.to_dict(),
-        environ=steps.export_env(environ, req.export),
-        state_dir=sdir,
-        token=token,
-        qrsh=backend.interactive_argv([]),
-    )
-    immediate = o.immediate is not None
-    try:  # the payload (the whole exported environment) goes in a private file, never on argv
-        boot = steps.boot_argv(sdir, payload, "job_main")
-    except steps.StepError as e:
-        raise ShimError(f"{PROG}: error: Unable to allocate resources: {e}", code=1) from None
-    argv = [*flags, "-now", "yes" if immediate else "no", "-pty", "y" if req.pty else "n", *steps.quoted(boot)]
-    if o.verbose:
-        print(submit.command_line(PROG, argv[:len(flags) + 4], interactive=True) + " ...", file=sys.stderr)
-    env = getattr(backend, "env", None) or dict(os.environ)
-    env = {k: v for k, v in env.items() if k not in ("JOB_ID", "SGE_TASK_ID")}
-    got: dict[str, int] = {}
-
-    def on_signal(sig, frame):
-        got.setdefault("sig", sig)
-        info = read_token(sdir, token)
-        if isinstance(info.get("job_id"), int):
-            backend.cancel([str(info["job_id"])])  # -notify: the step's tasks get SIGTERM first
-        elif p.poll() is None:
-            p.send_signal(signal.SIGINT)  # qrsh deletes its pending job on SIGINT
-
-    try:
-        p = proc.popen(backend.interactive_argv(argv), env=env)
-        old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
-        old[signal.SIGINT] = signal.signal(signal.SIGINT, lambda s, f: got.setdefault("sig", s))  # qrsh has it too
-        try:
-            rc = p.wait()
-        finally:
-            for s, h in old.items():
-                signal.signal(s, h)
-    finally:
-        steps.drop_payload(sdir, boot[-1])  # the job never started (or it took the file already)
-    info = read_token(sdir, token)
-    state.remove_token(sdir, token)
-    if isinstance(info.get("rc"), int) and not isinstance(info["rc"], bool):
-        return info["rc"]
-    if "sig" in got:
-        return 128 + got["sig"]
-    if rc < 0:
-        return 128 - rc
-    if immediate and rc == 1 and not info:
-        raise ShimError(f"{PROG}: error: Unable to allocate resources: Requested nodes are busy", code=1)
-    if rc == 0 and "job_id" in info:
-        return 1  # the job started but ended without reporting (killed from outside): qrsh's 0 is no success
-    return rc
-
-
-# ---------------------------------------------------------------------------------------------
 
 
 def main(argv: list[str]) -> int:
@@ -340,4 +263,4 @@ def main(argv: list[str]) -> int:
         if task is not None:
             environ = {**environ, "SLURM_ARRAY_TASK_ID": str(task)}
         return in_allocation(o, req, environ, cfg, job)
-    return new_job(o, req, environ, cfg, t)
+    return submit.interactive_job(o, req, environ, cfg, PROG)  # outside an allocation: a new job

@@ -21,7 +21,7 @@ from . import ops, refusal
 from .ops import parse_job_id, task_ids  # noqa: F401  (the commands' names for them)
 
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
     from ...proc import Result
 
@@ -473,6 +473,46 @@ class GridEngine:
 
     def verify_interactive(self, flags: list[str]) -> Result:
         return self.call(ops.verify_interactive(flags))
+
+    def interactive(self, flags: list[str], *, now: bool, pty: bool, command: list[str],
+                    started: Callable[[], int | None]) -> tuple[int, int | None]:
+        """Run a new interactive job (``ops.interactive``: qrsh with the translation's ``flags``,
+        ``now`` or waiting in the queue, a terminal when ``pty``) in the foreground, with our
+        standard input, output and terminal, until it ends: (qrsh's exit status, as
+        ``Popen.returncode``; the first of SIGINT, SIGTERM, SIGHUP that came meanwhile, else None).
+
+        SIGINT is qrsh's own (the terminal sends it to both of us): it is only noted. SIGTERM and
+        SIGHUP end the job: cancelled (``-notify``: its tasks get SIGTERM first) once ``started()``
+        names its id, else SIGINT to qrsh, which deletes its pending job. qrsh runs without the
+        JOB_ID and SGE_TASK_ID of a Grid Engine job around the caller: this is a job of its own.
+        SpawnError when qrsh cannot be started."""
+        import os
+        import signal as signals
+
+        from ... import proc
+
+        tool, args = ops.interactive(flags, now=now, pty=pty, command=command)
+        env = getattr(self, "env", None) or dict(os.environ)
+        env = {k: v for k, v in env.items() if k not in ("JOB_ID", "SGE_TASK_ID")}
+        got: dict[str, int] = {}
+
+        def on_signal(sig, frame):
+            got.setdefault("sig", sig)
+            job = started()
+            if job is not None:
+                self.cancel([str(job)])
+            elif p.poll() is None:
+                p.send_signal(signals.SIGINT)
+
+        p = proc.popen(self.argv(tool, args), env=env)
+        old = {s: signals.signal(s, on_signal) for s in (signals.SIGTERM, signals.SIGHUP)}
+        old[signals.SIGINT] = signals.signal(signals.SIGINT, lambda s, f: got.setdefault("sig", s))
+        try:
+            rc = p.wait()
+        finally:
+            for s, h in old.items():
+                signals.signal(s, h)
+        return rc, got.get("sig")
 
 
 from .process import GridEngineBackend  # noqa: E402,F401  (the real transport)

@@ -421,9 +421,20 @@ def help_of(tool: str) -> Call:
 
 # --- interactive ------------------------------------------------------------------------------------
 
-def interactive(args: list[str]) -> Call:
-    """qrsh: an interactive job or a task of a running job (``-inherit``)."""
-    return "qrsh", list(args)
+def interactive(args: list[str], *, now: bool | None = None, pty: bool | None = None,
+                command: list[str] | tuple = ()) -> Call:
+    """qrsh: an interactive job or a task of a running job (``-inherit``). ``args`` are qrsh's own
+    flags (the translation's ``qsub.qrsh_flags``, or ``-inherit <host>``); ``now``: start at once or
+    fail (``-now yes``), else wait in the queue for resources (``-now no``); ``pty``: a terminal for
+    the command (``-pty y``) or none (``-pty n``); None leaves either to qrsh. ``command``: the
+    words of the remote command line (qrsh joins them with blanks, and a shell on the far side
+    splits them: quote them first)."""
+    words = list(args)
+    if now is not None:
+        words += ["-now", "yes" if now else "no"]
+    if pty is not None:
+        words += ["-pty", "y" if pty else "n"]
+    return "qrsh", [*words, *command]
 
 
 def verify_interactive(flags: list[str]) -> Call:
