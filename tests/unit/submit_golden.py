@@ -201,7 +201,11 @@ def _allocate(o, environ, cfg):
         from shim import submit
     except ImportError:  # before shim.submit (when the golden file was made)
         return salloc.allocate(o, environ, cfg)
-    job_id, rec = submit.allocate(o, environ, cfg, salloc.holder_script(cfg.cluster.state_dir, not o.no_shell))
+    try:
+        from shim.allocation import holder_script
+    except ImportError:  # before shim.allocation
+        holder_script = salloc.holder_script
+    job_id, rec = submit.allocate(o, environ, cfg, holder_script(cfg.cluster.state_dir, not o.no_shell))
     return job_id, rec.to_dict()
 
 

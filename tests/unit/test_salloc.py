@@ -8,10 +8,12 @@ import shlex
 import pytest
 
 from conftest import FIXTURES, SLURM_REF
-from shim import backends, siteconf, state, submit
+from shim import allocation, backends, siteconf, state, submit
 from shim.runtime import steps
 from shim.__main__ import dispatch
 from shim.backends.replay import ReplayBackend
+from shim.errors import ShimError
+from shim.proc import Result
 from shim.cli import salloc
 from shim.options import sources
 from shim.options.getopt import getopt
@@ -79,7 +81,7 @@ def test_allocation_job_is_submitted_from_slash_with_a_first_task_pe(monkeypatch
     t = salloc.table()
     cli, _ = getopt(t, ["-J", "al"])
     o = sources.collect(t, ["-J", "al"], environ={}, cli=cli)
-    job, rec = submit.allocate(o, {"MYSECRET": "hunter2"}, cfg, salloc.holder_script(cfg.cluster.state_dir))
+    job, rec = submit.allocate(o, {"MYSECRET": "hunter2"}, cfg, allocation.holder_script(cfg.cluster.state_dir))
     assert job == 77 and ("qsub", "/") in cwds and os.getcwd() == str(tmp_path)
     (key, script), = [c for c in rb.calls if c[0][0] == "qsub"]
     assert key[key.index("-pe") + 1:key.index("-pe") + 3] == ("mpi", "1")
@@ -91,7 +93,7 @@ def test_allocation_job_is_submitted_from_slash_with_a_first_task_pe(monkeypatch
 
 
 def test_holder_script_runs_the_holder_with_salloc_whereabouts(tmp_path):
-    text = salloc.holder_script(str(tmp_path / "st ate")).decode()
+    text = allocation.holder_script(str(tmp_path / "st ate")).decode()
     assert text.startswith("#!/bin/sh\n")
     words = shlex.split(text.splitlines()[-1])
     assert words[0] == "exec" and words[2] == "-I" and "hold_main" in words[4]
@@ -135,7 +137,7 @@ def test_invalid_partition(capsys):
 def test_allocation_release_file(tmp_path):
     """salloc releases through a file of the user's private steps/ (F-4: nobody else can plant one)."""
     cfg = siteconf.get()
-    salloc.release(cfg, 77, 5)
+    allocation.release(cfg, 77, 5)
     rel = tmp_path / "state" / "users" / str(os.getuid()) / "steps" / "77.release"
     assert state.read_json(str(rel), os.getuid()) == {"rc": 5}
     assert rel.stat().st_mode & 0o777 == 0o600 and rel.parent.stat().st_mode & 0o777 == 0o700
@@ -148,3 +150,46 @@ def test_environment_goes_in_a_private_file(tmp_path):
     assert set(got) == {"env_file"}
     assert state.read_json(got["env_file"], os.getuid()) == {"environ": {"MYSECRET": "hunter2"}}
     assert os.stat(got["env_file"]).st_mode & 0o777 == 0o600
+
+
+def test_the_wait_says_slurms_words_through_the_callback(tmp_path, monkeypatch):
+    """allocation.wait_granted: the holder's record (newer than the submission) is the grant; -I's
+    time running out cancels the job with Slurm's busy error; the env file goes either way."""
+    import time
+
+    cfg = siteconf.get()
+    sdir = cfg.cluster.state_dir
+    rb = ReplayBackend(default=Result(("x",), 0, "", ""))
+    backends.use(rb)
+    said = []
+    env_file = tmp_path / "env.json"
+    env_file.write_text("{}")
+    now = time.time()
+    assert state.write_allocation(sdir, "78", {"hosts": [["vm", 1]], "env": {}, "start": now})
+    got = allocation.wait_granted(78, cfg, None, said.append, now, str(env_file))
+    assert got["hosts"] == [("vm", 1)]
+    assert said == [] and not env_file.exists()
+    assert state.write_allocation(sdir, "79", {"hosts": [["vm", 1]], "env": {}, "start": now - allocation.STALE - 5})
+    with pytest.raises(ShimError) as e:  # another job's record (a reused id) is no grant
+        allocation.wait_granted(79, cfg, 0, said.append, now)
+    assert e.value.lines == ["salloc: error: Unable to allocate resources: Requested nodes are busy"]
+    assert [c[0] for c in rb.calls if c[0][0] == "qdel"] == [("qdel", "79")] and said == []
+
+
+def test_the_watch_says_the_allocation_was_revoked(monkeypatch):
+    """The allocation's record gone under the command: Slurm's notice, and --kill-command's signal."""
+    import threading
+
+    cfg = siteconf.get()
+    said, killed = [], []
+    monkeypatch.setattr(steps, "signal_tree", lambda pid, sig: killed.append((pid, sig)))
+
+    class Child:
+        pid = 4242
+
+        def poll(self):
+            return None
+
+    stop = threading.Event()
+    allocation.watch(cfg, 80, Child(), 15, stop, said.append)
+    assert said == ["Job allocation 80 has been revoked."] and killed == [(4242, 15)]

@@ -6,6 +6,8 @@ the job's hosts in the state directory and waits to be released. salloc waits fo
 prints ``salloc: Granted job allocation N``, runs the command (or the user's shell) here with the
 allocation's SLURM_* variables, then releases the job with the command's exit code and prints
 ``salloc: Relinquishing job allocation N``. srun inside reaches the hosts as a task of the job.
+The allocation's lifecycle (the holder, the wait, the notice of its end, the release) is
+``shim.allocation``; this module parses, submits, waits, runs the command and releases.
 """
 
 from __future__ import annotations
@@ -14,20 +16,14 @@ import os
 import pwd
 import signal
 import sys
-import threading
 import time
 
-from .. import backends, proc, siteconf, state, submit
-from ..runtime import boot, steps
-from ..errors import ShimError
+from .. import allocation, proc, siteconf, submit
 from ..options.getopt import Table
 from ..options.table import command_table
 from . import common
 
 PROG = "salloc"
-PENDING_NOTICE = 2.0
-"""Seconds before salloc says the job is queued: Grid Engine starts even an idle cluster's jobs
-about a second after submission, which Slurm would not call pending."""
 
 ALLOC_VARS = (
     "SLURM_CLUSTER_NAME", "SLURM_JOBID", "SLURM_JOB_ACCOUNT", "SLURM_JOB_CPUS_PER_NODE", "SLURM_JOB_ID",
@@ -50,63 +46,6 @@ def info(o, text: str) -> None:
         print(f"{PROG}: {text}", file=sys.stderr, flush=True)
 
 
-def holder_script(state_dir: str, watch_pid: bool = True) -> bytes:
-    """The allocation job's batch script: shim.steps.hold_main, told where salloc runs (so that an
-    allocation whose salloc died on the same host ends; --no-shell allocations outlive salloc)."""
-    return boot.script("hold_main", [state_dir, steps.short_host(), str(os.getpid() if watch_pid else 0)],
-                       comment="slurm-shim: this job holds a salloc allocation until salloc releases it.")
-
-
-STALE = 300.0
-"""An allocation record older than the submission by this much is another job's (a reused id)."""
-
-
-def wait_granted(o, job_id: int, cfg, immediate: int | None, submitted: float | None = None) -> dict:
-    """Wait until the allocation job runs and has recorded its hosts; Slurm's messages on the way."""
-    submitted = time.time() if submitted is None else submitted
-    backend = backends.get(cfg)
-    sdir = cfg.cluster.state_dir
-    start = time.monotonic()
-    delay = 0.05
-    said_pending = False
-    next_check = start + 2.0
-    interrupted: dict[str, int] = {}
-    old = {s: signal.signal(s, lambda sig, f: interrupted.setdefault("sig", sig))
-           for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    try:
-        while True:
-            data = steps.load_allocation(sdir, str(job_id))
-            began = (data or {}).get("start")
-            if data and isinstance(began, (int, float)) and began >= submitted - STALE:
-                if said_pending:
-                    info(o, f"job {job_id} has been allocated resources")
-                return data
-            now = time.monotonic()
-            if interrupted:
-                backend.cancel([str(job_id)])
-                info(o, f"Job allocation {job_id} has been revoked.")
-                raise ShimError(code=1)
-            if immediate is not None and now - start > immediate:
-                backend.cancel([str(job_id)])
-                if said_pending:
-                    info(o, f"Job allocation {job_id} has been revoked.")
-                raise ShimError(f"{PROG}: error: Unable to allocate resources: Requested nodes are busy", code=1)
-            if not said_pending and now - start > PENDING_NOTICE and immediate is None:
-                info(o, f"Pending job allocation {job_id}")
-                info(o, f"job {job_id} queued and waiting for resources")
-                said_pending = True
-            if now >= next_check:
-                next_check = now + 2.0
-                if not backend.exists(job_id) and not steps.load_allocation(sdir, str(job_id)):
-                    info(o, f"Job allocation {job_id} has been revoked.")
-                    raise ShimError(code=1)
-            time.sleep(delay)
-            delay = min(delay * 1.5, 0.25)
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
 def command_env(environ: dict[str, str], alloc: dict, o) -> dict[str, str]:
     env = dict(environ)
     job = alloc.get("env") or {}
@@ -117,28 +56,6 @@ def command_env(environ: dict[str, str], alloc: dict, o) -> dict[str, str]:
                 continue
             env[k] = job[k]
     return env
-
-
-def release(cfg, job_id: int, rc: int) -> None:
-    """End the allocation with the command's exit code: a file in the user's private ``steps/``
-    that the holder watches (written atomically); the job is cancelled when it cannot be written."""
-    path = steps.release_path(cfg.cluster.state_dir, str(job_id))
-    if path is None or not state.write_json(path, {"rc": int(rc)}, 0o600):
-        backends.get(cfg).cancel([str(job_id)])
-
-
-def watch(o, cfg, job_id: int, child, kill_sig: int | None, stop: threading.Event) -> None:
-    """The allocation ending under the command (scancel, time limit): Slurm's notice, and the
-    --kill-command signal for the command."""
-    path = steps.alloc_path(cfg.cluster.state_dir, str(job_id))
-    while not stop.wait(1.0):
-        if path is None or not os.path.lexists(path):
-            if stop.is_set():
-                return
-            info(o, f"Job allocation {job_id} has been revoked.")
-            if kill_sig and child.poll() is None:
-                steps.signal_tree(child.pid, kill_sig)  # the command and what it started
-            return
 
 
 def main(argv: list[str]) -> int:
@@ -158,15 +75,13 @@ def main(argv: list[str]) -> int:
         common.print_defined_options(o, t, PROG, ("cli",))
     command = positional or [environ.get("SHELL") or pwd.getpwuid(os.getuid()).pw_shell or "/bin/sh"]
     submitted = time.time()
-    job_id, rec = submit.allocate(o, environ, cfg, holder_script(cfg.cluster.state_dir, not o.no_shell), PROG)
-    try:
-        alloc = wait_granted(o, job_id, cfg, o.immediate, submitted)
-    finally:
-        if rec.get("env_file"):  # the holder's wrapper has read it (or the job is gone)
-            try:
-                os.unlink(rec.env_file)
-            except OSError:
-                pass
+    job_id, rec = submit.allocate(o, environ, cfg, allocation.holder_script(cfg.cluster.state_dir, not o.no_shell),
+                                  PROG)
+
+    def say(text: str) -> None:
+        info(o, text)
+
+    alloc = allocation.wait_granted(job_id, cfg, o.immediate, say, submitted, rec.get("env_file"), PROG)
     info(o, f"Granted job allocation {job_id}")
     if o.bell:
         sys.stderr.write("\a")
@@ -177,11 +92,10 @@ def main(argv: list[str]) -> int:
         child = proc.popen(command, env=env)
     except (proc.SpawnError, OSError) as e:
         print(f"{PROG}: error: {command[0]}: {getattr(e, 'strerror', None) or e}", file=sys.stderr)
-        release(cfg, job_id, 1)
+        allocation.release(cfg, job_id, 1)
         info(o, f"Relinquishing job allocation {job_id}")
         return 1
-    stop = threading.Event()
-    threading.Thread(target=watch, args=(o, cfg, job_id, child, o.kill_command, stop), daemon=True).start()
+    stop = allocation.watching(cfg, job_id, child, o.kill_command, say)
 
     def forward(sig, frame):
         if child.poll() is None:
@@ -200,7 +114,7 @@ def main(argv: list[str]) -> int:
         for s, h in old.items():
             signal.signal(s, h)
     rc = status if status >= 0 else 128 - status
-    release(cfg, job_id, rc)
+    allocation.release(cfg, job_id, rc)
     info(o, f"Relinquishing job allocation {job_id}")
     return rc
 
