@@ -380,10 +380,6 @@ def cell_config(host: str = "global") -> Call:
     return "qconf", ["-sconf", host]
 
 
-def host_groups() -> Call:
-    return "qconf", ["-shgrpl"]
-
-
 def host_group_hosts(name: str) -> Call:
     """A host group's hosts, nested groups resolved (``-shgrp_resolved``: the hosts, blank-separated)."""
     return "qconf", ["-shgrp_resolved", name]
