@@ -13,7 +13,6 @@ from conftest import use_site_config
 from shim import backends, proc, siteconf, state
 from shim.__main__ import dispatch
 from shim.backends.replay import ReplayBackend
-from shim.cli import srun
 from shim.proc import Result
 from shim.runtime import steps
 
