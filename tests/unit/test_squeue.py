@@ -207,6 +207,12 @@ def test_users(capsys):
 def test_me_is_the_calling_user(capsys, monkeypatch):
     monkeypatch.setattr("shim.users.current", lambda: "alice")
     assert ok(capsys, MIXED, "--me") == ok(capsys, MIXED, "-u", "alice")
+    # squeue/opts.c: -u and --me replace one user list, the later wins (they were joined)
+    assert ok(capsys, MIXED, "-u", "root", "--me") == ok(capsys, MIXED, "-u", "alice")
+    assert ok(capsys, MIXED, "--me", "-u", "root") == ok(capsys, MIXED, "-u", "root")
+    assert ok(capsys, MIXED, "-u", "root") != ok(capsys, MIXED, "-u", "alice")
+    monkeypatch.setenv("SQUEUE_USERS", "root")  # and either beats the input variable
+    assert ok(capsys, MIXED, "--me") == ok(capsys, MIXED, "-u", "alice")
 
 
 def test_partition_name_license_node_filters(capsys):

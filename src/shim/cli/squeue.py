@@ -249,10 +249,13 @@ def _main(argv: list[str]) -> int:
         job_ids = (job_ids or []) + parse_steps(opts.steps)
     users: set[str] | None = None
     user_errors: list[str] = []
-    if opts.users:
+    # -u and --me set one user list (squeue/opts.c: each replaces params.users, the later on the
+    # command line wins, and either beats SQUEUE_USERS)
+    who = [spec.key for spec, _ in parsed if spec.key in ("users", "me")]
+    if who and who[-1] == "me":
+        users = {passwd.current()}
+    elif opts.users:
         users, user_errors = resolve_users(opts.users)
-    if opts.me:
-        users = (users or set()) | {passwd.current()}
     if opts.nodelist:  # a bad or oversized -w fails here, before qstat, as Slurm's option parsing does
         from ..hostlist import count
 
