@@ -446,7 +446,8 @@ def test_install_plans_applies_reapplies_and_uninstalls_on_a_raw_qconf_cluster(r
               user=plain_user).stdout == f"{job}|batch|COMPLETED|2\n"
     assert out_file.read_text() == "hello\n"
     steps = rq("sacct", "-n", "-P", "-j", job, "-o", "JobID,State,MaxRSS", env=env, user=plain_user).stdout
-    assert re.search(rf"^{job}\.batch\|COMPLETED\|\d+K$", steps, re.M), steps  # (MaxRSS: only the file has it)
+    # (MaxRSS: only the file has it; convert_num_unit writes 11776 KB as 11.50M, a multiple of 512 KB scaling up)
+    assert re.search(rf"^{job}\.batch\|COMPLETED\|\d+(\.\d\d)?[KMG]$", steps, re.M), steps
 
     record_text = record.read_text()
     code, out, err = install("--apply", scratch=scratch)
