@@ -183,9 +183,24 @@ def test_sshare_usage_grows_after_jobs_run(tmp_path, tag, plain_user, workdir):
 def test_sprio_ranks_an_urgent_job_first(jobs):
     """Two jobs that cannot start (more matlab seats than exist, -w n); the operator gives one
     override tickets (qalter -ot), Grid Engine's lever for an urgent job: sprio puts it first by
-    priority, its FAIRSHARE factor shows why."""
-    plain = jobs.qsub("plain", "-w", "n", "-l", "matlab=4", "-b", "y", "-o", "/dev/null", "-j", "y", "/bin/true")
-    urgent = jobs.qsub("urgent", "-w", "n", "-l", "matlab=4", "-b", "y", "-o", "/dev/null", "-j", "y", "/bin/true")
+    priority, its FAIRSHARE factor shows why. The two are submitted in one second: Grid Engine
+    normalises urgency over the pending jobs, so a job one second older has all of it (its waiting
+    time), and with cluster up's equal ticket and urgency weights the two would tie (CI, 7430551)."""
+    import xml.etree.ElementTree as ET
+
+    def submitted(job: str) -> str:
+        """The job's submission time to the second (SGE: epoch seconds; OCS: ISO 8601, microseconds)."""
+        ts = ET.fromstring(run("qstat", "-j", job, "-xml").stdout).findtext(".//JB_submission_time") or ""
+        return ts if ts.isdigit() else ts[:19]
+
+    for _attempt in range(5):
+        plain = jobs.qsub("plain", "-w", "n", "-l", "matlab=4", "-b", "y", "-o", "/dev/null", "-j", "y", "/bin/true")
+        urgent = jobs.qsub("urgent", "-w", "n", "-l", "matlab=4", "-b", "y", "-o", "/dev/null", "-j", "y", "/bin/true")
+        if submitted(plain) == submitted(urgent) != "":
+            break
+        run("qdel", plain, urgent)
+    else:
+        pytest.fail("five pairs of qsub calls straddled a second each")
     assert run("qalter", "-ot", "1000", urgent).returncode == 0
 
     seen = []
