@@ -334,11 +334,12 @@ def queue(prog: str, failed: str, argv: list[str], script: bytes, cfg, asked: di
         raise refusal(prog, failed, e.text, asked or {}) from None
 
 
-def command_line(prog: str, argv: list[str], interactive: bool = False) -> str:
-    """-v's line: the Grid Engine command the submission runs (its name, not its path)."""
+def command_line(prog: str, argv: list[str], interactive: bool = False, **how) -> str:
+    """-v's line: the Grid Engine command the submission runs (its name, not its path); ``how``:
+    ops.interactive's ``now`` and ``pty``."""
     from .backends.gridengine import ops
 
-    tool, args = (ops.interactive if interactive else ops.submit)(argv)
+    tool, args = ops.interactive(argv, **how) if interactive else ops.submit(argv)
     return f"{prog}: {tool} {' '.join(args)}"
 
 
@@ -561,10 +562,7 @@ def interactive_job(o: Options, req, environ: dict[str, str], cfg, prog: str = "
     except steps.StepError as e:
         raise ShimError(f"{prog}: error: Unable to allocate resources: {e}", code=1) from None
     if o.verbose:
-        from .backends.gridengine import ops
-
-        tool, args = ops.interactive(flags, now=immediate, pty=req.pty)
-        print(f"{prog}: {tool} {' '.join(args)} ...", file=sys.stderr)
+        print(command_line(prog, flags, interactive=True, now=immediate, pty=req.pty) + " ...", file=sys.stderr)
 
     def started() -> int | None:
         job = _token(sdir, token).get("job_id")
