@@ -188,19 +188,28 @@ echo "== abort"; s=$(date +%s); timeout 60 srun -n4 -O {programs / 'abort-mpich'
     assert cp.stderr.splitlines()[-1] == "srun: error: Invalid MPI type 'pmi9', --mpi=list for acceptable types"
 
 
+# Open MPI's own TCP transport under load, on two hosts of one 2-core machine (mpirun and srun
+# alike): a rank's connect() to a peer fails, a rank exits 1 and the rest wait in MPI_Finalize.
+OPEN_MPI_TCP_FAULT = re.compile(r"WARNING: Open MPI failed to TCP connect to a peer MPI process|"
+                                r"An MPI communication peer process has unexpectedly disconnected")
+
+
 def test_startup_times_against_mpirun(programs, two_hosts, workdir):
     """A 4-rank and a 16-rank step (-O: four ranks a CPU) against each family's mpirun on the same
-    allocation, twice each; every srun must give all its ranks. mpirun is the yardstick: Open
-    MPI's own TCP connections between the two hosts sometimes hang under load (its 'failed to TCP
-    connect to a peer' warning), so one of its two runs is enough. Times printed (pytest -s)."""
+    allocation, twice each. Every MPICH srun must give all its ranks. Open MPI's own TCP connections
+    between the two hosts sometimes fail under load ('failed to TCP connect to a peer', whoever
+    launched the ranks: CI saw it in a 16-rank srun step, and mpirun stall for a minute), so for
+    Open MPI and for mpirun one good run of the two is enough, and a failed Open MPI srun must show
+    Open MPI's own warning. Times printed (pytest -s)."""
     timed = []
     for family, (_, launcher) in FAMILIES.items():
         hello = programs / f"hello-{family}"
         over = "--oversubscribe " if family == "openmpi" else ""
         timed += [(f"srun4-{family}", f"srun -n4 {hello}"), (f"mpirun4-{family}", f"{launcher} {over}-n 4 {hello}"),
                   (f"srun16-{family}", f"srun -O -n16 {hello}"), (f"mpirun16-{family}", f"{launcher} {over}-n 16 {hello}")]
-    script = "\n".join(f'echo "== {label}"; s=$(date +%s%N); timeout 60 {cmd}; '
-                       f'echo "rc=$? ms=$((($(date +%s%N)-s)/1000000))"' for label, cmd in timed * 2)
+    script = "export OMPI_MCA_orte_base_help_aggregate=0\n" + "\n".join(  # each rank's warning in full
+        f'echo "== {label}"; s=$(date +%s%N); timeout 60 {cmd} 2>&1; echo "rc=$? ms=$((($(date +%s%N)-s)/1000000))"'
+        for label, cmd in timed * 2)
     out = batch(script, workdir, two_hosts, "-N2", "-n4", timeout=900)
     times: dict[str, list[int]] = {}
     for text in out.split("== ")[1:]:
@@ -210,7 +219,7 @@ def test_startup_times_against_mpirun(programs, two_hosts, workdir):
         assert m, (label, out)
         ok = m[1] == "0" and sorted(ranks(body.splitlines())) == list(range(want))
         if label.startswith("srun"):
-            assert ok, (label, body)
+            assert ok or (label.endswith("openmpi") and OPEN_MPI_TCP_FAULT.search(body)), (label, body)
         if ok:
             times.setdefault(label, []).append(int(m[2]))
     print("\nstart-up to the end of a hello + allreduce, ms:")
