@@ -244,6 +244,17 @@ def test_state_is_one_of_slurms_state_names(capsys, monkeypatch):
     assert scancel(capsys, "-t", "BAD", "--help")[0] == 1
     rc, out, _, _ = scancel(capsys, "--help", "-t", "BAD")
     assert rc == 0 and out.startswith("Usage: scancel [OPTIONS]")
+    # opt.c's loop meets -t/-s/--help before getopt_long sees a bad option after them
+    try_help = 'Try "scancel --help" for more information\n'
+    assert scancel(capsys, "-t", "BAD", "--bogus") == (1, "", "Invalid job state specified: BAD\n" + valid, [])
+    assert scancel(capsys, "-s", "NOSUCH", "-x") == (1, "", "Unknown job signal: NOSUCH\n", [])
+    assert scancel(capsys, "--bogus", "-t", "BAD") == (
+        1, "", "scancel: unrecognized option '--bogus'\n" + try_help, [])
+    assert scancel(capsys, "-t", "R", "-x", "-t", "BAD") == (1, "", "scancel: invalid option -- 'x'\n" + try_help, [])
+    rc, out, err, calls = scancel(capsys, "--usage", "--bogus")
+    assert (rc, err, calls) == (0, "", []) and out.startswith("Usage: scancel [-A account]")
+    monkeypatch.setenv("SCANCEL_STATE", "PD,R")  # (_opt_env runs before the command line is read)
+    assert scancel(capsys, "--bogus")[:3] == (1, "", "Unrecognized SCANCEL_STATE value: PD,R\n" + valid)
 
 
 def test_user_is_one_user_or_slurms_error(capsys, monkeypatch):

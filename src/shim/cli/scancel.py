@@ -168,19 +168,27 @@ def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
     user (opt.user_name): the later on the command line wins, and either beats SCANCEL_USER; the
     winner is left in ``user`` (``--me`` as the caller's uid in digits, as opt.c's "%u" of getuid()).
     As opt.c, an invalid SCANCEL_STATE, then each ``-t`` and ``-s`` in command-line order, is an
-    error before anything else, unless ``--help``, ``--usage`` or ``-V`` comes first."""
-    parsed, positional = getopt(TABLE, argv, stop_at_positional=False)
+    error before anything else (an unknown option after them included), unless ``--help``,
+    ``--usage`` or ``-V`` comes first (it is answered, whatever follows)."""
     env = env_parsed(TABLE, os.environ)
-    for spec, raw in env:
+    for spec, raw in env:  # (_opt_env runs before _opt_args)
         if spec.key == "states" and raw is not None:
             _state_given(raw, env=True)
+    try:
+        parsed, positional = getopt(TABLE, argv, stop_at_positional=False)
+        bad = None
+    except ShimError as e:  # an unknown option: what opt.c's loop met before it comes first
+        parsed, positional, bad = getattr(e, "before", []), [], e
     for spec, raw in parsed:
         if spec.key in ("help", "usage", "version"):
+            bad = None
             break  # opt.c prints it and exits where it comes
         if spec.key == "states" and raw is not None:
             _state_given(raw)
         elif spec.key == "signal" and raw is not None:
             parse_signal(raw)
+    if bad is not None:
+        raise bad
     opts = Options()
     apply(opts, TABLE, env, "env")
     apply(opts, TABLE, parsed, "cli")

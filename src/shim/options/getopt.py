@@ -68,8 +68,18 @@ class Table:
 
 
 def getopt(table: Table, argv: Sequence[str], *, stop_at_positional: bool = True) -> tuple[Parsed, list[str]]:
-    """Split argv into (option, value) pairs in order, and the positional words."""
+    """Split argv into (option, value) pairs in order, and the positional words. A bad option word
+    is the table's error, which carries the pairs before it (``before``): where Slurm's loop acts
+    on an option as it meets it (scancel's ``-t``, ``--help``), that comes before the error."""
     parsed: Parsed = []
+    try:
+        return _getopt(table, argv, stop_at_positional, parsed)
+    except ShimError as e:
+        e.before = parsed  # type: ignore[attr-defined]
+        raise
+
+
+def _getopt(table: Table, argv: Sequence[str], stop_at_positional: bool, parsed: Parsed) -> tuple[Parsed, list[str]]:
     positional: list[str] = []
     i = 0
     n = len(argv)
