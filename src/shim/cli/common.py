@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from ..options import sources
+from ..errors import ShimError
 from ..options.getopt import Table, getopt
 from ..options.sources import fates  # noqa: F401  (the commands' and tests' name for it)
 from ..options.spec import Arity, Fate, OptionSpec
@@ -27,6 +28,21 @@ def own_options(prog: str, arity: Arity = Arity.REQUIRED, fate: Fate = Fate.MAP)
                           env={prog: tuple(env.split())} if env else None, dest=dest, help=help, fate=fate,
                           count=count)
     return row
+
+
+def getopt_answering(table: Table, argv: list[str], answers=("help", "usage", "version")) -> tuple[list, list[str]]:
+    """getopt (no stop at the first word) as the loops of squeue, sinfo and scontrol read a command
+    line: ``--help``, ``--usage`` or ``-V`` (sacct: ``-V`` alone) met before a bad option word is
+    answered, as those loops print it and exit where they meet it (the pairs up to it, no words);
+    else the error stands."""
+    try:
+        return getopt(table, argv, stop_at_positional=False)
+    except ShimError as e:
+        before = getattr(e, "before", [])
+        for i, (spec, _) in enumerate(before):
+            if spec.key in answers:
+                return before[:i + 1], []
+        raise
 
 
 def command_line(table: Table, argv: list[str]) -> tuple[sources.Options, list[str]]:

@@ -17,7 +17,7 @@ import time
 from ..accounting.query import Selection, build_query, error, fatal
 from ..errors import ShimError
 from . import common
-from ..options.getopt import Table, getopt
+from ..options.getopt import Table
 from ..options.sources import Options, apply
 from ..options.spec import Arity, OptionSpec
 from ..render import sacct as view
@@ -119,7 +119,7 @@ def help_text() -> str:
 
 
 def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
-    parsed, positional = getopt(TABLE, argv, stop_at_positional=False)
+    parsed, positional = common.getopt_answering(TABLE, argv, ("version",))  # (-h and -U: flags)
     o = Options()
     jobs: list[str] = []
     formats: list[str] = []

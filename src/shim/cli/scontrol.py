@@ -18,7 +18,7 @@ from .. import show as gather  # (show: the command below)
 from ..errors import ShimError
 from ..hostlist import this_host
 from . import common
-from ..options.getopt import Table, getopt
+from ..options.getopt import Table
 from ..options.sources import Options, apply
 from ..options.spec import Arity, Fate
 
@@ -313,7 +313,7 @@ def run_command(s: Session, words: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    parsed, positional = getopt(TABLE, argv, stop_at_positional=False)
+    parsed, positional = common.getopt_answering(TABLE, argv)
     opts = Options()
     apply(opts, TABLE, parsed, "cli")
     if common.answered(opts, help_text, "Usage: scontrol [-M cluster] [-a|-d|-o|-Q|-v|-V] [<COMMAND>]\n"):

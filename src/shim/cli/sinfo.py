@@ -20,7 +20,7 @@ from typing import Any
 from .. import nodeinfo, siteconf
 from ..errors import for_command
 from . import common
-from ..options.getopt import Table, getopt
+from ..options.getopt import Table
 from ..options.sources import Options, apply
 from ..options.spec import Arity, OptionSpec
 from ..render import fmt
@@ -81,7 +81,7 @@ error = for_command(PROG)  # Slurm's "<prog>: error: ..." (errors.command_error)
 
 
 def parse_args(argv: list[str]) -> tuple[Options, list[tuple[OptionSpec, str | None]], list[str]]:
-    parsed, positional = getopt(TABLE, argv, stop_at_positional=False)
+    parsed, positional = common.getopt_answering(TABLE, argv)
     o = Options()
     apply(o, TABLE, parsed, "cli")
     return o, parsed, positional

@@ -13,7 +13,7 @@ import time
 from .. import users as passwd
 from ..errors import ShimError, for_command
 from . import common
-from ..options.getopt import Table, getopt
+from ..options.getopt import Table
 from ..options.sources import Options, apply, env_parsed
 from ..options.spec import Arity, Fate, OptionSpec
 
@@ -102,7 +102,7 @@ error = for_command(PROG)  # Slurm's "<prog>: error: ..." (errors.command_error)
 
 def parse_args(argv: list[str], environ=None) -> tuple[Options, list, list[str]]:
     environ = os.environ if environ is None else environ
-    parsed, positional = getopt(TABLE, argv, stop_at_positional=False)
+    parsed, positional = common.getopt_answering(TABLE, argv)
     opts = Options()
     apply(opts, TABLE, env_parsed(TABLE, environ), "env")
     apply(opts, TABLE, parsed, "cli")
