@@ -317,9 +317,14 @@ class RawJobs:
         return f"{self.tag}_{short}"
 
     def ge(self, jid: str) -> list[str]:
-        """The Grid Engine state of each qstat row of a job."""
-        out = run("qstat", "-u", "*").stdout
-        return [ln.split()[4] for ln in out.splitlines()[2:] if ln.split() and ln.split()[0] == jid]
+        """The Grid Engine state of each row of a job in ``qstat -u '*' -xml`` (its tasks' rows)."""
+        import xml.etree.ElementTree as ET
+
+        out = run("qstat", "-u", "*", "-xml").stdout
+        if not out.strip():  # (no answer: no rows, as the plain listing's empty output read)
+            return []
+        return [jl.findtext("state") or "" for jl in ET.fromstring(out).iter("job_list")
+                if (jl.findtext("JB_job_number") or "").strip() == jid]
 
     def ge_state(self, jid: str) -> str:
         return ",".join(self.ge(jid))

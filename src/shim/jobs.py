@@ -133,6 +133,23 @@ def start_details(cfg: SiteConfig, ids: set[int], backend: Any = None) -> q.Quer
     return q.Query(backend if backend is not None else _backend(cfg), ops.detail(sorted(ids))[1])
 
 
+def recorded_ar(cfg: SiteConfig, job: int) -> str | None:
+    """A hint taken before the job list is read: the ``ar`` of the first submit record of ``job``
+    found in any user's directory ("" none), None where none says. Whose record it is is not
+    known yet, so it only decides whether to start qrstat early (show.jobs_shown);
+    fill_reservations reads the owner's record itself."""
+    for uid, d in state.user_dirs(cfg):
+        path = os.path.join(d, "jobs", f"{int(job)}.json")
+        try:
+            os.lstat(path)
+        except OSError:
+            continue
+        data = state.read_json(path, uid)
+        ar = data.get("ar") if isinstance(data, dict) else None
+        return ar if isinstance(ar, str) else None
+    return None
+
+
 def add_grid_engine_detail(cfg: SiteConfig, recs: list[JobRecord], backend, started: q.Query | None = None) -> None:
     """A detail source for jobs not submitted through the shim (no submit record): working
     directory, command, output paths, throttle, account, submission and begin times, from Grid
@@ -929,9 +946,11 @@ def fill_reservations(recs: list, cfg, backend=None, started=None) -> None:
     ``qrsub -N`` gave it (qrstat). One qrstat call for the listing (``started``: the one begun
     earlier); qstat -j for its jobs only when Grid Engine has any advance reservation. A job
     whose Grid Engine detail was read already (``extra["ar"]``, add_grid_engine_detail) is asked
-    about no more, and needs no qrstat without an advance reservation. An advance reservation
-    without a name shows its id; a job of one that has gone shows none. Jobs that have ended show
-    none (their record does not keep it)."""
+    about no more, and needs no qrstat without an advance reservation; nor is a job whose submit
+    record names the advance reservation it was submitted into (``ar``, "" for none: the shim
+    gives a job its reservation at submission only; a raw ``qalter -ar`` later is not seen). An
+    advance reservation without a name shows its id; a job of one that has gone shows none. Jobs
+    that have ended show none (their record does not keep it)."""
     todo = [r for r in recs if "reservation" not in r.extra]
     if not todo:
         return
@@ -939,6 +958,10 @@ def fill_reservations(recs: list, cfg, backend=None, started=None) -> None:
 
     for r in todo:
         r.extra["reservation"] = None
+        if "ar" not in r.extra and not r.extra.get("ended"):
+            ar = (submit_record(cfg, r) or NO_RECORD).ar
+            if isinstance(ar, str):
+                r.extra["ar"] = ar
     todo = [r for r in todo if not r.extra.get("ended") and r.extra.get("ar") not in ("", "0")]
     if not todo:
         return

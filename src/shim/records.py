@@ -82,6 +82,11 @@ def _bool(v: Any) -> bool | None:
     return v if type(v) is bool else None
 
 
+def _ar(v: Any) -> str | None:
+    """An advance reservation's id as Grid Engine numbers them, or "" for none."""
+    return v if type(v) is str and (v == "" or (v.isdigit() and len(v) <= 12)) else None
+
+
 def _begin(v: Any) -> float | int | None:
     """--begin: a timestamp (or, in old records, an ISO time)."""
     if type(v) is str:
@@ -107,7 +112,7 @@ SUBMIT_TYPES: dict[str, Callable[[Any], Any]] = {
     "script_path": _str, "licenses": _str, "gres": _str, "features": _str, "cluster": _str,
     "ntasks": _int, "cpus_per_task": _int, "nodes": _int, "time": _int, "nice": _int, "gpus": _int,
     "throttle": _int, "mem_mb": _num, "mem_per_cpu_mb": _num, "mem_per_gpu_mb": _num,
-    "default_mem_per_cpu": _num, "requeue": _bool, "array": _indices,
+    "default_mem_per_cpu": _num, "requeue": _bool, "array": _indices, "ar": _ar,
 }
 EVENT_TYPES: dict[str, Callable[[Any], Any]] = {
     "t": _ts, "sub": _ts, "start": _ts, "exit": _int, "signal": _int, "uid": _int, "cpus": _int,

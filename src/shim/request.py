@@ -108,7 +108,7 @@ PRIVATE = ("script", "args", "environ", "env_file")
 SECRET = ("environ", "export", "export_raw", "export_file")  # what goes to the private env file
 SUBMIT_FIELDS = (
     "script", "args", "environ", "env_file", "get_user_env", "umask", "user", "uid", "submit_time", "command",
-    "sub", "export", "export_raw", "export_file", "interactive", "version",
+    "sub", "export", "export_raw", "export_file", "interactive", "version", "ar",
 )
 
 
@@ -117,7 +117,8 @@ class SubmitRecord(Frozen):
     (or ``env_file``, the private file that holds it), ``export`` ({"all": bool, "vars": {...}}),
     ``export_raw`` (--export's text), ``export_file`` (--export-file's variables), who submitted
     (``user``, ``uid``, ``umask``), when (``submit_time``; ``sub`` ties the job's records to this
-    Grid Engine job), ``command`` and ``interactive`` (salloc, srun)."""
+    Grid Engine job), ``command`` and ``interactive`` (salloc, srun), and ``ar``: the advance
+    reservation it was submitted into (``-ar``'s id, "" for none; submit.reservation_flags)."""
 
     __slots__ = REQUEST_FIELDS + SUBMIT_FIELDS
     FIELDS = REQUEST_FIELDS + SUBMIT_FIELDS

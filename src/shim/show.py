@@ -69,8 +69,10 @@ def jobs_shown(s, ids: list[str]) -> tuple[list[JobRecord], float, str | None]:
             pass
     pre = jobs.start_details(s.cfg, only, s.backend()) if only else None  # (runs beside the listing)
     # qrstat, for the Reservation= line, beside the listing too; not where Grid Engine's detail of
-    # the job is asked for: its JB_ar tells whether the job has an advance reservation to name
-    resv = s.backend().reservation_names() if pre is None else None
+    # the job is asked for (its JB_ar tells whether the job has an advance reservation to name),
+    # nor where the job's submit record says it was submitted into none (jobs.recorded_ar)
+    no_ar = only is not None and pre is None and jobs.recorded_ar(s.cfg, next(iter(only))) == ""
+    resv = s.backend().reservation_names() if pre is None and not no_ar else None
     try:
         return _jobs_shown(s, ids, only, pre, resv)
     finally:

@@ -256,9 +256,11 @@ def batch(argv: list[str], environ: dict[str, str], stdin=None, cwd: str | None 
     sub = qsub.build(o, cfg, ctx)
     warnings = qsub.bound_warnings(warnings, o, prog, ctx.capabilities)  # --hint etc. that Grid Engine binds
     check_hosts(prog, o, cfg)
-    sub.argv += reservation_flags(prog, o, cfg, ctx.user)
+    resv = reservation_flags(prog, o, cfg, ctx.user)
+    sub.argv += resv
     sub.record = SubmitRecord.of(
         sub.request,
+        ar=resv[1] if resv else "",
         script=base64.b64encode(data).decode("ascii"),
         args=args,
         environ=environ,
@@ -456,7 +458,8 @@ def allocate(o: Options, environ: dict[str, str], cfg, holder: bytes, prog: str 
 
     ctx = context(prog, "interactive", environ)
     sub = qsub.build(o, cfg, ctx)
-    sub.argv += reservation_flags(prog, o, cfg, ctx.user)
+    resv = reservation_flags(prog, o, cfg, ctx.user)
+    sub.argv += resv
     backend = backends.get(cfg)
     partition = sub.request.partition
     pe = None if "-pe" in sub.argv else backend.first_task_pe(qsub.allocation_pes(cfg, partition))
@@ -464,6 +467,7 @@ def allocate(o: Options, environ: dict[str, str], cfg, holder: bytes, prog: str 
     now = time.time()
     rec = SubmitRecord.of(
         sub.request.replace(stdout="/dev/null", stderr=None, stdin=None),
+        ar=resv[1] if resv else "",
         script=base64.b64encode(holder).decode("ascii"),
         args=[],
         **env_carrier(cfg, environ),
@@ -511,7 +515,8 @@ def interactive(o: Options, environ: dict[str, str], cfg, script_name: str, comm
     if backend.scheduler().returncode != 0:
         raise ShimError(f"{prog}: error: Unable to allocate resources: Unable to contact slurm controller "
                         "(connect failure)", code=1)
-    sub.argv += reservation_flags(prog, o, cfg, ctx.user)
+    resv = reservation_flags(prog, o, cfg, ctx.user)
+    sub.argv += resv
     flags = qsub.qrsh_flags(sub.argv)
     asked = sub.request.asked or {}
     if any(asked.values()) or o.test_only:
@@ -520,7 +525,7 @@ def interactive(o: Options, environ: dict[str, str], cfg, script_name: str, comm
             raise refusal(prog, "Unable to allocate resources", res.stderr + res.stdout, asked)
     now = time.time()
     rec = SubmitRecord.of(sub.request, user=ctx.user, uid=ctx.uid, submit_time=now, sub=now, umask=umask(),
-                          command=command, interactive=True)
+                          command=command, interactive=True, ar=resv[1] if resv else "")
     return sub, flags, rec
 
 

@@ -132,6 +132,7 @@ def test_reservation_becomes_minus_ar(monkeypatch):
     backends.use(FakeGE(ops.parse_reservations(DETAIL)))
     sub = prepare(["--reservation=w7acl"], "alice", monkeypatch)
     assert sub.argv[sub.argv.index("-ar") + 1] == "3"
+    assert sub.record.public().ar == "3"  # the record others read says it (jobs.fill_reservations)
 
 
 def test_no_such_reservation(monkeypatch):
@@ -160,11 +161,11 @@ def test_every_member_of_a_list_must_pass_and_the_first_is_used(monkeypatch):
     ars = ops.parse_reservations(DETAIL) + ops.parse_reservations(SUMMARY)
     backends.use(FakeGE(ars))
     sub = prepare(["--reservation=w7probe,w7acl"], "alice", monkeypatch)
-    assert sub.argv[sub.argv.index("-ar") + 1] == "1"
+    assert sub.argv[sub.argv.index("-ar") + 1] == "1" and sub.record.ar == "1"
     assert refused(["--reservation=w7probe,nope"], monkeypatch)[0].endswith("Requested reservation is invalid")
 
 
 def test_no_reservation_asks_nothing(monkeypatch):
     backends.use(FakeGE([]))
     sub = prepare([], "alice", monkeypatch)
-    assert "-ar" not in sub.argv
+    assert "-ar" not in sub.argv and sub.record.public().ar == ""

@@ -129,6 +129,34 @@ def test_the_recorded_answers_tie_a_job_to_its_reservation():
     assert facts["JB_ar"] == ar["id"] != "0" and ar["name"] == "s5xprobe"
     b = Backend(qrstat, detail)
     rec = JobRecord(job, name="s5xprobe_j", user="root", state="PENDING")
-    fill_reservations([rec], None, b)
+    from shim import siteconf
+
+    fill_reservations([rec], siteconf.get(), b)  # (no submit record: Grid Engine's own answers)
     assert rec.extra["reservation"] == "s5xprobe"
     assert [k[0] for k, _ in b.calls] == ["qrstat", "qstat"]
+
+
+@pytest.mark.parametrize("ar, shown, asks_qrstat", [("", None, False), ("1", "w7probe", True), (None, "w7probe", True)])
+def test_scontrol_show_job_of_a_shim_job_reads_its_reservation_from_the_record(capsys, site, ar, shown, asks_qrstat):
+    """A job the shim submitted: its record says which advance reservation sbatch gave it (``ar``,
+    "" none), so Grid Engine's detail is not asked for, and qrstat only where there is one to
+    name. A record from before the field (None here) says nothing: qrstat, then Grid Engine's
+    detail (JB_ar 1 in this answer), as before."""
+    from shim_records import submit
+
+    submit(site, 105, name="fx_run1", **({} if ar is None else {"ar": ar}))
+    rc, out, err, calls = run(capsys, "scontrol", "show", "job", "105")
+    assert (rc, err) == (0, "")
+    got = [ln.strip() for ln in out.splitlines() if ln.strip().startswith("Reservation=")]
+    assert got == ([f"Reservation={shown}"] if shown else [])
+    assert (("qrstat", "-u", "*", "-xml") in calls) == asks_qrstat
+    assert bool([c for c in calls if c[:2] == ("qstat", "-j")]) == (ar is None)
+
+
+def test_the_record_field_is_checked():
+    from shim.records import clean_submit
+
+    assert clean_submit({"ar": "12"}).ar == "12" and clean_submit({"ar": ""}).ar == ""
+    for bad in ("x", "1 2", 3, None, "-1"):
+        assert not isinstance(clean_submit({"ar": bad}).ar, str), bad
+

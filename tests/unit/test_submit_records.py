@@ -14,7 +14,8 @@ from conftest import use_site_config
 from submit_golden import GOLDEN, SALLOC_CASES, SBATCH_CASES, SRUN_CASES, capture
 
 WANT = json.loads(GOLDEN.read_text())
-ADDED = {"version": 1}  # shim.request.VERSION: records (and the payloads they are made from) say their layout
+ADDED = {"version": 1,  # shim.request.VERSION: records (and the payloads they are made from) say their layout
+         "ar": ""}  # the advance reservation submitted into ("" none: these cases have no --reservation)
 JSON_FIELDS = ("payload", "record", "env_file", "req", "environ")
 
 
