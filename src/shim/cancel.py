@@ -15,6 +15,7 @@ prints the notes. Nothing here prints.
 
 from __future__ import annotations
 
+import os
 import signal as _signal
 
 from . import jobs
@@ -90,6 +91,7 @@ class Filters:
         self.account, self.qos, self.nodelist, self.reservation, self.wckey = account, qos, nodelist, reservation, wckey
         self.user_text = user if user_text is None else user_text  # as given (--me: the uid's digits)
         self._nodes: set[str] | None = None
+        self.errors: list[str] = []  # slurm_read_hostfile's error() lines (told prints them first)
 
     def summary(self) -> str:
         """The filters as scancel.c's "No active jobs match ALL job filters, including: " names
@@ -130,11 +132,37 @@ class Filters:
         if self.qos is not None and q.qos_of(r, cfg) != self.qos.lower():
             return False
         if self.nodelist is not None:
-            if self._nodes is None:  # no localhost: scancel/opt.c passes -w to hostset_intersects as given
-                self._nodes = q.hosts_named(self.nodelist, localhost=False)
-            if not q.on_hosts(r, self._nodes):
+            nodes = self._nodes if self._nodes is not None else self._node_set()
+            if not q.on_hosts(r, nodes):
                 return False
         return self.wckey is None  # no job has a wckey (squeue shows none): scancel.c's xstrcmp(NULL, wckey) fails
+
+    def _node_set(self) -> set[str]:
+        """-w's hosts (no localhost: scancel/opt.c passes -w to hostset_intersects as given). A
+        list with a ``/`` names a hostfile (scancel.c: slurm_read_hostfile, job by job until one
+        read succeeds): where it cannot be read, its error is said and the text is the list."""
+        from . import jobqueue as q
+        from .hostlist import hostfile
+
+        text = self.nodelist or ""
+        if "/" in text:
+            hosts, why = None, ""
+            try:
+                with open(text, "rb") as f:
+                    data = f.read(1 << 23)
+                hosts, why = hostfile(data.decode("utf-8", "replace"), text)
+            except OSError as e:
+                why = f"slurm_allocate_resources error opening file {text}, {os.strerror(e.errno or 0)}"
+            if hosts is not None:
+                self._nodes = set(hosts)
+                return self._nodes
+            self.errors.append(f"{PROG}: error: {why}")
+            try:
+                return q.hosts_named(text, localhost=False)
+            except ValueError:
+                return set()
+        self._nodes = q.hosts_named(text, localhost=False)
+        return self._nodes
 
     def prepare(self, records: list[JobRecord], cfg) -> None:
         """Read what ``keep`` compares that the job list does not hold: the jobs' reservations,
@@ -349,7 +377,7 @@ def told(selection: Selection, sig: int | None, *, batch: bool, full: bool, verb
     that name no job to act on: an error that fails the command only where ``strict``, i.e. with
     ``-s`` or ``-b``; said only then or with ``-v``). Without ids, ``-v`` names each job the
     filters chose, and says so when they chose none (_filter_job_records' error, exit status 0)."""
-    out: list[Note] = []
+    out: list[Note] = [Note(e) for e in (filters.errors if filters is not None else ())]
     if verbose and not selection.picked and filters is not None and filters.given:
         for p in selection.plans:  # one line a job record, as scancel.c's _build_jobid_str names it
             for r in p.records:

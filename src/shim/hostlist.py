@@ -303,3 +303,42 @@ def count(expr: str) -> int:
                 n *= sum(hi - lo + 1 for lo, hi, _ in piece)
         total += n
     return total
+
+
+def hostfile(text: str, name: str) -> tuple[list[str] | None, str]:
+    """The hosts of a Slurm hostfile (slurm_read_hostfile, api/allocate.c; ``name``: its path, for
+    the error): on each line ``#`` starts a comment (``\\#`` is a plain ``#``), an empty line is
+    skipped, any other must begin with a letter or digit, and its comma-separated words are
+    hostlists, ``NAME*N`` being NAME N times. (hosts, "") or (None, Slurm's error text)."""
+    hosts: list[str] = []
+    for number, line in enumerate(text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"), 1):
+        kept, i = [], 0
+        while i < len(line):
+            c = line[i]
+            if c == "#":
+                if kept and kept[-1] == "\\":
+                    kept[-1] = "#"
+                    i += 1
+                    continue
+                break
+            kept.append(c)
+            i += 1
+        line = "".join(kept)
+        if not line:
+            continue
+        if not line[0].isascii() or not line[0].isalnum():
+            return None, f"Invalid hostfile {name} contents on line {number}"
+        for word in line.split(","):
+            if not word:
+                continue
+            host, star, count = word.partition("*")
+            n = int(count) if star and count.isdigit() else 0
+            try:
+                hosts.extend([host] * n if n else expand(word))
+            except HostlistError:
+                hosts.append(word)
+            if len(hosts) > MAX_HOSTS:
+                return None, "Hostlist is too long for the allocate RPC!"
+    if not hosts:
+        return None, "Hostlist is empty!"
+    return hosts, ""

@@ -162,3 +162,12 @@ def test_a_numeric_suffix_is_the_trailing_ascii_digits_only():
     assert compress(["n1\n", "n2"]) == "n1\n,n2"  # no regex '$' before a newline
     assert compress(["n\u0661", "n\u0662"]) == "n\u0661,n\u0662"  # no non-ASCII digits
     assert compress(["n9", "n10", "n08", "n11"]) == "n[08,9-11]"  # Slurm's width rules, as before
+
+
+def test_hostfile_is_slurms_read_hostfile():
+    from shim.hostlist import hostfile
+
+    assert hostfile("# rack 1\nn[1-2],x*3\n\nvm\\#2\n", "/f") == (["n1", "n2", "x", "x", "x", "vm#2"], "")
+    assert hostfile("a\n\n-b\n", "/f") == (None, "Invalid hostfile /f contents on line 3")
+    assert hostfile("# nothing\n", "/f") == (None, "Hostlist is empty!")
+    assert hostfile("", "/f") == (None, "Hostlist is empty!")

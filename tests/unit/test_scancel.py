@@ -197,6 +197,26 @@ def test_filters(capsys):
     assert scancel(capsys, "-u", "alice", "--me", "-t", "PD", "-p", "gpu")[3] == [["qdel", "117"]]
 
 
+def test_a_nodelist_with_a_slash_is_a_hostfile(capsys, tmp_path):
+    """scancel.c: -w naming a '/' is read with slurm_read_hostfile (comments, NAME*N, one
+    hostlist a word); where it cannot be read, its error() line is said for each job it was
+    tried on (it is tried again job by job) and the text itself is the host list."""
+    hf = tmp_path / "hosts"
+    hf.write_text("# the gpu box\nnosuch,vm*2\n")
+    assert scancel(capsys, "-w", str(hf), "-p", "gpu") == (0, "", "", [["qdel", "108"]])
+    hf.write_text("nosuch # only\n")
+    assert scancel(capsys, "-w", str(hf), "-p", "gpu") == (0, "", "", [])
+    hf.write_text("vm\n-x\n")
+    rc, out, err, calls = scancel(capsys, "-w", str(hf), "-p", "gpu")
+    # both of gpu's jobs (108 running, 117 pending) reach the -w test: one error line each
+    assert (rc, out, calls) == (0, "", []) and err == f"scancel: error: Invalid hostfile {hf} contents on line 2\n" * 2
+    rc, out, err, calls = scancel(capsys, "-w", str(tmp_path / "gone"), "-t", "PD", "-p", "gpu")
+    assert (rc, out, calls) == (0, "", [])
+    assert err == f"scancel: error: slurm_allocate_resources error opening file {tmp_path / 'gone'}, " \
+                  "No such file or directory\n"
+    assert scancel(capsys, "-Q", "-w", str(tmp_path / "gone"), "-p", "gpu")[:4] == (0, "", "", [])
+
+
 def test_a_filter_value_is_compared_whole_not_split_on_commas(capsys):
     """Slurm 22.05's scancel takes one value for -n, -p, -A, -q (scancel/opt.c keeps optarg as
     given) and scancel.c's _filter_job_records compares it whole with xstrcmp: "a,b" is one name,
