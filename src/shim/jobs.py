@@ -119,18 +119,25 @@ def start_details(cfg: SiteConfig, ids: set[int], backend: Any = None) -> q.Quer
     it runs beside the job listing (scontrol show job N); None where no id lacks a submit record
     in every user's directory (a job submitted through the shim needs no detail of Grid Engine's:
     an lstat per user, nothing read)."""
-    if not ids:
+    if not ids or _first_record(cfg, ids) is not None:
         return None
-    for _uid, d in state.user_dirs(cfg):
-        for j in ids:
-            try:
-                os.lstat(os.path.join(d, "jobs", f"{j}.json"))
-                return None
-            except OSError:
-                continue
     from .backends.gridengine import ops
 
     return q.Query(backend if backend is not None else _backend(cfg), ops.detail(sorted(ids))[1])
+
+
+def _first_record(cfg: SiteConfig, ids: set[int]) -> tuple[int, str] | None:
+    """(uid, path) of the first submit record of any of ``ids`` in any user's directory: an lstat
+    per user and id, nothing read (whose job it is, the listing says later)."""
+    for uid, d in state.user_dirs(cfg):
+        for j in ids:
+            path = os.path.join(d, "jobs", f"{int(j)}.json")
+            try:
+                os.lstat(path)
+            except OSError:
+                continue
+            return uid, path
+    return None
 
 
 def recorded_ar(cfg: SiteConfig, job: int) -> str | None:
@@ -138,16 +145,10 @@ def recorded_ar(cfg: SiteConfig, job: int) -> str | None:
     found in any user's directory ("" none), None where none says. Whose record it is is not
     known yet, so it only decides whether to start qrstat early (show.jobs_shown);
     fill_reservations reads the owner's record itself."""
-    for uid, d in state.user_dirs(cfg):
-        path = os.path.join(d, "jobs", f"{int(job)}.json")
-        try:
-            os.lstat(path)
-        except OSError:
-            continue
-        data = state.read_json(path, uid)
-        ar = data.get("ar") if isinstance(data, dict) else None
-        return ar if isinstance(ar, str) else None
-    return None
+    found = _first_record(cfg, {job})
+    data = state.read_json(found[1], found[0]) if found else None
+    ar = data.get("ar") if data else None
+    return ar if isinstance(ar, str) else None
 
 
 def add_grid_engine_detail(cfg: SiteConfig, recs: list[JobRecord], backend, started: q.Query | None = None) -> None:
