@@ -188,8 +188,9 @@ echo "== abort"; s=$(date +%s); timeout 60 srun -n4 -O {programs / 'abort-mpich'
     assert cp.stderr.splitlines()[-1] == "srun: error: Invalid MPI type 'pmi9', --mpi=list for acceptable types"
 
 
-# Open MPI's own TCP transport under load, on two hosts of one 2-core machine (mpirun and srun
-# alike): a rank's connect() to a peer fails, a rank exits 1 and the rest wait in MPI_Finalize.
+# Open MPI's own TCP transport under load, on two hosts of one 2-core machine: a rank's connect()
+# to a peer fails, a rank exits 1 and the rest wait in MPI_Finalize. srun starts Open MPI's ranks
+# through Open MPI's own mpirun (runtime/steps/ompi.py: Open MPI 4.1 speaks PMIx only), so both see it.
 OPEN_MPI_TCP_FAULT = re.compile(r"WARNING: Open MPI failed to TCP connect to a peer MPI process|"
                                 r"An MPI communication peer process has unexpectedly disconnected")
 
