@@ -28,8 +28,8 @@ TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings 
 if TYPE_CHECKING:
     from typing import Any, Iterable
 
-    from .render import sprio as sprio_view  # (dataclasses, as the other views): imported where rows
-    from .render import sshare as sshare_view  # are made
+    from .render import sprio as sprio_view  # (imported where rows are made)
+    from .render import sshare as sshare_view
 
 
 # --- the share tree: what sacctmgr and sshare read alike ----------------------------------------

@@ -175,6 +175,7 @@ def _command_modules(tmp_path: Path, cmd: str, argv: list[str], *, method: str =
         "qacct": "echo 'error: job id 5 not found' >&2; exit 1\n",
         "qconf": "exit 0\n",
         "qdel": 'echo "root has registered the job $1 for deletion"\n',
+        "sge_share_mon": "exit 0\n",  # (no share tree)
     }
     for name, body in scripts.items():
         (bindir / name).write_text("#!/bin/sh\n" + body)
@@ -206,6 +207,7 @@ def _command_modules(tmp_path: Path, cmd: str, argv: list[str], *, method: str =
     ("squeue", []), ("squeue", ["-u", "root"]), ("squeue", ["-j", "105"]), ("squeue", ["-l"]),
     ("scontrol", ["show", "job", "105"]), ("sacct", ["-j", "5"]),
     ("sbatch", ["--wrap=true", "-J", "x"]), ("scancel", ["105"]),
+    ("sprio", []), ("sshare", []), ("sreport", ["cluster", "AccountUtilizationByUser"]), ("sacctmgr", ["show", "qos"]),
 ])
 def test_a_commands_start_loads_no_heavy_module(tmp_path, cmd, argv):
     rc, mods, out = _command_modules(tmp_path, cmd, argv)

@@ -5,11 +5,13 @@ at its width, right-justified numbers, a dashed line under the header). Reads no
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Sequence
 
 from ..options.spec import Arity, OptionSpec
 from .help import options_help
+from ..plain import record  # (dataclasses costs ~10 ms of a start)
 
 
 def help_text(prog: str, specs: Sequence[OptionSpec], summary: str, usage: str = "[OPTIONS]") -> str:
@@ -23,7 +25,7 @@ def usage_text(prog: str, specs: Sequence[OptionSpec], tail: str = "") -> str:
     return out + (f" {tail}" if tail else "") + "\n"
 
 
-@dataclass
+@record
 class Column:
     """One print_field_t: a name, a width (negative: left-justified) and how values print."""
 

@@ -9,14 +9,19 @@ normalized factors ``%.7lf``, normalized priority ``%16.14f``; the ``-w`` row) a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
+from ..plain import factory, record  # (dataclasses costs ~10 ms of a start)
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+if TYPE_CHECKING:
+    from typing import Callable
+
+    Printer = Callable[["Row", "Weights"], str]
 
 NICE_OFFSET = 0x80000000  # only in the sums; the rows carry plain nice values
 PRIO_SCALE = 0xFFFFFFFF
 
 
-@dataclass
+@record
 class Row:
     """One pending job's priority factors, each already weighted (Slurm's priority_* values)."""
 
@@ -34,11 +39,11 @@ class Row:
     jobsize: float = 0.0
     part: float = 0.0
     qos_prio: float = 0.0
-    tres: dict[str, float] = field(default_factory=dict)
+    tres: dict[str, float] = factory(dict)
     cluster: str = ""
 
 
-@dataclass
+@record
 class Weights:
     age: int = 0
     assoc: int = 0
@@ -47,7 +52,7 @@ class Weights:
     partition: int = 0
     qos: int = 0
     tres: str = ""  # PriorityWeightTRES, "" for none
-    tres_each: dict[str, float] = field(default_factory=dict)
+    tres_each: dict[str, float] = factory(dict)
 
 
 def pad(text: str, width: int, right: bool) -> str:
@@ -72,7 +77,6 @@ def _ratio(v: float, w: float) -> float:
 
 
 # letter -> (header, weights-row text (w) or None for "", value text (row, weights))
-Printer = Callable[[Row, Weights], str]
 LETTERS: dict[str, tuple[str, Callable[[Weights], str], Printer]] = {
     "a": ("AGE", lambda w: _int(w.age), lambda r, w: _norm(_ratio(r.age, w.age))),
     "A": ("AGE", lambda w: _int(w.age), lambda r, w: _int(r.age)),
@@ -102,7 +106,7 @@ LETTERS: dict[str, tuple[str, Callable[[Weights], str], Printer]] = {
 }
 
 
-@dataclass
+@record
 class Field:
     letter: str | None  # None: the format's prefix (text before the first %)
     width: int = 0

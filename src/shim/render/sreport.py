@@ -14,7 +14,10 @@
 from __future__ import annotations
 
 import time as _time
-from typing import Any, Sequence
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 from .report import ENDING, NO_ENDING, Column
 

@@ -5,9 +5,11 @@ account's name one level deeper). Reads nothing; rows come from policies.shares.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any
 
+from ..plain import record  # (dataclasses costs ~10 ms of a start)
 from .report import Column, print_fields
 
 # name, width (negative: left-justified), printer kind
@@ -44,7 +46,7 @@ def parse_fields(spec: str) -> list[Column]:
     return out
 
 
-@dataclass
+@record
 class Share:
     """One association: an account (user "") or a user under its account."""
 
