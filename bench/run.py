@@ -286,12 +286,15 @@ def w_token_job(args) -> dict:
 
 
 def w_held(args) -> dict:
-    """Submit args["n"] held jobs with the raw qsub (each a job for one scancel/qdel to remove)."""
-    env = worker_env()
+    """Submit args["n"] held jobs with the raw qsub (each a job for one scancel/qdel to remove), or
+    with the shim's sbatch where args["sbatch"] names it (its site config in args["env"])."""
+    env = worker_env(args.get("env"))
     ids = []
     for _ in range(args["n"]):
-        cp = sh([args["qsub"], "-h", "-terse", "-b", "y", "-o", "/dev/null", "-j", "y", "-N", "tocancel",
-                 "/bin/true"], env=env, cwd="/tmp")
+        argv = ([args["sbatch"], "--parsable", "-H", "-o", "/dev/null", "-J", "tocancel", "--wrap=true"]
+                if args.get("sbatch") else
+                [args["qsub"], "-h", "-terse", "-b", "y", "-o", "/dev/null", "-j", "y", "-N", "tocancel", "/bin/true"])
+        cp = sh(argv, env=env, cwd="/tmp")
         if cp.returncode != 0 or not cp.stdout.strip().isdigit():
             raise RuntimeError(f"qsub failed: {cp.stderr.strip()[:300]}")
         ids.append(cp.stdout.strip())
@@ -485,14 +488,16 @@ class Bench:
     def _table(self, ge, raw, deb, runs, cwd, t_start, fin) -> None:
         held = self.worker("held", {"n": 5 * runs + 1, "qsub": str(raw / "qsub")})["ids"]
         job, cancel = held[0], held[1:]
+        off = {"SLURM_SHIM_SERVICE": "off"}  # the shim column: in-process, whatever BIN holds
+        shim_job = self.worker("held", {"n": 1, "sbatch": str(BIN / "sbatch"), "env": self.env("agent", **off)})["ids"][0]
         accounted = self.wait_accounted(fin, raw)
         queue_before = self.queue_size()
         q = {"squeue": ([str(BIN / "squeue")], ["qstat", "-u", "*", "-xml"]),
              "squeue_u": ([str(BIN / "squeue"), "-u", USER], ["qstat", "-u", USER, "-xml"]),
              "squeue_j": ([str(BIN / "squeue"), "-j", job], ["qstat", "-j", job]),
              "sacct_j": ([str(BIN / "sacct"), "-j", fin], ["qacct", "-j", fin]),
-             "scontrol_job": ([str(BIN / "scontrol"), "show", "job", job], ["qstat", "-j", job])}
-        off = {"SLURM_SHIM_SERVICE": "off"}  # the shim column: in-process, whatever BIN holds
+             "scontrol_job": ([str(BIN / "scontrol"), "show", "job", job], ["qstat", "-j", job]),
+             "scontrol_shim": ([str(BIN / "scontrol"), "show", "job", shim_job], ["qstat", "-j", shim_job])}
 
         def warm(name: str, argv: list[str], method: str = "agent") -> list:
             """The warm service's two clients: Python (shim.service.client) and C (BASE/cbin), both
@@ -551,6 +556,7 @@ class Bench:
             ("scancel", "`scancel N` vs `qdel N`", 2.0),
             ("sacct_j", "`sacct -j N` vs `qacct -j N`", 2.0),
             ("scontrol_job", "`scontrol show job N` vs `qstat -j N`", 2.0),
+            ("scontrol_shim", "`scontrol show job N` of a job sbatch submitted vs `qstat -j N`", 2.0),
         ]
         self.table_rows = []
         errors = r1["errors"] + r2["errors"]
@@ -571,7 +577,7 @@ class Bench:
                   file=sys.stderr, flush=True)
         self.raw["table"] = {"times": times, "errors": errors, "queue": {
             "before": queue_before, "after_queries": queue_mid, "after_submits": queue_after},
-            "job": job, "finished_job": fin, "accounted_after_s": accounted, "ge": ge, "ge_calls": calls,
+            "job": job, "shim_job": shim_job, "finished_job": fin, "accounted_after_s": accounted, "ge": ge, "ge_calls": calls,
             "seconds": time.perf_counter() - t_start, "load_before": self.raw["table_load_before"],
             "load_after": os.getloadavg(), "cpus": os.cpu_count()}
 
@@ -991,7 +997,8 @@ class Bench:
                       f"wrapper); queue {qu['before']} jobs for the queries (held; every user's), "
                       f"{qu['after_queries']}–{qu['after_submits']} for the submissions; raw binaries in "
                       f"`{t['ge']['bin_dir']}` (SGE_ROOT={t['ge']['SGE_ROOT']}, SGE_CELL={t['ge']['SGE_CELL']}); "
-                      f"N = held job {t['job']}, sacct's N = finished job {t['finished_job']}; load average "
+                      f"N = held job {t['job']} (raw qsub; {t.get('shim_job')} from sbatch for its scontrol row), "
+                      f"sacct's N = finished job {t['finished_job']}; load average "
                       f"{t['load_before'][0]:.1f} before, {t['load_after'][0]:.1f} after, on {t['cpus']} CPUs. "
                       f"Warm columns: the per-user service (docs/service.md) through the Python client "
                       f"(`python3 -I -c 'from shim.service import client; ...'`) and the C client "
