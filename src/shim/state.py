@@ -61,20 +61,22 @@ _uids: dict[str, int | None] = {}
 
 
 def uid_of(owner: Owner) -> int | None:
-    """A uid for a uid, a user name (None when unknown) or None (the calling user)."""
+    """A uid for a uid, a user name or None (the calling user). A string is a user name first,
+    as Slurm's uid_from_string reads one (src/common/uid.c): digits are a uid only when no user
+    has that name (a user named "4000" is not uid 4000, whose directory would speak for her);
+    None when it is neither."""
     if owner is None:
         return os.getuid()
     if isinstance(owner, int):
         return owner
-    if owner.isascii() and owner.isdigit():
-        return int(owner)
     if owner not in _uids:
         import pwd
 
         try:
             _uids[owner] = pwd.getpwnam(owner).pw_uid
         except (KeyError, OverflowError, ValueError):
-            _uids[owner] = None
+            digits = owner.isascii() and owner.isdigit() and len(owner) <= 10
+            _uids[owner] = int(owner) if digits and int(owner) < 1 << 32 else None
     return _uids[owner]
 
 

@@ -9,12 +9,17 @@ import os
 
 
 def name_of(word: str) -> str | None:
-    """The name of the user ``word`` names (a name, or a uid in digits); None when there is none."""
+    """The name of the user ``word`` names: a name first, digits a uid only when no user has that
+    name (Slurm's uid_from_string); None when there is none."""
     import pwd
 
     try:
-        return pwd.getpwuid(int(word)).pw_name if word.isdigit() else pwd.getpwnam(word).pw_name
+        return pwd.getpwnam(word).pw_name
     except (KeyError, ValueError):
+        pass
+    try:
+        return pwd.getpwuid(int(word)).pw_name if word.isascii() and word.isdigit() else None
+    except (KeyError, ValueError, OverflowError):
         return None
 
 

@@ -469,10 +469,10 @@ def _dep_ids(p: dict) -> list[tuple[str, int, str]]:
     return out
 
 
-def dep_owners(jobs: list[int], backend=None) -> dict[int, tuple[str, float | None]]:
+def dep_owners(jobs: list[int], backend=None) -> dict[int, tuple[int | str, float | None]]:
     """{job: (owner, Grid Engine's submission time)} of dependency jobs, from Grid Engine: qstat
     for jobs it still holds, else the accounting file. Jobs it does not know are absent."""
-    out: dict[int, tuple[str, float | None]] = {}
+    out: dict[int, tuple[int | str, float | None]] = {}
     try:
         from .. import backends, siteconf
         from ..backends import qacct
@@ -480,8 +480,9 @@ def dep_owners(jobs: list[int], backend=None) -> dict[int, tuple[str, float | No
         cfg = siteconf.get()
         be = backend or backends.get(cfg)
         for j, d in be.details(jobs).items():
-            if j in jobs and d.get("JB_owner"):
-                out[j] = (d["JB_owner"], d.get("submit_ts"))
+            uid = d.get("JB_uid") or ""
+            if j in jobs and (d.get("JB_owner") or uid.isdigit()):  # Grid Engine's uid where it gives one
+                out[j] = (int(uid) if uid.isascii() and uid.isdigit() else d["JB_owner"], d.get("submit_ts"))
         missing = [j for j in jobs if j not in out]
         if missing:
             for r in qacct.scan_file(qacct.accounting_path(cfg), jobs=missing):
