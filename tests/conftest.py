@@ -241,6 +241,39 @@ def _debian_only(item) -> bool:
     return item.path.name in DEBIAN_CELL_FILES or any(item.nodeid.endswith(t) for t in DEBIAN_CELL_TESTS)
 
 
+# The warm service (shim.service) changes how a command runs only for a served command (its SERVED)
+# run as a program from the installed bin/, where the compiled client hands it over: the
+# integration, real-client and security tests. .ci/run's second pass (SLURM_SHIM_SERVICE=off) runs
+# only the tests marked "service_path" here: every test under SERVICE_PATH_DIRS, a new file
+# included, except the files below, each with why the service cannot change what it tests
+# (tests/unit/test_test_rules.py fails on a name that is no longer a file there). Unit and package
+# tests run no command through the service, and the terminal tests drive srun and completion: one pass.
+SERVICE_PATH_DIRS = ("integration", "clients", "security")
+ONE_PATH_FILES = {
+    "test_srun_live.py": "srun is never served (it runs in-process)",
+    "test_salloc_live.py": "salloc is never served (it runs in-process)",
+    "test_mpi_live.py": "srun's steps inside a job; sbatch only starts the job (its paths: the sbatch tests)",
+    "test_pmi2_live.py": "srun's PMI service inside a job; sbatch only starts the job",
+    "test_cluster_live.py": "root-side slurm-shim cluster up/down (not served)",
+    "test_install_live.py": "root-side slurm-shim install into a raw cell of its own (not served)",
+    "test_service_live.py": "runs each command both ways itself (SLURM_SHIM_SERVICE on and off)",
+}
+
+
+def _service_path(item) -> bool:
+    """Whether the warm service can change what ``item`` tests (SERVICE_PATH_DIRS, ONE_PATH_FILES)."""
+    try:
+        where = item.path.relative_to(REPO / "tests").parts
+    except ValueError:
+        return False
+    return where[0] in SERVICE_PATH_DIRS and item.path.name not in ONE_PATH_FILES
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "service_path: the warm service can change what this test tests "
+                            "(tests/conftest.py: SERVICE_PATH_DIRS); .ci/run runs these again with SLURM_SHIM_SERVICE=off")
+
+
 # Tests that do not pass on the OCS cell yet, each with what is known of why.
 OCS_KNOWN_GAPS = {
     "test_agent_killed_at_the_worst_moment[before_submit]": "passes alone, times out inside the whole suite "
@@ -264,6 +297,8 @@ def pytest_collection_modifyitems(config, items):
             if why:
                 item.add_marker(pytest.mark.xfail(strict=False, reason=why))
     for item in items:
+        if _service_path(item):
+            item.add_marker(pytest.mark.service_path)
         if item.get_closest_marker("gridengine") or item.get_closest_marker("interactive"):
             item.fixturenames.insert(0, "live_cluster") if "live_cluster" not in item.fixturenames else None
 
@@ -343,6 +378,24 @@ def jobs():
     j = RawJobs()
     yield j
     j.cleanup()
+
+
+# Unit tests leave the process as they found it, each one checked on its own (whatever order they
+# run in, and on whichever xdist worker): a variable that points a command somewhere that a unit
+# test set and did not put back fails that test. (A leaked SLURM_SHIM_CONFIG once pointed every
+# later command of the run at the unit-test site config.)
+WATCHED_ENV = ("SLURM", "SGE_", "SQUEUE", "SBATCH", "SACCT", "SALLOC", "SRUN", "XDG_")
+
+
+@pytest.fixture(autouse=True)
+def _environment_left_as_found(request):
+    if request.node.path.parent.name != "unit":
+        yield
+        return
+    before = {k: v for k, v in os.environ.items() if k.startswith(WATCHED_ENV)}
+    yield
+    after = {k: v for k, v in os.environ.items() if k.startswith(WATCHED_ENV)}
+    assert after == before, "a unit test changed these variables of os.environ and left them so (monkeypatch them)"
 
 
 @pytest.fixture(autouse=True)

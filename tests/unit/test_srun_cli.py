@@ -193,7 +193,7 @@ def steps_result():
 
 @pytest.mark.parametrize("pty", ["--pty", "--pty="])
 def test_pty_and_immediate(monkeypatch, pty):
-    """'--pty=' is '--pty': qrsh -pty y (23.02's '--pty=0' with a terminal on stdin: test_s5_pty)."""
+    """'--pty=' is '--pty': qrsh -pty y (23.02's '--pty=0' with a terminal on stdin: test_srun_pty_fd)."""
     backends.use(ReplayBackend(default=steps_result()))
     seen = qrsh_that_never_starts(monkeypatch)
     with pytest.raises(ShimError, match="Requested nodes are busy"):
