@@ -8,7 +8,6 @@ failed with NoGpu) and another user's a100 job held none (its device could be cl
 from __future__ import annotations
 
 import os
-import subprocess
 
 import pytest
 
@@ -124,12 +123,15 @@ def test_a_new_a100_job_gets_the_free_a100_not_the_one_another_job_holds(typed):
     """Another user's job holds one A100 (``-l gpu_a100=1``, its claim on device 0): a new a100
     job gets device 1. Before, Grid Engine's answer showed that job with no GPU, so its claim was
     judged not live and device 0 was claimed a second time."""
+    import fcntl
+
     d = typed / "gpus"
     ge = TypedGE(running=[("nobody", 4242, {"gpu_a100": "1"})])
-    sleeper = subprocess.Popen(["sleep", "60"], user=65534, group=65534)
+    (d / "h1.0").write_text("4242 4242\n")
+    os.chown(d / "h1.0", 65534, 65534)
+    claimant = open(d / "h1.0", "rb")  # its claimant's lock (an open file of its own)
+    fcntl.flock(claimant, fcntl.LOCK_EX)
     try:
-        (d / "h1.0").write_text(f"{sleeper.pid} 4242\n")
-        os.chown(d / "h1.0", 65534, 65534)
         assert jobwrap.claim_gpus(str(typed), "h1", 1, 77, backend=ge) == [1]
         assert "qstat" in ge.calls
         jobwrap.release_gpus(str(typed), "h1", [1])
@@ -137,8 +139,7 @@ def test_a_new_a100_job_gets_the_free_a100_not_the_one_another_job_holds(typed):
         assert jobwrap.claim_gpus(str(typed), "h1", 1, 78, backend=ge) == [0]
         jobwrap.release_gpus(str(typed), "h1", [0])
     finally:
-        sleeper.kill()
-        sleeper.wait()
+        claimant.close()
 
 
 def test_typed_claims_reach_the_hosts_whole_count_and_no_further(typed):

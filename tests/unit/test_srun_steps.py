@@ -449,10 +449,6 @@ def gpus(sdir, monkeypatch):
     jobwrap._held.clear()
 
 
-def _foreign_sleeper(user_uid: int):
-    return subprocess.Popen(["sleep", "60"], user=user_uid, group=user_uid)
-
-
 def test_gpu_claims_without_contention_ask_grid_engine_nothing(gpus):
     d, ge, jw = gpus
     assert jw.claim_gpus(str(d.parent), "h1", 1, 77) == [0]
@@ -483,12 +479,16 @@ def test_another_users_claim_is_live_only_when_grid_engine_runs_that_gpu_job_her
     """F-9: mallory's claims with her own live process count only for a job of hers that Grid
     Engine runs on this host with GPUs, and only as many as it holds; never beyond the host's
     GPU count (the review saw device 4 on a 2-GPU host)."""
+    import fcntl
+
     d, ge, jw = gpus
-    sleeper = _foreign_sleeper(65534)
+    held = []
     try:
         for i in (0, 1):
-            (d / f"h1.{i}").write_text(f"{sleeper.pid} 4242\n")
+            (d / f"h1.{i}").write_text("4242 4242\n")
             os.chown(d / f"h1.{i}", 65534, 65534)
+            held.append(open(d / f"h1.{i}", "rb"))  # her claimant's lock (F-24: no pid, no /proc)
+            fcntl.flock(held[-1], fcntl.LOCK_EX)
         assert jw.claim_gpus(str(d.parent), "h1", 1, 7) == [0]  # no such GPU job: not live
         assert "qstat" in ge.calls
         jw.release_gpus(str(d.parent), "h1", [0])
@@ -501,8 +501,8 @@ def test_another_users_claim_is_live_only_when_grid_engine_runs_that_gpu_job_her
             jw.claim_gpus(str(d.parent), "h1", 1, 9)
         assert not [p for p in d.iterdir() if p.read_text().startswith(f"{os.getpid()} ")]  # nothing left
     finally:
-        sleeper.kill()
-        sleeper.wait()
+        for f in held:
+            f.close()
 
 
 def test_concurrent_claims_never_share_a_device(gpus):

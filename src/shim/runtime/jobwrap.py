@@ -180,20 +180,25 @@ def gpus_in(values, complexes: "str | tuple[str, ...]") -> int:
 
 GPU_TRIES = 20
 _held: dict[tuple[str, int], str] = {}  # (host, index) -> the claim file this process made
+_lock_fds: dict[str, int] = {}  # claim file -> the open fd whose flock says the claim is alive
 
 
 def claim_gpus(state_dir: str, host: str, count: int, job_id: int, backend=None) -> list[int]:
     """Pick device indices for a GPU job, as Slurm's gres plugin binds devices. Grid Engine counts
     the host's GPUs as a consumable but binds none, so jobs on one host claim the lowest free
     indices with files ``<state_dir>/gpus/<host>.<index>[.<n>]`` (``gpus/`` is root's sticky
-    directory made at install) holding ``pid jobid``, made with exclusive creation.
+    directory made at install) holding ``pid jobid``, made with exclusive creation. The claimant
+    (the job wrapper, or srun's job, which lives as long as the job) holds an ``flock`` on its
+    claim file from before the name exists until the job ends; the kernel lets it go when that
+    process goes, however it ends.
 
-    Nobody can remove another user's file there, so a claim that is not live (its process gone,
-    or not the job it names) is superseded by a new file beside it (the first free ``<n>``),
+    Nobody can remove another user's file there, so a claim that is not live (its lock gone,
+    or not a job Grid Engine runs here) is superseded by a new file beside it (the first free ``<n>``),
     never deleted; names that are no claim (a FIFO, a link) are skipped the same way. A claim is live
-    only if its pid is alive and owned by the file's owner, and (another user's claim) Grid
-    Engine runs that job on this host for that user with GPUs (asked once, only when there is such
-    a claim). After creating its claim, a job looks again: if another live claim of the index
+    only if someone holds a lock on it (``LOCK_EX|LOCK_NB`` fails), and Grid Engine runs that
+    job on this host for the file's owner with GPUs (asked once, only when there is such a
+    claim; no answer: the lock alone). Nothing is judged through ``/proc``, which ``hidepid=2``
+    hides (security review 3, F-24). After creating its claim, a job looks again: if another live claim of the index
     appeared meanwhile, it withdraws and tries again, so two jobs never keep one device.
     Indices stay below the host's GPU count. NoGpu when no device is free."""
     if count <= 0:
@@ -240,10 +245,11 @@ def claim_gpus(state_dir: str, host: str, count: int, job_id: int, backend=None)
 
 
 class _Claim:
-    __slots__ = ("path", "index", "gen", "uid", "pid", "job")
+    __slots__ = ("path", "index", "gen", "uid", "pid", "job", "locked")
 
-    def __init__(self, path: str, index: int, gen: int, uid: int, pid: int, job: int):
+    def __init__(self, path: str, index: int, gen: int, uid: int, pid: int, job: int, locked: bool):
         self.path, self.index, self.gen, self.uid, self.pid, self.job = path, index, gen, uid, pid, job
+        self.locked = locked  # someone holds an flock on it: its claimant lives
 
 
 def _scan_claims(d: str, host: str) -> tuple[dict[int, list["_Claim"]], dict[int, set[int]]]:
@@ -272,14 +278,34 @@ def _scan_claims(d: str, host: str) -> tuple[dict[int, list["_Claim"]], dict[int
 
 
 def _read_claim(path: str, index: int, gen: int) -> "_Claim | None":
-    got = state.read_small_file(path, 64)
-    if got is None:
+    """A claim: a regular file of at most 64 bytes (opened without following a link or blocking
+    on a FIFO), its owner from fstat, and whether a lock is held on it (LOCK_EX|LOCK_NB fails;
+    when it succeeds, the lock is let go at once). Never raises."""
+    import fcntl
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError):
         return None
-    raw, owner = got
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 64:
+            return None
+        raw = os.read(fd, 65)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locked = False
+        except BlockingIOError:
+            locked = True
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # (our own test lock, if we got it, goes with the fd)
     parts = raw.split()
-    if len(parts) != 2 or not all(x.isdigit() and len(x) <= 12 for x in parts):
+    if len(raw) > 64 or len(parts) != 2 or not all(x.isdigit() and len(x) <= 12 for x in parts):
         return None
-    return _Claim(path, index, gen, owner, int(parts[0]), int(parts[1]))
+    return _Claim(path, index, gen, st.st_uid, int(parts[0]), int(parts[1]), locked)
 
 
 def _create_claim(d: str, host: str, index: int, gen: int, job_id: int) -> str | None:
@@ -287,18 +313,20 @@ def _create_claim(d: str, host: str, index: int, gen: int, job_id: int) -> str |
     ours, hard-linked to the claim's name, which fails if the name exists). None if it exists."""
     import tempfile
 
+    import fcntl
+
     name = f"{host}.{index}" if gen == 0 else f"{host}.{index}.{gen}"
     path = os.path.join(d, name)
-    fd, tmp = tempfile.mkstemp(prefix=".claim-", dir=d)
+    fd, tmp = tempfile.mkstemp(prefix=".claim-", dir=d)  # (not inherited by the job's processes)
     try:
         os.fchmod(fd, 0o644)
         os.write(fd, f"{os.getpid()} {int(job_id)}\n".encode())
-        os.close(fd)
-        fd = -1
+        fcntl.flock(fd, fcntl.LOCK_EX)  # held from before the name exists until _drop (or our end)
         try:
             os.link(tmp, path)
         except FileExistsError:
             return None
+        _lock_fds[path], fd = fd, -1
     finally:
         if fd >= 0:
             os.close(fd)
@@ -317,10 +345,14 @@ def _drop(host: str, index: int) -> None:
             os.unlink(path)
         except OSError:
             pass
+        fd = _lock_fds.pop(path, None)
+        if fd is not None:
+            os.close(fd)
 
 
 class _GpuJudge:
-    """Whether a claim is live; Grid Engine is asked (once) only about other users' claims."""
+    """Whether a claim is live: locked, and Grid Engine runs its job here with GPUs (asked once,
+    only when a claim of another process is locked)."""
 
     def __init__(self, host: str, backend=None):
         self.host = host
@@ -333,23 +365,13 @@ class _GpuJudge:
     def live(self, c: "_Claim") -> bool:
         if c.path in _held.values():
             return True
-        try:
-            alive = c.pid > 1 and os.stat(f"/proc/{c.pid}").st_uid == c.uid
-        except OSError:
-            alive = False
-        if c.uid == self.uid:  # one of ours: the process must still be that job
-            if alive:
-                try:
-                    with open(f"/proc/{c.pid}/environ", "rb") as f:
-                        env = f.read()
-                except OSError:
-                    return True
-                alive = f"\0JOB_ID={c.job}\0".encode() in b"\0" + env
-            if not alive:
-                self._cleanup(c)
-            return alive
-        if not alive:
+        if not c.locked:  # its claimant is gone (the kernel let its lock go)
+            if c.uid == self.uid:
+                self._cleanup(c)  # our own stale claim: we may remove it
             return False
+        # someone holds its lock: the claimant, or anyone who can open the file (it is readable
+        # to all, and a planted file can be locked by its planter); Grid Engine says whether
+        # the owner's job runs here with GPUs
         owner = _user_name(c.uid)
         if owner is None:
             return False
