@@ -104,11 +104,12 @@ class JobRequest(Frozen):
 
 
 # What only the job may read: the script, its arguments, the environment and --export's values.
-PRIVATE = ("script", "args", "environ", "env_file")
-SECRET = ("environ", "export", "export_raw", "export_file")  # what goes to the private env file
+PRIVATE = ("script", "args", "environ", "env_file", "env_hash")
+# what goes to the job's private file (Grid Engine's spool of the job script is world-readable)
+SECRET = ("environ", "export", "export_raw", "export_file", "script", "args")
 SUBMIT_FIELDS = (
     "script", "args", "environ", "env_file", "get_user_env", "umask", "user", "uid", "submit_time", "command",
-    "sub", "export", "export_raw", "export_file", "interactive", "version", "ar",
+    "sub", "export", "export_raw", "export_file", "interactive", "version", "ar", "env_hash",
 )
 
 
@@ -146,13 +147,16 @@ class SubmitRecord(Frozen):
         return self.replace(**changes)
 
     def secrets(self) -> dict:
-        """What the private environment file holds."""
+        """What the job's private file holds: the environment, --export's values, the script and
+        its arguments."""
         return {k: self.get(k) for k in SECRET}
 
-    def without_secrets(self, env_file: str) -> "SubmitRecord":
-        """The form the job script carries when the secrets are in ``env_file``."""
+    def without_secrets(self, env_file: str, env_hash: str | None = None) -> "SubmitRecord":
+        """The form the job script carries when the secrets are in ``env_file`` (whose bytes have
+        the SHA-256 ``env_hash``): no script, arguments, environment or --export values."""
         mode = self.export or {}
-        return self.replace(environ=MISSING, env_file=env_file,
+        return self.replace(environ=MISSING, env_file=env_file, script=MISSING, args=MISSING,
+                            env_hash=MISSING if env_hash is None else env_hash,
                             export={"all": bool(mode.get("all", True)), "vars": {}},
                             export_raw=names_only(self.export_raw),
                             export_file=None if self.export_file is not MISSING else MISSING)

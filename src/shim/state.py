@@ -105,32 +105,107 @@ def _shared_parent(path: str) -> bool:
     return bool(ok)
 
 
+ALT_SUFFIX = re.compile(r"[0-9a-f]{16}")  # users/<uid>@<suffix>: a user's own directory where users/<uid> is squatted
+_alt_listing: dict[str, tuple[int, dict[int, list[str]]]] = {}
+
+
+def _alternates(users: str, fresh: bool = False) -> dict[int, list[str]]:
+    """uid -> the names ``<uid>@<suffix>`` in ``users/`` (anyone's: owners are checked by the
+    caller). One listing per process while ``users/``'s mtime stays the same (``fresh``: list again)."""
+    try:
+        mtime = os.lstat(users).st_mtime_ns
+    except (OSError, ValueError):
+        return {}
+    got = _alt_listing.get(users)
+    if got is not None and got[0] == mtime and not fresh:
+        return got[1]
+    alts: dict[int, list[str]] = {}
+    try:
+        with os.scandir(users) as it:
+            for e in it:
+                u, at, rest = e.name.partition("@")
+                if at and _DIGITS.fullmatch(u) and ALT_SUFFIX.fullmatch(rest):
+                    alts.setdefault(int(u), []).append(e.name)
+    except OSError:
+        return {}
+    _alt_listing[users] = (mtime, alts)
+    return alts
+
+
+def _home(users: str, uid: int, fresh: bool = False) -> str | None:
+    """The user's directory in ``users/`` (root's sticky directory): ``users/<uid>`` when it is
+    the user's own (lstat: a real directory of uid, closed to others); else, where someone else
+    squats that name (or it is gone), the first by name of ``users/<uid>@<suffix>`` that is the
+    user's own. Nobody but the user can make a directory the user owns, so a squatter's names are
+    never taken; only this rare path lists ``users/``."""
+    d = os.path.join(users, str(uid))
+    if _trusted_dir(d, uid):
+        return d
+    for name in sorted(_alternates(users, fresh).get(uid, ())):
+        alt = os.path.join(users, name)
+        if _trusted_dir(alt, uid):
+            return alt
+    return None
+
+
 def user_dir(cfg: Where, owner: Owner) -> str | None:
     """The verified directory of a user's records, or None (absent, or not to be trusted)."""
     uid = uid_of(owner)
     if uid is None:
         return None
     users = os.path.join(root_of(cfg), "users")
-    d = os.path.join(users, str(uid))
-    return d if _shared_parent(users) and _trusted_dir(d, uid) else None
+    return _home(users, uid) if _shared_parent(users) else None
+
+
+def _make_home(users: str, uid: int) -> str | None:
+    """The calling user's directory (``_home``), made on first use: ``users/<uid>``, or where
+    someone else holds that name, a fresh ``users/<uid>@<random>``. Two first uses at once may
+    both make one: both look again, the first by name is kept, the other removed while empty."""
+    d = _home(users, uid)
+    if d is not None:
+        return d
+    primary = os.path.join(users, str(uid))
+    try:
+        os.mkdir(primary, 0o755)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        debug(f"cannot make {primary}: {e}")
+        return None
+    if _trusted_dir(primary, uid):
+        return primary
+    debug(f"{primary} is not the user's own: the user's records go to a {primary}@<random> of the user's own")
+    mine = None
+    for _ in range(16):
+        cand = f"{primary}@{os.urandom(8).hex()}"
+        try:
+            os.mkdir(cand, 0o755)
+            mine = cand
+            break
+        except FileExistsError:
+            continue
+        except OSError as e:
+            debug(f"cannot make {cand}: {e}")
+            return None
+    got = _home(users, uid, fresh=True)
+    if mine is not None and got != mine:
+        try:
+            os.rmdir(mine)  # another first use won (its name sorts first): ours is still empty
+        except OSError:
+            pass
+    return got
 
 
 def own_dir(cfg: Where, sub: str) -> str | None:
-    """The calling user's ``<sub>`` directory, made on first use; None if the state directory was
-    not set up by an admin or someone else squats the user's name in it."""
+    """The calling user's ``<sub>`` directory, made on first use (``_make_home``); None if the
+    state directory was not set up by an admin, or no directory of the user's own can be had
+    there (a full disk, NFS squashing every owner to nobody)."""
     uid = os.getuid()
     users = os.path.join(root_of(cfg), "users")
     if not _shared_parent(users):
         return None
-    d = os.path.join(users, str(uid))
-    try:
-        os.mkdir(d, 0o755)
-    except FileExistsError:
-        pass
-    except OSError as e:
-        debug(f"cannot make {d}: {e}")
-        return None
-    if not _trusted_dir(d, uid):
+    d = _make_home(users, uid)
+    if d is None:
         return None
     s = os.path.join(d, sub)
     try:
@@ -268,7 +343,8 @@ def record_event(cfg: Where, job_id: int, task: int | None, kind: str, data: dic
 
 
 def user_dirs(cfg: Where) -> Iterator[tuple[int, str]]:
-    """(uid, directory) of every user with trusted records."""
+    """(uid, directory) of every user with trusted records (``_home``'s rule: ``users/<uid>``,
+    else the user's first own ``users/<uid>@<suffix>``)."""
     users = os.path.join(root_of(cfg), "users")
     if not _shared_parent(users):
         return
@@ -276,11 +352,21 @@ def user_dirs(cfg: Where) -> Iterator[tuple[int, str]]:
         names = os.listdir(users)
     except OSError:
         return
+    alts: dict[int, list[str]] = {}
     for n in names:
         if _DIGITS.fullmatch(n):
             d = os.path.join(users, n)
             if _trusted_dir(d, int(n)):
                 yield int(n), d
+            continue
+        u, at, rest = n.partition("@")
+        if at and _DIGITS.fullmatch(u) and ALT_SUFFIX.fullmatch(rest):
+            alts.setdefault(int(u), []).append(n)
+    for u, found in alts.items():  # only where users/<uid> is not the user's own (squatted)
+        if not _trusted_dir(os.path.join(users, str(u)), u):
+            d = next((os.path.join(users, n) for n in sorted(found) if _trusted_dir(os.path.join(users, n), u)), None)
+            if d is not None:
+                yield u, d
 
 
 def scan_events(cfg: Where, kinds: Iterable[str], since: float, now: float, jobs: set[int] | None = None,
@@ -556,13 +642,128 @@ def remove_token(cfg: Where, token: str) -> None:
         remove_own(cfg, "srun", f"{token}.json")
 
 
-def read_env_file(cfg: Where, path: str) -> dict[str, Any] | None:
-    """A batch job's private environment file: only when ``path`` is in the calling user's own
-    ``env/`` directory and the user's own regular file."""
-    d = own_dir(cfg, "env")
-    if d is None or os.path.dirname(os.path.abspath(path)) != d:
+def write_private(cfg: Where, sub: str, name: str, data: dict[str, Any]) -> str | None:
+    """``data`` as a 0600 file in the calling user's private ``<sub>`` (0700); its path, or None
+    when no private directory of the user's own can be had."""
+    d = own_dir(cfg, sub) if sub in PRIVATE else None
+    if d is None:
         return None
-    return read_json(path, os.getuid())
+    path = os.path.join(d, name)
+    return path if write_json(path, data, 0o600) else None
+
+
+def _env_path(cfg: Where, path: str) -> bool:
+    """``path`` names a file in the ``env/`` of a directory of the calling user's own in ``users/``
+    (``users/<uid>`` or ``users/<uid>@<suffix>``, each checked with lstat): the job reads the
+    file sbatch wrote even where the user's directory was made anew in between."""
+    uid = os.getuid()
+    users = os.path.abspath(os.path.join(root_of(cfg), "users"))
+    env = os.path.dirname(os.path.abspath(path))
+    home = os.path.dirname(env)
+    u, at, rest = os.path.basename(home).partition("@")
+    return (os.path.basename(env) == "env" and os.path.dirname(home) == users and u == str(uid)
+            and (not at or bool(ALT_SUFFIX.fullmatch(rest))) and _shared_parent(users)
+            and _trusted_dir(home, uid) and _trusted_dir(env, uid))
+
+
+def read_env_file(cfg: Where, path: str, digest: str | None = None) -> dict[str, Any] | None:
+    """A job's private file (its environment, --export's values, the script and its arguments):
+    only when ``path`` is in an ``env/`` directory of the calling user's own (``_env_path``) and
+    the user's own regular file; with ``digest``, only when its bytes have that SHA-256."""
+    if not _env_path(cfg, path):
+        return None
+    got = read_small_file(path, MAX_BYTES, (os.getuid(),))
+    if got is None:
+        return None
+    if digest is not None:
+        import hashlib
+
+        if hashlib.sha256(got[0]).hexdigest() != digest:
+            debug(f"ignoring {path}: not the file the job was submitted with")
+            return None
+    try:
+        data = json.loads(got[0])
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+ENV_TASKS = ".tasks"  # beside an array job's private file: how many of its tasks have yet to end
+
+
+def drop_env_file(cfg: Where, path: str, task: bool = False) -> None:
+    """A job's private file, once the job has ended: removed (``task``: an array task's end,
+    counted in ``<name>.tasks``; the file goes with the last). Only a file of the calling user's
+    own ``env/`` is touched; a count that cannot be read leaves the file to ``prune``."""
+    import errno
+    import fcntl
+
+    if not path.endswith(".json") or not _env_path(cfg, path):
+        return
+    count = path[:-5] + ENV_TASKS
+    if task:
+        try:
+            fd = os.open(count, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+                raise OSError(errno.EPERM, "not the user's own count", count)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            raw = os.read(fd, 32).strip()
+            left = (int(raw) if raw.isascii() and raw.isdigit() else 1) - 1
+            if left > 0:
+                os.lseek(fd, 0, os.SEEK_SET)
+                os.ftruncate(fd, 0)
+                os.write(fd, str(left).encode())
+                return
+        except OSError:
+            return
+        finally:
+            os.close(fd)
+    for f in (path, count, path[:-5] + ".job"):
+        try:
+            os.unlink(f)
+        except OSError:
+            pass
+
+
+def prune_env(cfg: Where, alive: Callable[[list[int]], set[int] | None], now: float | None = None,
+              grace: float = 600) -> int:
+    """Remove the calling user's private files of jobs Grid Engine no longer has (``alive``: the
+    ids of these it still has, None when it would not say). A file whose job id was never noted
+    (``<name>.job``: sbatch died between) goes after a day. Returns how many files went."""
+    now = time.time() if now is None else now
+    d = user_dir(cfg, None)
+    if d is None:
+        return 0
+    env = os.path.join(d, "env")
+    jobs: dict[str, int] = {}
+    gone = 0
+    try:
+        with os.scandir(env) as it:
+            entries = [(e.name, e.stat(follow_symlinks=False).st_mtime) for e in it if e.name.endswith(".json")]
+    except OSError:
+        return 0
+    for name, mtime in entries:
+        if now - mtime < grace:
+            continue  # a submission under way
+        got = read_small_file(os.path.join(env, name[:-5] + ".job"), 64, (os.getuid(),))
+        raw = got[0].strip() if got else b""
+        if raw.isascii() and raw.isdigit():
+            jobs[name] = int(raw)
+        elif now - mtime > 86400:
+            drop_env_file(cfg, os.path.join(env, name))
+            gone += 1
+    if jobs:
+        known = alive(sorted(set(jobs.values())))
+        if known is not None:
+            for name, job in jobs.items():
+                if job not in known:
+                    drop_env_file(cfg, os.path.join(env, name))
+                    gone += 1
+    return gone
 
 
 def gpu_dir(cfg: Where) -> str | None:
@@ -597,9 +798,11 @@ def forget(cfg: Where, job_id: int, before: float | None = None, tasks: Iterable
 PRUNE_EVERY = 3600
 
 
-def prune(cfg: Where, max_age: float, now: float | None = None) -> int:
-    """Remove the calling user's records older than ``max_age`` seconds, at most once an hour
-    (a stamp file's mtime says when it last ran). Returns how many files went."""
+def prune(cfg: Where, max_age: float, now: float | None = None,
+          alive: Callable[[list[int]], set[int] | None] | None = None) -> int:
+    """Remove the calling user's records older than ``max_age`` seconds, and (with ``alive``,
+    prune_env) the private files of jobs Grid Engine no longer has, at most once an hour (a stamp
+    file's mtime says when it last ran). Returns how many files went."""
     now = time.time() if now is None else now
     d = user_dir(cfg, None)
     if d is None:
@@ -631,6 +834,8 @@ def prune(cfg: Where, max_age: float, now: float | None = None) -> int:
                         gone += 1
                 except OSError:
                     pass
+    if alive is not None:
+        gone += prune_env(cfg, alive, now)
     return gone
 
 

@@ -360,18 +360,56 @@ def record(cfg, job_id: int, rec: SubmitRecord) -> bool:
     return state.record_submit(cfg, job_id, rec.public().to_dict())
 
 
-def private_payload(rec: SubmitRecord, cfg, prog: str) -> tuple[SubmitRecord, str | None, str | None]:
-    """(what the job script carries, the private file that holds the rest or None, a warning).
-    The environment and --export's values go to a file of the user's own (0600 in a 0700
-    directory); the job script, which Grid Engine keeps world-readable in its spool, names the
-    file instead. Without the file (the state directory is not set up, or full), they stay in
-    the script, and the warning says so."""
+NO_PRIVATE = ("{prog}: error: {failed}: no private directory of your own under {where} for the job's "
+              "environment and script (see `slurm-shim doctor`)")
+
+
+def private_payload(rec: SubmitRecord, cfg, prog: str, failed: str = "Batch job submission failed"
+                    ) -> tuple[SubmitRecord, str]:
+    """(what the job script carries, the job's private file). The environment, --export's values,
+    the script and its arguments go to a file of the user's own (0600 in a 0700 directory:
+    ``state.write_private``); the job script, which Grid Engine keeps world-readable in its spool,
+    names the file and carries its SHA-256. Without such a file nothing is submitted: ShimError."""
+    import hashlib
+
     name = f"{os.urandom(16).hex()}.json"  # secrets.token_hex(16), without importing secrets
-    if not state.write_own(cfg, "env", name, rec.secrets()):
-        return rec, None, (f"{prog}: warning: could not write the job's environment to a private file under "
-                           f"{cfg.cluster.state_dir}: the job script carries it, and other users can read that")
-    path = state.own_path(cfg, "env", name)
-    return rec.without_secrets(path), path, None
+    path = state.write_private(cfg, "env", name, rec.secrets())
+    if path is None:
+        raise ShimError(NO_PRIVATE.format(prog=prog, failed=failed, where=os.path.join(cfg.cluster.state_dir, "users")),
+                        code=1)
+    if rec.array:  # an array's tasks share the file: the last to end removes it (state.drop_env_file)
+        _count(path, len(rec.array))
+    with open(path, "rb") as f:  # the bytes just written, in the user's own 0700 directory
+        digest = hashlib.sha256(f.read()).hexdigest()
+    return rec.without_secrets(path, digest), path
+
+
+def _count(path: str, n: int) -> None:
+    """``<name>.tasks`` beside an array job's private file: how many tasks have yet to end."""
+    try:
+        state.atomic_write(path[:-5] + state.ENV_TASKS, str(int(n)), 0o600)
+    except OSError:
+        pass  # the file then stays until prune finds the job gone
+
+
+def alive_jobs(cfg):
+    """For state.prune: which of some job ids Grid Engine still has (one qstat), None when it
+    would not say."""
+    def alive(ids: list[int]) -> set[int] | None:
+        try:
+            return backends.get(cfg).find_jobs(ids).found()
+        except Exception:  # BackendUnavailable and the like: prune nothing
+            return None
+    return alive
+
+
+def note_job(path: str, job_id: int) -> None:
+    """``<name>.job`` beside a job's private file: the job id, by which prune asks Grid Engine
+    whether the job is gone."""
+    try:
+        state.atomic_write(path[:-5] + ".job", str(int(job_id)), 0o600)
+    except OSError:
+        pass
 
 
 # --- the commands' submissions -----------------------------------------------------------------------
@@ -384,15 +422,17 @@ def submit_batch(sub: Submission, cfg, prog: str = "sbatch") -> tuple[int, Submi
     Once Grid Engine has the job, nothing fails the submission: bookkeeping that cannot be done
     adds a warning (tools resubmit on a non-zero exit, and would make duplicates)."""
     rec = sub.record
-    carried, env_file, warning = private_payload(rec, cfg, prog)
-    after = [warning] if warning else []
+    carried, env_file = private_payload(rec, cfg, prog)
+    after: list[str] = []
     now = time.time()  # ties the job's records to this Grid Engine job
     rec, carried = rec.replace(sub=now), carried.replace(sub=now)
     try:
         job_id = queue(prog, FAILED, sub.argv, job_script(carried.to_dict()), cfg, rec.asked, agent=True, sub=now)
     except BaseException:
-        _unlink(env_file)  # no job (or none known) will read it
+        for f in (env_file, env_file[:-5] + state.ENV_TASKS):
+            _unlink(f)  # no job (or none known) will read it
         raise
+    note_job(env_file, job_id)
     # the user's records of an older job that had this number (not the new job's, should it
     # have started already: those are written after "sub")
     state.forget(cfg, job_id, before=now - 1, tasks=rec.array or ())
@@ -410,7 +450,7 @@ def test_only(sub: Submission, cfg, prog: str = "sbatch") -> int:
     if "-w" not in argv:
         argv += ["-w", "e"]
     rec = sub.record
-    carried = rec.replace(**{k: MISSING for k in SECRET})  # the job never runs
+    carried = rec.replace(**{k: MISSING for k in SECRET})  # the job never runs: no script, nothing secret
     job_id = queue(prog, FAILED, ["-h", *argv], job_script(carried.to_dict()), cfg, rec.asked)
     backends.get(cfg).cancel([str(job_id)])
     print(f"{prog}: Job {job_id} to start at {time.strftime('%Y-%m-%dT%H:%M:%S')} using "
@@ -470,7 +510,7 @@ def allocate(o: Options, environ: dict[str, str], cfg, holder: bytes, prog: str 
         ar=resv[1] if resv else "",
         script=base64.b64encode(holder).decode("ascii"),
         args=[],
-        **env_carrier(cfg, environ),
+        **env_carrier(cfg, environ, prog),
         export={"all": True, "vars": {}},
         export_raw=None,
         umask=umask(),
@@ -483,21 +523,26 @@ def allocate(o: Options, environ: dict[str, str], cfg, holder: bytes, prog: str 
     )
     if o.verbose:
         print(command_line(prog, argv), file=sys.stderr)
-    job_id = queue(prog, "Job submit/allocate failed", argv, job_script(rec.to_dict()), cfg, rec.asked)
+    try:
+        job_id = queue(prog, "Job submit/allocate failed", argv, job_script(rec.to_dict()), cfg, rec.asked)
+    except BaseException:
+        _unlink(rec.get("env_file"))  # no job (or none known) will read it
+        raise
     record(cfg, job_id, rec)
     return job_id, rec
 
 
-def env_carrier(cfg, environ: dict[str, str]) -> dict:
+def env_carrier(cfg, environ: dict[str, str], prog: str = "salloc") -> dict:
     """How an allocation job gets salloc's environment: a 0600 file in the user's private
-    ``env/`` directory named in the payload (the job script Grid Engine spools is world-readable),
-    or, when no such file can be written, the environment itself in the payload."""
+    ``env/`` directory named in the payload (the job script Grid Engine spools is world-readable;
+    salloc removes the file once the allocation is granted). Without one, nothing is submitted:
+    ShimError."""
     name = f"{os.urandom(16).hex()}.json"
-    if state.write_own(cfg, "env", name, {"environ": environ}):
-        path = state.own_path(cfg, "env", name)
-        if path is not None:
-            return {"env_file": path}
-    return {"environ": environ}
+    path = state.write_private(cfg, "env", name, {"environ": environ})
+    if path is None:
+        raise ShimError(NO_PRIVATE.format(prog=prog, failed="Job submit/allocate failed",
+                                          where=os.path.join(cfg.cluster.state_dir, "users")), code=1)
+    return {"env_file": path}
 
 
 def interactive(o: Options, environ: dict[str, str], cfg, script_name: str, command: str,

@@ -242,31 +242,28 @@ def test_secrets_go_to_a_private_file_not_the_record_or_the_script(capsys, monke
     assert rec.get("export_raw") == "ALL,API_TOKEN" and rec.sub == payload["sub"]
 
 
-def test_without_a_private_file_the_environment_stays_in_the_script_with_a_warning(capsys, monkeypatch):
+def test_without_a_private_file_nothing_is_submitted(capsys, monkeypatch):
+    """F-21: the environment, the script and its arguments never go where others can read them:
+    without a private file of the user's own, sbatch refuses and Grid Engine is not asked."""
     b = _submit(monkeypatch, [], {"MYSECRET": "hunter2-sbatch"})
-    real = state.write_own
-    monkeypatch.setattr(state, "write_own", lambda cfg, sub, *a: sub != "env" and real(cfg, sub, *a))
-    assert sbatch.main([]) == 0
-    out, err = capsys.readouterr()
-    assert out == "Submitted batch job 4242\n"
-    assert err.startswith("sbatch: warning: could not write the job's environment to a private file")
-    assert err.count("\n") == 1
-    payload = _payload(b.calls[0][1])
-    assert payload["environ"]["MYSECRET"] == "hunter2-sbatch" and "env_file" not in payload
+    monkeypatch.setattr(state, "write_private", lambda *a: None)
+    with pytest.raises(ShimError) as e:
+        sbatch.main([])
+    assert e.value.code == 1 and len(e.value.lines) == 1 and "hunter2" not in e.value.lines[0]
+    assert e.value.lines[0].startswith("sbatch: error: Batch job submission failed: no private directory of your own under ")
+    assert capsys.readouterr().out == ""
+    assert [c for c in b.calls if c[0][0] == "qsub"] == []
 
 
 def test_a_record_that_cannot_be_written_never_fails_an_accepted_job(capsys, monkeypatch, tmp_path):
-    import os
-
     _submit(monkeypatch, [])
-    users = tmp_path / "state" / "users"
-    os.rename(users, tmp_path / "state" / "users.off")  # a state directory nobody set up
+    real = state.write_own
+    monkeypatch.setattr(state, "write_own", lambda cfg, sub, *a: sub != "jobs" and real(cfg, sub, *a))
     assert sbatch.main(["--parsable"]) == 0
     out, err = capsys.readouterr()
     assert out == "4242\n"
     lines = err.splitlines()
-    assert len(lines) == 2 and all(ln.startswith("sbatch: warning: ") for ln in lines)
-    assert "job 4242 is queued" in lines[1]
+    assert len(lines) == 1 and lines[0].startswith("sbatch: warning: job 4242 is queued")
 
 
 def test_qsub_runs_in_slash_and_the_job_keeps_its_directory(capsys, monkeypatch, tmp_path):

@@ -63,6 +63,12 @@ def _check(got_case: dict, want_case: dict, command: str) -> None:
         # the step request is the step launcher's input, not a record: new step options add to it
         g_req, w_req = g.pop("req"), w.pop("req")
         assert {k: g_req.get(k) for k in w_req} == w_req
+    if command == "sbatch":
+        # F-22 (issue 26): the script and its arguments moved from the payload (Grid Engine spools
+        # it world-readable) to the job's private file; the payload carries that file's SHA-256
+        assert re.fullmatch(r"[0-9a-f]{64}", g["payload"].pop("env_hash"))
+        assert "script" not in g["payload"] and "args" not in g["payload"]
+        w["env_file"].update(script=w["payload"].pop("script"), args=w["payload"].pop("args"))
     if command == "salloc" and w.get("record"):
         # salloc's record said export.vars {} (a dict); every record now lists names, as sbatch's did
         assert g["record"]["export"] == {"all": True, "vars": []}

@@ -48,7 +48,8 @@ def main(argv: list[str]) -> int:
     sys.stdout.flush()
     for w in after:
         print(w, file=sys.stderr)
-    state.prune(cfg, submit.RECORD_MAX_AGE)  # at most once an hour (state keeps the time)
+    # at most once an hour (state keeps the time); private files of jobs Grid Engine no longer has
+    state.prune(cfg, submit.RECORD_MAX_AGE, alive=submit.alive_jobs(cfg))
     if o.wait:
         return submit.wait_for(job_id, rec, cfg)
     return 0

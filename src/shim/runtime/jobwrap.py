@@ -51,13 +51,16 @@ def _stamp(p: dict) -> dict:
 
 
 def _environ(p: dict, state_dir: str) -> dict[str, str]:
-    """The submission environment: from the private file sbatch wrote (``env_file``, which must
-    be in the user's own ``env/`` directory and the user's own file), else from the payload."""
+    """The submission environment: from the job's private file sbatch wrote (``env_file``, which
+    must be in an ``env/`` directory of the user's own, the user's own file, and have the SHA-256
+    ``env_hash`` the payload carries), else from the payload (older payloads). The file also holds
+    --export's values, the script and its arguments: they go into ``p``."""
     path = p.get("env_file")
     if isinstance(path, str):
-        data = state.read_env_file(state_dir, path)
+        digest = p.get("env_hash")
+        data = state.read_env_file(state_dir, path, digest if isinstance(digest, str) else None)
         if data is not None:
-            for k in ("export", "export_raw", "export_file"):  # --export's values live there too
+            for k in ("export", "export_raw", "export_file", "script", "args"):
                 if k in data:
                     p[k] = data[k]
             env = data.get("environ")
@@ -65,6 +68,15 @@ def _environ(p: dict, state_dir: str) -> dict[str, str]:
                 return {str(k): str(v) for k, v in env.items()}
     env = p.get("environ")
     return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
+
+
+def _drop_private(p: dict, state_dir: str, task: int | None) -> None:
+    """The job's private file, at its end (F-31): removed, for an array when its last task ends
+    (state.drop_env_file). A job submitted with --requeue keeps it for its next run: prune
+    removes it once Grid Engine no longer has the job."""
+    path = p.get("env_file")
+    if isinstance(path, str) and p.get("requeue") is not True:
+        state.drop_env_file(state_dir, path, task=task is not None)
 
 
 def _ge_task(p: dict) -> int | None:
@@ -754,6 +766,7 @@ def main() -> None:
             release_gpus(sdir, this_host, gpu_ids)
         if script_dir:
             remove_script(script_dir[0])
+        _drop_private(p, sdir, task)
         event("end", {"exit": exit_code, "signal": sig, "state": st, "reason": reason, "node": this_host,
                       "start": start})
         code = 128 + sig if sig else exit_code
@@ -766,6 +779,7 @@ def main() -> None:
                          "reason": "DependencyNeverSatisfied"})
         event("end", {"exit": 0, "signal": 0, "state": "CANCELLED", "reason": "DependencyNeverSatisfied",
                       "node": this_host})
+        _drop_private(p, sdir, task)
         os._exit(0)
 
     env = _base_env(p, user)
@@ -820,6 +834,10 @@ def main() -> None:
             env[metrics.ENV] = os.path.join(mdir, metrics.FILE_NAME)
             break
 
+    if not isinstance(p.get("script"), str):  # the private file is gone, or not the user's own
+        os.write(err_fd, f"slurmstepd: error: cannot read the job's private file {p.get('env_file')}\n".encode())
+        event("start", {"node": this_host})
+        finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
     try:
         d, script_path = write_script(sdir, base64.b64decode(p["script"]))
         script_dir.append(d)
