@@ -201,11 +201,12 @@ def test_sigterm_ends_the_job(workdir):
 
 
 def test_time_limit(workdir):
-    """A step past its time limit: slurmstepd's line, srun's notice, SIGTERM, exit 143."""
+    """A step past its time limit: slurmstepd's line, srun's notice, SIGTERM, exit 143; not before
+    its one minute (how soon after it is a matter of load, not of the test)."""
     t0 = time.monotonic()
     cp = run("srun", "-t", "1", "sleep", "300", cwd=workdir, timeout=150)
     assert cp.returncode == 143
-    assert 55 < time.monotonic() - t0 < 120
+    assert time.monotonic() - t0 >= 55  # (the limit's minute, less Grid Engine's start of the job)
     lines = cp.stderr.splitlines()
     assert re.fullmatch(rf"slurmstepd-{HOST}: error: \*\*\* STEP \d+\.0 ON {HOST} CANCELLED AT "
                         r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d DUE TO TIME LIMIT \*\*\*", lines[0])

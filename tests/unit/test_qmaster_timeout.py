@@ -13,6 +13,7 @@ import pytest
 
 from shim import backends, config, proc, siteconf
 from shim.backends.gridengine import GridEngineBackend
+from shim.backends.gridengine.diagnose import QPING_TIMEOUT
 from shim.errors import BackendUnavailable, ShimError
 
 TIMED_OUT = "Socket timed out on send/recv operation"
@@ -32,6 +33,21 @@ def fake_ge(tmp_path, monkeypatch):
     return b
 
 
+@pytest.fixture
+def spawned(monkeypatch):
+    """Each Grid Engine program the backend starts, as (name, the timeout it was given): what a
+    call waits for is the timeout it starts its program with (no clock needed)."""
+    calls: list[tuple[str, float | None]] = []
+    real = proc.run
+
+    def spy(argv, **kw):
+        calls.append((os.path.basename(argv[0]), kw.get("timeout")))
+        return real(argv, **kw)
+
+    monkeypatch.setattr(proc, "run", spy)
+    return calls
+
+
 def test_the_default_timeout_is_five_seconds():
     assert config.GridEngine().timeout == 5.0
     assert config.parse('[gridengine]\ntimeout = 12\n', "x").gridengine.timeout == 12.0
@@ -46,24 +62,23 @@ def test_the_default_timeout_is_five_seconds():
     ("srun", f"srun: error: Unable to allocate resources: {TIMED_OUT}"),
     ("salloc", f"salloc: error: Unable to allocate resources: {TIMED_OUT}"),
 ])
-def test_a_hung_call_is_slurms_socket_timeout_in_the_commands_words(fake_ge, monkeypatch, cmd, line):
+def test_a_hung_call_is_slurms_socket_timeout_in_the_commands_words(fake_ge, spawned, monkeypatch, cmd, line):
     monkeypatch.setattr(backends, "command", cmd)
-    t0 = time.monotonic()
     with pytest.raises(BackendUnavailable) as e:
         fake_ge.run("qstat", ["-u", "*"])
-    assert time.monotonic() - t0 < 3
+    assert spawned[0] == ("qstat", 0.3)  # given up after the site's timeout; then only the diagnosis's bounded probes
+    assert {name for name, _ in spawned[1:]} <= {"qping", "qstat"} and all(t == QPING_TIMEOUT for _, t in spawned[1:])
     assert e.value.lines == [line]
     assert e.value.code == 1
     assert isinstance(e.value.__cause__, proc.Timeout)
 
 
-def test_after_one_silent_call_the_next_fails_at_once(fake_ge):
+def test_after_one_silent_call_the_next_fails_at_once(fake_ge, spawned):
     with pytest.raises(BackendUnavailable):
         fake_ge.run("qstat", [])
-    t0 = time.monotonic()
     with pytest.raises(BackendUnavailable, match=TIMED_OUT):
         fake_ge.run("qsub", ["-b", "y", "true"])
-    assert time.monotonic() - t0 < 0.2  # not another wait
+    assert "qsub" not in [name for name, _ in spawned]  # not another wait: qsub never started
     assert fake_ge.run("qacct", ["-j", "1"]).stdout == "accounting\n"  # the accounting file needs no qmaster
     assert GridEngineBackend(config.SiteConfig()).silent is None  # per backend, not for the process
 
@@ -78,14 +93,13 @@ def test_a_missing_command_is_unable_to_contact(fake_ge, monkeypatch):
     assert fake_ge.silent is None
 
 
-def test_within_shares_one_wait_between_calls(fake_ge):
+def test_within_shares_one_wait_between_calls(fake_ge, spawned):
     fake_ge.timeout = 10
-    t0 = time.monotonic()
     with backends.within(time.monotonic() + 1.0):
         assert 0.8 < backends.call_timeout(10) <= 1.0
         with pytest.raises(BackendUnavailable):
             fake_ge.run("qstat", [])
-    assert time.monotonic() - t0 < 3  # not the backend's 10 s
+    assert spawned[0][0] == "qstat" and spawned[0][1] <= 1.0  # not the backend's 10 s
     assert backends.call_timeout(10) == 10  # the limit ends with the block
     with backends.within(time.monotonic() - 5):
         assert backends.call_timeout(10) == 0.5  # each call still gets a moment
