@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from conftest import wait_until
 from shim.runtime import pmi
 
 TIMEOUT = 10
@@ -231,7 +232,8 @@ def test_abort_reaches_the_step(server):
 
 def test_relay_needs_the_steps_token(server):
     s = server(2, [0, 1])
-    port = s.listen()
+    addr, port = s.listen("127.0.0.1")
+    assert addr == "127.0.0.1"
     stranger = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
     stranger.sendall(b"cmd=init pmi_version=1 pmi_subversion=1\n")  # no token: closed unread
     assert stranger.recv(100) == b""
@@ -253,3 +255,80 @@ def test_relay_needs_the_steps_token(server):
     remote.ask2(("cmd", "info-putnodeattr"), ("key", "x"), ("value", "1"))
     assert local.ask1("cmd=init pmi_version=2 pmi_subversion=0")["rc"] == "0"
     assert local.ask2(("cmd", "info-getnodeattr"), ("key", "x"))["found"] == "FALSE"
+
+
+# --- F-23 (security review 3): strangers cannot keep the relays out --------------------------------
+
+
+def _strangers(port: int, n: int, source: str = "127.0.0.1") -> list[socket.socket]:
+    """n idle connections from ``source`` that never send a byte (the review's watcher)."""
+    out = []
+    for _ in range(n):
+        c = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        c.bind((source, 0))
+        c.connect(("127.0.0.1", port))
+        out.append(c)
+    return out
+
+
+def _closed_now(c: socket.socket) -> bool:
+    """The server has closed ``c`` (its FIN is here: recv gives b"" at once), without waiting."""
+    import select
+
+    if not select.select([c], [], [], 0)[0]:
+        return False
+    try:
+        return c.recv(1) == b""
+    except OSError:
+        return True
+
+
+def test_an_idle_stranger_is_closed_at_its_deadline(server, monkeypatch):
+    monkeypatch.setattr(pmi, "AUTH_DEADLINE", 0.5)
+    s = server(2, [0, 1])
+    _, port = s.listen("127.0.0.1")
+    idle = _strangers(port, 3)
+    for c in idle:
+        c.settimeout(TIMEOUT)  # a bound on the test, not the deadline under test
+        assert c.recv(1) == b""  # closed by the server, having sent nothing
+    assert not s.strangers
+
+
+def test_strangers_are_counted_per_peer_and_the_oldest_make_room(server, monkeypatch):
+    """The review: 64 idle strangers kept every relay out. Now 10 from one address and 100 from
+    another (the relay's own, as a user on the relay's host would): the relay still gets in, the
+    other address's 10 are untouched, and of the crowd no more than MAX_PER_PEER stay."""
+    monkeypatch.setattr(pmi, "AUTH_DEADLINE", 3600.0)  # only the counting is under test here
+    s = server(3, [0, 1, 1])
+    _, port = s.listen("127.0.0.1")
+    others = _strangers(port, 10, "127.0.0.2")
+    crowd = _strangers(port, 100)
+    relay = pmi.Relay("127.0.0.1", port, s.token, 3, s.jobid)
+    far = Client(relay.task_fd(1))  # accepted after every stranger before it (the kernel's queue)
+    assert far.ask1("cmd=get_maxes")["rc"] == "0"
+    assert not [c for c in others if _closed_now(c)]
+    left = [c for c in crowd if not _closed_now(c)]
+    assert len(left) == pmi.MAX_PER_PEER - 1 and left == crowd[-len(left):]  # the newest stay
+    assert sorted(c.peer for c in s.strangers) == ["127.0.0.1"] * len(left) + ["127.0.0.2"] * 10
+    for c in others + crowd:
+        c.close()
+
+
+def test_the_listener_is_bound_toward_the_steps_hosts_and_closes_once_every_rank_is_in(server):
+    s = server(3, [0, 1, 1])
+    addr, port = s.listen("localhost")
+    assert addr == pmi.source_address("localhost") and addr != "0.0.0.0"
+    assert [x.getsockname()[0] for x in s.listeners.values()] == [addr]  # not every address
+    relay = pmi.Relay(addr, port, s.token, 3, s.jobid)
+    a, b = Client(relay.task_fd(1)), Client(relay.task_fd(2))
+    dup = socket.create_connection((addr, port), timeout=TIMEOUT)  # rank 1's token again: refused
+    dup.sendall(pmi.AUTH + f"{s.token} 1\n".encode())
+    assert dup.recv(100) == b""
+    assert s.listeners  # rank 0 is not connected yet
+    local = Client(s.task_fd(0))
+    wait_until(lambda: not s.listeners, TIMEOUT, "the listener to close")
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((addr, port), timeout=TIMEOUT)
+    for c in (local, a, b):
+        c.send1("cmd=barrier_in")
+    assert local.line() == a.line() == b.line() == "cmd=barrier_out rc=0"

@@ -32,6 +32,15 @@ the token travelling in the launcher's private launch file, never in an environm
 command line); a connection without it is closed unread. So no other user can join a step's key
 exchange, which a bare ``PMI_PORT`` would allow.
 
+Nobody can keep the relays out either (security review 3, F-23). The listener is bound to the
+one address srun's host uses toward the step's hosts (``listen(toward)``; a second address only
+when another host is reached through it), never to every address. It answers a relay's token
+line with ``shimpmi ok`` and closes once every rank of the step is connected. A connection that
+has not sent a valid token line within ``AUTH_DEADLINE`` seconds is closed; strangers are
+counted per peer address, and past ``MAX_PER_PEER`` of one address (or ``MAX_UNAUTHED`` of
+all) the oldest is closed to make room, never the newcomer: a relay sends its token as soon as
+it is connected, and one whose connection was closed before the ``ok`` connects again.
+
 Standard library only; no thread per task: one selector thread serves the whole step.
 """
 
@@ -41,11 +50,16 @@ import os
 import selectors
 import socket
 import threading
+import time
 from typing import Callable, Sequence
 
 MAXKVSNAME, MAXKEYLEN, MAXVALLEN = 256, 64, 1024  # what get_maxes answers (Slurm's values)
 AUTH = b"shimpmi "
-MAX_UNAUTHED = 64  # connections at once that have not yet sent the step's token
+AUTH_OK = b"shimpmi ok\n"  # the listener's answer to a relay's valid token line
+AUTH_DEADLINE = 3.0  # seconds a connection may take to send its token line
+MAX_PER_PEER = 32  # connections of one peer address at once that have not sent it (then its oldest goes)
+MAX_UNAUTHED = 512  # ... and of all peers (then the oldest of the peer that has most goes)
+RELAY_TRIES = 20  # a relay connects again when its connection is closed before the ok
 TYPES = ("none", "pmi2", "pmix")  # Slurm's plugin names --mpi accepts here ("openmpi" means none)
 RING_WIDTH = 16  # Slurm's stepd tree width for PMIX_Ring (SLURM_PMIX_RING_WIDTH overrides it, >= 2)
 
@@ -150,10 +164,11 @@ def _same(a: bytes, b: bytes) -> bool:
 
 
 class _Conn:
-    __slots__ = ("sock", "rank", "buf", "out", "version", "authed", "finalized", "spawn")
+    __slots__ = ("sock", "rank", "buf", "out", "version", "authed", "finalized", "spawn", "peer", "since")
 
-    def __init__(self, sock: socket.socket, rank: int | None, authed: bool):
+    def __init__(self, sock: socket.socket, rank: int | None, authed: bool, peer: str = "", since: float = 0.0):
         self.sock, self.rank, self.authed = sock, rank, authed
+        self.peer, self.since = peer, since  # a stranger's address and when it was accepted
         self.buf = b""
         self.out = b""
         self.version = 1
@@ -181,8 +196,10 @@ class Server:
         self.ring: dict[int, tuple[_Conn, int, str | None, str | None]] = {}  # rank: (conn, count, left, right)
         self.sel = selectors.DefaultSelector()
         self.lock = threading.Lock()
-        self.listener: socket.socket | None = None
+        self.listeners: dict[str, socket.socket] = {}  # bound address -> listening socket
         self.port = 0
+        self.connected: set[int] = set()  # ranks with a connection (a task fd, or a relay's)
+        self.strangers: dict[_Conn, None] = {}  # not yet authenticated, oldest first
         self.thread: threading.Thread | None = None
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -195,7 +212,9 @@ class Server:
         """A new socketpair for task ``rank``: the task's end (inheritable, to pass as PMI_FD);
         srun keeps the other. Close the returned fd in srun once the task is started."""
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._add(mine, rank, True)
+        with self.lock:
+            self.connected.add(rank)
+        self._add(mine, rank, True)  # (the loop sees then whether every rank is connected)
         fd = theirs.detach()
         os.set_inheritable(fd, True)
         return fd
@@ -203,20 +222,29 @@ class Server:
     def task_env(self, rank: int, fd: int) -> dict[str, str]:
         return task_env(rank, fd, self.size, self.jobid)
 
-    def listen(self) -> int:
-        """Accept the other hosts' relays on all addresses, on a free port; returns the port."""
-        if self.listener is None:
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    def listen(self, toward: str) -> tuple[str, int]:
+        """Accept the relays of host ``toward``: on the address this host uses toward it (the
+        kernel's route, source_address), on a free port (the same port for each address where
+        it is free). Returns (address, port) for that host's relay to connect to."""
+        addr = source_address(toward)
+        if addr is None:  # the name does not resolve here: our own name's, as the relay would
+            addr = source_address(os.uname().nodename) or "127.0.0.1"
+        if addr not in self.listeners:
+            family = socket.AF_INET6 if ":" in addr else socket.AF_INET
+            s = socket.socket(family, socket.SOCK_STREAM)
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("", 0))
+            try:
+                s.bind((addr, self.port))
+            except OSError:
+                s.bind((addr, 0))
             s.listen(128)
             s.setblocking(False)
-            self.listener = s
-            self.port = s.getsockname()[1]
+            self.listeners[addr] = s
+            self.port = self.port or s.getsockname()[1]
             with self.lock:
                 self.sel.register(s, selectors.EVENT_READ, "listen")
             self._wake()
-        return self.port
+        return addr, self.listeners[addr].getsockname()[1]
 
     def start(self) -> None:
         if self.thread is None:
@@ -254,8 +282,12 @@ class Server:
 
     def _loop(self) -> None:
         while not self._stop:
+            timeout = None
+            if self.strangers:
+                first = next(iter(self.strangers))
+                timeout = max(0.0, first.since + AUTH_DEADLINE - time.monotonic())
             try:
-                events = self.sel.select()
+                events = self.sel.select(timeout)
             except (OSError, ValueError):
                 return
             for key, mask in events:
@@ -265,28 +297,58 @@ class Server:
                     except OSError:
                         pass
                 elif key.data == "listen":
-                    self._accept()
+                    self._accept(key.fileobj)  # type: ignore[arg-type]
                 else:
                     conn = key.data
-                    if mask & selectors.EVENT_READ:
+                    if mask & selectors.EVENT_READ and conn.sock.fileno() >= 0:
                         self._read(conn)
                     if mask & selectors.EVENT_WRITE and conn.sock.fileno() >= 0:
                         self._flush(conn)
+            if self.listeners and len(self.connected) >= self.size:
+                self._all_connected()
+            now = time.monotonic()
+            while self.strangers:  # (after the reads: a token already here is never too late)
+                first = next(iter(self.strangers))
+                if first.since + AUTH_DEADLINE > now:
+                    break
+                self._drop(first)
 
-    def _accept(self) -> None:
-        assert self.listener is not None
+    def _accept(self, listener: socket.socket) -> None:
         try:
-            sock, _ = self.listener.accept()
+            sock, peer = listener.accept()
         except OSError:
             return
-        strangers = sum(1 for k in self.sel.get_map().values() if isinstance(k.data, _Conn) and not k.data.authed)
-        if strangers >= MAX_UNAUTHED:  # no more than this many connections may wait for their token line
-            sock.close()
-            return
+        conn = _Conn(sock, None, False, str(peer[0]), time.monotonic())
+        mine = [c for c in self.strangers if c.peer == conn.peer]
+        if len(mine) >= MAX_PER_PEER:  # room is made by the oldest, never refused to a newcomer
+            self._drop(mine[0])
+        elif len(self.strangers) >= MAX_UNAUTHED:
+            count: dict[str, int] = {}
+            for c in self.strangers:
+                count[c.peer] = count.get(c.peer, 0) + 1
+            most = max(count, key=lambda p: count[p])
+            self._drop(next(c for c in self.strangers if c.peer == most))
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._add(sock, None, False)
+        sock.setblocking(False)
+        self.strangers[conn] = None
+        with self.lock:
+            self.sel.register(sock, selectors.EVENT_READ, conn)
+        self._read(conn)  # a relay's token line is usually here already
+
+    def _all_connected(self) -> None:
+        """Every rank has its connection: nobody else is waited for, the listeners close."""
+        with self.lock:
+            listeners, self.listeners = list(self.listeners.values()), {}
+            for s in listeners:
+                try:
+                    self.sel.unregister(s)
+                except (KeyError, ValueError):
+                    pass
+        for s in listeners:
+            s.close()
 
     def _drop(self, conn: _Conn) -> None:
+        self.strangers.pop(conn, None)
         with self.lock:
             try:
                 self.sel.unregister(conn.sock)
@@ -298,7 +360,7 @@ class Server:
 
     def _read(self, conn: _Conn) -> None:
         try:
-            data = conn.sock.recv(65536)
+            data = conn.sock.recv(65536 if conn.authed else 257)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
@@ -320,10 +382,15 @@ class Server:
                 line, conn.buf = conn.buf[:nl], conn.buf[nl + 1:]
                 words = line.split()
                 if (len(words) != 3 or words[0] != AUTH.strip() or not _same(words[1], self.token.encode())
-                        or not words[2].isdigit() or int(words[2]) >= self.size):
-                    self._drop(conn)  # not this step's relay: closed unread
+                        or not words[2].isdigit() or len(words[2]) > 9 or int(words[2]) >= self.size
+                        or int(words[2]) in self.connected):
+                    self._drop(conn)  # not this step's relay (or that rank's is here): closed unread
                     return
+                self.strangers.pop(conn, None)
                 conn.authed, conn.rank = True, int(words[2])
+                with self.lock:
+                    self.connected.add(conn.rank)
+                self._send(conn, AUTH_OK)
                 continue
             if conn.version == 2:
                 if len(conn.buf) < 6:
@@ -565,6 +632,23 @@ class Server:
         return -1
 
 
+def source_address(host: str) -> str | None:
+    """The address this host sends from toward ``host`` (the kernel's route for its first
+    address: a UDP socket's connect sends nothing); None when ``host`` does not resolve."""
+    try:
+        infos = socket.getaddrinfo(host, 9, type=socket.SOCK_DGRAM)
+    except (OSError, UnicodeError):
+        return None
+    for family, _, _, _, sockaddr in infos:
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as u:
+                u.connect(sockaddr)
+                return str(u.getsockname()[0])
+        except OSError:
+            continue
+    return None
+
+
 def task_env(rank: int, fd: int, size: int, jobid: str) -> dict[str, str]:
     """What Slurm's pmi2 plugin gives each task."""
     return {"PMI_FD": str(fd), "PMI_RANK": str(rank), "PMI_SIZE": str(size), "PMI_JOBID": jobid}
@@ -589,9 +673,7 @@ class Relay:
 
     def task_fd(self, rank: int) -> int:
         """The task's PMI_FD (inheritable); OSError when srun cannot be reached."""
-        remote = socket.create_connection(self.addr, timeout=30)
-        remote.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        remote.sendall(AUTH + f"{self.token} {rank}\n".encode())
+        remote = self._connect(rank)
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         remote.setblocking(True)
         mine.setblocking(True)
@@ -608,6 +690,32 @@ class Relay:
 
     def task_env(self, rank: int, fd: int) -> dict[str, str]:
         return task_env(rank, fd, self.size, self.jobid)
+
+    def _connect(self, rank: int) -> socket.socket:
+        """A connection to srun's listener that has said ``shimpmi ok`` to this rank's token line.
+        One closed before that (strangers crowding the listener had it closed) is made again, up
+        to RELAY_TRIES times within 30 s; OSError when srun cannot be reached."""
+        deadline = time.monotonic() + 30
+        for attempt in range(RELAY_TRIES):
+            remote = socket.create_connection(self.addr, timeout=max(1.0, deadline - time.monotonic()))
+            try:
+                remote.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                remote.sendall(AUTH + f"{self.token} {rank}\n".encode())
+                got = b""
+                while len(got) < len(AUTH_OK):
+                    data = remote.recv(len(AUTH_OK) - len(got))
+                    if not data:
+                        break
+                    got += data
+                if got == AUTH_OK:
+                    return remote
+            except OSError:
+                pass
+            remote.close()
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(min(0.05 * (attempt + 1), 0.5))
+        raise OSError(f"srun's PMI listener at {self.addr[0]}:{self.addr[1]} did not accept rank {rank}")
 
     def _loop(self) -> None:
         while True:

@@ -238,7 +238,8 @@ class _Step:
             if self.qrsh is None:
                 raise StepError("Requested node configuration is not available")
             if self.pmi is not None:  # that host's launcher relays its tasks' PMI to this srun
-                spec["pmi"] = {"host": os.uname().nodename, "port": self.pmi.listen(), "token": self.pmi.token,
+                addr, port = self.pmi.listen(host)  # (the address this host uses toward that one)
+                spec["pmi"] = {"host": addr, "port": port, "token": self.pmi.token,
                                "size": self.pmi.size, "jobid": self.pmi.jobid}
             self._start_remote(spec, host, tids, in_direct)
         self.raw_tty = None
