@@ -148,9 +148,9 @@ class Filters:
         if "/" in text:
             hosts, why = None, ""
             try:
-                with open(text, "rb") as f:
-                    data = f.read(1 << 23)
-                hosts, why = hostfile(data.decode("utf-8", "replace"), text)
+                data = _read_hostfile(text)
+                hosts, why = hostfile(data.decode("utf-8", "replace"), text) if data is not None else \
+                    (None, "Hostlist is too long for the allocate RPC!")
             except OSError as e:
                 why = f"slurm_allocate_resources error opening file {text}, {os.strerror(e.errno or 0)}"
             if hosts is not None:
@@ -169,6 +169,24 @@ class Filters:
         with -R only (jobqueue.in_reservation's reading)."""
         if self.reservation is not None:
             jobs.fill_reservations(records, cfg)
+
+
+def _read_hostfile(path: str) -> bytes | None:
+    """A hostfile's bytes, None past MAX_CHARS (then the list is too long). Opened without
+    blocking: a FIFO or any other file that is not a regular one reads as empty (Slurm's fopen
+    would wait on a FIFO for ever; a directory gives it "Hostlist is empty!"). OSError as open's."""
+    import stat
+
+    from .hostlist import MAX_CHARS
+
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        data = os.read(fd, MAX_CHARS + 1)
+        return data if len(data) <= MAX_CHARS else None
+    finally:
+        os.close(fd)
 
 
 def active(rs: list[JobRecord]) -> list[JobRecord]:

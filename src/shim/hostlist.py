@@ -305,6 +305,21 @@ def count(expr: str) -> int:
     return total
 
 
+def _atoi(text: str) -> int:
+    """C's atoi on glibc, on what follows ``*``: leading blanks, a sign and digits, the rest
+    ignored; strtol stops at LONG_MAX (LONG_MIN) and the int keeps the low 32 bits (so
+    ``node*99999999999999999999`` repeats the name -1 times: none). The digit string's length is
+    looked at before any int() (5,000 digits cost nothing)."""
+    m = re.match(r"[ \t\n\v\f\r]*([+-]?)0*([0-9]*)", text)
+    assert m is not None
+    digits = m[2][:20]
+    value = int(digits) if digits else 0
+    if len(m[2]) > 19 or value > (1 << 63) - 1:
+        value = (1 << 63) - 1 if m[1] != "-" else 1 << 63
+    value = (-value if m[1] == "-" else value) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
 def hostfile(text: str, name: str) -> tuple[list[str] | None, str]:
     """The hosts of a Slurm hostfile (slurm_read_hostfile, api/allocate.c; ``name``: its path, for
     the error): on each line ``#`` starts a comment (``\\#`` is a plain ``#``), an empty line is
@@ -332,7 +347,11 @@ def hostfile(text: str, name: str) -> tuple[list[str] | None, str]:
             if not word:
                 continue
             host, star, count = word.partition("*")
-            n = int(count) if star and count.isdigit() else 0
+            n = _atoi(count) if star else 0
+            if n > MAX_HOSTS - len(hosts):  # counted before a name is repeated
+                return None, "Hostlist is too long for the allocate RPC!"
+            if n < 0:
+                continue  # Slurm's loop repeats the name no time
             try:
                 hosts.extend([host] * n if n else expand(word))
             except HostlistError:
