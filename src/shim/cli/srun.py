@@ -195,10 +195,41 @@ def job_variables(alloc: steps.Allocation, cfg) -> dict[str, str]:
     return out
 
 
+def _owner_check(backend, job_id: int):
+    """Grid Engine's owner of the job (JB_owner, ``qstat -j``), asked in a thread while srun
+    reads its records; the returned function says whether the job is another user's. Root may
+    step into any job. No answer (qstat failed, the job unknown) leaves it to what follows."""
+    import threading
+
+    if os.getuid() == 0:
+        return lambda: False
+    got: list = []
+    t = threading.Thread(target=lambda: got.append(_job_owner(backend, job_id)), daemon=True)
+    t.start()
+
+    def foreign() -> bool:
+        t.join()
+        owner = got[0] if got else None
+        return owner is not None and owner != pwd.getpwuid(os.getuid()).pw_name
+
+    return foreign
+
+
+def _job_owner(backend, job_id: int) -> str | None:
+    try:
+        owners = backend.job_owners([job_id])
+    except Exception:  # noqa: BLE001 - no answer: execd still refuses another user's qrsh -inherit
+        return None
+    return (owners or {}).get(job_id)
+
+
 def in_allocation(o: sources.Options, req: steps.StepRequest, environ: dict[str, str], cfg, job_id: int) -> int:
     backend = backends.get(cfg)
+    foreign = _owner_check(backend, job_id)
     record = records.Reader(cfg).submit(job_id, os.getuid())  # srun steps only into its user's own jobs
     record = record.to_dict() if record else None  # (the runtime takes a record as the job's payload: a mapping)
+    if foreign():  # slurmctld's step_create: the step's user must be the job's (before any qrsh)
+        raise ShimError(f"{PROG}: error: Unable to create step for job {job_id}: Access/permission denied", code=1)
 
     alloc = steps.find_allocation(cfg.cluster.state_dir, job_id, environ, record=record,
                                   granted=backend.running_job_hosts)
