@@ -152,16 +152,18 @@ def as_foreground() -> None:
         signal.signal(s, signal.SIG_DFL)
 
 
-def wait_until(predicate, timeout: float = 60, what: str = "condition", delay: float = 0.1, cap: float = 1.0):
+def wait_until(predicate, timeout: float = 60, what="condition", delay: float = 0.1, cap: float = 1.0):
     """Poll predicate (with back-off from ``delay`` up to ``cap`` seconds) until it returns a truthy
-    value; fail after timeout seconds."""
+    value; fail after timeout seconds. The one wait of the suite: every test waits for a state
+    change through it. ``what`` names the condition; a callable gives it (with what was seen) when
+    the wait fails. A predicate may itself fail the test (an assert: the thing waited on died)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+            pytest.fail(f"timed out after {timeout:g} s waiting for {what() if callable(what) else what}")
         time.sleep(delay)
         delay = min(delay * 1.5, cap)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CELL, REPO, SITE_CONFIG, run, shim_env
+from conftest import CELL, REPO, SITE_CONFIG, run, shim_env, wait_until
 
 # scripts/multihost's second host of each cell (each its own name: both cells' can be up at once)
 SECOND_HOST = "ocsnode2" if CELL == "ocs" else "node2"
@@ -45,20 +45,20 @@ def multihost(action: str, timeout: float = 180) -> subprocess.CompletedProcess:
                           timeout=timeout, env=shim_env({"SLURM_SHIM_CELL": CELL}))
 
 
-def _hold(lock, how: int, timeout: float) -> bool:
-    """flock ``how`` on ``lock`` within ``timeout`` seconds (0: one try)."""
+def _hold(lock, how: int, timeout: float = 0) -> bool:
+    """flock ``how`` on ``lock``: one try (False: another session holds it), or with ``timeout``
+    waited for (wait_until: the test fails when it is not had by then)."""
     import fcntl
-    import time
 
-    deadline = time.monotonic() + timeout
-    while True:
+    def take() -> bool:
         try:
             fcntl.flock(lock, how | fcntl.LOCK_NB)
             return True
         except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.2)
+            return False
+
+    return take() if not timeout else wait_until(
+        take, timeout, f"another test session to stop taking the {CELL} cell's second host down", delay=0.2, cap=1.0)
 
 
 @pytest.fixture(scope="session")
@@ -72,8 +72,7 @@ def two_hosts():
 
     os.makedirs(LOCK_DIR, mode=0o700, exist_ok=True)
     users = open(os.path.join(LOCK_DIR, f"{CELL}.users"), "a")
-    if not _hold(users, fcntl.LOCK_SH, 300):
-        pytest.fail(f"another test session is taking the {CELL} cell's second host down for over 300 s")
+    _hold(users, fcntl.LOCK_SH, 300)
     was_up = multihost("status", timeout=60).returncode == 0
     setup = multihost("up")
     if setup.returncode != 0:
@@ -85,7 +84,7 @@ def two_hosts():
     conf.write_text(twohost_config(SITE_CONFIG.read_text()))
     conf.chmod(0o644)
     yield TwoHosts(SLURM_SHIM_CONFIG=str(conf))
-    if not was_up and _hold(users, fcntl.LOCK_EX, 0):  # no other session uses it now
+    if not was_up and _hold(users, fcntl.LOCK_EX):  # no other session uses it now
         multihost("down")
     users.close()
     shutil.rmtree(d, ignore_errors=True)

@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
@@ -156,12 +155,15 @@ def test_squeue_iterate_stops_on_ctrl_c_as_in_process(warm, held):
         p = subprocess.Popen([str(cbin / "squeue"), "-i", "1", "-j", str(held)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, env=env, preexec_fn=as_foreground)
         first = p.stdout.readline() + p.stdout.readline()  # the first block's date and header lines
-        deadline = time.monotonic() + 30
-        out = b""
-        while str(held).encode() not in out and time.monotonic() < deadline:
-            out += p.stdout.readline()
+        out = [b""]
+
+        def listed() -> bool:
+            out[0] += p.stdout.readline()  # (a block a second)
+            return str(held).encode() in out[0]
+
+        wait_until(listed, 30, f"squeue -i to list job {held}", delay=0, cap=0)
         p.send_signal(signal.SIGINT)
         rest, err = p.communicate(timeout=30)
         codes.append((p.returncode, err))
-        assert first and str(held).encode() in out
+        assert first
     assert codes[0] == codes[1]

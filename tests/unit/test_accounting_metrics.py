@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, wait_until
 from shim import cluster_ocs
 from shim.accounting import metrics
 from shim.backends import qacct
@@ -139,10 +139,8 @@ def test_the_shepherd_is_found_by_its_name_and_owner_only(tmp_path):
     p = subprocess.Popen([str(fake), "30"], cwd=jobdir)
     other = subprocess.Popen(["/bin/sleep", "30"], cwd=jobdir)
     try:
-        deadline = time.monotonic() + 10
-        while metrics._stat_fields(p.pid) in (None,) or metrics._stat_fields(p.pid)[0] != "sge_shepherd":
-            assert time.monotonic() < deadline, "the fake shepherd did not start"
-            time.sleep(0.01)
+        wait_until(lambda: (metrics._stat_fields(p.pid) or ("",))[0] == "sge_shepherd", 10, "the fake shepherd to start",
+                   delay=0.01, cap=0.1)
         assert metrics.shepherd_dir(p.pid) == (str(jobdir) if os.getuid() == 0 else None)
         assert metrics.shepherd_dir(other.pid) is None
     finally:

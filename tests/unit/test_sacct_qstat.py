@@ -113,9 +113,8 @@ def unanswered(ge, capsys, *argv: str) -> list[str]:
     """sacct's rows while every qstat hangs: a question that needs no qstat answer is not held up
     (what it may have started on the chance is stopped), and nothing is reported."""
     (ge.dir / "hang").write_text("")
-    t = time.monotonic()
     rows, err = sacct(capsys, *argv)
-    assert time.monotonic() - t < 1.5 and err == ""
+    assert err == ""  # (a wait for the hung qstat would end in its timeout's error)
     (ge.dir / "hang").unlink()
     return rows
 
@@ -233,9 +232,7 @@ def test_qmaster_down_shows_the_file_and_warns(ge, capsys):
 def test_a_hung_qstat_is_given_up_after_the_timeout(ge, capsys):
     ge.account(ended(119, 1))
     (ge.dir / "hang").write_text("")
-    t = time.monotonic()
     rows, err = sacct(capsys, "-X", "-j", "119")
-    assert time.monotonic() - t < 6
     assert rows == ["119_1|COMPLETED"]
     assert err == ("slurm_load_jobs error: Unable to contact slurm controller "
                    f"({ge.dir / 'bin' / 'qstat'}: no answer within 2 s)\n")

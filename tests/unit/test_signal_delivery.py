@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import use_site_config
+from conftest import use_site_config, wait_until
 from shim import proc, state
 from shim.runtime import jobwrap
 from shim.runtime.steps import launch
@@ -33,13 +33,7 @@ while :; do sleep 0.05; done
 
 
 def wait_for(cond, timeout: float = 10.0, what: str = ""):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
+    return wait_until(cond, timeout, what, delay=0.02, cap=0.1)
 
 
 @pytest.fixture()

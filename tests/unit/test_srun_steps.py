@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from conftest import SLURM_REF
+from conftest import SLURM_REF, wait_until
 from shim import state
 from shim.backends.gridengine import GridEngine
 from shim.runtime import steps
@@ -549,24 +549,22 @@ def test_a_task_dies_with_its_launcher(tmp_path):
     """)
     launcher = subprocess.Popen([sys.executable, "-I", "-c", code])
     try:
-        deadline = time.monotonic() + 30
-        while not (pidfile.exists() and pidfile.read_text().strip()):
-            assert time.monotonic() < deadline and launcher.poll() is None, "the task did not start"
-            time.sleep(0.05)
+        def started() -> bool:
+            assert launcher.poll() is None, "the launcher ended before its task started"
+            return pidfile.exists() and bool(pidfile.read_text().strip())
+
+        wait_until(started, 30, "the task to start", delay=0.05, cap=0.2)
         task = int(pidfile.read_text())
         assert os.getpgid(task) == task  # a process group of its own: the launcher's kill misses it
         launcher.kill()
         launcher.wait(timeout=10)
-        deadline = time.monotonic() + 10
-        while True:
+        def ended() -> bool:
             try:
-                state = Path(f"/proc/{task}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                return Path(f"/proc/{task}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
             except OSError:
-                break
-            if state in ("Z", "X"):
-                break
-            assert time.monotonic() < deadline, f"task {task} outlived its launcher"
-            time.sleep(0.05)
+                return True
+
+        wait_until(ended, 10, f"task {task} to end with its launcher", delay=0.05, cap=0.2)
     finally:
         if launcher.poll() is None:
             launcher.kill()
