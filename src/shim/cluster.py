@@ -62,6 +62,12 @@ STATE_DIR = "/var/spool/slurm-shim"
 # whichever user wrote first, and read by nothing any more.
 OLD_LAYOUT = ("jobs", "events", "steps", "srun")
 PARTITIONS = ("debug", "gpu")  # queue name == partition name
+# Every queue's tmpdir: Grid Engine's execd makes <tmpdir>/<job>.<task>.<queue> as root, accepts a
+# name that exists, chowns it to the job's owner and removes it recursively at the end, following
+# links each time (tmpdir.c). Under a directory only root can write nobody can plant that name;
+# with Grid Engine's default /tmp anyone can (security review 3, F-20). execd makes a missing one
+# itself, as root, 0755 (sge_mkdir makes every missing parent).
+TMPDIR_BASE = "/var/spool/slurm-shim-tmp"
 
 WAIT_QMASTER = 60.0
 WAIT_QUEUES = 60.0
@@ -249,7 +255,7 @@ def queue(name: str, slots: int) -> dict[str, str]:
         "suspend_thresholds": "NONE", "nsuspend": "1", "suspend_interval": "00:05:00",
         "priority": "0", "min_cpu_interval": "00:05:00", "processors": "UNDEFINED",
         "qtype": "BATCH INTERACTIVE", "ckpt_list": "NONE", "pe_list": "smp mpi", "rerun": "FALSE",
-        "slots": str(slots), "tmpdir": "/tmp", "shell": "/bin/bash", "prolog": "NONE",
+        "slots": str(slots), "tmpdir": TMPDIR_BASE, "shell": "/bin/bash", "prolog": "NONE",
         "epilog": "NONE", "shell_start_mode": "unix_behavior", "starter_method": "NONE",
         "suspend_method": "NONE", "resume_method": "NONE", "terminate_method": "NONE",
         "notify": "00:00:05", "owner_list": "NONE", "user_lists": "NONE", "xuser_lists": "NONE",
@@ -739,10 +745,34 @@ def configure(host: str, *, global_conf: Mapping[str, str] = GLOBAL_CONF, pes: I
         ("@allhosts", lambda: converge(
             ("-shgrp", "@allhosts"), "-Ahgrp", "-Mhgrp", {"group_name": "@allhosts", "hostlist": host})),
         *[(f"pe {pe['pe_name']}", lambda pe=pe: converge(("-sp", pe["pe_name"]), "-Ap", "-Mp", pe)) for pe in pes],
+        ("tmpdir", ensure_tmpdir_base),
         *[(f"queue {q}", lambda q=q: converge(("-sq", q), "-Aq", "-Mq", queue(q, slots))) for q in PARTITIONS],
         ("all.q removed", remove_default_queue),
     ]
     return [what for what, step in steps if step()]
+
+
+def ensure_tmpdir_base(path: str = TMPDIR_BASE) -> bool:
+    """The queues' tmpdir on this host: root's, 0755, in directories only root can write. True if
+    it was made or its mode fixed; an object someone else made there is never reused (ClusterError)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
+        os.mkdir(path, 0o755)
+        st = os.lstat(path)
+        os.chmod(path, 0o755)  # whatever the umask
+        return True
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0:
+        raise ClusterError(f"{path} (the queues' tmpdir) is not a directory of root's (uid {st.st_uid}): "
+                           "remove it; cluster up makes it")
+    problem = unsafe_dir(path)
+    if problem and stat.S_IMODE(st.st_mode) & 0o022:
+        os.chmod(path, 0o755)
+        return True
+    if problem:
+        raise ClusterError(f"the queues' tmpdir {problem}")
+    return False
 
 
 def ensure_execd(host: str, global_changed: bool) -> str:
@@ -1032,6 +1062,7 @@ class Facts:
     host_values: dict[str, dict[str, str]] = field(default_factory=dict)  # exec host -> complex_values
     state: StateFacts | None = None  # None: not looked at
     scheduler: dict[str, str] | None = None  # qconf -ssconf; None: not looked at
+    tmpdirs: dict[str, str] = field(default_factory=dict)  # every queue -> its tmpdir (host overrides included)
 
 
 SCOPES = {"YES": "slot", "JOB": "job", "HOST": "host"}
@@ -1108,6 +1139,7 @@ def doctor_findings(cfg: config.SiteConfig, facts: Facts, path: str) -> list[Fin
         found.append(nice_finding(facts.scheduler))
     if facts.state is not None:
         found += state_findings(cfg.cluster.state_dir, facts.state)
+    found += tmpdir_findings(facts.tmpdirs)
     return found
 
 
@@ -1168,6 +1200,132 @@ def state_findings(state_dir: str, facts: StateFacts) -> list[Finding]:
     return found
 
 
+def unsafe_dir(path: str, _depth: int = 0) -> str | None:
+    """Why someone other than root could add, swap or remove a name in the directory ``path`` on
+    this host, or None when nobody can: it and every directory above it are real directories (a
+    link only when root's, judged by its target) of root's that nobody else may write; above it a
+    sticky one others may write is fine (nobody can rename root's entry in it). A part that does
+    not exist is fine when only root can write where it goes: Grid Engine's execd makes it as root."""
+    if not os.path.isabs(path):
+        return f"{path} is not an absolute path"
+    parts = os.path.normpath(path).split("/")[1:]
+    open_above = ""  # the directory above, when others may write in it
+    for n in range(len(parts) + 1):
+        p = "/" + "/".join(parts[:n])
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            return f"{p} does not exist, and others can make it in {open_above}" if open_above else None
+        except OSError as e:
+            return f"{p}: {e.strerror}"
+        if stat.S_ISLNK(st.st_mode):
+            if st.st_uid != 0:
+                return f"{p} is a link of uid {st.st_uid}"
+            if _depth > 8:
+                return f"{p}: too many links"
+            return unsafe_dir(os.path.join(os.path.realpath(p), *parts[n:]), _depth + 1)
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{p} is not a directory"
+        if st.st_uid != 0:
+            return f"{p} belongs to uid {st.st_uid}, not root"
+        writable = st.st_mode & 0o022
+        if writable and (n == len(parts) or not st.st_mode & stat.S_ISVTX):
+            return f"{p} is writable by others (mode {stat.S_IMODE(st.st_mode):o})"
+        open_above = p if writable else ""
+    return None
+
+
+def host_values(value: str) -> dict[str, str]:
+    """A queue attribute with host overrides (``/tmp,[node2=/tmp/node2]``): {"": the default,
+    host: its value}."""
+    out: dict[str, str] = {}
+    for m in re.finditer(r"\[\s*([^=\]\s]+)\s*=\s*([^\]]*?)\s*\]|([^,\[\]\s]+)", value):
+        if m.group(3) is not None:
+            out.setdefault("", m.group(3))
+        else:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+TMPDIR_HARM = ("anyone can plant <tmpdir>/<job>.<task>.<queue>, which Grid Engine's execd chowns to the job's "
+               "owner and removes as root, following links")
+
+
+def tmpdir_findings(tmpdirs: Mapping[str, str], check=unsafe_dir) -> list[Finding]:
+    """Every queue's tmpdir (and its host overrides), judged on this host: FAIL where someone
+    other than root could make a name in it (security review 3, F-20)."""
+    found = []
+    for q, value in sorted(tmpdirs.items()):
+        for host, path in host_values(value).items():
+            where = f"queue {q}" + (f"@{host}" if host else "")
+            problem = check(path)
+            if problem:
+                base = TMPDIR_BASE + (f"/{host}" if host else "")
+                found.append(Finding("FAIL", f"{where}: tmpdir {path}: {problem}: {TMPDIR_HARM}",
+                                     f"install -d -o root -g root -m 0755 {base} on every exec host; "
+                                     f"qconf -mattr queue tmpdir {base} {q}{'@' + host if host else ''}"))
+            else:
+                made = "" if os.path.lexists(path) else " (not made here yet: execd makes it as root)"
+                found.append(Finding("ok", f"{where}: tmpdir {path} is root's and only root can write in it{made}"))
+    return found
+
+
+# What the kernel must do for root and for every job in a sticky directory such as /tmp: doctor
+# reads /proc/sys on this host and never changes it.
+KERNEL_CHECKS = (
+    ("fs.protected_symlinks", "a link in a sticky directory such as /tmp is followed by whoever opens it (root "
+     "and other users' jobs write, chown or remove through another user's link)",
+     "sysctl -w fs.protected_symlinks=1, and set it in /etc/sysctl.d/ (slurm-shim never changes it)"),
+    ("fs.protected_regular", "a file another user made in a sticky directory such as /tmp is opened with "
+     "O_CREAT as if it were new (a job's output goes into a file someone else owns and reads)",
+     "sysctl -w fs.protected_regular=1 (2: group-writable sticky directories too), and set it in "
+     "/etc/sysctl.d/ (slurm-shim never changes it)"),
+)
+
+
+def kernel_findings(proc_sys: str = "/proc/sys") -> list[Finding]:
+    """fs.protected_symlinks and fs.protected_regular on this host: FAIL when 0. Nothing when the
+    kernel has no such setting."""
+    found = []
+    for name, harm, fix in KERNEL_CHECKS:
+        try:
+            with open(os.path.join(proc_sys, *name.split(".")), encoding="ascii") as f:
+                value = f.read().strip()
+        except (OSError, ValueError):
+            continue
+        if value == "0":
+            found.append(Finding("FAIL", f"kernel: {name} is 0: {harm}", fix))
+        else:
+            found.append(Finding("ok", f"kernel: {name} is {value}"))
+    return found
+
+
+def private_findings(state_dir: str) -> list[Finding]:
+    """The caller's private places (issue 26): the state directory keeps owners (a round trip:
+    F-35), the caller's users/<uid> is the caller's own (F-21), and /tmp/slurm-shim-<uid> too
+    (F-29: the warm service and the submit agent then use another directory)."""
+    from . import service
+
+    if state.layout_problems(state_dir):
+        return []  # (state_findings says what is wrong with the layout)
+    problem = state.ownership_problem(state_dir)
+    found = [Finding("FAIL", f"state dir: {problem}", "keep owners on this file system (no all_squash, "
+                     "matching idmap; root's jobs need no_root_squash), or put the state dir on a local or "
+                     "owner-keeping file system") if problem else
+             Finding("ok", f"state dir: a directory made in {state_dir}/users keeps its owner (uid {os.getuid()})")]
+    squat = state.squatted_home(state_dir)
+    if squat is not None:
+        found.append(Finding("warn", f"state dir: {squat[0]} is not yours (someone else made it): your records are in "
+                             f"{squat[1] or 'a users/<uid>@<suffix> made at your next submission'}",
+                             f"an admin may remove {squat[0]}"))
+    tmp = service.squatted_tmp()
+    if tmp is not None:
+        found.append(Finding("warn", f"{tmp} is not your own private directory (someone else made it): the warm service "
+                             f"and the submit agent use {service.service_dir() or 'none (they are off)'}",
+                             f"an admin may remove {tmp}"))
+    return found
+
+
 class _Qconf:
     def __init__(self, cfg: config.SiteConfig, qconf: str):
         self.cfg, self.qconf = cfg, qconf
@@ -1190,6 +1348,10 @@ def gather_facts(cfg: config.SiteConfig, qconf: _Qconf) -> Facts:
     for q in dict.fromkeys(p.queue for p in cfg.partitions.values()):
         if q in existing:
             facts.queues[q] = parse_attrs(qconf("-sq", q))
+    for q in existing:  # every queue's: a plain qsub reaches any of them
+        attrs = facts.queues.get(q) or parse_attrs(qconf("-sq", q))
+        if "tmpdir" in attrs:
+            facts.tmpdirs[q] = attrs["tmpdir"]
     for host in parse_list(qconf("-sel")):
         facts.host_values[host] = parse_values(parse_attrs(qconf("-se", host)).get("complex_values", "NONE"))
     sconf = qconf("-ssconf")
@@ -1211,6 +1373,7 @@ HOST_PROBLEMS = {
     14: "has no site config {config}",
     15: "has another site config at {config} than this host",
     16: "has no state dir {state_dir} laid out by root (users/ root's, 1777): it must be the one shared directory",
+    17: "gives jobs a TMPDIR in a directory that someone other than root can write (" + TMPDIR_HARM + ")",
 }
 HOST_FIXES = {
     126: "install the shim at {prefix} on it (the same path as here), or share {prefix}",
@@ -1221,14 +1384,17 @@ HOST_FIXES = {
     14: "copy {config} there (the job wrapper reads it on the execution host)",
     15: "copy {config} there: every host must read the same site config",
     16: "mount the shared {state_dir} there (made by root once, on the file server)",
+    17: "give every queue a tmpdir under a directory of root's that only root can write (" + TMPDIR_BASE
+        + "), and check it there: doctor lists each queue's",
 }
 
 
 def host_check_script(python: str, src_dir: str, config_path: str | None, state_dir: str) -> str:
     """The check job: this installation's interpreter, isolated as the job wrapper runs (`python -I`),
     imports the shim and the job wrapper from the same directory, with the same version, and finds
-    the same site config and the state dir's layout (state_dir "": not looked at); the exit code
-    says what failed (HOST_PROBLEMS)."""
+    the same site config, the state dir's layout (state_dir "": not looked at) and a TMPDIR whose
+    directory is root's alone (Grid Engine's tmpdir there); the exit code says what failed
+    (HOST_PROBLEMS)."""
     import hashlib
     import shlex
 
@@ -1249,6 +1415,11 @@ def host_check_script(python: str, src_dir: str, config_path: str | None, state_
         "if conf:\n"
         " try:\n  data = open(conf, 'rb').read()\n except OSError:\n  sys.exit(14)\n"
         " if hashlib.sha256(data).hexdigest() != digest: sys.exit(15)\n"
+        # the job's own TMPDIR (<tmpdir>/<job>.<task>.<queue>): its directory must be root's alone
+        "t = os.environ.get('TMPDIR', '')\n"
+        "if t:\n"
+        " try:\n  st = os.lstat(os.path.dirname(os.path.normpath(t)))\n except OSError:\n  sys.exit(17)\n"
+        " if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022: sys.exit(17)\n"
         f"if not {state_dir!r}: sys.exit(0)\n"
         "try:\n"
         f" st = os.stat(os.path.join({state_dir!r}, 'users'))\n"
@@ -1324,6 +1495,8 @@ def doctor(hosts: bool = True) -> int:
                                 "run slurm-shim cluster up, or set SLURM_SHIM_CONFIG"))
     findings += live_findings(cfg, path, hosts, path if os.path.exists(path) else None)
     findings += state_findings(cfg.cluster.state_dir, read_state(cfg.cluster.state_dir))  # qmaster or not
+    findings += private_findings(cfg.cluster.state_dir)
+    findings += kernel_findings()
     for f in findings:
         print(f.line())
     return 1 if any(f.level == "FAIL" for f in findings) else 0

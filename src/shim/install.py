@@ -274,15 +274,51 @@ def shim_prefix() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(sys.executable)))
 
 
+def unsafe_path(path: str, _depth: int = 0) -> str | None:
+    """Why someone other than root could change what ``path`` is, or None: it and every directory
+    above it must be root's and writable by nobody else (a link only when root's, judged by its
+    target too); above it a sticky directory such as /tmp is fine, as nobody can rename root's
+    entry in it."""
+    parts = os.path.normpath(os.path.abspath(path)).split("/")[1:]
+    for n in range(len(parts) + 1):
+        p = "/" + "/".join(parts[:n])
+        try:
+            st = os.lstat(p)
+        except OSError as e:
+            return f"{p}: {e.strerror}"
+        if stat.S_ISLNK(st.st_mode):
+            if st.st_uid != 0:
+                return f"{p} is a link of uid {st.st_uid}"
+            if _depth > 8:
+                return f"{p}: too many links"
+            return unsafe_path(os.path.join(os.path.realpath(p), *parts[n:]), _depth + 1)
+        if st.st_uid != 0:
+            return f"{p} belongs to uid {st.st_uid}, not root"
+        if st.st_mode & 0o022 and (n == len(parts) or not st.st_mode & stat.S_ISVTX):
+            return f"{p} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def prefix_problems(prefix: str, python: str | None = None, package: str | None = None) -> list[str]:
+    """What makes the installation unfit to be first on every login's PATH (root's included): the
+    interpreter, ``<prefix>/bin`` and the shim's package directory, each with every directory above
+    it, must be root's and writable by nobody else (security review 3, F-32)."""
+    python = python or sys.executable
+    package = package or os.path.dirname(os.path.abspath(sys.modules["shim"].__file__ or ""))
+    found = [unsafe_path(p) for p in (python, os.path.join(prefix, "bin"), package)]
+    return list(dict.fromkeys(f for f in found if f))
+
+
 def profile_text(prefix: str, config_path: str) -> str:
     """The profile.d snippet: the commands first on PATH and their pages on MANPATH (man-db also
-    finds ../share/man of a PATH entry; a MANPATH ending in ':' keeps the system's pages)."""
-    bin_dir, man = f"{prefix}/bin", f"{prefix}/share/man"
+    finds ../share/man of a PATH entry; a MANPATH ending in ':' keeps the system's pages). The
+    paths are shell-quoted: no character of the prefix means anything to the login shell."""
+    bin_dir, man = shlex.quote(f"{prefix}/bin"), shlex.quote(f"{prefix}/share/man")
     lines = [
         "# Written by `slurm-shim install`: Slurm's commands (on Grid Engine) and their man pages.",
-        f'case ":$PATH:" in *":{bin_dir}:"*) ;; *) PATH="{bin_dir}:$PATH" ;; esac',
+        f'case ":$PATH:" in *:{bin_dir}:*) ;; *) PATH={bin_dir}:$PATH ;; esac',
         "export PATH",
-        f'case ":${{MANPATH:-}}:" in *":{man}:"*) ;; *) MANPATH="{man}:${{MANPATH:-}}" ;; esac',
+        f'case ":${{MANPATH:-}}:" in *:{man}:*) ;; *) MANPATH={man}:${{MANPATH:-}} ;; esac',
         "export MANPATH",
     ]
     if os.path.abspath(config_path) != config.DEFAULT_PATH:
@@ -469,6 +505,7 @@ class Plan:
     config_text: str
     actions: list[Action]
     notes: list[str]
+    failures: list[cluster.Finding] = field(default_factory=list)  # what install does not change but must say
 
     @property
     def changes(self) -> list[Action]:
@@ -477,7 +514,7 @@ class Plan:
     def as_dict(self) -> dict[str, Any]:
         return {"cell": self.cell.__dict__, "probe": self.probe.summary(), "config_path": self.config_path,
                 "config": self.config_text, "actions": [a.as_dict() for a in self.actions], "notes": self.notes,
-                "changes": len(self.changes)}
+                "failures": [{"what": f.what, "fix": f.fix} for f in self.failures], "changes": len(self.changes)}
 
 
 def desired_pe(name: str, rule: str, template: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -567,6 +604,49 @@ def exclusive_actions(cfg: config.SiteConfig, p: Probe, hosts: list[str] | None 
             actions.append(Action("host-value", f"{host} {name}", CREATE, f"exec host {host}: complex_values gains "
                                   f"{name}=true", [_qconf_line(call)], {"host": host, "complex": name, "value": "true"}))
     return actions
+
+
+def tmpdir_actions(cfg: config.SiteConfig, p: Probe, base: str = cluster.TMPDIR_BASE) -> list[Action]:
+    """Each partition's queue gets a tmpdir under a directory only root can write (``base``) when
+    someone else could make a name in its own (cluster.unsafe_dir, judged on this host): execd
+    chowns and removes ``<tmpdir>/<job>.<task>.<queue>`` as root, following links (security
+    review 3, F-20). A host's own unsafe tmpdir is reported and left."""
+    actions: list[Action] = []
+    for q in dict.fromkeys(part.queue for part in cfg.partitions.values()):
+        attrs = p.queues.get(q)
+        if not attrs or "tmpdir" not in attrs:
+            continue
+        values = cluster.host_values(attrs["tmpdir"])
+        default = values.get("", "")
+        problem = cluster.unsafe_dir(default) if default else None
+        if problem:
+            call = ops.set_attr("queue", "tmpdir", base, q)
+            actions.append(Action("queue-tmpdir", q, CREATE, f"queue {q}: tmpdir {default} becomes {base} ({problem}: "
+                                  f"{cluster.TMPDIR_HARM})",
+                                  [f"install -d -o root -g root -m 0755 {shlex.quote(base)}  # here; on other exec "
+                                   "hosts execd makes it as root", _qconf_line(call)],
+                                  {"queue": q, "old": default, "new": base}))
+        else:
+            actions.append(Action("queue-tmpdir", q, IN_PLACE, f"queue {q}: tmpdir {default}: only root can write in it"))
+        for host, path in values.items():
+            if host and (problem := cluster.unsafe_dir(path)):
+                actions.append(Action("queue-tmpdir", f"{q}@{host}", CONFLICT, f"queue {q}@{host}: tmpdir {path}: "
+                                      f"{problem}: {cluster.TMPDIR_HARM}: left as it is (qconf -mattr queue tmpdir "
+                                      f"{base}/{host} {q}@{host})"))
+    return actions
+
+
+def site_failures(prefix: str | None) -> list[cluster.Finding]:
+    """What install reports as failures and never changes: the kernel's link protections on this
+    host (cluster.kernel_findings) and, when the prefix goes on every login's PATH, an
+    installation someone other than root could change (prefix_problems)."""
+    found = [f for f in cluster.kernel_findings() if f.level == "FAIL"]
+    for problem in prefix_problems(prefix) if prefix else []:
+        found.append(cluster.Finding("FAIL", f"installation: {problem}: the profile.d snippet would put {prefix}/bin "
+                                     "first on every login's PATH, root's included",
+                                     "install the shim where only root can write (e.g. a venv root made under "
+                                     "/opt), or run --apply --force to install it anyway"))
+    return found
 
 
 def check_notes(cfg: config.SiteConfig, p: Probe, cell: Cell) -> list[str]:
@@ -665,7 +745,8 @@ def plan(p: Probe, cell: Cell, opts: Options) -> Plan:
     hosts = opts.hosts
     if hosts is None:  # the partitions' hosts
         hosts = list(dict.fromkeys(h for part in cfg.partitions.values() for h in p.queue_hosts(part.queue)))
-    actions = [*pe_actions(cfg, p), *exclusive_actions(cfg, p, hosts), state_action(cfg.cluster.state_dir)]
+    actions = [*pe_actions(cfg, p), *exclusive_actions(cfg, p, hosts), *tmpdir_actions(cfg, p),
+               state_action(cfg.cluster.state_dir)]
     if opts.profile:
         actions.append(file_action(opts.profile, profile_text(shim_prefix(), opts.config_path),
                                    "profile.d snippet (PATH, MANPATH)"))
@@ -796,6 +877,10 @@ def apply_action(ge: GridEngine, a: Action) -> tuple[str, dict[str, Any] | None]
     if a.kind == "host-value":
         _must(ge, ops.add_to_list("exechost", "complex_values", f"{d['complex']}={d['value']}", d["host"]))
         return f"exec host {d['host']}: {d['complex']}={d['value']}", {"kind": "host-value", **d}
+    if a.kind == "queue-tmpdir":
+        cluster.ensure_tmpdir_base(d["new"])
+        _must(ge, ops.set_attr("queue", "tmpdir", d["new"], d["queue"]))
+        return f"queue {d['queue']}: tmpdir {d['new']}", {"kind": "queue-tmpdir", **d}
     if a.kind == "state-dir":
         note = cluster.ensure_state_layout(a.target)
         return note, ({"kind": "dirs", "paths": d.get("missing", [])} if d.get("missing") else None)
@@ -914,6 +999,14 @@ def undo(ge: GridEngine, e: Mapping[str, Any], purge: bool = False) -> tuple[boo
             return True, f"queue {e['queue']}: {e['pe']} already not in pe_list"
         _must(ge, ops.delete_from_list("queue", "pe_list", e["pe"], e["queue"]))
         return True, f"queue {e['queue']}: {e['pe']} removed from pe_list"
+    if kind == "queue-tmpdir":
+        attrs = parse_attrs(_read(ge, ops.queue_config(e["queue"])))
+        if not attrs:
+            return True, f"queue {e['queue']}: already gone"
+        if cluster.host_values(attrs.get("tmpdir", "")).get("") != e["new"]:
+            return False, f"queue {e['queue']}: tmpdir changed since it was set to {e['new']}: left"
+        _must(ge, ops.set_attr("queue", "tmpdir", e["old"], e["queue"]))
+        return True, f"queue {e['queue']}: tmpdir {e['old']} again"
     if kind == "host-value":
         values = parse_values(parse_attrs(_read(ge, ops.exec_host(e["host"]))).get("complex_values", "NONE"))
         if e["complex"] not in values:
@@ -1028,6 +1121,7 @@ def render(plan_: Plan) -> str:
         lines.append(f"{a.state:<8} {a.what}")
         lines += [f"           {cmd}" for cmd in (a.commands if a.state in (CREATE, REPLACE) else [])]
     lines += [f"note     {n}" for n in plan_.notes]
+    lines += [f"FAIL     {f.what}  -- {f.fix}" for f in plan_.failures]
     lines.append(f"install: site config for {plan_.config_path}:")
     lines += [f"  {line}" if line else "" for line in plan_.config_text.splitlines()]
     n = len(plan_.changes)
@@ -1048,6 +1142,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--purge-state", action="store_true", help="--uninstall: remove the state dir it made even "
                     "with job records in it")
     ap.add_argument("--json", action="store_true", help="the plan (or what was done) as JSON")
+    ap.add_argument("--force", action="store_true", help="--apply: install even from an installation someone "
+                    "other than root could change (its bin/ goes first on every login's PATH)")
     ap.add_argument("--config", metavar="PATH", help="the site config to write (default $SLURM_SHIM_CONFIG, else "
                     f"{config.DEFAULT_PATH})")
     ap.add_argument("--state-dir", metavar="DIR", default=STATE_DIR, help=f"the shim's state directory ({STATE_DIR})")
@@ -1115,11 +1211,19 @@ def _run(args: argparse.Namespace) -> int:
         raise InstallError(f"Grid Engine in {cell.sge_root}/{cell.sge_cell} does not answer (qconf -sel, "
                            f"commands in {cell.bin_dir or 'PATH'}): is sge_qmaster running?")
     the_plan = plan(probe(ge), cell, opts)
+    the_plan.failures = site_failures(opts.client if opts.profile else None)
     if args.plan:
         print(json.dumps(the_plan.as_dict(), indent=1) if args.json else render(the_plan), end="" if not args.json else "\n")
         return 0
     said: list[str] = []
     say = said.append if args.json else print
+    problems = prefix_problems(opts.client) if opts.profile and opts.client else []
+    if problems and not args.force:
+        raise InstallError(f"refusing to put {opts.client}/bin first on every login's PATH: {'; '.join(problems)} "
+                           "(install the shim where only root can write, or --apply --force)")
+    for f in the_plan.failures:
+        warn = f.what.startswith("installation: ")
+        say(f"{'warning ' if warn else 'FAIL    '} {f.what}" + ("" if warn else f"  -- {f.fix}"))
     if not the_plan.changes:
         say("install: nothing to change (every object is in place)")
     else:

@@ -100,12 +100,14 @@ def test_changes_ignores_case_order_and_time_spelling():
     assert cluster.changes({"v": "gpu=2,mem_free=16G"}, {"v": "mem_free=16G,gpu=2"}) == {}
 
 
-def test_reference_pes_and_queue_match_the_desired_ones_except_slots():
+def test_reference_pes_and_queue_match_the_desired_ones_except_slots_and_tmpdir():
     smp, mpi = cluster.PES
     assert cluster.changes(smp, cluster.parse_attrs(ref("config-qconf-sp-smp.txt"))) == {}
     assert cluster.changes(mpi, cluster.parse_attrs(ref("config-qconf-sp-mpi.txt"))) == {}
     current = cluster.parse_attrs(ref("config-qconf-sq-all.q.txt"))
-    assert cluster.changes(cluster.queue("all.q", 8), current) == {"slots": "8"}
+    # Grid Engine's default tmpdir /tmp lets anyone plant the job's TMPDIR (F-20): root's alone instead
+    assert current["tmpdir"] == "/tmp"
+    assert cluster.changes(cluster.queue("all.q", 8), current) == {"slots": "8", "tmpdir": "/var/spool/slurm-shim-tmp"}
     assert set(cluster.queue("debug", 8)) == set(current)  # a complete queue, usable for qconf -Aq
 
 

@@ -41,7 +41,7 @@ class Recording(ReplayBackend):
 
     def writes(self) -> list[tuple[str, ...]]:
         return [argv for argv, _ in self.calls
-                if argv[0] == "qconf" and argv[1] in ("-Ap", "-Mc", "-aattr", "-dattr", "-dp", "-Aq", "-Ae")]
+                if argv[0] == "qconf" and argv[1] in ("-Ap", "-Mc", "-aattr", "-dattr", "-dp", "-Aq", "-Ae", "-mattr")]
 
 
 def reference(queue: str | None = None, **over: str) -> Recording:
@@ -117,19 +117,22 @@ def test_the_draft_of_the_reference_cluster_is_a_working_site_config(tmp_path):
 def test_the_plan_lists_each_change_with_its_exact_command(tmp_path):
     _, p = planned(tmp_path)
     assert by_state(p, install.CREATE) == [("complex", "exclusive"), ("host-value", "vm exclusive"),
-                                           ("state-dir", str(tmp_path / "state")), ("file", str(tmp_path / "config.toml"))]
+                                           ("queue-tmpdir", "all.q"), ("state-dir", str(tmp_path / "state")),
+                                           ("file", str(tmp_path / "config.toml"))]
     assert by_state(p, install.CONFLICT) == []
     commands = {a.target: a.commands for a in p.actions}
     assert commands["vm exclusive"] == ["qconf -aattr exechost complex_values exclusive=true vm"]
+    # Grid Engine's default tmpdir /tmp: root's own directory instead (F-20)
+    assert commands["all.q"][-1] == "qconf -mattr queue tmpdir /var/spool/slurm-shim-tmp all.q"
     assert commands["exclusive"] == ["qconf -sc > complexes; echo 'exclusive excl BOOL EXCL YES YES 0 1000' >> "
                                      "complexes; qconf -Mc complexes"]
     assert commands[str(tmp_path / "state")][1].endswith("-m 1777 " f"{tmp_path}/state/users {tmp_path}/state/gpus")
     text = install.render(p)
     assert "create   exec host vm: complex_values gains exclusive=true\n" in text
     assert "in place pe smp: $pe_slots (one host)" in text
-    assert "install: 4 change(s) to make; run with --apply" in text
+    assert "install: 5 change(s) to make; run with --apply" in text
     doc = json.loads(json.dumps(p.as_dict()))
-    assert doc["changes"] == 4 and doc["probe"]["version"] == "SGE 8.1.9"
+    assert doc["changes"] == 5 and doc["probe"]["version"] == "SGE 8.1.9"
 
 
 def test_an_open_cluster_scheduler_that_keeps_ended_jobs_is_noted():
@@ -239,8 +242,8 @@ def test_a_file_is_created_left_when_different_and_replaced_only_when_asked(tmp_
 
 def test_the_profile_snippet_puts_commands_and_pages_first_once(tmp_path):
     text = install.profile_text("/opt/slurm-shim", "/etc/slurm-shim/config.toml")
-    assert '*":/opt/slurm-shim/bin:"*) ;; *) PATH="/opt/slurm-shim/bin:$PATH"' in text
-    assert 'MANPATH="/opt/slurm-shim/share/man:${MANPATH:-}"' in text and "SLURM_SHIM_CONFIG" not in text
+    assert '*:/opt/slurm-shim/bin:*) ;; *) PATH=/opt/slurm-shim/bin:$PATH' in text
+    assert 'MANPATH=/opt/slurm-shim/share/man:${MANPATH:-}' in text and "SLURM_SHIM_CONFIG" not in text
     other = install.profile_text("/opt/slurm-shim", str(tmp_path / "site config.toml"))
     assert f"SLURM_SHIM_CONFIG='{tmp_path}/site config.toml'" in other
     import subprocess
@@ -279,19 +282,24 @@ def state_ok(d) -> bool:
 
 
 @root_only
-def test_apply_makes_exactly_the_planned_changes_and_records_them(tmp_path):
+def test_apply_makes_exactly_the_planned_changes_and_records_them(tmp_path, monkeypatch):
+    made = []
+    monkeypatch.setattr(cluster, "ensure_tmpdir_base", made.append)
     ge, p = planned(tmp_path)
     record = tmp_path / "rec" / "install-record.json"
     notes = install.apply(p, ge, str(record), say=lambda _: None)
     assert ge.writes() == [("qconf", "-Mc", ge.writes()[0][2]),
-                           ("qconf", "-aattr", "exechost", "complex_values", "exclusive=true", "vm")]
+                           ("qconf", "-aattr", "exechost", "complex_values", "exclusive=true", "vm"),
+                           ("qconf", "-mattr", "queue", "tmpdir", cluster.TMPDIR_BASE, "all.q")]
+    assert made == [cluster.TMPDIR_BASE]
     rows = cluster.parse_complexes(ge.files["-Mc"])
     assert rows["exclusive"] == install.EXCLUSIVE and len(rows) == len(cluster.parse_complexes(ref("config-qconf-sc.txt"))) + 1
     assert notes[-1] == f"wrote {tmp_path}/config.toml" and (tmp_path / "config.toml").read_text() == p.config_text
     st = os.stat(record)
     assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (0, 0o644)
-    kinds = [e["kind"] for e in json.loads(record.read_text())["created"]]
-    assert kinds == ["complex", "host-value", "dirs", "file"]
+    created = json.loads(record.read_text())["created"]
+    assert [e["kind"] for e in created] == ["complex", "host-value", "queue-tmpdir", "dirs", "file"]
+    assert created[2] == {"kind": "queue-tmpdir", "queue": "all.q", "old": "/tmp", "new": cluster.TMPDIR_BASE}
     # a second plan of the same paths: the files are in place
     _, again = planned(tmp_path)
     assert by_state(again, install.IN_PLACE)[-2:] == [("state-dir", str(tmp_path / "state")),
@@ -359,8 +367,10 @@ def test_cluster_ups_site_step_is_install_on_its_own_config(tmp_path, monkeypatc
     """cluster up's last step: install.local with cluster.py's site config, replacing its own file
     when it differs, the exclusive complex on its host only, no profile.d snippet and no record."""
     ge = reference()
-    ge.add("qconf", ["-sq", "debug"], ref("config-qconf-sq-all.q.txt").replace("all.q", "debug"))
-    ge.add("qconf", ["-sq", "gpu"], ref("config-qconf-sq-all.q.txt").replace("all.q", "gpu"))
+    # (configure gave cluster up's queues their tmpdir before this step)
+    queue = ref("config-qconf-sq-all.q.txt").replace(" /tmp\n", f" {cluster.TMPDIR_BASE}\n")
+    ge.add("qconf", ["-sq", "debug"], queue.replace("all.q", "debug"))
+    ge.add("qconf", ["-sq", "gpu"], queue.replace("all.q", "gpu"))
     monkeypatch.setattr(install, "CellBackend", lambda bin_dir="": ge)
     laid = []
     monkeypatch.setattr(cluster, "ensure_state_layout", lambda d: laid.append(d) or f"{d} laid out")
@@ -482,6 +492,7 @@ def test_the_record_names_its_cell_and_uninstall_goes_back_there(tmp_path, monke
     says (in another cell an object of the same name may be that cell's own: cluster up's
     exclusive complex); flags naming another cell are refused, as is an --apply of another cell
     into the same record, before any change."""
+    monkeypatch.setattr(cluster, "ensure_tmpdir_base", lambda path: True)
     ge, p = planned(tmp_path)
     p.cell = RAW
     record = tmp_path / "rec.json"
@@ -490,7 +501,7 @@ def test_the_record_names_its_cell_and_uninstall_goes_back_there(tmp_path, monke
                                                       "qmaster_port": 8444, "execd_port": 8445,
                                                       "bin_dir": "/usr/lib/gridengine"}
     used: list[install.Cell] = []
-    replay = reference()
+    replay = reference(ref("config-qconf-sq-all.q.txt").replace(" /tmp\n", f" {cluster.TMPDIR_BASE}\n"))
 
     def backend(cell):
         used.append(cell)
@@ -514,7 +525,10 @@ def test_the_record_names_its_cell_and_uninstall_goes_back_there(tmp_path, monke
     # the shell names Debian's default cell: the record's cell is the one undone
     assert install.main(["--uninstall", "--record", str(record)]) == 0
     assert [(c.sge_cell, c.qmaster_port, c.execd_port) for c in used] == [("raw", 8444, 8445)]
-    assert "undone   complex exclusive: already gone" in capsys.readouterr().out  # (the replay has none)
+    out = capsys.readouterr().out
+    assert "undone   complex exclusive: already gone" in out  # (the replay has none)
+    assert "undone   queue all.q: tmpdir /tmp again" in out  # (what --apply found: the record's to undo)
+    assert replay.writes() == [("qconf", "-mattr", "queue", "tmpdir", "/tmp", "all.q")]
     assert not record.exists() and not (tmp_path / "config.toml").exists()
 
 

@@ -474,13 +474,15 @@ def _open_output(path: str, append: bool) -> int:
     """Open a Slurm output file. Tools such as submitit create the log directory only after sbatch
     returns, counting on the scheduler being slower than they are; Grid Engine here starts a job
     within a second, so a missing directory gets a short grace period before the launch fails as
-    Slurm's would (FAILED, ExitCode 0:53)."""
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+    Slurm's would (FAILED, ExitCode 0:53). A name planted in a directory others may write is
+    refused (outfile.open_output)."""
+    from .outfile import open_output
+
     deadline = time.monotonic() + OUTPUT_DIR_GRACE
     delay = 0.05
     while True:
         try:
-            return os.open(path, flags, 0o644)
+            return open_output(path, append)
         except FileNotFoundError:
             if time.monotonic() > deadline:
                 raise
@@ -644,41 +646,72 @@ class Runner:
 
 
 def _trusted_dir(path: str, uid: int) -> str | None:
-    """``path`` resolved, if it is a directory of ``uid`` that nobody else may write to, under
-    directories only root or ``uid`` own (others may write to one only when it is sticky): a
-    place where nobody else can add, swap or remove anything. None otherwise."""
+    """``path`` itself, never through a link (every part is lstat'ed and must be a real
+    directory), when it is a directory of ``uid`` that nobody else may write, in a directory of
+    root's that only root can write, under directories only root or ``uid`` own (others may write
+    to one only when it is sticky): Grid Engine's per-job TMPDIR under a tmpdir of root's, where
+    nobody can plant, swap or remove anything. None otherwise: under /tmp anyone can make the
+    predictable ``<job>.<task>.<queue>`` first, as a link or as a directory of her own, and
+    execd takes it (security review 3, F-20)."""
     import stat
 
     if not path or not os.path.isabs(path):
         return None
-    real = os.path.realpath(path)
-    parts = real.split("/")
+    norm = os.path.normpath(path)
+    parts = norm.split("/")
     for n in range(1, len(parts) + 1):
         p = "/".join(parts[:n]) or "/"
         try:
             st = os.lstat(p)
         except OSError:
             return None
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid not in (0, uid):
+        if not stat.S_ISDIR(st.st_mode):
             return None
-        last = n == len(parts)
-        if last and (st.st_uid != uid or st.st_mode & 0o022):
+        if n == len(parts):
+            if st.st_uid != uid or st.st_mode & 0o022:
+                return None
+        elif n == len(parts) - 1:
+            if st.st_uid != 0 or st.st_mode & 0o022:
+                return None
+        elif st.st_uid not in (0, uid) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
             return None
-        if not last and st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-            return None
-    return real
+    return norm
 
 
 def private_base(state_dir: str) -> str | None:
-    """Where the job's private files go: Grid Engine's per-job TMPDIR, else its TMP (root's jobs
-    get only that), when each is really the job user's own; else the user's private directory
-    in the shim's state directory."""
+    """Where the job's private files go: Grid Engine's per-job TMPDIR, else its TMP, when
+    _trusted_dir trusts it; else the user's private directory in the shim's state directory."""
     uid = os.getuid()
     for var in ("TMPDIR", "TMP"):
         d = _trusted_dir(os.environ.get(var, ""), uid)
         if d is not None:
             return d
     return state.own_dir(state_dir, "srun")
+
+
+def job_tmpdir(state_dir: str, job_id: int, task: int | None) -> tuple[str, bool] | None:
+    """The job's TMPDIR: Grid Engine's per-job directory when _trusted_dir trusts it ((dir,
+    False): execd removes it), else a new directory (0700) of the wrapper's own in the user's
+    private directory of the state dir ((dir, True): the wrapper removes it at the end); None
+    when there is neither. A TMPDIR someone else could have planted is never handed to the job."""
+    uid = os.getuid()
+    d = _trusted_dir(os.environ.get("TMPDIR", ""), uid)
+    if d is not None:
+        return d, False
+    base = state.own_dir(state_dir, "srun")  # (the user's own, 0700: state.own_dir checks it)
+    if base is None:
+        return None
+    for _ in range(100):
+        d = os.path.join(base, f"tmp.{job_id}.{task or 1}.{os.urandom(6).hex()}")
+        try:
+            os.mkdir(d, 0o700)
+            os.chmod(d, 0o700)
+            return d, True
+        except FileExistsError:
+            continue
+        except OSError:
+            return None
+    return None
 
 
 def write_script(state_dir: str, data: bytes) -> tuple[str, str]:
@@ -756,6 +789,7 @@ def main() -> None:
 
     gpu_ids: list[int] | None = None
     script_dir: list[str] = []
+    tmp_made: list[str] = []  # the job's own TMPDIR, when the wrapper made it (job_tmpdir)
 
     def event(kind: str, data: dict) -> None:
         state.record_event(sdir, job_id, task, kind, {**data, **stamp})
@@ -766,6 +800,10 @@ def main() -> None:
             release_gpus(sdir, this_host, gpu_ids)
         if script_dir:
             remove_script(script_dir[0])
+        if tmp_made:
+            import shutil
+
+            shutil.rmtree(tmp_made[0], ignore_errors=True)  # (the user's own 0700 directory; no link is followed)
         _drop_private(p, sdir, task)
         event("end", {"exit": exit_code, "signal": sig, "state": st, "reason": reason, "node": this_host,
                       "start": start})
@@ -827,6 +865,17 @@ def main() -> None:
             finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
     env.update(jobenv.batch_env(p, job_id=job_id, task=task, hosts=hosts, this_host=this_host,
                                 user=user.pw_name, uid=user.pw_uid, gid=os.getgid(), gpu_ids=gpu_ids))
+    tmp = job_tmpdir(sdir, job_id, task)
+    if tmp is None:
+        os.write(err_fd, b"slurmstepd: error: no private TMPDIR: Grid Engine's is not the job's own directory in "
+                         b"one of root's, and the state directory has no private place for one\n")
+        event("start", {"node": this_host})
+        finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
+    env["TMPDIR"] = tmp[0]
+    if "TMP" in env:
+        env["TMP"] = tmp[0]
+    if tmp[1]:
+        tmp_made.append(tmp[0])
     from ..accounting import metrics  # (os only: the file of the job's own metrics)
 
     for var in ("TMPDIR", "TMP"):

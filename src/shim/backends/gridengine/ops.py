@@ -401,6 +401,11 @@ def add_to_list(obj: str, attr: str, value: str, name: str) -> Call:
     return "qconf", ["-aattr", obj, attr, value, name]
 
 
+def set_attr(obj: str, attr: str, value: str, name: str) -> Call:
+    """``qconf -mattr``: set one attribute (``queue tmpdir /var/spool/slurm-shim-tmp debug``)."""
+    return "qconf", ["-mattr", obj, attr, value, name]
+
+
 def delete_from_list(obj: str, attr: str, value: str, name: str) -> Call:
     """``qconf -dattr``, the inverse of add_to_list (a complex_values entry is named without its value)."""
     return "qconf", ["-dattr", obj, attr, value, name]

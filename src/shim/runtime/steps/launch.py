@@ -127,9 +127,9 @@ class HostLaunch:
             return os.open(path, os.O_RDONLY)
         if path in self._files:
             return self._files[path]
-        append = self.spec.get("append") or shared
-        flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
-        fd = os.open(path, flags, 0o644)
+        from ..outfile import open_output  # (a name planted in a directory others may write is refused)
+
+        fd = open_output(path, bool(self.spec.get("append") or shared))
         self._files[path] = fd
         return fd
 

@@ -523,9 +523,10 @@ def _step_cancelled_line(job_id: int, step_id: int, host: str, why: str | None) 
 
 
 def _truncate(path: str, cwd: str) -> None:
+    from ..outfile import open_output  # (a name planted in a directory others may write is refused)
+
     full = path if os.path.isabs(path) else os.path.join(cwd, path)
     try:
-        fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.close(fd)
+        os.close(open_output(full, False))
     except OSError:
         pass
