@@ -83,11 +83,65 @@ def cell_name(config_path: str) -> str:
     return f"cell-{h:016x}"
 
 
+SOCKET_ROOM = len("/cell-0123456789abcdef/service.sock")  # what goes below the base directory
+SUN_PATH = 108  # sockaddr_un.sun_path, its NUL included
+
+
+def _owned(path: str, uid: int, follow: bool = False) -> bool:
+    """A directory of ``uid`` that nobody else may write to (``follow``: the home, which may be a link)."""
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return (st.st_mode & 0o170000) == 0o040000 and st.st_uid == uid and not st.st_mode & 0o022
+
+
+def squatted_tmp(uid: int | None = None) -> str | None:
+    """/tmp/slurm-shim-<uid> when it exists and is not the user's own private directory (someone
+    else made it first: F-29), else None. For doctor and SLURM_SHIM_DEBUG."""
+    d = f"/tmp/slurm-shim-{os.getuid() if uid is None else uid}"
+    try:
+        os.lstat(d)
+    except OSError:
+        return None
+    return None if _private(d, False) else d
+
+
+def _fallback_base(env, uid: int, create: bool) -> str | None:
+    """Where $XDG_RUNTIME_DIR offers nothing: /tmp/slurm-shim-<uid>; where someone else holds that
+    name, /run/user/<uid>/slurm-shim (when /run/user/<uid> is the user's), else
+    $HOME/.cache/slurm-shim/run (in a home and a .cache of the user's own that others cannot
+    write, and short enough for a socket path); None when none of these can be had. client.c's
+    service_dir is the same rule."""
+    d = f"/tmp/slurm-shim-{uid}"
+    if _private(d, create):
+        return d
+    if env.get("SLURM_SHIM_DEBUG"):
+        print(f"slurm-shim: service: {d} is not your own private directory (someone else made it?): "
+              "using another one", file=sys.stderr)
+    run = f"/run/user/{uid}"
+    if _owned(run, uid) and _private(run + "/slurm-shim", create):
+        return run + "/slurm-shim"
+    home = env.get("HOME") or ""
+    if not home.startswith("/") or not _owned(home, uid, follow=True):
+        return None
+    cache = home.rstrip("/") + "/.cache"
+    if create:
+        try:
+            os.mkdir(cache, 0o700)
+        except OSError:
+            pass
+    d = cache + "/slurm-shim/run"
+    if len(d) + SOCKET_ROOM >= SUN_PATH or not _owned(cache, uid):
+        return None
+    return d if _private(cache + "/slurm-shim", create) and _private(d, create) else None
+
+
 def service_dir(environ=None, create: bool = True) -> str | None:
     """The user's private directory for the service and the submit agent, or None when no safe
     one exists (then: in-process, and qsub): $SLURM_SHIM_AGENT_DIR as it is, else
-    $XDG_RUNTIME_DIR/slurm-shim, else /tmp/slurm-shim-<uid>; each must be this user's directory
-    with no access for others. A service and an agent serve one site config (one cell): with
+    $XDG_RUNTIME_DIR/slurm-shim, else /tmp/slurm-shim-<uid> (or, where someone else holds that,
+    ``_fallback_base``'s); each must be this user's directory with no access for others. A service and an agent serve one site config (one cell): with
     $SLURM_SHIM_CONFIG set, theirs are in a subdirectory of its own (cell_name), so a user who
     works with two cells has a warm service and an agent for each."""
     env = os.environ if environ is None else environ
@@ -107,10 +161,9 @@ def service_dir(environ=None, create: bool = True) -> str | None:
         except OSError:
             pass
     if base is None:
-        d = f"/tmp/slurm-shim-{uid}"
-        if not _private(d, create):
+        base = _fallback_base(env, uid, create)
+        if base is None:
             return None
-        base = d
     conf = env.get("SLURM_SHIM_CONFIG")
     if not conf:
         return base

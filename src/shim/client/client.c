@@ -91,6 +91,37 @@ static int cell_dir(char *out, size_t n) {
     return private_dir(out);
 }
 
+/* service._owned: a directory of the user's that nobody else may write to (follow: the home) */
+static int owned_dir(const char *path, int follow) {
+    struct stat st;
+    if ((follow ? stat(path, &st) : lstat(path, &st)) != 0) return 0;
+    return S_ISDIR(st.st_mode) && st.st_uid == getuid() && !(st.st_mode & 022);
+}
+
+/* service._fallback_base: someone else holds /tmp/slurm-shim-<uid> (out), so /run/user/<uid>/slurm-shim
+   when /run/user/<uid> is the user's, else $HOME/.cache/slurm-shim/run when it fits a socket path */
+static int fallback_base(char *out, size_t n) {
+    const char *home = getenv("HOME");
+    char cache[PATH_MAX];
+    size_t len;
+    if (getenv("SLURM_SHIM_DEBUG"))
+        fprintf(stderr, "slurm-shim: service: %s is not your own private directory (someone else made it?): "
+                        "using another one\n", out);
+    if ((size_t)snprintf(out, n, "/run/user/%u", (unsigned)getuid()) < n && owned_dir(out, 0) &&
+        (size_t)snprintf(out, n, "/run/user/%u/slurm-shim", (unsigned)getuid()) < n && private_dir(out))
+        return 1;
+    if (!home || home[0] != '/' || !owned_dir(home, 1)) return 0;
+    len = strlen(home);
+    while (len > 0 && home[len - 1] == '/') len--;
+    if ((size_t)snprintf(cache, sizeof cache, "%.*s/.cache", (int)len, home) >= sizeof cache) return 0;
+    mkdir(cache, 0700); /* (as service.py: whatever is there is judged below) */
+    if ((size_t)snprintf(out, n, "%s/slurm-shim/run", cache) >= n) return 0;
+    if (strlen(out) + sizeof "/cell-0123456789abcdef/service.sock" - 1 >= 108 || !owned_dir(cache, 0)) return 0;
+    if ((size_t)snprintf(out, n, "%s/slurm-shim", cache) >= n || !private_dir(out)) return 0;
+    if ((size_t)snprintf(out, n, "%s/slurm-shim/run", cache) >= n) return 0;
+    return private_dir(out);
+}
+
 static int service_dir(char *out, size_t n) {
     const char *d = getenv("SLURM_SHIM_AGENT_DIR"), *rt = getenv("XDG_RUNTIME_DIR");
     struct stat st;
@@ -102,8 +133,9 @@ static int service_dir(char *out, size_t n) {
     if (rt && *rt && stat(rt, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid()) {
         if ((size_t)snprintf(out, n, "%s/slurm-shim", rt) < n && private_dir(out)) return cell_dir(out, n);
     }
-    if ((size_t)snprintf(out, n, "/tmp/slurm-shim-%u", (unsigned)getuid()) >= n || !private_dir(out)) return 0;
-    return cell_dir(out, n);
+    if ((size_t)snprintf(out, n, "/tmp/slurm-shim-%u", (unsigned)getuid()) >= n) return 0;
+    if (private_dir(out)) return cell_dir(out, n);
+    return fallback_base(out, n) && cell_dir(out, n);
 }
 
 /* No service: start one, detached (never from inside a Grid Engine job), as service.start does. */
