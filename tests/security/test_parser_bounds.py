@@ -6,11 +6,15 @@ through the library and through the real commands under an address-space cap.
 F-18: a job name from a raw ``qsub -N sx_<base32>`` never decodes into control characters, and the
 text renderers escape whatever non-printable characters user-controlled fields hold.
 
-Only the last test needs Grid Engine (it is marked so); the others run the commands' own parsing,
+F-30 (review 3): scancel -w's hostfile counts ``NAME*N`` before it repeats a name, and never
+waits on a FIFO.
+
+Only the tests marked gridengine need Grid Engine; the others run the commands' own parsing,
 which refuses these inputs before any Grid Engine call."""
 
 from __future__ import annotations
 
+import os
 import resource
 import subprocess
 import time
@@ -18,7 +22,8 @@ import tracemalloc
 
 import pytest
 
-from conftest import command_dir, shim_env
+from conftest import as_user_argv, command_dir, open_dir, shim_env
+from security.conftest import VICTIM, as_user
 from shim import hostlist
 from shim.errors import ShimError
 from shim.hostlist import HostlistError
@@ -222,6 +227,67 @@ def test_a_huge_node_count_is_refused_before_a_list_is_built(cmd):
     assert cp.returncode == 1 and "internal error" not in cp.stderr, cp.stderr
     assert cp.stderr.startswith(f"{cmd}: error: "), cp.stderr
     assert cpu < CPU_BOUND, f"{cpu:.2f} s CPU"
+
+
+# --- F-30 (review 3): scancel -w's hostfile ---------------------------------------------------------
+
+TOO_LONG = "Hostlist is too long for the allocate RPC!"
+HOSTFILES = [  # (text, Slurm's error): NAME*N as slurm_read_hostfile reads N (glibc's atoi)
+    ("node*300000000\n", TOO_LONG),  # the review's 15 bytes: 2.36 GB, then MemoryError
+    ("node*" + "9" * 25 + "\n", "Hostlist is empty!"),  # atoi: LONG_MAX's low 32 bits, -1: no name
+    ("node*" + "9" * 5000 + "\n", "Hostlist is empty!"),  # int() of it: ValueError (4300 digits)
+    ("a,b*200000\nc*62144\n", TOO_LONG),  # 262,145 names: one past MAX_HOSTS, counted first
+]
+
+
+@pytest.mark.parametrize("text, why", HOSTFILES)
+def test_a_hostfiles_repeat_count_is_bounded_before_it_expands(text, why):
+    assert bounded(hostlist.hostfile, text, "/f") == (None, why)
+
+
+def test_a_hostfile_at_max_hosts_is_read():
+    hosts, why = bounded(hostlist.hostfile, f"a,b*{hostlist.MAX_HOSTS - 2}\nc\n", "/f")
+    assert why == "" and len(hosts) == hostlist.MAX_HOSTS and hosts[-1] == "c"
+
+
+@pytest.fixture
+def held_job(victim):
+    """A held job of the victim's: scancel -w reads the hostfile when it filters a job."""
+    cp = as_user(VICTIM, "sbatch", "--parsable", "-H", "-o", "/dev/null", "--wrap", "true", cwd="/tmp")
+    assert cp.returncode == 0, cp.stderr
+    job = cp.stdout.strip().split(";")[0]
+    yield job
+    as_user(VICTIM, "scancel", job)
+
+
+@pytest.mark.gridengine
+@pytest.mark.parametrize("kind", ["15 bytes", "25 nines", "5000 digits", "fifo"])
+def test_scancel_answers_every_hostfile_at_once(kind, held_job):
+    """As the victim, her command in-process (no warm service) under the address-space cap: each
+    hostfile is answered with Slurm's error at once and exit 0, as scancel.c goes on with the
+    text as the list (it names no host: her held job stays). The FIFO has no writer: open()
+    blocked on it for ever. Before: 2.36 GB and MemoryError, OverflowError, ValueError."""
+    d = open_dir("hostfile", 0o755)
+    path = d / "hosts"
+    if kind == "fifo":
+        os.mkfifo(path, 0o644)
+        why = "Hostlist is empty!"
+    else:
+        text, why = HOSTFILES[["15 bytes", "25 nines", "5000 digits"].index(kind)]
+        path.write_text(text)
+        path.chmod(0o644)
+
+    def limits():
+        resource.setrlimit(resource.RLIMIT_AS, (AS_CAP, AS_CAP))
+        resource.setrlimit(resource.RLIMIT_CPU, (20, 20))
+
+    env = shim_env({"SLURM_SHIM_SERVICE": "0"})
+    cp = subprocess.run(as_user_argv(VICTIM, env, ["env", "SLURM_SHIM_SERVICE=0", "scancel", "-w", str(path)]),
+                        capture_output=True, text=True, env=env, cwd="/", timeout=60, preexec_fn=limits)
+    # (said once for each of her jobs scancel looks at, as scancel.c reads the file job by job)
+    assert (cp.returncode, set(cp.stderr.splitlines()), cp.stdout) == (0, {f"scancel: error: {why}"}, ""), \
+        cp.stderr[-500:]
+    assert as_user(VICTIM, "squeue", "-h", "-j", held_job, "-o", "%T").stdout.strip() == "PENDING"
 
 
 # --- F-18: names and what the text renderers print -----------------------------------------------
