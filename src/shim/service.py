@@ -184,12 +184,36 @@ def package_root() -> str:
     return os.path.dirname(os.path.abspath(__file__))
 
 
-def code_stamp(root: str | None = None) -> int:
+def mapped_files() -> list[str]:
+    """The files this process has mapped (/proc/self/maps): the interpreter, libpython, libc,
+    every extension module and shared library loaded so far (libdrmaa included, once loaded)."""
+    out: set[str] = set()
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            for line in f:
+                parts = line.rstrip(b"\n").split(None, 5)
+                if len(parts) == 6 and parts[5].startswith(b"/") and not parts[5].endswith(b" (deleted)"):
+                    out.add(os.fsdecode(parts[5]))
+    except OSError:
+        pass
+    return sorted(out)
+
+
+def code_stamp(root: str | None = None, mapped: list[str] | None = None) -> int:
     """A hash of (path, size, mtime) of every .py file of the package and of the interpreter's
     path entries: it changes with an upgrade (pip replaces the files), with an edit of the working
-    tree, and with a reinstall that changes where the package is imported from."""
+    tree, and with a reinstall that changes where the package is imported from. And of (inode,
+    size, mtime) of the interpreter and of the native files in ``mapped`` (the service's
+    mapped_files() at its start; now's when None): a security update of python, libc or an
+    extension module replaces one of them (F-33)."""
     root = package_root() if root is None else root
     items: list = []
+    for path in (sys.executable, *(mapped_files() if mapped is None else mapped)):
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        items.append((path, st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns))
     stack = [root]
     while stack:
         d = stack.pop()
@@ -228,12 +252,29 @@ def serve_argv() -> list[str]:
     return proc.shim_python("service", "main", "sys.exit(main(['serve']))")
 
 
+# What a service starts with of its first caller's environment (client.c's start_service keeps the
+# same): the shim's and the cell's settings, the locale, who and where the user is. Never
+# LD_PRELOAD, LD_LIBRARY_PATH, PYTHON* or anything else that would stay in the one process every
+# later request of the user forks from (each request runs with its own environment).
+START_ENV = ("PATH", "HOME", "USER", "LOGNAME", "TZ", "LANG", "LANGUAGE", "SGE_ROOT", "SGE_CELL",
+             "SGE_QMASTER_PORT", "SGE_EXECD_PORT")
+START_ENV_PREFIXES = ("LC_", "SLURM_SHIM_")
+LIFETIME = 24 * 3600.0  # seconds a service serves at most (then it leaves after its current requests)
+
+
+def start_env(environ) -> dict:
+    """The environment a service starts with: START_ENV's variables of ``environ`` only."""
+    return {k: v for k, v in environ.items() if k in START_ENV or k.startswith(START_ENV_PREFIXES)}
+
+
 def start(d: str, environ=None) -> bool:
     """Start a service for directory d, detached, unless one is starting; never from inside a Grid
-    Engine job (its execd kills what a job leaves behind). The caller runs its command itself."""
+    Engine job (its execd kills what a job leaves behind). The caller runs its command itself.
+    The service gets ``start_env`` of the caller's environment, nothing else."""
     env = dict(os.environ if environ is None else environ)
     if "JOB_ID" in env and env.get("ENVIRONMENT") == "BATCH":
         return False
+    env = start_env(env)
     env["SLURM_SHIM_AGENT_DIR"] = d
     env["SLURM_SHIM_SERVICE_LOCALE"] = "\x1f".join(env.get(k, "") for k in LOCALE_VARS)
     from . import proc
@@ -390,12 +431,12 @@ def warm() -> None:
 
 
 class Service:
-    def __init__(self, d: str, idle: float):
+    def __init__(self, d: str, idle: float, lifetime: float = LIFETIME):
         import time
 
-        self.d, self.idle = d, idle
+        self.d, self.idle, self.lifetime = d, idle, lifetime
         self.path = os.path.join(d, SOCKET)
-        self.last = time.monotonic()
+        self.last = self.born = time.monotonic()
         self.stopping = False
         self.jobs: dict[int, list] = {}  # pidfd -> [conn, pid]
         self.conns: dict[int, int] = {}  # conn fd -> pidfd
@@ -443,7 +484,8 @@ class Service:
         except OSError:
             pass
         preload()
-        self.stamp = code_stamp()
+        self.mapped = mapped_files()  # the native code it runs (what later stamps look at again)
+        self.stamp = code_stamp(mapped=self.mapped)
         self.uid, self.gid = os.getuid(), os.getgid()
         self.groups = sorted(os.getgroups())
         self.limits = _limits()
@@ -469,6 +511,9 @@ class Service:
         while True:
             now = time.monotonic()
             if listening:
+                if now - self.born >= self.lifetime and not self.stopping:
+                    self.log(f"served {self.lifetime:g} s: leaving")  # (a busy user's service too)
+                    self.stopping = True
                 if self.stopping or (not self.jobs and not self.pending and now - self.last >= self.idle):
                     listening = False
                     self._leave(ino, lockf)
@@ -613,7 +658,7 @@ class Service:
             conn.close()
             return
         if stamp is None:
-            stamp = code_stamp()
+            stamp = code_stamp(mapped=self.mapped)
         if stamp != self.stamp:  # first: a stale service may not even read today's frames
             self.log("the package changed: refusing, leaving")
             self.stopping = True

@@ -138,6 +138,20 @@ static int service_dir(char *out, size_t n) {
     return fallback_base(out, n) && cell_dir(out, n);
 }
 
+/* service.START_ENV: what a service keeps of its first caller's environment (never LD_PRELOAD,
+   LD_LIBRARY_PATH, PYTHON*: the one process every later request forks from). */
+static int start_env_kept(const char *e) {
+    static const char *const names[] = {"PATH", "HOME", "USER", "LOGNAME", "TZ", "LANG", "LANGUAGE", "SGE_ROOT",
+                                        "SGE_CELL", "SGE_QMASTER_PORT", "SGE_EXECD_PORT", NULL};
+    const char *eq = strchr(e, '=');
+    if (!eq) return 0;
+    size_t n = (size_t)(eq - e);
+    if (!strncmp(e, "LC_", 3) || !strncmp(e, "SLURM_SHIM_", 11)) return 1;
+    for (int i = 0; names[i]; i++)
+        if (strlen(names[i]) == n && !strncmp(e, names[i], n)) return 1;
+    return 0;
+}
+
 /* No service: start one, detached (never from inside a Grid Engine job), as service.start does. */
 static void start_service(const char *dir) {
     char marker[PATH_MAX], log[PATH_MAX], loc[1024];
@@ -175,8 +189,14 @@ static void start_service(const char *dir) {
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         for (int s = 1; s < NSIG; s++) signal(s, SIG_DFL);
-        execl(SHIM_PYTHON, SHIM_PYTHON, "-I", "-c",
-              "import sys; from shim.service import main; sys.exit(main(['serve']))", (char *)NULL);
+        extern char **environ;
+        static char *kept[512];
+        int k = 0;
+        for (char **e = environ; *e && k < 511; e++)
+            if (start_env_kept(*e)) kept[k++] = *e;
+        kept[k] = NULL;
+        execle(SHIM_PYTHON, SHIM_PYTHON, "-I", "-c",
+               "import sys; from shim.service import main; sys.exit(main(['serve']))", (char *)NULL, kept);
         unlink(marker);
         _exit(127);
     }
