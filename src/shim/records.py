@@ -457,7 +457,7 @@ class Reader:
             got = []
             if d is not None:
                 try:
-                    got = os.listdir(os.path.join(d, "events"))
+                    got = state.list_events(os.path.join(d, "events"), uid)  # (another user's: bounded)
                 except OSError:
                     pass
             self._listed[uid] = got
@@ -536,9 +536,11 @@ def parse_event_names(names: Iterable[str], jobs: set[int] | None = None
 def candidates(uids: Iterable[int], root_events: Iterable[dict[str, Any] | None], me: int | None) -> list[int]:
     """The possible owners of a job Grid Engine no longer knows: the users whose directories hold
     its events (``uids``), and those that root's events about it name (a root event naming nobody
-    is about root's own job). The caller's own first, then those root names, then by uid. A
-    reader takes the first whose events speak for the job: two users claiming one id can only
-    be a reused id or a plant, and each user sees their own."""
+    is about root's own job). The caller's own first, then those root names; another user's
+    directory alone only when it is the one claimant. A reader takes the first whose events
+    speak for the job: two users claiming one id that no authority (Grid Engine, root) names
+    can only be a reused id or a plant, so each of them sees their own and anyone else sees
+    neither: nobody is picked by uid order (F-28)."""
     cands = {u for u in uids if u != 0}
     named: set[int] = set()
     for data in root_events:
@@ -547,5 +549,8 @@ def candidates(uids: Iterable[int], root_events: Iterable[dict[str, Any] | None]
             ou = 0 if o is None else state.uid_of(o)
             if ou is not None:
                 named.add(ou)
-    cands |= named
-    return sorted(cands, key=lambda u: (u != me, u not in named, u))
+    out = [me] if me in cands else []
+    out += sorted(named - set(out))
+    if not named and len(cands) == 1 and not out:
+        out = list(cands)
+    return out

@@ -369,6 +369,51 @@ def user_dirs(cfg: Where) -> Iterator[tuple[int, str]]:
                 yield u, d
 
 
+# What one user's records may cost everyone else's commands (F-26). A command lists at most
+# LIST_MAX names of another user's events/ (sbatch's prune keeps a user's own below that:
+# PRUNE_KEEP), and takes at most ENDED_MAX of another user's jobs (array tasks) from a listing of
+# ended jobs, the newest; the rest are counted (a debug line). The caller's own and root's
+# directories are read whole: a user's records slow or fill only her own view.
+LIST_MAX = 50_000
+ENDED_MAX = 5_000
+PRUNE_KEEP = 40_000
+
+
+def bounded(uid: int) -> bool:
+    """Are ``uid``'s records read within LIST_MAX/ENDED_MAX (another plain user's)?"""
+    return uid not in (0, os.getuid())
+
+
+def list_events(events: str, uid: int) -> list[str]:
+    """The names in ``uid``'s events/ directory ``events``: all of the caller's own and root's, at
+    most LIST_MAX of anyone else's (the listing stops there). OSError as os.listdir."""
+    if not bounded(uid):
+        return os.listdir(events)
+    names: list[str] = []
+    with os.scandir(events) as it:
+        for e in it:
+            if len(names) >= LIST_MAX:
+                debug(f"{events}: more than {LIST_MAX} names: the rest are not looked at")
+                break
+            names.append(e.name)
+    return names
+
+
+def newest_tasks(found: list, limit: int = ENDED_MAX, where: str = "") -> list:
+    """Of ``found`` ((mtime, job, task, ...) tuples), those of the ``limit`` (job, task) pairs
+    written last (all when there are no more)."""
+    last: dict[tuple[int, int], float] = {}
+    for f in found:
+        k = (f[1], -1 if f[2] is None else f[2])
+        if f[0] > last.get(k, -1.0):
+            last[k] = f[0]
+    if len(last) <= limit:
+        return found
+    keep = set(sorted(last, key=lambda k: (last[k], k), reverse=True)[:limit])
+    debug(f"{where}: {len(last) - limit} more ended jobs than {limit}: not shown")
+    return [f for f in found if (f[1], -1 if f[2] is None else f[2]) in keep]
+
+
 def scan_events(cfg: Where, kinds: Iterable[str], since: float, now: float, jobs: set[int] | None = None,
                 always: Iterable[str] = (), uids: set[int] | None = None,
                 listing: Callable[[int], list[str]] | None = None) -> Iterator[tuple[int, int, int | None, str]]:
@@ -377,44 +422,52 @@ def scan_events(cfg: Where, kinds: Iterable[str], since: float, now: float, jobs
     is checked when it is read); ``jobs``: of these job ids only (the others' files are not even
     stat'ed, their names not parsed); ``uids``: in these users' directories only. ``listing``:
     where ``jobs`` is given, the names of a user's events/ (a records.Reader's event_listing,
-    which keeps them for its own reads of the same directories)."""
+    which keeps them for its own reads of the same directories). Another user's directory gives
+    at most ENDED_MAX jobs' events of ``kinds``, the newest (list_events, newest_tasks)."""
     any_age = set(always)
     want = set(kinds) | any_age
     for uid, d in user_dirs(cfg):
         if uids is not None and uid not in uids:
             continue
+        events = os.path.join(d, "events")
         if jobs is not None:
-            yield from _scan_named(uid, os.path.join(d, "events"), jobs, want, any_age, since, now, listing)
-            continue
-        try:
-            it = os.scandir(os.path.join(d, "events"))
-        except OSError:
-            continue
-        with it:
-            for e in it:
-                m = EVENT_NAME.fullmatch(e.name)
-                if m is None or m[3] not in want or (jobs is not None and int(m[1]) not in jobs):
+            found = list(_scan_named(uid, events, jobs, want, any_age, since, now, listing))
+        else:
+            try:
+                names = list_events(events, uid)
+            except OSError:
+                continue
+            found = []
+            for n in names:
+                m = EVENT_NAME.fullmatch(n)
+                if m is None or m[3] not in want:
                     continue
                 try:
-                    st = e.stat(follow_symlinks=False)
+                    st = os.lstat(os.path.join(events, n))
                 except OSError:
                     continue
                 if not stat.S_ISREG(st.st_mode) or (m[3] not in any_age and not since <= st.st_mtime <= now + 60):
                     continue
-                yield uid, int(m[1]), None if m[2] == "x" else int(m[2]), m[3]
+                found.append((st.st_mtime, int(m[1]), None if m[2] == "x" else int(m[2]), m[3]))
+        if bounded(uid):
+            timed = [f for f in found if f[3] not in any_age]
+            kept = {id(f) for f in newest_tasks(timed, ENDED_MAX, events)}
+            found = [f for f in found if f[3] in any_age or id(f) in kept]
+        for _t, job, task, kind in found:
+            yield uid, job, task, kind
 
 
 def _scan_named(uid: int, events: str, jobs: set[int], want: set[str], any_age: set[str], since: float, now: float,
-                listing: Callable[[int], list[str]] | None) -> Iterator[tuple[int, int, int | None, str]]:
+                listing: Callable[[int], list[str]] | None) -> Iterator[tuple[float, int, int | None, str]]:
     """scan_events in one directory for some jobs: the names listed, those of the jobs picked by
-    their prefix (records.parse_event_names), only those lstat'ed."""
+    their prefix (records.parse_event_names), only those lstat'ed: (mtime, job, task, kind)."""
     from .records import parse_event_names
 
     if listing is not None:
         names = listing(uid)
     else:
         try:
-            names = os.listdir(events)
+            names = list_events(events, uid)
         except OSError:
             return
     for job, keys in parse_event_names(names, jobs).items():
@@ -427,10 +480,10 @@ def _scan_named(uid: int, events: str, jobs: set[int], want: set[str], any_age: 
                 continue
             if not stat.S_ISREG(st.st_mode) or (kind not in any_age and not since <= st.st_mtime <= now + 60):
                 continue
-            yield uid, job, task, kind
+            yield st.st_mtime, job, task, kind
 
 
-def named_events(d: str, jobs: set[int], kinds: Iterable[str], min_mtime: float | None = None
+def named_events(d: str, jobs: set[int], kinds: Iterable[str], min_mtime: float | None = None, uid: int | None = None
                  ) -> Iterator[tuple[int, tuple[int | None, str], str]]:
     """(job, (task, kind), path) of the events of ``jobs`` of the given kinds in the user
     directory ``d`` (written since ``min_mtime``): one listing, the names of these jobs picked by
@@ -440,7 +493,7 @@ def named_events(d: str, jobs: set[int], kinds: Iterable[str], min_mtime: float 
 
     events = os.path.join(d, "events")
     try:
-        names = os.listdir(events)
+        names = os.listdir(events) if uid is None else list_events(events, uid)
     except OSError:
         return
     for job, keys in parse_event_names(names, jobs).items():
@@ -800,7 +853,8 @@ PRUNE_EVERY = 3600
 
 def prune(cfg: Where, max_age: float, now: float | None = None,
           alive: Callable[[list[int]], set[int] | None] | None = None) -> int:
-    """Remove the calling user's records older than ``max_age`` seconds, and (with ``alive``,
+    """Remove the calling user's records older than ``max_age`` seconds, and the oldest beyond
+    PRUNE_KEEP files of a directory, and (with ``alive``,
     prune_env) the private files of jobs Grid Engine no longer has, at most once an hour (a stamp
     file's mtime says when it last ran). Returns how many files went."""
     now = time.time() if now is None else now
@@ -826,12 +880,24 @@ def prune(cfg: Where, max_age: float, now: float | None = None,
             it = os.scandir(p)
         except OSError:
             continue
+        kept: list[tuple[float, str]] = []
         with it:
             for e in it:
                 try:
-                    if now - e.stat(follow_symlinks=False).st_mtime > max_age:
+                    mtime = e.stat(follow_symlinks=False).st_mtime
+                    if now - mtime > max_age:
                         os.unlink(e.path)
                         gone += 1
+                    else:
+                        kept.append((mtime, e.path))
+                except OSError:
+                    pass
+        if sub in PUBLIC and len(kept) > PRUNE_KEEP:  # and the count: other users' commands list at most LIST_MAX (F-26)
+            kept.sort()
+            for _m, path in kept[:len(kept) - PRUNE_KEEP]:
+                try:
+                    os.unlink(path)
+                    gone += 1
                 except OSError:
                     pass
     if alive is not None:

@@ -19,37 +19,36 @@ if TYPE_CHECKING:
 def _scan_events(d: str, uid: int, jobs: set[int] | None, min_mtime: float | None,
                  out: dict[int, dict[tuple[int | None, str], dict[int, str]]]) -> None:
     """Add one user's end, cancel and start events to ``out`` ({job: {(task, kind): {uid:
-    path}}}): one listing; with ``min_mtime``, only events written since then. Nothing is read
-    here: Events.get reads and checks a file when it is needed."""
+    path}}}): one listing (at most state.LIST_MAX names of another user's: what her records cost
+    root's sacct is bounded, F-26); with ``min_mtime``, only events written since then. Nothing
+    is read here: Events.get reads and checks a file when it is needed."""
+    from .. import state
     from ..records import EVENT_NAME
 
     kinds = ("end", "cancel", "start")
+    found: list[tuple[int, tuple[int | None, str], str]] = []
     if jobs is not None:  # (sacct -j: the names of these jobs picked by their prefix, only theirs stat'ed)
-        from .. import state
-
-        for job, key, path in state.named_events(d, jobs, kinds, min_mtime):
-            out.setdefault(job, {}).setdefault(key, {})[uid] = path
-        return
-    try:
-        it = os.scandir(os.path.join(d, "events"))
-    except OSError:
-        return
-    with it:
-        for e in it:
-            m = EVENT_NAME.fullmatch(e.name)
+        found = list(state.named_events(d, jobs, kinds, min_mtime, uid))
+    else:
+        events = os.path.join(d, "events")
+        try:
+            names = state.list_events(events, uid)  # (another user's: at most state.LIST_MAX)
+        except OSError:
+            return
+        for n in names:
+            m = EVENT_NAME.fullmatch(n)
             if m is None or m[3] not in kinds:
                 continue
-            job = int(m[1])
-            if jobs is not None and job not in jobs:
-                continue
+            path = os.path.join(events, n)
             if min_mtime is not None:
                 try:
-                    if e.stat(follow_symlinks=False).st_mtime < min_mtime:
+                    if os.lstat(path).st_mtime < min_mtime:
                         continue
                 except OSError:
                     continue
-            task = None if m[2] == "x" else int(m[2])
-            out.setdefault(job, {}).setdefault((task, m[3]), {})[uid] = e.path
+            found.append((int(m[1]), (None if m[2] == "x" else int(m[2]), m[3]), path))
+    for job, key, path in found:
+        out.setdefault(job, {}).setdefault(key, {})[uid] = path
 
 
 class Events:

@@ -45,9 +45,16 @@ def read_payload() -> dict:
 
 
 def _stamp(p: dict) -> dict:
-    """{"sub": sbatch's clock at submission} for every event this job writes, when known."""
+    """What every event this job writes carries: {"sub": sbatch's clock at submission} when known,
+    and "owner", the job's owner as Grid Engine runs it (the user the wrapper runs as): whose
+    job a reader takes it for once Grid Engine has forgotten it (records.candidates)."""
     sub = p.get("sub")
-    return {"sub": sub} if isinstance(sub, (int, float)) and not isinstance(sub, bool) else {}
+    out = {"sub": sub} if isinstance(sub, (int, float)) and not isinstance(sub, bool) else {}
+    try:
+        out["owner"] = pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        pass
+    return out
 
 
 def _environ(p: dict, state_dir: str) -> dict[str, str]:
