@@ -10,7 +10,7 @@ import os
 import tomllib
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ShimError
 from .siteconf import NS
@@ -106,7 +106,24 @@ class Submit(_Model):
                                         "after this long without requests")
 
 
+class Slurm(_Model):
+    release: Literal["22.05", "24.11", "26.05"] = Field(
+        "22.05", description="the Slurm release the site comes from: the commands' --version, options and "
+        "messages, and the job's environment follow it (releases.py); a release between two of these picks "
+        "the newest of them not newer than it (23.02: 22.05, 25.05: 24.11)")
+
+    @field_validator("release", mode="before")
+    @classmethod
+    def _known_release(cls, value):
+        if value not in ("22.05", "24.11", "26.05"):
+            raise ValueError(f"release {value!r} is not one the shim follows: 22.05, 24.11 or 26.05 (a site on "
+                             "a release between two of them names the newest not newer than its own: 23.02 "
+                             "and 23.11 are 22.05, 25.05 and 25.11 are 24.11)")
+        return value
+
+
 class SiteConfig(_Model):
+    slurm: Slurm = Slurm()
     cluster: Cluster = Cluster()
     gridengine: GridEngine = GridEngine()
     partitions: dict[str, Partition] = Field(default_factory=lambda: {"debug": Partition(queue="all.q", default=True)})

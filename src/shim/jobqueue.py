@@ -36,7 +36,8 @@ class Query:
     ``-S`` keys as given, ``--start``. (A plain class: ``dataclasses`` costs ~10 ms of a start.)"""
 
     __slots__ = ("states", "job_ids", "users", "bad_users", "only", "listed", "names", "partitions", "accounts",
-                 "qos", "licenses", "nodelist", "reservation", "array", "steps", "whole", "sort", "start")
+                 "qos", "licenses", "nodelist", "reservation", "array", "steps", "whole", "sort", "start",
+                 "state_only")
 
     def __init__(self, states: set[str] | None = None, job_ids: list[tuple[int, int | None]] | None = None,
                  users: set[str] | None = None, bad_users: list[str] | None = None, only: set[int] | None = None,
@@ -44,13 +45,14 @@ class Query:
                  partitions: set[str] | None = None, accounts: set[str] | None = None, qos: set[str] | None = None,
                  licenses: set[str] | None = None, nodelist: str | None = None, reservation: str | None = None,
                  array: bool = False, steps: bool = False, whole: bool = False, sort: str | None = None,
-                 start: bool = False):
+                 start: bool = False, state_only: bool = False):
         self.states, self.job_ids, self.users = states, job_ids, users
         self.bad_users = [] if bad_users is None else bad_users
         self.only, self.listed = only, listed
         self.names, self.partitions, self.accounts, self.qos, self.licenses = names, partitions, accounts, qos, licenses
         self.nodelist, self.reservation = nodelist, reservation
         self.array, self.steps, self.whole, self.sort, self.start = array, steps, whole, sort, start
+        self.state_only = state_only  # --only-job-state: the records carry ids and states alone (state_only)
 
 
 def query(opts: Options, states: set[str] | None, job_ids: list[tuple[int, int | None]] | None,
@@ -70,7 +72,7 @@ def query(opts: Options, states: set[str] | None, job_ids: list[tuple[int, int |
                  licenses=set(opts.licenses.split(",")) if opts.licenses else None,
                  nodelist=opts.nodelist or None, reservation=opts.reservation or None, array=bool(opts.array),
                  steps=opts.steps is not None, whole=bool(opts.json or opts.yaml), sort=opts.sort or None,
-                 start=bool(opts.start))
+                 start=bool(opts.start), state_only=bool(opts.get("only_job_state")))
 
 
 def sort_keys(qy: Query) -> list:
@@ -143,8 +145,10 @@ def select(jl: jobs.JobList, qy: Query, cfg) -> list:
     """The records the query shows (Slurm's _filter_job), one per array task with ``-r``. A
     single job id that names no job is Slurm's "Invalid job id specified"."""
     job_ids = qy.job_ids
-    if job_ids is not None and len(job_ids) == 1 and job_ids[0][0] not in jl.known:
+    if job_ids is not None and len(job_ids) == 1 and job_ids[0][0] not in jl.known and not qy.state_only:
         raise ShimError("slurm_load_jobs error: Invalid job id specified", code=1)
+    if qy.state_only and (qy.accounts or qy.qos or qy.licenses or qy.reservation):
+        return []  # fields the state-only records do not carry match no value (state_only)
     recs = jl.records
     if job_ids:
         want_jobs = {j for j, t in job_ids if t is None}
@@ -192,6 +196,22 @@ def select(jl: jobs.JobList, qy: Query, cfg) -> list:
     if qy.array:
         recs = jobs.expand_array(recs)
     return recs
+
+
+def state_only(jl: jobs.JobList) -> None:
+    """--only-job-state (24.11, 26.05): the controller sends each job's id, array fields and state
+    alone (REQUEST_JOB_STATE), and squeue filters, sorts and prints those records as any other.
+    So every other field is unset: the user is uid 0 (``-u root`` and root's ``--me`` keep every
+    job, any other user none), and ``-n``, ``-p``, ``-A``, ``-q``, ``-L``, ``-w``, ``-R`` keep
+    nothing (as measured on 24.11.5 and 26.05.5); ``-t``, ``-j`` and ``-r`` work."""
+    from .model import JobRecord
+
+    kept = ("stopped", "pending_indices")  # what -t ST and -j N_k read of a record's extra
+    jl.records = [JobRecord(r.job_id, array_task=r.array_task, array_pending=r.array_pending,
+                            array_max_tasks=r.array_max_tasks, state=r.state, user="root", uid=0, qos="",
+                            std_in="", requeue=False, extra={k: r.extra[k] for k in kept if k in r.extra},
+                            submit_time=r.submit_time, start_time=r.start_time)  # (the order: sort_records)
+                  for r in jl.records]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,7 +297,55 @@ def sort_records(recs: list, qy: Query, ctx: Ctx, keys: list | None = None, list
     # order (one sort on both: the same order as the stable sorts one after the other)
     from .model import STATE_CODES as codes
 
+    if qy.state_only:  # no partition or priority: by state, ties newest record first (state_only_order)
+        return state_only_order(recs, created, listed)
     return sorted(recs, key=lambda r: (r.partition, codes.get(r.state, r.state), -r.priority, created(r)))
+
+
+def state_only_order(recs: list, created, listed: list | None = None) -> list:
+    """--only-job-state's order without -S: "P,t,-p" sorts by state alone (no partition or
+    priority came), and ties keep the order of the controller's job state reply, which is its job
+    list backwards, newest record first (measured on 24.11.5 and 26.05.5). In that list an array's
+    first task to start keeps the array's place; each later one is split off at its start
+    (job_array_split copies the array's record for the tasks still pending, the copy appended),
+    and the pending remainder is the copy made at the last split; when none waits, the last task
+    is that copy."""
+    from .model import STATE_CODES as codes
+
+    every = recs if listed is None else listed
+    started: dict[int, list] = {}
+    waiting: set[int] = set()
+    born: dict[int, tuple] = {}  # array -> its creation (the submission's)
+    for r in every:
+        if r.array_task is None and r.array_pending is None:
+            continue
+        if r.array_task is not None and r.start_time is not None:
+            started.setdefault(r.job_id, []).append((r.start_time, r.array_task))
+        else:
+            waiting.add(r.job_id)
+        mark = (r.submit_time or r.start_time, 0, r.job_id, -1)
+        if mark[0] is not None and (r.job_id not in born or mark < born[r.job_id]):
+            born[r.job_id] = mark
+    place: dict[tuple, tuple] = {}  # (array, index or None) -> its record's creation
+    for job, marks in started.items():
+        marks.sort()
+        for i, (t, task) in enumerate(marks):
+            if i == 0:
+                place[(job, task)] = born.get(job) or (t, 0, job, -1)
+            elif i == len(marks) - 1 and job not in waiting:
+                place[(job, task)] = (marks[i - 1][0], 2, job, task)  # the copy of the previous split
+            else:
+                place[(job, task)] = (t, 1, job, task)
+        if job in waiting:
+            place[(job, None)] = (marks[-1][0], 2, job, -1)
+
+    def made(r) -> tuple:  # -r's pending tasks are the remainder's record, printed in index order
+        pending = r.array_pending is not None or (r.array_task is not None and r.start_time is None)
+        key = place.get((r.job_id, None if pending else r.array_task)) or created(r)
+        return (*key[:3], -(r.array_task or 0) if pending else key[3])
+
+    newest_first = sorted(recs, key=made, reverse=True)
+    return sorted(newest_first, key=lambda r: codes.get(r.state, r.state))
 
 
 def created_key(recs: list, listed: list | None = None):

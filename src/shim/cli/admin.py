@@ -20,7 +20,14 @@ _PASS_ON = {"ignore_unknown_options": True, "allow_extra_args": False, "allow_in
 
 
 def version_text() -> str:
-    return f"{PROG} {__version__} (the commands follow Slurm {SLURM_VERSION})"
+    from .. import releases
+    from ..errors import ShimError
+
+    try:  # the site's release; a config that does not load still lets the shim say its own version
+        follows = releases.current().version
+    except ShimError:
+        follows = SLURM_VERSION
+    return f"{PROG} {__version__} (the commands follow Slurm {follows})"
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:

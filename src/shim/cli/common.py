@@ -13,9 +13,7 @@ from ..errors import ShimError
 from ..options.getopt import Table, getopt
 from ..options.sources import fates  # noqa: F401  (the commands' and tests' name for it)
 from ..options.spec import Arity, Fate, OptionSpec
-from .. import SLURM_VERSION
-
-VERSION = f"slurm {SLURM_VERSION} (slurm-shim)"
+from .. import releases
 
 
 def own_options(prog: str, arity: Arity = Arity.REQUIRED, fate: Fate = Fate.MAP):
@@ -54,8 +52,9 @@ def command_line(table: Table, argv: list[str]) -> tuple[sources.Options, list[s
 
 
 def print_version() -> int:
-    """The policy commands' --version (Slurm's print_slurm_version: ``slurm 22.05.x``)."""
-    sys.stdout.write(f"slurm {SLURM_VERSION}\n")
+    """The policy commands' --version (Slurm's print_slurm_version: ``slurm 22.05.x``, the
+    configured release's version)."""
+    sys.stdout.write(releases.version_line("slurm"))
     return 0
 
 
@@ -63,13 +62,14 @@ def answered(o: sources.Options, help_text, usage_text=None, version: str = "slu
     """Writes what --help, --usage (where the command has it) or --version asks for, checked in that
     order, and says whether the command line asked for one (then the command exits 0).
     help_text and usage_text are functions or strings; version is the word before the release
-    (``slurm-wlm 22.05.8``, or ``slurm`` where Slurm prints print_slurm_version's form)."""
+    (``slurm-wlm 22.05.8``, or ``slurm`` where Slurm prints print_slurm_version's form) and the
+    version that of the configured release (releases.current)."""
     if o.help:
         out = help_text
     elif o.usage and usage_text is not None:
         out = usage_text
     elif o.version:
-        out = f"{version} {SLURM_VERSION}\n"
+        out = releases.version_line(version)
     else:
         return False
     sys.stdout.write(out() if callable(out) else out)
@@ -94,8 +94,8 @@ def usage(o: sources.Options, prog: str) -> int:
     from ..options.table import OPTIONS
     from ..render import help as help_render
 
-    if o.version:
-        print(VERSION)
+    if o.version:  # as the release's sbatch, srun and salloc print it (slurm-wlm 24.11.5)
+        sys.stdout.write(releases.version_line())
         return 0
     sys.stdout.write(help_render.usage(prog, OPTIONS) if o.usage else help_render.help(prog, OPTIONS))
     return 0

@@ -13,7 +13,7 @@ import sys
 import time
 from datetime import datetime
 
-from .. import SLURM_VERSION, jobs
+from .. import jobs, releases
 from .. import show as gather  # (show: the command below)
 from ..errors import ShimError
 from ..hostlist import this_host
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from typing import Iterable
 
 PROG = "scontrol"
-VERSION = SLURM_VERSION  # the one Slurm release the commands follow
 N, R = Arity.NONE, Arity.REQUIRED
 
 
@@ -184,7 +183,7 @@ def show_steps(s: Session, ids: list[str]) -> str:
 def show_config(s: Session, keys: list[str]) -> str:
     from ..render.scontrol import config_text
 
-    items, host = gather.config_items(s.cfg, VERSION)
+    items, host = gather.config_items(s.cfg, releases.current().version)
     return config_text(items, keys, host, datetime.now())
 
 
@@ -204,7 +203,8 @@ def show_node(s: Session, names: list[str]) -> str:
     boot = gather.boot_time()
     system = gather.os_name()
     now = datetime.fromtimestamp(time.time())
-    out = [node_text(h, st, cpus, used, parts, boot, system, VERSION, now, s.oneliner)
+    out = [node_text(h, st, cpus, used, parts, boot, system, releases.current().version, now,
+                     s.oneliner)
            for h, st, cpus, used, parts in found]
     if names and not out:
         raise ShimError(f"Node {names[0]} not found")
@@ -282,7 +282,7 @@ def run_command(s: Session, words: list[str]) -> int:
     if cmd == "update":
         return update(s, args)
     if cmd == "version":
-        sys.stdout.write(f"slurm-wlm {VERSION}\n")
+        sys.stdout.write(releases.version_line())
         return 0
     if cmd == "ping":
         host = this_host()

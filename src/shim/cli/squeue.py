@@ -44,6 +44,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _o("Format", "O", env="SQUEUE_FORMAT2", dest="format_long", help="format specification (long names)"),
     _o("format", "o", env="SQUEUE_FORMAT", help="format specification (%% letters)"),
     _o("help", None, N, help="show this help message", fate=Fate.LOCAL),
+    _o("helpformat", None, N, help="list the fields of --format", fate=Fate.LOCAL),
+    _o("helpFormat", None, N, help="list the fields of --Format", fate=Fate.LOCAL),
+    _o("helpstate", None, N, help="list the states of --states", fate=Fate.LOCAL),
     _o("hide", None, N, help="do not display jobs in hidden partitions"),
     _o("iterate", "i", help="repeat the report every so many seconds"),
     _o("jobs", "j", O, dest="jobs", help="comma separated list of job IDs to view"),
@@ -77,7 +80,24 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _o("yaml", None, N, help="produce YAML output"),
 )
 
-TABLE = Table(PROG, OPTIONS, error_code=1)
+TABLE = Table(PROG, OPTIONS, error_code=1)  # every release's options (releases.py: which each has)
+# what squeue's getopt loop answers where it meets it, before any later word is read
+ANSWERS = ("help", "usage", "version", "helpformat", "helpFormat", "helpstate")
+
+
+def release_table(release=None) -> Table:
+    """The options of the site's Slurm release (releases.current): a newer release's option is
+    that release's ``unrecognized option`` on an older one, and one it dropped on a newer."""
+    from .. import releases
+
+    release = release or releases.current()
+    return Table(PROG, [o for o in OPTIONS if release.knows(PROG, o.long)], error_code=1)
+
+
+def usage_text(release=None) -> str:
+    from .. import releases
+
+    return (release or releases.current()).usage.get(PROG, USAGE)
 
 USAGE = """\
 Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
@@ -89,12 +109,27 @@ Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
 """
 
 
-def help_text() -> str:
+def help_text(release=None) -> str:
+    from .. import releases
     from ..render.help import options_help
 
-    return options_help(OPTIONS, "Usage: squeue [OPTIONS]", width=36, tail=(
-        "", "Help options:", "  --help                          show this help message",
+    release = release or releases.current()
+    lists = [line for long, line in HELP_LISTS if release.knows(PROG, long)]
+    rows = [o for o in OPTIONS if release.knows(PROG, o.long)]
+    return options_help(rows, "Usage: squeue [OPTIONS]", width=36, tail=(
+        "", "Help options:", "  --help                          show this help message", *lists,
         "  --usage                         display a brief summary of squeue options"))
+
+
+# --help's lines of the list options, as 24.11 and 26.05 print them
+HELP_LISTS = (
+    ("helpformat", "  --helpformat                    print a list of fields that can be specified\n"
+                   "                                  with '--format=' option"),
+    ("helpFormat", "  --helpFormat                    print a list of fields that can be specified\n"
+                   "                                  with '--Format=' option"),
+    ("helpstate", "  --helpstate                     print a list of states that can use specified\n"
+                  "                                  with '--states=' option"),
+)
 
 
 error = for_command(PROG)  # Slurm's "<prog>: error: ..." (errors.command_error)
@@ -102,10 +137,11 @@ error = for_command(PROG)  # Slurm's "<prog>: error: ..." (errors.command_error)
 
 def parse_args(argv: list[str], environ=None) -> tuple[Options, list, list[str]]:
     environ = os.environ if environ is None else environ
-    parsed, positional = common.getopt_answering(TABLE, argv)
+    table = release_table()
+    parsed, positional = common.getopt_answering(table, argv, ANSWERS)
     opts = Options()
-    apply(opts, TABLE, env_parsed(TABLE, environ), "env")
-    apply(opts, TABLE, parsed, "cli")
+    apply(opts, table, env_parsed(table, environ), "env")
+    apply(opts, table, parsed, "cli")
     # squeue's -j and -s take an optional argument: "-j 12" leaves 12 as the next word
     rest = list(positional)
     if opts.jobs is True:
@@ -113,8 +149,30 @@ def parse_args(argv: list[str], environ=None) -> tuple[Options, list, list[str]]
     if opts.steps is True:
         opts["steps"] = rest.pop(0) if rest else True
     if rest:
-        raise ShimError(f"{PROG}: error: Unrecognized option: {rest[0]}", USAGE.rstrip("\n"), code=1)
+        raise ShimError(f"{PROG}: error: Unrecognized option: {rest[0]}", usage_text().rstrip("\n"), code=1)
+    if opts.only_job_state:
+        from .. import releases
+
+        keys, fatal = releases.current().conflicts.get(f"{PROG} --only-job-state", ((), ""))
+        if any(opts.get(k) not in (None, False) for k in keys):
+            raise ShimError(fatal, code=1)
     return opts, parsed, rest
+
+
+def answer(key: str, release=None) -> str:
+    """What --help, --usage, -V and the lists (--helpformat, --helpFormat, --helpstate) print."""
+    from .. import releases
+
+    release = release or releases.current()
+    if key == "help":
+        return help_text(release)
+    if key == "usage":
+        return usage_text(release)
+    if key == "version":
+        return releases.version_line(release=release)
+    if key == "helpstate":
+        return "".join(f"{s}\n" for s in release.job_states or ())
+    return release.texts[f"{PROG} --{key}"]
 
 
 def parse_job_ids(text: str) -> list[tuple[int, int | None]]:
@@ -156,10 +214,10 @@ def choose_format(opts: Options, parsed: list) -> tuple[str, str]:
         return "percent", opts.format
     if opts.steps is not None:
         return "percent", view.STEPS_FORMAT
-    if opts.only_job_state:
-        return "percent", "%.18i %.2t"
     if opts.start:
         return "percent", view.START_FORMAT
+    if opts.only_job_state:  # -l's date line, never its columns
+        return "percent", view.ONLY_STATE_FORMAT
     if opts.long:
         return "percent", view.LONG_FORMAT
     return "percent", view.DEFAULT_FORMAT
@@ -193,8 +251,12 @@ def parse_states(text: str) -> set[str] | None:
             return None
         state = state_named(t)
         if state is None:
+            from .. import releases
+
+            named = releases.current().job_states
             raise ShimError(f"{PROG}: error: Invalid job state specified: {tok}",
-                            f"{PROG}: error: Valid job states include: {state_list()}", "", code=1)
+                            f"{PROG}: error: Valid job states include: {','.join(named) if named else state_list()}",
+                            "", code=1)
         out.add(state.long)
     return out
 
@@ -231,16 +293,9 @@ def main(argv: list[str]) -> int:
 
 def _main(argv: list[str]) -> int:
     opts, parsed, _ = parse_args(argv)
-    if opts.help:
-        sys.stdout.write(help_text())
-        return 0
-    if opts.usage:
-        sys.stdout.write(USAGE)
-        return 0
-    if opts.version:
-        from .. import SLURM_VERSION
-
-        sys.stdout.write(f"slurm-wlm {SLURM_VERSION}\n")
+    asked = next((spec.key for spec, _ in parsed if spec.key in ANSWERS), None)  # the first one met
+    if asked is not None:
+        sys.stdout.write(answer(asked))
         return 0
 
     states: set[str] | None = parse_states(opts.states) if opts.states else {"PENDING"} if opts.start else None
@@ -275,7 +330,8 @@ def _main(argv: list[str]) -> int:
     # --yaml print every job
     whole = bool(opts.json or opts.yaml)
     only = {j for j, _t in job_ids} if job_ids and not whole else None
-    listed = sorted(users) if users and only is None and not whole else None
+    # (--only-job-state's records name no user: every user's jobs are listed, jobqueue.state_only)
+    listed = sorted(users) if users and only is None and not whole and not opts.only_job_state else None
     # qstat is the long pole: start it now, and import and prepare the rest while it runs
     from ..backends import qstat as q
 
@@ -321,7 +377,10 @@ def _run_once(cfg, ctx: view.Ctx, opts: Options, qy: jobqueue.Query, kind: str, 
 
     if started is None:
         ctx.now = time.time()
-    jl = jobqueue.listing(cfg, qy, now=ctx.now, started=started, reasons=jobqueue.shows_reasons(qy, kind, ftext))
+    jl = jobqueue.listing(cfg, qy, now=ctx.now, started=started,
+                          reasons=jobqueue.shows_reasons(qy, kind, ftext) and not qy.state_only)
+    if qy.state_only and not qy.whole:
+        jobqueue.state_only(jl)
     if qy.whole:  # --json, --yaml: every field of every job
         recs = jobqueue.every_job(jl, cfg, qy, ctx)
         sys.stdout.write((view.json_document(recs, ctx) if opts.json else view.yaml_document(recs, ctx)) + "\n")

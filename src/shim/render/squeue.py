@@ -23,6 +23,7 @@ DEFAULT_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
 LONG_FORMAT = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
 START_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
 STEPS_FORMAT = "%.15i %.8j %.9P %.8u %.9M %N"
+ONLY_STATE_FORMAT = "%.18i %.2t"  # --only-job-state (24.11, 26.05)
 ALL_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 

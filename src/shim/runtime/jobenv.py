@@ -65,9 +65,18 @@ def batch_env(
     gid: int,
     task_pid: int | None = None,
     gpu_ids: list[int] | None = None,
+    start: float | None = None,
+    release: Any = None,
 ) -> dict[str, str]:
     """SLURM_* variables of the batch step. ``hosts`` is [(host, slots)] of the allocation;
     ``job_id`` is Grid Engine's job, ``task`` Slurm's array index (None outside an array).
+
+    ``release`` (a releases.Release; None: the site's, releases.current) decides the variables
+    that differ between Slurm releases (releases.py): 24.11's SLURM_JOB_START_TIME and
+    SLURM_JOB_END_TIME (with ``start``, the job's start in epoch seconds: without it neither),
+    SLURM_OOM_KILL_STEP, SLURM_TRES_PER_TASK, SLURM_JOB_LICENSES; 26.05's SLURM_JOB_EXCLUSIVE,
+    SLURM_JOB_OVERSUBSCRIBE, SLURM_JOB_SLUID and the batch step's SLURM_STEP_ID=-5 (a step's own
+    id replaces it, steps.plan.step_env); 22.05's SLURM_NODE_ALIASES.
 
     An array task is a job of its own, as in Slurm: SLURM_JOB_ID and SLURM_JOBID are the task's
     id (``jobids.task_job_id``: ``t * 10**10 + job``, task 0 keeps ``job``), SLURM_ARRAY_JOB_ID the
@@ -166,6 +175,40 @@ def batch_env(
         env["SLURM_ARRAY_TASK_MAX"] = str(max(array))
         step = p.get("array_step")
         env["SLURM_ARRAY_TASK_STEP"] = str(step if isinstance(step, int) and not isinstance(step, bool) else 1)
+    env.update(release_env(p, job_id=job_id, task=task, start=start, cpus_per_task=cpt))
+    if release is None:
+        from .. import releases
+
+        release = releases.current()
+    return release.job_env(env)
+
+
+def release_env(p: Mapping[str, Any], *, job_id: int, task: int | None, start: float | None,
+                cpus_per_task: int) -> dict[str, str]:
+    """The values of the variables only some releases set (releases.VARYING_ENV), for every
+    release: batch_env keeps those of the site's."""
+    from .. import releases
+
+    env: dict[str, str] = {"SLURM_OOM_KILL_STEP": "0", "SLURM_STEP_ID": "-5", "SLURM_STEPID": "-5",
+                           "SLURM_JOB_EXCLUSIVE": str((p.get("asked") or {}).get("exclusive") or "NO"),
+                           "SLURM_JOB_OVERSUBSCRIBE": str((p.get("asked") or {}).get("oversubscribe") or "NO")}
+    if start is not None:
+        limit = p.get("time")
+        limit = limit if isinstance(limit, int) and not isinstance(limit, bool) else None
+        env["SLURM_JOB_START_TIME"] = str(int(start))
+        env["SLURM_JOB_END_TIME"] = str(releases.end_time(int(start), limit))
+    gpt = p.get("gpus_per_task")  # (type or None, count), as values.gpu_spec reads it
+    if isinstance(gpt, (list, tuple)):
+        gpt = f"{gpt[0]}:{gpt[-1]}" if len(gpt) > 1 and gpt[0] else str(gpt[-1])
+    tres = releases.tres_per_task(cpus_per_task if p.get("cpus_per_task_set") else None, str(gpt) if gpt else None)
+    if tres:
+        env["SLURM_TRES_PER_TASK"] = tres
+    if p.get("licenses"):
+        env["SLURM_JOB_LICENSES"] = releases.licenses(str(p["licenses"]))
+    sub = p.get("sub")
+    created = sub if isinstance(sub, (int, float)) and not isinstance(sub, bool) else start
+    if created is not None:
+        env["SLURM_JOB_SLUID"] = releases.sluid(str(p.get("cluster", "cluster")), int(created * 1000), job_id, task)
     return env
 
 

@@ -873,7 +873,8 @@ def main() -> None:
             event("start", {"node": this_host})
             finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
     env.update(jobenv.batch_env(p, job_id=job_id, task=task, hosts=hosts, this_host=this_host,
-                                user=user.pw_name, uid=user.pw_uid, gid=os.getgid(), gpu_ids=gpu_ids))
+                                user=user.pw_name, uid=user.pw_uid, gid=os.getgid(), gpu_ids=gpu_ids,
+                                start=start))
     tmp = job_tmpdir(sdir, job_id, task)
     if tmp is None:
         os.write(err_fd, b"slurmstepd: error: no private TMPDIR: Grid Engine's is not the job's own directory in "

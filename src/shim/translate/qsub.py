@@ -357,7 +357,8 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
         requeue=o.requeue,
         nice=o.nice,
         begin=o.begin.timestamp() if o.begin is not None else None,
-        asked={"mem": bool(total_mb), "gpus": bool(gpus or o.gres), "licenses": bool(o.licenses)},
+        asked={"mem": bool(total_mb), "gpus": bool(gpus or o.gres), "licenses": bool(o.licenses),
+               **_exclusive_asked(o)},
     )
     sub = Submission(argv, request, notes, array)
     sub.warnings = dep_warnings
@@ -748,6 +749,18 @@ def _hosts_from_file(path: str, prog: str) -> list[str]:
     from ..hostlist import expand
 
     return [h for w in words for h in expand(w)]
+
+
+def _exclusive_asked(o: Options) -> dict:
+    """How the job shares its hosts, as 26.05's SLURM_JOB_EXCLUSIVE (NODE, USER, MCS, TOPO) and
+    SLURM_JOB_OVERSUBSCRIBE (YES) name it, for the job's environment (jobenv.release_env);
+    nothing for neither (NO, NO)."""
+    mode = o.exclusive
+    if o.oversubscribe or mode == "oversubscribe":
+        return {"oversubscribe": "YES"}
+    if not mode:
+        return {}
+    return {"exclusive": "NODE" if mode in (True, "exclusive") else str(mode).upper()}
 
 
 def _array_step(o: Options) -> Any:

@@ -145,7 +145,7 @@ def job_main() -> None:
         sig, reason = jobwrap.LAUNCH_FAILED_SIGNAL, "JobLaunchFailure"
     if not reason == "JobLaunchFailure":
         env = new_job_env(pl["environ"], record, job_id=job_id, hosts=hosts, host=host, user=user[0], uid=user[1],
-                          gid=os.getgid(), gpu_ids=gpu_ids, ge_environ=os.environ)
+                          gid=os.getgid(), gpu_ids=gpu_ids, ge_environ=os.environ, start=start)
         alloc = Allocation(job_id, hosts, ge_task=os.environ.get("SGE_TASK_ID", "undefined"), record=record,
                            inside=True)
         limit = int(record.get("time") or -1)
@@ -174,7 +174,7 @@ def job_main() -> None:
 
 def new_job_env(environ: Mapping[str, str], record: Mapping[str, Any], *, job_id: int, hosts: list[tuple[str, int]],
                 host: str, user: str, uid: int, gid: int, gpu_ids: list[int] | None = None,
-                ge_environ: Mapping[str, str] | None = None) -> dict[str, str]:
+                ge_environ: Mapping[str, str] | None = None, start: float | None = None) -> dict[str, str]:
     """The environment (before step and task variables) of the tasks of a job srun made: srun's
     exported environment and the job's SLURM_* variables as Slurm's srun gives them, which are
     a batch job's minus the batch-only ones (ENVIRONMENT, HOSTNAME, SLURM_NODE_ALIASES,
@@ -182,8 +182,9 @@ def new_job_env(environ: Mapping[str, str], record: Mapping[str, Any], *, job_id
     srun inside a task finds the job."""
     env = dict(environ)
     job = jobenv.batch_env(record, job_id=job_id, task=None, hosts=hosts, this_host=host, user=user,
-                           uid=uid, gid=gid, gpu_ids=gpu_ids)
-    for k in ("ENVIRONMENT", "HOSTNAME", "SLURM_NODE_ALIASES", "SLURM_JOB_GPUS", "SLURM_TASK_PID"):
+                           uid=uid, gid=gid, gpu_ids=gpu_ids, start=start)
+    for k in ("ENVIRONMENT", "HOSTNAME", "SLURM_NODE_ALIASES", "SLURM_JOB_GPUS", "SLURM_TASK_PID",
+              "SLURM_JOB_EXCLUSIVE", "SLURM_JOB_OVERSUBSCRIBE"):  # (26.05 sets those two in batch jobs only)
         job.pop(k, None)
     if not record.get("mem_per_cpu_mb"):
         job.pop("SLURM_MEM_PER_CPU", None)  # srun's tasks see only an explicit memory request
