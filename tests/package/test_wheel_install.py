@@ -119,7 +119,7 @@ def zf_text(path: Path, name: str) -> str:
 
 def test_the_wheels_commands_run(fresh):
     b = fresh / "bin"
-    assert sh([b / "sbatch", "--version"]).stdout.startswith(f"slurm {shim.SLURM_VERSION}")
+    assert sh([b / "sbatch", "--version"]).stdout == f"slurm-wlm {shim.SLURM_VERSION}\n"
     assert sh([b / "squeue", "--help"]).stdout.startswith("Usage: squeue")
     for cmd in COMMANDS:
         cp = sh([b / cmd, "--version"])
@@ -193,7 +193,7 @@ def test_pipx_install_of_the_source_tree(tools, work):
     timed("pipx install .", lambda: sh([tools / "bin" / "pipx", "install", REPO], env=env))
     for cmd in (*COMMANDS, "slurm-shim"):
         assert (local / "bin" / cmd).exists(), cmd
-    assert sh([local / "bin" / "sbatch", "--version"]).stdout.startswith(f"slurm {shim.SLURM_VERSION}")
+    assert sh([local / "bin" / "sbatch", "--version"]).stdout == f"slurm-wlm {shim.SLURM_VERSION}\n"
     assert shim.__version__ in sh([local / "bin" / "slurm-shim", "--version"]).stdout
     cp = sh(["man", "-w", "squeue"], env={"PATH": f"{local / 'bin'}:{BASE_PATH}"})
     page = home / "venvs" / "slurm-shim" / "share" / "man" / "man1" / "squeue.1"
