@@ -932,6 +932,50 @@ def make_layout(state_dir: str) -> list[str]:
     return problems
 
 
+def ownership_problem(state_dir: str) -> str | None:
+    """doctor's round trip (F-35): a file made in the calling user's directory under ``users/``
+    must show the caller as its owner (lstat). NFS with all_squash, an idmap that does not match or
+    root_squash (for root) give every file to another uid: then no directory there is the user's
+    own, and sbatch, salloc and srun refuse rather than put secrets where others may read them.
+    None when all is well."""
+    uid = os.getuid()
+    users = os.path.join(state_dir, "users")
+    try:
+        d = os.path.join(users, f".doctor-{uid}-{os.urandom(6).hex()}")
+        os.mkdir(d, 0o700)
+    except OSError as e:
+        return f"cannot make a directory in {users}: {e.strerror}"
+    try:
+        owner = os.lstat(d).st_uid
+    except OSError as e:
+        return f"cannot lstat {d}: {e.strerror}"
+    finally:
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass
+    if owner != uid:
+        return (f"a directory uid {uid} makes in {users} is owned by uid {owner}: the file system does not keep "
+                f"owners (NFS all_squash, an idmap mismatch, or root_squash for root), so no user has a private "
+                f"directory there and sbatch, salloc and srun refuse")
+    return None
+
+
+def squatted_home(state_dir: str, uid: int | None = None) -> tuple[str, str | None] | None:
+    """(users/<uid>, the user's directory in its place or None) when someone else holds
+    ``users/<uid>`` (F-21: the user's records then live in a ``users/<uid>@<suffix>``); else None."""
+    uid = os.getuid() if uid is None else uid
+    users = os.path.join(state_dir, "users")
+    d = os.path.join(users, str(uid))
+    try:
+        os.lstat(d)
+    except OSError:
+        return None
+    if _trusted_dir(d, uid):
+        return None
+    return d, _home(users, uid, fresh=True)
+
+
 def layout_problems(state_dir: str) -> list[str]:
     """What doctor reports: the layout make_layout makes, checked without changing anything."""
     problems: list[str] = []

@@ -518,10 +518,12 @@ def test_roots_cancel_and_update_of_the_victims_job_are_read_as_roots(victim, jo
 # issue 13 item 4: bookkeeping that cannot be done never fails a submission Grid Engine took
 
 
-def test_a_squatted_directory_never_fails_sbatch(victim, mallory, jobs, tmp_path_factory):
-    """Mallory makes the victim's directory first in a fresh state directory: the victim's
-    records cannot be written, but the job is queued, sbatch prints its id and exits 0 (with
-    warnings), and the job runs with its environment (carried in the script instead)."""
+def test_a_squatted_directory_never_fails_sbatch_nor_leaks_its_secrets(victim, mallory, jobs, tmp_path_factory):
+    """Mallory makes the victim's directory first in a fresh state directory (F-21): the victim's
+    sbatch still succeeds without a warning, its records and private file go to a directory of
+    the victim's own beside the squat, the job runs with its environment, and the script Grid
+    Engine spools (world-readable) does not carry it. (tests/security/test_private_dirs.py replays
+    the rest: --export values, script text, arguments, srun and salloc.)"""
     from shim import state
 
     d = open_dir(tmp_path_factory, "squat")
@@ -537,15 +539,23 @@ def test_a_squatted_directory_never_fails_sbatch(victim, mallory, jobs, tmp_path
     out = d / "out"
     out.mkdir()
     out.chmod(0o777)
-    env = {"SLURM_SHIM_CONFIG": str(conf), "MYVAR": "still-here"}
-    cp = as_user(VICTIM, "sbatch", "-o", str(out / "o.out"), "--wrap", 'echo "V=$MYVAR"', env=env, timeout=CMD_TIMEOUT)
-    assert cp.returncode == 0, cp.stderr
+    env = {"SLURM_SHIM_CONFIG": str(conf), "MYVAR": "still-here-sq"}
+    cp = as_user(VICTIM, "sbatch", "-o", str(out / "o.out"), "--wrap", 'sleep 5; echo "V=$MYVAR"', env=env,
+                 timeout=CMD_TIMEOUT)
+    assert (cp.returncode, cp.stderr) == (0, ""), cp.stderr
     m = re.fullmatch(r"Submitted batch job (\d+)\n", cp.stdout)
     assert m, cp.stdout
-    jobs.ids.append(int(m.group(1)))
-    assert cp.stderr and all(ln.startswith("sbatch: warning: ") for ln in cp.stderr.splitlines()), cp.stderr
+    job = int(m.group(1))
+    jobs.ids.append(job)
+    assert os.listdir(squat) == []  # nothing of the victim's in mallory's directory
+    wait_until(lambda: any(glob.glob(pat.format(id=job)) for pat in SPOOLS), 60, "the job's spooled script")
+    spooled = [p for pat in SPOOLS for p in glob.glob(pat.format(id=job))]
+    read = mallory_python(f"import sys; sys.stdout.write(''.join(open(p, 'rb').read().decode('latin-1') for p in {spooled!r}))")
+    assert read.returncode == 0 and read.stdout
+    body = "".join(ln for ln in read.stdout.splitlines() if re.fullmatch(r"[A-Za-z0-9+/=]+", ln))
+    assert "still-here-sq" not in read.stdout + base64.b64decode(body).decode("latin-1")
     wait_until(lambda: (out / "o.out").exists() and "V=" in (out / "o.out").read_text(), 60, "the job's output")
-    assert (out / "o.out").read_text() == "V=still-here\n"
+    assert (out / "o.out").read_text() == "V=still-here-sq\n"
 
 
 # ---------------------------------------------------------------------------------------------
