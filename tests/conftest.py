@@ -400,6 +400,41 @@ def _environment_left_as_found(request):
     assert after == before, "a unit test changed these variables of os.environ and left them so (monkeypatch them)"
 
 
+# The reference captures' second user (fixtures/: job 106 of the mixed listing is alice's), whom
+# `cluster up` makes on a test machine: the unit tests see her with this uid through the password
+# database's lookups (pwd.getpwnam/getpwuid, what the shim's own name and uid lookups call)
+# whatever the machine has, so that they need no such user (issue 27). Programs a unit test starts
+# do not see her.
+FIXTURE_USERS = {"alice": 1001}
+
+
+@pytest.fixture(autouse=True)
+def _fixture_users(request, monkeypatch):
+    if request.node.path.parent.name != "unit":
+        yield
+        return
+    import pwd
+
+    from shim import state
+
+    real_nam, real_uid = pwd.getpwnam, pwd.getpwuid
+    by_uid = {uid: name for name, uid in FIXTURE_USERS.items()}
+
+    def entry(name: str, uid: int) -> pwd.struct_passwd:
+        return pwd.struct_passwd((name, "x", uid, uid, "", f"/home/{name}", "/bin/sh"))
+
+    def getpwnam(name):
+        return entry(name, FIXTURE_USERS[name]) if name in FIXTURE_USERS else real_nam(name)
+
+    def getpwuid(uid):
+        return entry(by_uid[uid], uid) if uid in by_uid else real_uid(uid)
+
+    monkeypatch.setattr(pwd, "getpwnam", getpwnam)
+    monkeypatch.setattr(pwd, "getpwuid", getpwuid)
+    monkeypatch.setattr(state, "_uids", {})  # (the shim's cache of names looked up)
+    yield
+
+
 @pytest.fixture(autouse=True)
 def _fresh_backend_state():
     """In-process tests each start as a fresh command would: no running command's name (set by

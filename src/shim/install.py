@@ -1221,9 +1221,6 @@ def _run(args: argparse.Namespace) -> int:
     if problems and not args.force:
         raise InstallError(f"refusing to put {opts.client}/bin first on every login's PATH: {'; '.join(problems)} "
                            "(install the shim where only root can write, or --apply --force)")
-    for f in the_plan.failures:
-        warn = f.what.startswith("installation: ")
-        say(f"{'warning ' if warn else 'FAIL    '} {f.what}" + ("" if warn else f"  -- {f.fix}"))
     if not the_plan.changes:
         say("install: nothing to change (every object is in place)")
     else:
@@ -1236,6 +1233,9 @@ def _run(args: argparse.Namespace) -> int:
     for a in the_plan.actions:
         if a.state == CONFLICT:
             say(f"conflict {a.what}")
+    for f in the_plan.failures:  # (the site's, which install does not change)
+        warn = f.what.startswith("installation: ")
+        say(f"{'warning ' if warn else 'FAIL    '} {f.what}" + ("" if warn else f"  -- {f.fix}"))
     if args.json:
         print(json.dumps({"done": said, "plan": the_plan.as_dict()}, indent=1))
     return 0

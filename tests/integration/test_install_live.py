@@ -382,9 +382,11 @@ def test_install_plans_applies_reapplies_and_uninstalls_on_a_raw_qconf_cluster(r
     plan = json.loads(out)
     assert dumps() == before  # --plan changes nothing
     made = [(a["kind"], a["target"]) for a in plan["actions"] if a["state"] == "create"]
+    # (Grid Engine's default tmpdir /tmp in both queues: root's own directory instead, F-20)
     assert made == [("pe", "shim_smp"), ("queue-pe", "batch.q shim_smp"), ("complex", "exclusive"),
-                    ("host-value", f"{HOST} exclusive"), ("state-dir", str(scratch / "state")),
-                    ("file", str(scratch / "profile.sh")), ("file", str(scratch / "config.toml"))], plan["actions"]
+                    ("host-value", f"{HOST} exclusive"), ("queue-tmpdir", "batch.q"), ("queue-tmpdir", "long.q"),
+                    ("state-dir", str(scratch / "state")), ("file", str(scratch / "profile.sh")),
+                    ("file", str(scratch / "config.toml"))], plan["actions"]
     in_place = {(a["kind"], a["target"]) for a in plan["actions"] if a["state"] == "in place"}
     assert {("pe", "mpi_rr"), ("pe", "smp"), ("queue-pe", "long.q smp"), ("queue-pe", "long.q mpi_rr"),
             ("queue-pe", "batch.q mpi_rr")} <= in_place, plan["actions"]
@@ -403,7 +405,8 @@ def test_install_plans_applies_reapplies_and_uninstalls_on_a_raw_qconf_cluster(r
 
     code, out, err = install("--apply", scratch=scratch)
     assert code == 0, out + err
-    assert "install: 7 change(s) made" in out, out
+    assert "install: 9 change(s) made" in out, out
+    assert cluster.host_values(cluster.parse_attrs(qconf("-sq", "long.q"))["tmpdir"]) == {"": cluster.TMPDIR_BASE}
     assert (scratch / "config.toml").read_text() == config
     record = scratch / "record" / "install-record.json"
     st = os.stat(record)

@@ -164,6 +164,7 @@ def env(tmp_path, monkeypatch):
     stub = tmp_path / "stub"
     stub.mkdir()
     (stub / "drmaa.py").write_text(STUB)
+    (stub / "libdrmaa.so.1.0").write_bytes(b"")  # what the agent finds before it imports drmaa (the stub's)
     d = tmp_path / "agent"
     d.mkdir(mode=0o700)
     e = {
@@ -175,7 +176,7 @@ def env(tmp_path, monkeypatch):
         "SGE_CELL": "default",
         "SLURM_SHIM_AGENT_IDLE": "60",
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "DRMAA_LIBRARY_PATH": "/nonexistent-but-the-stub-ignores-it",
+        "DRMAA_LIBRARY_PATH": str(stub / "libdrmaa.so.1.0"),  # (no libdrmaa needed on the machine)
     }
     for k, v in e.items():
         monkeypatch.setenv(k, v)

@@ -180,6 +180,10 @@ def test_the_wrapper_makes_its_own_private_tmpdir_when_grid_engines_is_planted(t
     good = tree(tree(tmp_path / "tmpbase") / "10.1.debug", 0o755)
     monkeypatch.setenv("TMPDIR", str(good))
     assert jobwrap.job_tmpdir(str(sd), 10, None) == (str(good), False)  # Grid Engine's own: execd removes it
+    monkeypatch.delenv("TMPDIR")
+    monkeypatch.setenv("TMP", str(good))
+    assert jobwrap.job_tmpdir(str(sd), 10, None) == (str(good), False)  # (root's jobs: Grid Engine's TMP only)
+    monkeypatch.delenv("TMP")
     monkeypatch.setenv("TMPDIR", str(planted))
     assert jobwrap.job_tmpdir(str(tmp_path / "no-state"), 9, None) is None  # no private place: the launch fails
 

@@ -700,11 +700,13 @@ def job_tmpdir(state_dir: str, job_id: int, task: int | None) -> tuple[str, bool
     """The job's TMPDIR: Grid Engine's per-job directory when _trusted_dir trusts it ((dir,
     False): execd removes it), else a new directory (0700) of the wrapper's own in the user's
     private directory of the state dir ((dir, True): the wrapper removes it at the end); None
-    when there is neither. A TMPDIR someone else could have planted is never handed to the job."""
+    when there is neither. A TMPDIR someone else could have planted is never handed to the job.
+    (Grid Engine's directory is in TMPDIR, or only in TMP: root's jobs get only that.)"""
     uid = os.getuid()
-    d = _trusted_dir(os.environ.get("TMPDIR", ""), uid)
-    if d is not None:
-        return d, False
+    for var in ("TMPDIR", "TMP"):
+        d = _trusted_dir(os.environ.get(var, ""), uid)
+        if d is not None:
+            return d, False
     base = state.own_dir(state_dir, "srun")  # (the user's own, 0700: state.own_dir checks it)
     if base is None:
         return None
