@@ -370,8 +370,6 @@ def private_payload(rec: SubmitRecord, cfg, prog: str, failed: str = "Batch job 
     the script and its arguments go to a file of the user's own (0600 in a 0700 directory:
     ``state.write_private``); the job script, which Grid Engine keeps world-readable in its spool,
     names the file and carries its SHA-256. Without such a file nothing is submitted: ShimError."""
-    import hashlib
-
     name = f"{os.urandom(16).hex()}.json"  # secrets.token_hex(16), without importing secrets
     path = state.write_private(cfg, "env", name, rec.secrets())
     if path is None:
@@ -380,7 +378,7 @@ def private_payload(rec: SubmitRecord, cfg, prog: str, failed: str = "Batch job 
     if rec.array:  # an array's tasks share the file: the last to end removes it (state.drop_env_file)
         _count(path, len(rec.array))
     with open(path, "rb") as f:  # the bytes just written, in the user's own 0700 directory
-        digest = hashlib.sha256(f.read()).hexdigest()
+        digest = state.sha256_hex(f.read())
     return rec.without_secrets(path, digest), path
 
 

@@ -186,6 +186,9 @@ def _command_modules(tmp_path: Path, cmd: str, argv: list[str], *, method: str =
     conf_text += f'\n[submit]\nmethod = "{method}"\n' if "[submit]" not in conf_text else ""
     conf = tmp_path / "config.toml"
     conf.write_text(conf_text)
+    from shim import state
+
+    state.make_layout(str(tmp_path / "state"))  # as cluster up does: sbatch refuses without a private directory
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SQUEUE_", "SBATCH_", "SACCT_"))}
     env.update(SLURM_SHIM_CONFIG=str(conf), XDG_CACHE_HOME=str(tmp_path / "cache"))
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from shim.__main__ import dispatch; "
