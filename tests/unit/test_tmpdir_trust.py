@@ -225,6 +225,18 @@ def test_an_output_file_is_not_opened_through_a_link_planted_where_others_may_wr
     os.write(fd, b"x")
     os.close(fd)
     assert (shared / "new.out").read_text() == "x"
+    # a project directory the group shares (not sticky): a link is still refused, but a colleague's
+    # file is written as Slurm writes it (she could replace it there anyway)
+    project = tree(tmp_path / "project", 0o777)
+    (project / "slurm-9.out").symlink_to(secret)
+    os.lchown(project / "slurm-9.out", OTHER, 0)
+    with pytest.raises(OSError):
+        outfile.open_output(str(project / "slurm-9.out"), False)
+    theirs = project / "slurm-10.out"
+    theirs.write_text("old\n")
+    os.chown(theirs, OTHER, 0)
+    os.close(outfile.open_output(str(theirs), False))
+    assert theirs.read_text() == "" and secret.read_text() == "root's\n"
 
 
 @root_only

@@ -8,9 +8,10 @@ put a link or a file of her own at the name before the job starts; with the kern
 ``fs.protected_symlinks``/``protected_regular`` off a root job would then write through it. There
 the rules of those two settings apply whatever the kernel says: a link is followed only when it is
 the user's or the directory owner's (else ``O_NOFOLLOW``: ELOOP, and the launch fails as Slurm's
-does when it cannot open the file), and an existing regular file that belongs to neither is not
-written, nor a hard link (EACCES). The file is truncated only once it is known to be what may be written
-(``ftruncate`` after ``fstat``; a device such as /dev/null is never truncated).
+does when it cannot open the file), and in a sticky one an existing regular file that belongs to
+neither is not written, nor a hard link (EACCES). The file is truncated only once it is known to
+be what may be written (``ftruncate`` after ``fstat``; a device such as /dev/null is never
+truncated).
 
 Imports only ``os`` and ``stat``: the job wrapper and the step launchers use it.
 """
@@ -49,7 +50,7 @@ def open_output(path: str, append: bool, mode: int = 0o644) -> int:
     try:
         st = os.fstat(fd)
         if stat.S_ISREG(st.st_mode):
-            if d is not None and (st.st_uid not in (uid, d.st_uid) or st.st_nlink > 1):
+            if d is not None and d.st_mode & stat.S_ISVTX and (st.st_uid not in (uid, d.st_uid) or st.st_nlink > 1):
                 raise OSError(errno.EACCES, f"{os.strerror(errno.EACCES)}: another user's file (or a hard link) in "
                               "a shared directory", path)
             if not append:
