@@ -5,11 +5,13 @@ Layout under the site config's ``cluster.state_dir`` (made by ``cluster up``/``i
     <state_dir>/                 root, 0755
     <state_dir>/users/           root, 1777 (sticky): each user makes their own directory here
     <state_dir>/users/<uid>/     that user, 0755: nobody else can add, replace or remove a file
+                                 (users/<uid>@<random>/ where someone else holds that name: _home)
         jobs/<id>.json           sbatch's record of the job (name, array index map, geometry, ...)
         events/<id>.<task>.<kind>.json   start/end (job wrapper), cancel/suspend/stop/cont (scancel, scontrol)
         signals/<key>.<n>.<rand>.json    scancel's signal requests to a running job (send_signal)
         steps/, srun/, env/      0700: step counters and records, allocations, srun tokens and
-                                 payloads, a job's environment (files 0600)
+                                 payloads, a job's private file: its environment, --export's
+                                 values, script and arguments (files 0600)
     <state_dir>/gpus/            root, 1777: GPU device claims (see runtime/jobwrap.claim_gpus)
 
 This module is the file protocol: a directory is trusted only when it is owned by its uid and
