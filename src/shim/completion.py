@@ -54,9 +54,9 @@ def partitions() -> list[str]:
 
 def _specs(cmd: str) -> list:
     if cmd in PLUS_MODE:
-        from .options.table import command_table
+        from .options.table import every_table  # (every release's options: the files are built once)
 
-        return list(command_table(cmd).specs)
+        return list(every_table(cmd).specs)
     return list(importlib.import_module(f"shim.cli.{cmd}").OPTIONS)
 
 

@@ -165,11 +165,27 @@ _JOB_STATES_26 = (
     'stage_out', 'stopped',
 )
 
+# sbatch's, salloc's and srun's options that not every release has (the rest: options/table.py),
+# as slurm_opt.c has them at 22.05.8 and 26.05.3 (fixtures/slurm-options/) and as 24.11.5 and
+# 26.05.5 answered (fixtures/slurm-*/oracle-options.json); the same in sbatch and salloc
+_SBATCH_24 = ("autocomplete", "container-id", "extra", "oom-kill-step", "resv-ports", "segment", "stepmgr",
+              "tres-bind", "tres-per-task")
+_SRUN_24 = ("autocomplete", "container-id", "external-launcher", "extra", "oom-kill-step", "segment", "stepmgr",
+            "treewidth", "tres-bind", "tres-per-task")
+_NEW_26 = ("consolidate-segments", "container-type", "mem-update", "resources", "spread-segments")
+_SBATCH_26 = _SBATCH_24 + _NEW_26
+_SRUN_26 = _SRUN_24 + _NEW_26 + ("async", "ignore-signals", "parsable", "wait-for-children")
+
 # The three tables. Comments say when a row first appeared upstream, where Slurm's NEWS says it.
 R22_05 = Release(
     "22.05", "22.05.8",
     env=("SLURM_NODE_ALIASES",),  # "(null)" in every batch job; gone in 24.11
-    options={"squeue": ("array-unique",)},  # refused from 24.11 on (unrecognized option)
+    options={
+        "squeue": ("array-unique",),  # refused from 24.11 on (unrecognized option)
+        "sbatch": ("power",),
+        "srun": ("gid", "power", "uid"),
+        "salloc": ("get-user-env", "gid", "power", "uid"),
+    },
 )
 
 _ENV_24 = (
@@ -183,7 +199,7 @@ _SQUEUE_24 = ("only-job-state", "helpformat", "helpFormat", "helpstate")  # --on
 R24_11 = Release(
     "24.11", "24.11.5",
     env=_ENV_24,
-    options={"squeue": _SQUEUE_24},
+    options={"squeue": _SQUEUE_24, "sbatch": _SBATCH_24, "salloc": _SBATCH_24, "srun": _SRUN_24},
     usage={"squeue": _SQUEUE_USAGE_24 + "              [-ahjlrsv]\n"},
     texts={"squeue --helpformat": _SQUEUE_HELPFORMAT, "squeue --helpFormat": _SQUEUE_HELPFORMAT_LONG},
     job_states=_JOB_STATES_24,
@@ -193,12 +209,12 @@ R24_11 = Release(
 
 R26_05 = Release(
     "26.05", "26.05.5",
+    options={"squeue": _SQUEUE_24, "sbatch": _SBATCH_26 + ("external",), "salloc": _SBATCH_26, "srun": _SRUN_26},
     env=_ENV_24 + (
         "SLURM_JOB_EXCLUSIVE", "SLURM_JOB_OVERSUBSCRIBE",  # NO, or NODE/USER/MCS/TOPO; NO, or YES
         "SLURM_JOB_SLUID",  # the job's Slurm Lexicographically-sortable Unique ID
         "SLURM_STEP_ID", "SLURM_STEPID",  # -5 in the batch script (the batch step)
     ),
-    options={"squeue": _SQUEUE_24},
     usage={"squeue": _SQUEUE_USAGE_24
            + "              [--running-over=time] [--running-under=time] [-ahjlrsv]\n"},
     texts={"squeue --helpformat": _SQUEUE_HELPFORMAT_26, "squeue --helpFormat": _SQUEUE_HELPFORMAT_LONG_26},

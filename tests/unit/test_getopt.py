@@ -10,7 +10,8 @@ from conftest import SLURM_REF
 from shim.errors import ShimError
 from shim.options import sources
 from shim.options.getopt import Table, getopt
-from shim.options.table import OPTIONS, command_table
+from shim.options.table import OPTIONS
+from shim.options.table import every_table as command_table  # (every release's rows)
 
 CASES = SLURM_REF / "cases.json"
 SBATCH = Table("sbatch", OPTIONS)

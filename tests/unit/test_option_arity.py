@@ -30,7 +30,8 @@ from shim.errors import ShimError
 from shim.options import sources
 from shim.options.getopt import Table, getopt
 from shim.options.spec import Arity
-from shim.options.table import GETOPT_ORDER, OPTIONS, command_table
+from shim.options.table import GETOPT_ORDER, OPTIONS
+from shim.options.table import every_table as command_table  # (every release's rows: the table itself)
 from shim.render import help as help_render
 from shim.render import manpage
 

@@ -16,7 +16,8 @@ from shim.options import sources
 from shim.options import values as v
 from shim.options.getopt import Table, getopt
 from shim.options.spec import Arity, Fate
-from shim.options.table import GETOPT_ORDER, OPTIONS, command_table, spec
+from shim.options.table import GETOPT_ORDER, OPTIONS, spec
+from shim.options.table import every_table as command_table  # (every release's rows: the table itself)
 
 SURFACE = FIXTURES / "slurm-options"
 COMMANDS = ("sbatch", "srun", "salloc")

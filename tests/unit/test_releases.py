@@ -288,3 +288,55 @@ def test_a_jobs_sluid_is_its_own():
                                         (10, 1796612426 + 600), (0, 1796612426)])
 def test_the_end_time_is_the_start_plus_the_limit_or_a_year(limit, end):
     assert releases.end_time(1796612426, limit) == end
+
+
+# --- sbatch's, srun's and salloc's options per release ------------------------------------------------
+
+def _has_22_05() -> dict[str, set[str]]:
+    """22.05.8's options per command, from its slurm_opt.c (fixtures/slurm-options)."""
+    data = json.loads((FIXTURES / "slurm-options" / "slurm_opt-22.05.json").read_text())
+    return {cmd: {o["name"] for o in data["options"] if cmd in o["commands"]} for cmd in ("sbatch", "srun", "salloc")}
+
+
+def option_cases():
+    """(release, command, option, argv, unrecognized stderr or None): every option some of the three
+    releases lacks, as 24.11.5 and 26.05.5 answered it, and as 22.05.8's table says."""
+    out = []
+    asked = {n: json.loads((FIXTURES / f"slurm-{n}" / "oracle-options.json").read_text())["cases"]
+             for n in ("24.11", "26.05")}
+    has = _has_22_05()
+    for cmd, options in asked["24.11"].items():
+        for option, c in options.items():
+            for name in NAMES:
+                if name == "22.05":  # (getopt_long takes a prefix: 22.05's --extra is --extra-node-info)
+                    known = any(n.startswith(option) for n in has[cmd])
+                    err = None if known else (f"{cmd}: unrecognized option '{c['argv'][1]}'\n"
+                                              f'Try "{cmd} --help" for more information\n')
+                else:
+                    got = asked[name][cmd][option]
+                    err = got["stderr"] if "unrecognized option" in got["stderr"] else None
+                out.append((name, cmd, option, c["argv"], err))
+    return out
+
+
+@pytest.mark.parametrize("name, cmd, option, argv, unrecognized", option_cases(),
+                         ids=lambda v: v if isinstance(v, str) else None)
+def test_an_option_the_release_lacks_is_its_unrecognized_option(site, capsys, name, cmd, option, argv, unrecognized):
+    site(name)
+    rc, out, err = run(capsys, cmd, *argv[1:])
+    if unrecognized is None:  # the release has it: the command line is read, --usage answers
+        assert (rc, out.startswith(f"Usage: {cmd} "), err) == (0, True, "")
+    else:
+        assert (rc, out, err) == (255, "", unrecognized)
+
+
+def test_every_option_that_varies_is_in_the_table_and_asked():
+    """The release table names the options that vary, no more: each is a row of options/table.py,
+    and the three releases' sets are those the facts give."""
+    from shim.options.table import OPTIONS
+
+    rows = {(cmd, o.long) for o in OPTIONS for cmd in o.commands}
+    asked = json.loads((FIXTURES / "slurm-24.11" / "oracle-options.json").read_text())["cases"]
+    for cmd in ("sbatch", "srun", "salloc"):
+        assert {(cmd, n) for n in releases.VARYING_OPTIONS[cmd]} <= rows
+        assert releases.VARYING_OPTIONS[cmd] == set(asked[cmd])

@@ -97,5 +97,6 @@ def usage(o: sources.Options, prog: str) -> int:
     if o.version:  # as the release's sbatch, srun and salloc print it (slurm-wlm 24.11.5)
         sys.stdout.write(releases.version_line())
         return 0
-    sys.stdout.write(help_render.usage(prog, OPTIONS) if o.usage else help_render.help(prog, OPTIONS))
+    rows = tuple(s for s in OPTIONS if releases.current().knows(prog, s.long))  # (the release's options)
+    sys.stdout.write(help_render.usage(prog, rows) if o.usage else help_render.help(prog, rows))
     return 0

@@ -25,6 +25,10 @@ from . import values as v
 from .getopt import Table
 from .spec import Arity, Fate, OptionSpec
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..releases import Release
+
 SB, SR, SA = "sbatch", "srun", "salloc"
 ALL = frozenset({SB, SR, SA})
 BATCH = frozenset({SB})
@@ -502,8 +506,18 @@ GETOPT_ORDER: tuple[str, ...] = (
 )
 
 
-def command_table(prog: str) -> Table:
-    """The getopt table of sbatch, srun or salloc, candidates ordered as Slurm's getopt sees them."""
+def command_table(prog: str, release: "Release | None" = None) -> Table:
+    """The getopt table of sbatch, srun or salloc, candidates ordered as Slurm's getopt sees them:
+    the rows the site's Slurm release has (releases.current; ``release`` another), an option of a
+    newer or older release being that release's ``unrecognized option``."""
+    from .. import releases
+
+    release = release or releases.current()
+    return Table(prog, [o for o in OPTIONS if release.knows(prog, o.long)], order=GETOPT_ORDER)
+
+
+def every_table(prog: str) -> Table:
+    """Every row of ``prog``, whichever release has it (the table's own checks, completion)."""
     return Table(prog, OPTIONS, order=GETOPT_ORDER)
 
 
