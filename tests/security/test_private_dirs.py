@@ -270,6 +270,22 @@ def test_srun_and_salloc_work_in_a_squatted_state_directory(squatted_cell):
     assert len(mine) == 1 and list((mine[0] / "env").glob("*.json")) == []  # salloc's file went too
 
 
+def test_an_array_s_private_file_goes_with_its_last_task_live(squatted_cell):
+    c = squatted_cell
+    cp = as_user(VICTIM, "sbatch", "--parsable", "-a", "1-3", "-o", str(c["out"] / "a.%a"), "--wrap",
+                 'echo "M=$MYSECRET"', env={**c["env"], "MYSECRET": "sq-array"}, timeout=CMD_TIMEOUT)
+    assert (cp.returncode, cp.stderr) == (0, ""), cp.stderr
+    job = int(cp.stdout.strip())
+    try:
+        mine, = [p for p in (c["state"] / "users").iterdir() if p.name.startswith(f"{uid(VICTIM)}@")]
+        names = sorted(p.suffix for p in (mine / "env").iterdir())
+        assert names == [".job", ".json", ".tasks"], names
+        wait_until(lambda: all(_text(c["out"] / f"a.{i}") == "M=sq-array\n" for i in (1, 2, 3)), 90, "the tasks' output")
+        wait_until(lambda: list((mine / "env").iterdir()) == [], 60, "the array's private file to go with its last task")
+    finally:
+        run("qdel", str(job))
+
+
 def test_without_a_private_place_sbatch_refuses_and_submits_nothing(squatted_cell):
     """users/ itself not root's (a state directory nobody set up): no private file can be had, so
     nothing is submitted and the secret is nowhere."""
