@@ -193,6 +193,7 @@ _ENV_24 = (
     "SLURM_OOM_KILL_STEP",  # 24.11: 0 unless --oom-kill-step
     "SLURM_TRES_PER_TASK",  # cpu=N with -c, gres/gpu=N with --gpus-per-task
     "SLURM_JOB_LICENSES",  # the job's licenses (-L)
+    "SLURMD_DEBUG",  # 2 in a step's tasks
 )
 _SQUEUE_24 = ("only-job-state", "helpformat", "helpFormat", "helpstate")  # --only-job-state: 23.11.5
 

@@ -340,3 +340,17 @@ def test_every_option_that_varies_is_in_the_table_and_asked():
     for cmd in ("sbatch", "srun", "salloc"):
         assert {(cmd, n) for n in releases.VARYING_OPTIONS[cmd]} <= rows
         assert releases.VARYING_OPTIONS[cmd] == set(asked[cmd])
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("step, cpus", [("step0.task0", None), ("step1_c2.task0", 2), ("step_gpu.task0", None)])
+def test_a_steps_own_variables_vary_as_each_release(name, step, cpus):
+    """srun's steps in a batch job (-n 2; -c 2; --gres=gpu:1): 24.11 and 26.05 add SLURMD_DEBUG=2,
+    and SLURM_TRES_PER_TASK=cpu=N for a step given -c."""
+    from shim.runtime.steps import plan
+
+    text = (FIXTURES / f"slurm-{name}" / f"env-srun-in-sbatch-{step}.txt").read_text()
+    ref = dict(line.split("=", 1) for line in text.splitlines() if re.match(r"\w+=", line))
+    ours = plan.release_step_env(cpus, releases.get(name))
+    for var in ("SLURMD_DEBUG", "SLURM_TRES_PER_TASK"):
+        assert (var, ours.get(var)) == (var, ref.get(var))
