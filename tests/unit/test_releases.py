@@ -354,3 +354,11 @@ def test_a_steps_own_variables_vary_as_each_release(name, step, cpus):
     ours = plan.release_step_env(cpus, releases.get(name))
     for var in ("SLURMD_DEBUG", "SLURM_TRES_PER_TASK"):
         assert (var, ours.get(var)) == (var, ref.get(var))
+
+
+@pytest.mark.parametrize("name", ["24.11", "26.05"])
+def test_26_05s_expediting_state_is_taken_and_matches_no_job(queue, capsys, name):
+    """26.05 names a state 24.11 does not: squeue -t expediting lists no job there, and is 24.11's error."""
+    queue(name)
+    c = oracle(name)["t_expediting"]
+    assert run(capsys, "squeue", *c["cmd"].split()[1:]) == (c["rc"], c["stdout"], c["stderr"])
