@@ -73,3 +73,56 @@ def test_the_cells_own_config_stays_22_05():
     cp = run("squeue", "--only-job-state")
     assert (cp.returncode, cp.stdout, cp.stderr) == (
         1, "", "squeue: unrecognized option '--only-job-state'\nTry \"squeue --help\" for more information\n")
+
+
+# the whole environment of a few reference option sets, per release, as test_job_env_live compares
+# 22.05's: every SLURM_* variable that release set, equal after ids and paths are ours
+ENV_CASES = ("plain", "cpus_per_task2", "time10", "license_matlab1", "ntasks2")
+# (test_job_env_live's: what a job's environment is compared on, and what that cluster's config decides)
+COMPARED = re.compile(r"^(SLURM_\w+|SLURMD_NODENAME|ENVIRONMENT|HOSTNAME|USER|LOGNAME|SHELL|MYVAR)$")
+CONFIG_DEPENDENT = {"SLURM_CONF", "SLURM_WORKING_CLUSTER", "TMPDIR", "SLURM_TASK_PID", "_", "SHLVL", "OLDPWD"}
+TIMES = {"SLURM_JOB_START_TIME", "SLURM_JOB_END_TIME", "SLURM_JOB_SLUID"}
+
+
+def reference_env(release: str, case: str) -> dict[str, str]:
+    from conftest import FIXTURES
+
+    text = (FIXTURES / f"slurm-{release}" / f"env-sbatch-{case}.txt").read_text()
+    body = text.split("== env\n", 1)[1].split("== end", 1)[0]
+    return dict(line.split("=", 1) for line in body.splitlines() if "=" in line)
+
+
+@pytest.mark.parametrize("release", ["24.11", "26.05"])
+def test_the_jobs_environment_is_the_releases(release_config, tmp_path, release):
+    import json
+
+    from conftest import FIXTURES
+
+    env = release_config(release)
+    submit = json.loads((FIXTURES / f"slurm-{release}" / "env-sbatch-submit-args.json").read_text())
+    submit_env = dict(kv.split("=", 1) for kv in submit["submit_env"])
+    submit_env["PATH"] = f"{run('sh', '-c', 'dirname $(command -v sbatch)').stdout.strip()}:{submit_env['PATH']}"
+    submit_env.update(env)
+    jobs = {}
+    (tmp_path / "envdump.sh").write_text("#!/bin/bash\nenv | sort\necho == end\n")  # (the reference's name)
+    for case in ENV_CASES:
+        argv = submit["cases"][case].split()
+        cp = run("env", "-i", *(f"{k}={v}" for k, v in submit_env.items()), "sbatch", "--parsable",
+                 "-o", str(tmp_path / f"{case}.out"), *argv, "envdump.sh", cwd=tmp_path)
+        assert cp.returncode == 0, (case, cp.stderr)
+        jobs[case] = cp.stdout.strip()
+    outs = {case: tmp_path / f"{case}.out" for case in ENV_CASES}
+    wait_until(lambda: all(o.exists() and "== end" in o.read_text() for o in outs.values()), 120,
+               f"the env dumps of jobs {sorted(jobs.values())}")
+    for case in ENV_CASES:
+        ref = reference_env(release, case)
+        got = env_of(outs[case])
+        compared = {k for k in ref if COMPARED.match(k)} - CONFIG_DEPENDENT - TIMES - {"SLURM_JOB_ACCOUNT", "PWD",
+                                                                                       "HOME", "SLURM_SUBMIT_DIR"}
+        want = {k: ref[k].replace(ref["SLURM_JOB_ID"], jobs[case]) for k in compared}
+        assert {k: got.get(k) for k in compared} == want, case
+        extra = {k for k in got if k.startswith("SLURM_") and not k.startswith("SLURM_SHIM_")} - set(ref)
+        assert extra - CONFIG_DEPENDENT == set(), case
+        assert TIMES & set(ref) <= set(got), case
+        limit = int(ref["SLURM_JOB_END_TIME"]) - int(ref["SLURM_JOB_START_TIME"])
+        assert int(got["SLURM_JOB_END_TIME"]) - int(got["SLURM_JOB_START_TIME"]) == limit, case
