@@ -379,20 +379,29 @@ def test_a_job_that_already_ended_is_found_by_its_wrappers_record(env, monkeypat
     monkeypatch.setattr(agent, "SETTLE", 0.05)
     p = serve(env, STUB_DIE="after_submit")
     b = FakeBackend(env["log"], ended=True)
-    looks = []
+    looks, events = [], []
 
     def seen():
-        looks.append(time.monotonic())
+        looks.append(1)
+        events.append("look")
         return jobs(env)[0]["id"] if len(looks) == found_at else None
 
+    real_sleep = time.sleep
+
+    def sleep(s):
+        events.append(s)
+        real_sleep(s)
+
+    monkeypatch.setattr(agent.time, "sleep", sleep)
     job = agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b, seen=seen)
+    monkeypatch.setattr(agent.time, "sleep", real_sleep)
     p.wait(10)
     [rec] = jobs(env)
     assert job == (None if found_at is None else rec["id"])
     assert len(looks) == (found_at or 2)
     assert [c[0] for c in b.calls] == ["qstat"] * (found_at or 2)  # and never qsub
-    if len(looks) == 2:
-        assert looks[1] - looks[0] >= 0.05
+    if len(looks) == 2:  # the second look after SETTLE's wait
+        assert [e for e in events if e in ("look", 0.05)] == ["look", 0.05, "look"]
 
 
 def test_uncertain_drmaa_error_is_resolved_before_falling_back(env):
