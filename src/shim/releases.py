@@ -194,6 +194,7 @@ _ENV_24 = (
     "SLURM_TRES_PER_TASK",  # cpu=N with -c, gres/gpu=N with --gpus-per-task
     "SLURM_JOB_LICENSES",  # the job's licenses (-L)
     "SLURMD_DEBUG",  # 2 in a step's tasks
+    "SLURM_JOB_GROUP",  # the job's group, in the tasks of the job srun makes for itself
 )
 _SQUEUE_24 = ("only-job-state", "helpformat", "helpFormat", "helpstate")  # --only-job-state: 23.11.5
 
@@ -215,6 +216,7 @@ R26_05 = Release(
         "SLURM_JOB_EXCLUSIVE", "SLURM_JOB_OVERSUBSCRIBE",  # NO, or NODE/USER/MCS/TOPO; NO, or YES
         "SLURM_JOB_SLUID",  # the job's Slurm Lexicographically-sortable Unique ID
         "SLURM_STEP_ID", "SLURM_STEPID",  # -5 in the batch script (the batch step)
+        "step:SLURM_JOB_GROUP",  # SLURM_JOB_GROUP in every step's tasks (24.11: srun's own job's only)
     ),
     usage={"squeue": _SQUEUE_USAGE_24
            + "              [--running-over=time] [--running-under=time] [-ahjlrsv]\n"},

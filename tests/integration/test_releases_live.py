@@ -126,3 +126,28 @@ def test_the_jobs_environment_is_the_releases(release_config, tmp_path, release)
         assert TIMES & set(ref) <= set(got), case
         limit = int(ref["SLURM_JOB_END_TIME"]) - int(ref["SLURM_JOB_START_TIME"])
         assert int(got["SLURM_JOB_END_TIME"]) - int(got["SLURM_JOB_START_TIME"]) == limit, case
+
+
+@pytest.mark.parametrize("release", ["24.11", "26.05"])
+def test_sruns_own_job_has_the_releases_variables(release_config, tmp_path, release):
+    """srun outside an allocation (its own job, its far side reading the private config as the job
+    wrapper does): the SLURM_* names that release's `srun env | sort` printed, but those of that
+    cluster's config, and the job's times."""
+    import json
+
+    from conftest import FIXTURES
+
+    ref_case = json.loads((FIXTURES / f"slurm-{release}" / "cases.json").read_text())["srun_env_single"]
+    ref = {line.split("=", 1)[0] for line in ref_case["stdout"].splitlines() if re.match(r"SLURM\w*=", line)}
+    cp = run("srun", "env", cwd=tmp_path, env=release_config(release), timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    got = env_of_text(cp.stdout)
+    # that cluster's config (slurm.conf, default account) and this cell's (MpiDefault=pmi2, the shim's own)
+    local = {"SLURM_CONF", "SLURM_JOB_ACCOUNT", "SLURM_MPI_TYPE", "SLURM_SHIM_CONFIG"}
+    assert {k for k in got if k.startswith("SLURM")} - local == ref - local
+    assert int(got["SLURM_JOB_END_TIME"]) - int(got["SLURM_JOB_START_TIME"]) == 365 * 86400
+    assert got["SLURM_JOB_GROUP"] == "root"
+
+
+def env_of_text(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)

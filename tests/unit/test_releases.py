@@ -346,13 +346,13 @@ def test_every_option_that_varies_is_in_the_table_and_asked():
 @pytest.mark.parametrize("step, cpus", [("step0.task0", None), ("step1_c2.task0", 2), ("step_gpu.task0", None)])
 def test_a_steps_own_variables_vary_as_each_release(name, step, cpus):
     """srun's steps in a batch job (-n 2; -c 2; --gres=gpu:1): 24.11 and 26.05 add SLURMD_DEBUG=2,
-    and SLURM_TRES_PER_TASK=cpu=N for a step given -c."""
+    and SLURM_TRES_PER_TASK=cpu=N for a step given -c; 26.05 SLURM_JOB_GROUP."""
     from shim.runtime.steps import plan
 
     text = (FIXTURES / f"slurm-{name}" / f"env-srun-in-sbatch-{step}.txt").read_text()
     ref = dict(line.split("=", 1) for line in text.splitlines() if re.match(r"\w+=", line))
-    ours = plan.release_step_env(cpus, releases.get(name))
-    for var in ("SLURMD_DEBUG", "SLURM_TRES_PER_TASK"):
+    ours = plan.release_step_env(cpus, releases.get(name), gid=ref["SLURM_JOB_GID"])
+    for var in ("SLURMD_DEBUG", "SLURM_TRES_PER_TASK", "SLURM_JOB_GROUP"):
         assert (var, ours.get(var)) == (var, ref.get(var))
 
 

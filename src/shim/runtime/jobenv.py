@@ -183,6 +183,16 @@ def batch_env(
     return release.job_env(env)
 
 
+def group_name(gid: Any) -> str:
+    """SLURM_JOB_GROUP: the name of the group ``gid`` (the number where it has none)."""
+    import grp
+
+    try:
+        return grp.getgrgid(int(gid)).gr_name
+    except (KeyError, ValueError, OverflowError):
+        return str(gid)
+
+
 def release_env(p: Mapping[str, Any], *, job_id: int, task: int | None, start: float | None,
                 cpus_per_task: int) -> dict[str, str]:
     """The values of the variables only some releases set (releases.VARYING_ENV), for every

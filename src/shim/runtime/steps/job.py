@@ -123,6 +123,11 @@ def job_main() -> None:
     pl = payload_or_exit("job_main")
     sdir = sys.argv[1]
     job_id = int(os.environ.get("JOB_ID", "0"))
+    conf = (pl.get("environ") or {}).get("SLURM_SHIM_CONFIG")
+    if isinstance(conf, str) and conf and "SLURM_SHIM_CONFIG" not in os.environ:
+        # the site config srun's user named (execd does not pass it on), as the job wrapper takes
+        # it: the job's Slurm release (its variables) is then that config's, not the default's
+        os.environ["SLURM_SHIM_CONFIG"] = conf
     host = short_host()
     start = time.time()
     record = dict(pl["record"])
@@ -183,6 +188,10 @@ def new_job_env(environ: Mapping[str, str], record: Mapping[str, Any], *, job_id
     env = dict(environ)
     job = jobenv.batch_env(record, job_id=job_id, task=None, hosts=hosts, this_host=host, user=user,
                            uid=uid, gid=gid, gpu_ids=gpu_ids, start=start)
+    from ... import releases
+
+    if releases.current().sets("SLURM_JOB_GROUP"):  # (24.11 on: the tasks of the job srun made)
+        job["SLURM_JOB_GROUP"] = jobenv.group_name(gid)
     for k in ("ENVIRONMENT", "HOSTNAME", "SLURM_NODE_ALIASES", "SLURM_JOB_GPUS", "SLURM_TASK_PID",
               "SLURM_JOB_EXCLUSIVE", "SLURM_JOB_OVERSUBSCRIBE"):  # (26.05 sets those two in batch jobs only)
         job.pop(k, None)

@@ -119,7 +119,7 @@ def step_env(base: Mapping[str, str], *, job_id: int, step_id: int, plan: list[t
     })
     if cpus_per_task is not None:
         env["SLURM_CPUS_PER_TASK"] = str(cpus_per_task)
-    env.update(release_step_env(cpus_per_task))
+    env.update(release_step_env(cpus_per_task, gid=env.get("SLURM_JOB_GID")))
     if in_allocation:
         env["SLURM_DISTRIBUTION"] = distribution or ("block" if ntasks > len(nodes) else "cyclic")
         if "SLURM_JOB_CPUS_PER_NODE" in env:
@@ -132,16 +132,21 @@ def step_env(base: Mapping[str, str], *, job_id: int, step_id: int, plan: list[t
     return env
 
 
-def release_step_env(cpus_per_task: int | None, release: Any = None) -> dict[str, str]:
+def release_step_env(cpus_per_task: int | None, release: Any = None, gid: str | None = None) -> dict[str, str]:
     """The step variables only some Slurm releases set (releases.py; None: the site's): 24.11's
-    SLURMD_DEBUG=2 and, with srun's own -c, SLURM_TRES_PER_TASK=cpu=N."""
+    SLURMD_DEBUG=2 and, with srun's own -c, SLURM_TRES_PER_TASK=cpu=N; 26.05's SLURM_JOB_GROUP
+    (the name of the job's group, ``gid``)."""
     from ... import releases
+    from ..jobenv import group_name
 
     release = release or releases.current()
     env = {"SLURMD_DEBUG": "2"}
     if cpus_per_task is not None:
         env["SLURM_TRES_PER_TASK"] = f"cpu={cpus_per_task}"
-    return {k: v for k, v in env.items() if release.sets(k)}
+    out = {k: v for k, v in env.items() if release.sets(k)}
+    if gid is not None and release.sets("step:SLURM_JOB_GROUP"):
+        out["SLURM_JOB_GROUP"] = group_name(gid)
+    return out
 
 
 def host_env(common: Mapping[str, str], host: str, node_index: int, slots: int, tids: Sequence[int]) -> dict[str, str]:
