@@ -704,7 +704,7 @@ def stop_events(cfg: SiteConfig, running: list[JobRecord]) -> dict[int, dict[int
         if d is None:
             continue
         try:
-            names = os.listdir(d)
+            names = state.list_events(d, uid)  # (another user's: at most state.LIST_MAX, F-26)
         except OSError:
             continue
         for n in names:

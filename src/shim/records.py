@@ -509,7 +509,15 @@ class Reader:
         """Whose job ``job_id`` may be when Grid Engine no longer knows it and the directories of
         ``uids`` hold its events (see ``candidates``)."""
         root = [self.event(0, n) for n in self._names_of(0, job_id).values()] if 0 in uids else []
-        return candidates(uids, root, me)
+        return candidates(uids, root, me, lambda u: self._own_word(job_id, u))
+
+    def _own_word(self, job_id: int, uid: int) -> bool:
+        """Does one of the job's events in ``uid``'s directory speak for a job of ``uid``'s?"""
+        for name in self._names_of(uid, job_id).values():
+            data = self.event(uid, name)
+            if data is not None and speaks_for(data, uid, uid, "owner"):
+                return True
+        return False
 
 
 def parse_event_names(names: Iterable[str], jobs: set[int] | None = None
@@ -533,14 +541,16 @@ def parse_event_names(names: Iterable[str], jobs: set[int] | None = None
     return out
 
 
-def candidates(uids: Iterable[int], root_events: Iterable[dict[str, Any] | None], me: int | None) -> list[int]:
+def candidates(uids: Iterable[int], root_events: Iterable[dict[str, Any] | None], me: int | None,
+               speaks: Callable[[int], bool] | None = None) -> list[int]:
     """The possible owners of a job Grid Engine no longer knows: the users whose directories hold
     its events (``uids``), and those that root's events about it name (a root event naming nobody
     is about root's own job). The caller's own first, then those root names; another user's
-    directory alone only when it is the one claimant. A reader takes the first whose events
-    speak for the job: two users claiming one id that no authority (Grid Engine, root) names
-    can only be a reused id or a plant, so each of them sees their own and anyone else sees
-    neither: nobody is picked by uid order (F-28)."""
+    directory alone only when it is the one claimant (``speaks(uid)``: do that directory's
+    events speak for a job of its user's; a directory whose events name someone else claims
+    nothing). A reader takes the first whose events speak for the job: two users claiming one
+    id that no authority (Grid Engine, root) names can only be a reused id or a plant, so each
+    of them sees their own and anyone else sees neither: nobody is picked by uid order (F-28)."""
     cands = {u for u in uids if u != 0}
     named: set[int] = set()
     for data in root_events:
@@ -551,6 +561,9 @@ def candidates(uids: Iterable[int], root_events: Iterable[dict[str, Any] | None]
                 named.add(ou)
     out = [me] if me in cands else []
     out += sorted(named - set(out))
-    if not named and len(cands) == 1 and not out:
-        out = list(cands)
+    if not named and not out:
+        if len(cands) > 1 and speaks is not None:
+            cands = {u for u in cands if speaks(u)}
+        if len(cands) == 1:
+            out = list(cands)
     return out

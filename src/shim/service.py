@@ -1170,6 +1170,10 @@ def main(argv: list[str] | None = None) -> int:
         print("slurm-shim service: no private directory", file=sys.stderr)
         return 1
     if cmd == "serve":
+        clean = start_env(os.environ)
+        if clean != dict(os.environ) and getattr(sys, "orig_argv", None):
+            # started by a client that passed more (one installed before F-33): again, with only that
+            os.execve(sys.executable, sys.orig_argv, clean)
         os.chdir("/")
         idle = os.environ.get("SLURM_SHIM_SERVICE_IDLE")
         if not idle:

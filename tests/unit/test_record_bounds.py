@@ -113,3 +113,25 @@ def test_the_job_wrappers_events_carry_the_owner():
     import pwd
 
     assert got == {"sub": 12.5, "owner": pwd.getpwuid(os.getuid()).pw_name}
+
+
+def test_sacct_takes_at_most_ended_max_event_only_jobs_of_another_user(monkeypatch):
+    from types import SimpleNamespace
+
+    from shim.accounting import collect
+
+    monkeypatch.setattr(state, "ENDED_MAX", 3)
+    end = (None, "end")
+    index = {j: {end: {OTHER: "p"}} for j in range(10, 20)}  # hers: ten jobs with events only
+    index[5] = {end: {0: "p"}}  # root's (read whole)
+    index[6] = {end: {os.getuid(): "p"}, (None, "cancel"): {OTHER: "p"}}  # the caller's too
+    index[12] = {end: {OTHER: "p"}}
+    ev = SimpleNamespace(index=index)
+    assert collect._beyond_bound(ev, known={19}) == set(range(10, 16))  # 18, 17, 16 kept; 19 has a record
+
+
+def test_a_directory_whose_events_name_someone_else_claims_nothing():
+    both = {MALLORY, VICTIM}
+    # mallory's plant names the victim as the owner: it speaks for nobody, the victim's job stays hers
+    assert records.candidates(both, [], BYSTANDER, lambda u: u == VICTIM) == [VICTIM]
+    assert records.candidates(both, [], BYSTANDER, lambda u: True) == []

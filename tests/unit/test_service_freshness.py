@@ -16,6 +16,7 @@ import ctypes
 import os
 import shutil
 import signal
+import subprocess
 import sys
 
 from shim import service
@@ -106,3 +107,22 @@ def test_service_start_passes_only_the_start_environment(world):  # noqa: F811
     finally:
         os.kill(pid, signal.SIGTERM)
         wait_for(lambda: service.info(str(d)) is None, what="its exit")
+
+
+def test_a_service_started_with_more_restarts_itself_with_the_start_environment(world):  # noqa: F811
+    """A client installed before this change passes its whole environment: the service execs
+    itself again with start_env's part of it, before it serves anyone."""
+    d = world / "clean-env-exec"
+    d.mkdir(mode=0o700)
+    env = {"PATH": "/usr/bin:/bin", "LD_PRELOAD": LIBM, "W1_SECRET": "x", "SLURM_SHIM_AGENT_DIR": str(d),
+           "SLURM_SHIM_SERVICE_IDLE": "30"}
+    p = subprocess.Popen(service.serve_argv(), env=env, cwd="/", stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        got = wait_for(lambda: service.info(str(d)), timeout=60, what="the service")
+        assert got[0] == p.pid  # the same process, exec'd again
+        e = _environ(p.pid)
+        assert not {"LD_PRELOAD", "W1_SECRET"} & set(e) and e["SLURM_SHIM_AGENT_DIR"] == str(d)
+    finally:
+        p.terminate()
+        p.wait(timeout=30)

@@ -503,8 +503,9 @@ def rows_of_events(qy: Selection, ctx: Lookups, job_ids: set[int] | None, ev: Ev
         ev.scan({u for u in map(state.uid_of, {owners[j] for j in job_ids if j in owners}) if u is not None})
         if not job_ids <= {k[0] for k in seen}:
             ev.complete()  # a job no accounting record or live job names an owner for: anyone's
+    beyond = _beyond_bound(ev, {k[0] for k in seen} | set(owners))
     for job_id in sorted(ev.index):
-        if job_ids is not None and job_id not in job_ids:
+        if (job_ids is not None and job_id not in job_ids) or job_id in beyond:
             continue
         known = owners.get(job_id)
         cands: list[Any] = [known] if known else ev.owners(job_id, ctx.me)
@@ -533,6 +534,30 @@ def rows_of_events(qy: Selection, ctx: Lookups, job_ids: set[int] | None, ev: Ev
             if made_any:
                 break
     return never_ran
+
+
+def _beyond_bound(ev: Events, known: set[int]) -> set[int]:
+    """The jobs with events only (no Grid Engine record, no live job: ``known`` are the others)
+    that only other users' directories hold, beyond state.ENDED_MAX of each such user, the
+    highest ids kept: what one user's records add to anyone else's sacct is bounded (F-26).
+    Nothing is read here."""
+    from .. import state
+
+    count: dict[int, int] = {}
+    beyond: set[int] = set()
+    for job_id in sorted(ev.index, reverse=True):
+        if job_id in known:
+            continue
+        uids = {u for by in ev.index[job_id].values() for u in by}
+        if not uids or not all(map(state.bounded, uids)):
+            continue
+        over = True
+        for u in uids:
+            count[u] = count.get(u, 0) + 1
+            over = over and count[u] > state.ENDED_MAX
+        if over:
+            beyond.add(job_id)
+    return beyond
 
 
 def fold_never_ran(never_ran: dict[int, list[tuple[Row, list[Row]]]], finish: Any) -> None:

@@ -156,8 +156,15 @@ class Events:
         """Whose job this may be when Grid Engine has no record of it (records.candidates)."""
         from ..records import candidates
 
+        from ..records import speaks_for
+
         paths = self.index.get(job, {})
         uids = {u for by in paths.values() for u in by}
         root = [self._load(by[0], 0) for (_t, k), by in paths.items() if 0 in by and k != "start"]
-        return candidates(uids, root, me)
+
+        def speaks(u: int) -> bool:  # one of its events in u's directory speaks for a job of u's
+            return any(u in by and (d := self._load(by[u], u)) is not None and speaks_for(d, u, u, "owner")
+                       for by in paths.values())
+
+        return candidates(uids, root, me, speaks)
 
