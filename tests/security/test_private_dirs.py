@@ -268,6 +268,10 @@ def test_srun_and_salloc_work_in_a_squatted_state_directory(squatted_cell):
     assert (cp.returncode, cp.stdout) == (0, "salloc-ok\n"), cp.stderr
     mine = [p for p in (c["state"] / "users").iterdir() if p.name.startswith(f"{uid(VICTIM)}@")]
     assert len(mine) == 1 and list((mine[0] / "env").glob("*.json")) == []  # salloc's file went too
+    doctor = as_user(VICTIM, "slurm-shim", "doctor", "--no-hosts", env=c["env"], timeout=120)
+    assert re.search(rf"^warn  state dir: {re.escape(str(c['state']))}/users/{uid(VICTIM)} is not yours .*: your records "
+                     rf"are in {re.escape(str(mine[0]))}  -- ", doctor.stdout, re.M), doctor.stdout
+    assert re.search(r"^ok    state dir: a directory made in .* keeps its owner", doctor.stdout, re.M), doctor.stdout
 
 
 def test_an_array_s_private_file_goes_with_its_last_task_live(squatted_cell):
