@@ -164,6 +164,35 @@ def test_doctor_s_round_trip_sees_owners_that_are_not_kept(layout, monkeypatch):
     assert problem and f"is owned by uid {NOBODY}" in problem and "refuse" in problem
 
 
+def test_the_service_directory_s_fallback_is_the_users_own_and_fits_a_socket(monkeypatch):
+    """F-29's rule (service._fallback_base, client.c's fallback_base): with /tmp/slurm-shim-<uid> and
+    /run/user/<uid> taken away, $HOME/.cache/slurm-shim/run, 0700, in a home and .cache of the
+    user's own that others cannot write; none where the socket's path would not fit, or the home
+    is open to others."""
+    import tempfile
+
+    from shim import service
+
+    real_private, real_owned = service._private, service._owned
+    monkeypatch.setattr(service, "_private", lambda d, create: not d.startswith("/tmp/slurm-shim-") and real_private(d, create))
+    monkeypatch.setattr(service, "_owned", lambda d, uid, follow=False: not d.startswith("/run/user/") and
+                        real_owned(d, uid, follow))
+    home = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="sq-home-"))
+    try:
+        home.chmod(0o755)
+        assert service.service_dir({"HOME": str(home)}) == f"{home}/.cache/slurm-shim/run"
+        for d in (home / ".cache" / "slurm-shim", home / ".cache" / "slurm-shim" / "run"):
+            assert d.stat().st_mode & 0o777 == 0o700 and not d.is_symlink()
+        long = home / ("h" * (service.SUN_PATH - len(str(home)) - 40))
+        long.mkdir(mode=0o755)
+        assert len(f"{long}/.cache/slurm-shim/run") + service.SOCKET_ROOM >= service.SUN_PATH
+        assert service.service_dir({"HOME": str(long)}) is None  # (the client then runs in-process)
+        home.chmod(0o777)
+        assert service.service_dir({"HOME": str(home)}) is None
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # F-21, F-22, F-31 live: mallory squats the victim's users/<uid> in a fresh state directory
 
