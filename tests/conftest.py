@@ -224,6 +224,30 @@ def pytest_sessionfinish(session, exitstatus):
         shutil.rmtree(_OPEN_DIRS.pop(), ignore_errors=True)
 
 
+# Where a run's time goes (issue 27: CI's phases are measured per directory and per file): each
+# test's setup, call and teardown seconds, summed per tests/ directory and per file, printed at
+# the end of the run (with xdist, the workers' sum: more than the run's wall-clock time).
+_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    _SECONDS[report.nodeid.split("::")[0]] = _SECONDS.get(report.nodeid.split("::")[0], 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _SECONDS:
+        return
+    dirs: dict[str, float] = {}
+    for f, t in _SECONDS.items():
+        d = f.split("/")[1] if f.startswith("tests/") and f.count("/") > 1 else f
+        dirs[d] = dirs.get(d, 0.0) + t
+    tr = terminalreporter
+    tr.write_sep("=", "test seconds by directory, and the slowest files")
+    tr.write_line("  ".join(f"{d} {t:.0f} s" for d, t in sorted(dirs.items(), key=lambda x: -x[1])))
+    for f, t in sorted(_SECONDS.items(), key=lambda x: -x[1])[:15]:
+        tr.write_line(f"{t:8.1f} s  {f}")
+
+
 @pytest.fixture
 def workdir():
     """A submit directory every user can write (jobs of a plain user write their output there)."""
