@@ -210,10 +210,10 @@ def w_stop_agent(args) -> dict:
 
 
 def _agent_module():
-    """The submit agent's module (shim.backends.gridengine.agent; shim.agent before the backends move)."""
+    """The submit agent's module (shim.gridengine.agent; shim.agent before the backends move)."""
     sys.path.insert(0, str(REPO / "src"))
     try:
-        from shim.backends.gridengine import agent
+        from shim.gridengine import agent
     except ImportError:
         from shim import agent
     return agent
@@ -248,7 +248,7 @@ def w_lookup(args) -> dict:
     from shim import siteconf
 
     agent = _agent_module()
-    from shim.backends.gridengine import GridEngineBackend
+    from shim.gridengine.engine import GridEngineBackend
 
     b = GridEngineBackend(siteconf.get())
     out = {}
@@ -324,7 +324,7 @@ def w_service(args) -> dict:
     config-qsub's in BASE/agent-qsub): {"pid": their pids, "served": the sum} (info; {} when
     none answers), or stop them."""
     sys.path.insert(0, str(REPO / "src"))
-    from shim import service
+    from shim.service import server as service
 
     dirs = [str(BASE / n) for n in SERVICE_DIRS]
     if args.get("op") == "stop":
@@ -500,7 +500,7 @@ class Bench:
              "scontrol_shim": ([str(BIN / "scontrol"), "show", "job", shim_job], ["qstat", "-j", shim_job])}
 
         def warm(name: str, argv: list[str], method: str = "agent") -> list:
-            """The warm service's two clients: Python (shim.service.client) and C (BASE/cbin), both
+            """The warm service's two clients: Python (shim.service.server.client) and C (BASE/cbin), both
             with the interpreter the C client names (a service serves the clients of its own
             installation: one started through another interpreter path refused the other's calls)."""
             cmd, rest = Path(argv[0]).name, argv[1:]

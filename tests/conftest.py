@@ -267,7 +267,7 @@ def _debian_only(item) -> bool:
     return item.path.name in DEBIAN_CELL_FILES or any(item.nodeid.endswith(t) for t in DEBIAN_CELL_TESTS)
 
 
-# The warm service (shim.service) changes how a command runs only for a served command (its SERVED)
+# The warm service (shim.service.server) changes how a command runs only for a served command (its SERVED)
 # run as a program from the installed bin/, where the compiled client hands it over: the
 # integration, real-client and security tests. .ci/run's second pass (SLURM_SHIM_SERVICE=off) runs
 # only the tests marked "service_path" here: every test under SERVICE_PATH_DIRS, a new file
@@ -340,7 +340,7 @@ def use_site_config(monkeypatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("SLURM_SHIM_CONFIG", str(conf))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     siteconf.reset()
-    from shim import state
+    from shim.store import state
 
     assert state.make_layout(str(tmp_path / "state")) == []  # as cluster up does (the tests run as root)
     return tmp_path / "state"
@@ -350,7 +350,8 @@ def use_site_config(monkeypatch, tmp_path: Path) -> Path:
 def unit_site(monkeypatch, tmp_path):
     """The unit-test site config (use_site_config) for one test, and after it no site config or
     backend left behind; yields the state directory."""
-    from shim import backends, siteconf
+    from shim.gridengine import backends
+    from shim import siteconf
 
     state_dir = use_site_config(monkeypatch, tmp_path)
     yield state_dir
@@ -439,7 +440,7 @@ def _fixture_users(request, monkeypatch):
         return
     import pwd
 
-    from shim import state
+    from shim.store import state
 
     real_nam, real_uid = pwd.getpwnam, pwd.getpwuid
     by_uid = {uid: name for name, uid in FIXTURE_USERS.items()}
@@ -465,7 +466,7 @@ def _fresh_backend_state():
     shim.__main__.dispatch, it decides e.g. whether the listing looks up quota reasons), no
     installed backend, no deadline and no explainer of a timeout (backends._why) left over from an
     earlier test."""
-    from shim import backends
+    from shim.gridengine import backends
 
     saved = (backends.command, backends._override, backends._deadline, backends._why)
     backends.command, backends._override, backends._deadline, backends._why = "", None, None, None

@@ -29,7 +29,7 @@ COMMANDS = {
 
 
 def dispatch(cmd: str, argv: list[str]) -> int:
-    from . import backends
+    from .gridengine import backends
     from .errors import ShimError
 
     backends.command = cmd  # Grid Engine's silence is reported in this command's words
@@ -49,7 +49,7 @@ def dispatch(cmd: str, argv: list[str]) -> int:
             print(line, file=sys.stderr)
         return e.code
     except ValueError as e:
-        from .hostlist import HostlistError
+        from .slurm.hostlist import HostlistError
 
         if isinstance(e, HostlistError):  # a user's bad host list, wherever it was read
             print(f"{cmd}: error: {e}", file=sys.stderr)

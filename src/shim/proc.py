@@ -376,3 +376,11 @@ def shim_python(module: str, name: str, call: str | None = None) -> list[str]:
     src = os.path.dirname(os.path.dirname(os.path.abspath(shim.__file__)))
     code = f"import sys; sys.path.insert(0, {src!r}); from shim.{module} import {name}; {call or name + '()'}"
     return [sys.executable or "/usr/bin/python3", "-I", "-c", code]
+
+
+def reexec(argv: list[str], env: dict[str, str]) -> None:
+    """Replace this process by this interpreter running ``argv`` with only ``env`` (the warm
+    service's start with more than service.start_env, F-33): here, as every other start."""
+    import sys
+
+    os.execve(sys.executable, argv, env)

@@ -64,7 +64,7 @@ def _read_cache(cache: str) -> Any:
 
 
 def _write_cache(cache: str, cfg: Any) -> None:
-    from . import state
+    from .store import state
 
     os.makedirs(os.path.dirname(cache), mode=0o700, exist_ok=True)
     state.atomic_write(cache, json.dumps(cfg), 0o600)

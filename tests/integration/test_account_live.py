@@ -46,7 +46,7 @@ def test_raw_grid_engine_job_with_an_encoded_account(jobs):
     """A job without the shim's record (raw qsub): its account is decoded from Grid Engine's
     detail (jobs.add_grid_engine_detail), as names are; a name encode would not write stays as
     Grid Engine holds it."""
-    from shim import names
+    from shim.gridengine import names
 
     jid = jobs.qsub("acct", "-A", names.encode(ACCOUNT), "-h", "-b", "y", "/bin/true")
     jid2 = jobs.qsub("acct2", "-A", "sx_notbase32", "-h", "-b", "y", "/bin/true")

@@ -184,7 +184,7 @@ def test_plain_user_gets_a_private_agent(workdir, setups, cleanup):
 
 DIE_HOOK = """
 import os, signal
-from shim.backends.gridengine import agent
+from shim.gridengine.engine import agent
 
 MOMENT = os.environ["AGENT_DIE_AT"]
 
@@ -233,7 +233,7 @@ def start_dying_agent(s: "Setup", moment: str, tmp: Path) -> int:
     (hook / "die_hook.py").write_text(DIE_HOOK)
     src = str(Path(__file__).resolve().parents[2] / "src")
     code = (f"import sys; sys.path[:0] = [{str(hook)!r}, {src!r}]; import die_hook; "
-            "from shim.backends.gridengine.agent import main; sys.exit(main(['serve']))")
+            "from shim.gridengine.agent import main; sys.exit(main(['serve']))")
     import tomllib
 
     ge = tomllib.loads(SITE.read_text()).get("gridengine", {})

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from shim import cluster
+from shim.admin import cluster
 
 pytestmark = pytest.mark.gridengine
 

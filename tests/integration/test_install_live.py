@@ -39,8 +39,8 @@ from pathlib import Path
 import pytest
 
 from conftest import CELL, command_dir, open_dir, run, wait_until
-from shim import cluster, cluster_ocs
-from shim.cluster import ClusterError
+from shim.admin import cluster, cluster_ocs
+from shim.admin.cluster import ClusterError
 
 pytestmark = pytest.mark.gridengine
 

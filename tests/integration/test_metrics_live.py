@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SITE_CONFIG, run, wait_until
-from shim import cluster, cluster_ocs
+from shim.admin import cluster, cluster_ocs
 
 pytestmark = [pytest.mark.gridengine, pytest.mark.ocs]
 

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run
-from shim import cluster, cluster_ocs, config, state
+from shim.admin import cluster, cluster_ocs
+from shim import config
+from shim.store import state
 
 pytestmark = [pytest.mark.gridengine, pytest.mark.ocs]
 

@@ -282,7 +282,7 @@ def test_hung_qmaster_costs_each_command_at_most_the_timeout(held_dir, named):
     through a live submit agent included: the agent's silence and the token lookup after it
     share the one wait."""
     from shim import config
-    from shim.backends.gridengine.diagnose import QPING_TIMEOUT
+    from shim.gridengine.diagnose import QPING_TIMEOUT
 
     limit = config.GridEngine().timeout
     assert limit <= 5
@@ -375,7 +375,7 @@ SLURM_ERROR = re.compile(r"^(s[a-z]+|slurm-shim): (error|fatal): |^slurm_load_[a
 
 
 def test_qmaster_down_fails_fast_and_recovers(held_dir, named):
-    from shim import cluster
+    from shim.admin import cluster
 
     if os.getuid() != 0:
         pytest.skip("stopping qmaster needs root")

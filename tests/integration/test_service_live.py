@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, as_foreground, command_dir, run, shim_env, wait_until
-from shim import service
+from shim.service import server as service
 
 pytestmark = pytest.mark.gridengine
 ON = {"SLURM_SHIM_SERVICE": ""}  # the service on, even in CI's pass that turns it off for the rest

@@ -90,7 +90,7 @@ def test_sdist_carries_what_the_wheel_is_built_from(dist):
     with tarfile.open(dist["sdist"]) as tf:
         names = {n.removeprefix(f"slurm_shim-{v}/") for n in tf.getnames()}
     want = {"pyproject.toml", "README.md", "CHANGELOG.md", "src/shim/__init__.py", "src/shim/__main__.py",
-            "src/shim/completion.py", "completion/slurm-shim", *(f"man/{c}.1" for c in COMMANDS),
+            "src/shim/admin/completion.py", "completion/slurm-shim", *(f"man/{c}.1" for c in COMMANDS),
             *(f"completion/{c}" for c in COMMANDS), *(f"completion/_{c}" for c in COMMANDS),
             "completion/_slurm_shim_values"}
     assert want <= names, sorted(want - names)

@@ -89,7 +89,7 @@ def test_mallorys_directories_in_a_laid_out_state_dir_get_none_of_the_victims_re
     under users/ (1777), with world-writable jobs/ and events/ inside and a link. The victim's
     job (exit 5) writes nothing there; mallory's forged end record in it is not believed; sacct
     says FAILED 5:0; doctor names the squat."""
-    from shim import cluster
+    from shim.admin import cluster
 
     sd = shared_dir / "state"
     assert cluster.ensure_state_layout(str(sd)) == f"{sd} laid out"  # what cluster up does
@@ -140,7 +140,7 @@ def test_a_state_dir_mallory_made_first_is_reported_and_never_reused(victim, mal
     directory herself, laid out as the shim's, before the admin installs. `cluster up` reports it
     and leaves it alone (no chown, no chmod); the victim's job still runs and nothing of it lands
     in her tree; doctor fails on it."""
-    from shim import cluster
+    from shim.admin import cluster
 
     sd = shared_dir / "state"
     conf = fresh_site(shared_dir, sd)
@@ -170,7 +170,7 @@ def test_the_victims_records_go_to_her_own_directory_once_the_layout_is_root_s(v
                                                                              qdel_after):
     """The same site after the admin removed mallory's directory and ran the layout step: the
     victim's records are in users/<her uid>, hers and closed to others, and doctor is content."""
-    from shim import cluster
+    from shim.admin import cluster
 
     sd = shared_dir / "state"
     cluster.ensure_state_layout(str(sd))
@@ -250,7 +250,7 @@ def test_cluster_up_down_and_the_init_scripts_manage_one_set_of_daemons():
     second qmaster), `stop` really stops both, `start` brings up one of each, which `cluster
     down` stops and `cluster up` starts again. Before the fix the master script's stop was a
     no-op (no pid file) and its start spawned a second sge_qmaster."""
-    from shim import cluster
+    from shim.admin import cluster
 
     try:
         slurm_shim("cluster", "up")

@@ -27,7 +27,7 @@ from security.conftest import MALLORY, VICTIM, as_user, mallory_python, uid
 from security.test_record_attacks import (  # noqa: F401  (fixtures: jobs, mallory_dir, _remove_dirs)
     CMD_TIMEOUT, SITE_CONFIG, _remove_dirs, _state_dir, ended_in_sacct, ev, in_ge, jobs, mallory_dir, open_dir,
     plant)
-from shim import state
+from shim.store import state
 
 pytestmark = pytest.mark.gridengine
 

@@ -24,10 +24,10 @@ import pytest
 
 from conftest import as_user_argv, command_dir, open_dir, shim_env
 from security.conftest import VICTIM, as_user
-from shim import hostlist
+from shim.slurm import hostlist
 from shim.errors import ShimError
-from shim.hostlist import HostlistError
-from shim.options import values as v
+from shim.slurm.hostlist import HostlistError
+from shim.slurm.options import values as v
 
 CPU_BOUND = 1.0  # seconds of CPU per recipe
 MEM_BOUND = 50 << 20  # bytes a recipe may allocate (tracemalloc peak)
@@ -304,7 +304,7 @@ def _sx(text: str) -> str:
 
 @pytest.mark.parametrize("text", [EVIL, "a\tb", "\x7f", "x\u202ey", "\x00", "line\r", "\u2028", "\x85"])
 def test_names_never_decode_into_control_characters(text):
-    from shim import names
+    from shim.gridengine import names
 
     assert names.encode(text) == _sx(text)  # sbatch -J would store it like this too
     assert names.decode(_sx(text)) == _sx(text)  # and it is shown as Grid Engine holds it
@@ -313,7 +313,7 @@ def test_names_never_decode_into_control_characters(text):
 
 @pytest.mark.parametrize("text", ["my job", "1st", "a/b:c@d*e", "π ≈ 3.14", "sx_x", "x" * 250, "日本語", " "])
 def test_names_encode_makes_still_decode(text):
-    from shim import names
+    from shim.gridengine import names
 
     assert names.decode(names.encode(text)) == text
 
@@ -326,13 +326,13 @@ def test_names_encode_makes_still_decode(text):
     "sx_0", "sx_7777777",
 ])
 def test_only_what_encode_writes_decodes(ge_name):
-    from shim import names
+    from shim.gridengine import names
 
     assert names.decode(ge_name) == ge_name
 
 
 def test_the_shared_escape():
-    from shim.render.fmt import printable
+    from shim.slurm.render.fmt import printable
 
     assert printable("plain text, é, 日本, a\\x1b") == "plain text, é, 日本, a\\x1b"
     assert printable(EVIL) == "\\x1b[2J\\x1b[31mPWNED\\x0a   4242 debug fake alice R"
@@ -340,9 +340,9 @@ def test_the_shared_escape():
 
 
 def test_squeue_and_sinfo_lines_escape_every_value():
-    from shim.model import JobRecord
-    from shim.render import fmt
-    from shim.render import squeue as view
+    from shim.slurm.model import JobRecord
+    from shim.slurm.render import fmt
+    from shim.slurm.render import squeue as view
 
     rec = JobRecord(job_id=7, name=EVIL, user="mallory", state="PENDING", reason="None", partition="debug",
                     comment="c\x1b]0;title\x07", work_dir="/w\nx")
@@ -360,7 +360,7 @@ def test_squeue_and_sinfo_lines_escape_every_value():
 
 @pytest.mark.parametrize("parsable", [None, "ending", "no_ending"])
 def test_sacct_lines_escape_every_value(parsable):
-    from shim.render import sacct
+    from shim.slurm.render import sacct
 
     row = sacct.Row(job_id=7, name=EVIL, user="mallory", state="PENDING", workdir="/w\nx", comment="\x1b[H")
     text = sacct.render([row], sacct.parse_fields("JobID,JobName%80,WorkDir%20,Comment%20,User"),

@@ -41,7 +41,7 @@ NOBODY = 65534
 
 @pytest.fixture
 def layout(tmp_path):
-    from shim import state
+    from shim.store import state
 
     sdir = tmp_path / "state"
     assert state.make_layout(str(sdir)) == []
@@ -49,7 +49,7 @@ def layout(tmp_path):
 
 
 def test_a_squatted_users_dir_gives_the_user_a_directory_of_her_own(layout):
-    from shim import state
+    from shim.store import state
 
     users = layout / "users"
     me = os.getuid()
@@ -74,7 +74,7 @@ def test_a_squatted_users_dir_gives_the_user_a_directory_of_her_own(layout):
 
 def test_two_first_uses_at_once_keep_the_first_by_name(layout):
     """Two hosts that each made a directory: every reader and writer takes the first by name."""
-    from shim import state
+    from shim.store import state
 
     users = layout / "users"
     me = os.getuid()
@@ -87,7 +87,7 @@ def test_two_first_uses_at_once_keep_the_first_by_name(layout):
 
 
 def test_the_private_file_is_read_only_from_an_env_dir_of_the_users_own(layout, tmp_path):
-    from shim import state
+    from shim.store import state
 
     users = layout / "users"
     me = os.getuid()
@@ -111,7 +111,7 @@ def test_the_private_file_is_read_only_from_an_env_dir_of_the_users_own(layout, 
 
 
 def test_an_array_s_private_file_goes_with_its_last_task(layout):
-    from shim import state
+    from shim.store import state
 
     path = state.write_private(str(layout), "env", "z.json", {"environ": {}})
     state.atomic_write(path[:-5] + state.ENV_TASKS, "3", 0o600)
@@ -123,7 +123,7 @@ def test_an_array_s_private_file_goes_with_its_last_task(layout):
 
 
 def test_prune_drops_the_private_files_of_jobs_grid_engine_no_longer_has(layout):
-    from shim import state
+    from shim.store import state
 
     gone = state.write_private(str(layout), "env", "a" * 32 + ".json", {"environ": {}})
     kept = state.write_private(str(layout), "env", "b" * 32 + ".json", {"environ": {}})
@@ -147,7 +147,7 @@ def test_prune_drops_the_private_files_of_jobs_grid_engine_no_longer_has(layout)
 
 
 def test_doctor_s_round_trip_sees_owners_that_are_not_kept(layout, monkeypatch):
-    from shim import state
+    from shim.store import state
 
     assert state.ownership_problem(str(layout)) is None
     real = os.lstat
@@ -171,7 +171,7 @@ def test_the_service_directory_s_fallback_is_the_users_own_and_fits_a_socket(mon
     is open to others."""
     import tempfile
 
-    from shim import service
+    from shim.service import server as service
 
     real_private, real_owned = service._private, service._owned
     monkeypatch.setattr(service, "_private", lambda d, create: not d.startswith("/tmp/slurm-shim-") and real_private(d, create))
@@ -200,7 +200,7 @@ def test_the_service_directory_s_fallback_is_the_users_own_and_fits_a_socket(mon
 @pytest.fixture
 def squatted_cell(victim, mallory, tmp_path_factory):
     """A site config of its own whose fresh state directory mallory has squatted for the victim."""
-    from shim import state
+    from shim.store import state
 
     d = open_dir("squat", 0o755)
     sdir = d / "state"

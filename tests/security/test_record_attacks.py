@@ -524,7 +524,7 @@ def test_a_squatted_directory_never_fails_sbatch_nor_leaks_its_secrets(victim, m
     the victim's own beside the squat, the job runs with its environment, and the script Grid
     Engine spools (world-readable) does not carry it. (tests/security/test_private_dirs.py replays
     the rest: --export values, script text, arguments, srun and salloc.)"""
-    from shim import state
+    from shim.store import state
 
     d = open_dir(tmp_path_factory, "squat")
     d.chmod(0o755)

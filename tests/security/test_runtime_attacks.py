@@ -264,7 +264,7 @@ def test_output_files_follow_the_users_umask(victim, workdir):
 def test_wrapper_failure_is_recorded_in_the_configured_state_dir(victim, workdir, tmp_path_factory):
     """F-16. A wrapper that fails after reading its payload (here: a script that is not base64)
     records FAILED in the payload's state directory, not in a hard-coded default."""
-    from shim import state
+    from shim.store import state
     from shim.cli.sbatch import wrapper_script
 
     sdir = Path(tmp_path_factory.mktemp("other-state", numbered=True))

@@ -21,7 +21,7 @@ import pytest
 
 from conftest import SITE_CONFIG, open_dir, run, wait_until
 from security.conftest import MALLORY, VICTIM, as_user, mallory_python, uid
-from shim import cluster
+from shim.admin import cluster
 
 pytestmark = pytest.mark.gridengine
 

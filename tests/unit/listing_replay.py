@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from shim.backends.replay import ReplayBackend
+from shim.gridengine.replay import ReplayBackend
 from shim.proc import Result
 
 WHOLE = ("qstat", "-u", "*", "-r", "-xml")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from shim import backends
+from shim.gridengine import backends
 from shim.__main__ import dispatch
-from shim.backends.replay import ReplayBackend
+from shim.gridengine.replay import ReplayBackend
 
 
 @contextmanager

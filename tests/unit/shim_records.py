@@ -6,7 +6,8 @@ import json
 import os
 from datetime import datetime
 
-from shim import siteconf, state
+from shim import siteconf
+from shim.store import state
 
 NOW = datetime(2026, 11, 30, 9, 20, 0).timestamp()
 

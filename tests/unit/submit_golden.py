@@ -91,9 +91,10 @@ class _Norm:
 
 def capture(tmp: Path, monkeypatch) -> dict:
     """Every case's artefacts; the caller has pointed the shim at the unit-test site (tmp/state)."""
-    from shim import backends, siteconf
+    from shim.gridengine import backends
+    from shim import siteconf
     from shim.__main__ import dispatch
-    from shim.backends.replay import ReplayBackend
+    from shim.gridengine.replay import ReplayBackend
     from shim.proc import Result
 
     norm = _Norm(tmp)
@@ -132,8 +133,8 @@ def capture(tmp: Path, monkeypatch) -> dict:
                 "env_file": norm.text(_read(payload.get("env_file"))),
             })
         from shim.cli import salloc
-        from shim.options import sources
-        from shim.options.getopt import getopt
+        from shim.slurm.options import sources
+        from shim.slurm.options.getopt import getopt
 
         for i, argv in enumerate(SALLOC_CASES):
             job = 5000 + i
@@ -198,12 +199,12 @@ def _allocate(o, environ, cfg):
     from shim.cli import salloc
 
     try:
-        from shim import submit
-    except ImportError:  # before shim.submit (when the golden file was made)
+        from shim.operations import submit
+    except ImportError:  # before shim.operations.submit (when the golden file was made)
         return salloc.allocate(o, environ, cfg)
     try:
-        from shim.allocation import holder_script
-    except ImportError:  # before shim.allocation
+        from shim.operations.allocation import holder_script
+    except ImportError:  # before shim.operations.allocation
         holder_script = salloc.holder_script
     job_id, rec = submit.allocate(o, environ, cfg, holder_script(cfg.cluster.state_dir, not o.no_shell))
     return job_id, rec.to_dict()

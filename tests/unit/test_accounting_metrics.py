@@ -12,9 +12,9 @@ import time
 import pytest
 
 from conftest import FIXTURES, REPO, wait_until
-from shim import cluster_ocs
-from shim.accounting import metrics
-from shim.backends import qacct
+from shim.admin import cluster_ocs
+from shim.gridengine import metrics
+from shim.gridengine import qacct
 
 OCS = FIXTURES / "gridengine" / "ocs-9.1.4"
 
@@ -205,7 +205,7 @@ def test_ensure_epilog_writes_once(tmp_path):
     assert path.read_text().startswith(f"#!{sys.executable} -I\n")
     assert cluster_ocs.ensure_epilog(c) is False  # unchanged: not rewritten
     path.write_text("#!/bin/sh\nexit 3\n")
-    assert cluster_ocs.ensure_epilog(c) is True and "from shim.accounting.metrics import epilog" in path.read_text()
+    assert cluster_ocs.ensure_epilog(c) is True and "from shim.gridengine.metrics import epilog" in path.read_text()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -262,8 +262,9 @@ def metrics_site(monkeypatch, tmp_path):
     import shutil
 
     from conftest import use_site_config
-    from shim import backends, siteconf
-    from shim.backends.replay import ReplayBackend
+    from shim.gridengine import backends
+    from shim import siteconf
+    from shim.gridengine.replay import ReplayBackend
     from shim.proc import Result
 
     use_site_config(monkeypatch, tmp_path)

@@ -9,8 +9,8 @@ import io
 
 import pytest
 
-from shim import names
-from shim.accounting import rows
+from shim.gridengine import names
+from shim.operations.accounting import rows
 from shim.cli import sbatch
 
 

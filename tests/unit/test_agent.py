@@ -18,8 +18,8 @@ import pytest
 
 from conftest import wait_until
 from shim import proc, siteconf
-from shim.backends.gridengine import agent
-from shim.backends.gridengine import GridEngine
+from shim.gridengine import agent
+from shim.gridengine.engine import GridEngine
 from shim.errors import BackendUnavailable
 from shim.proc import Result
 
@@ -36,7 +36,7 @@ STUB = textwrap.dedent('''
         os.kill(os.getpid(), signal.SIGKILL)
 
     if _DIE == "after_journal":
-        _agent = sys.modules["shim.backends.gridengine.agent"]
+        _agent = sys.modules["shim.gridengine.agent"]
         _orig_send = _agent._send
 
         def _send(sock, obj, data=b""):
@@ -611,8 +611,9 @@ NS = siteconf.NS
 def test_sbatch_routes_through_the_agent_only_when_configured(monkeypatch, tmp_path):
     """The agent is a transport of the real backend: GridEngineBackend.submit(agent=True) asks it
     first when the site says method = "agent", and runs qsub when it did not submit."""
-    from shim import backends, submit
-    from shim.backends.gridengine import process
+    from shim.gridengine import backends
+    from shim.operations import submit
+    from shim.gridengine import process
 
     calls = []
     monkeypatch.setattr(agent, "submit", lambda argv, script, cfg, backend, **kw: calls.append(argv) or 4242)
@@ -645,7 +646,7 @@ def test_sbatch_routes_through_the_agent_only_when_configured(monkeypatch, tmp_p
         assert submit.queue("sbatch", submit.FAILED, ["-terse"], b"#!/bin/sh\n", agent_cfg, {}, agent=True) == 4243
         assert submit.queue("salloc", "x", ["-terse"], b"#!/bin/sh\n", agent_cfg, {}) == 77
         assert calls == ["agent", "qsub"]
-        from shim.backends.replay import ReplayBackend
+        from shim.gridengine.replay import ReplayBackend
 
         rb = ReplayBackend()
         rb.add("qsub", [], "78\n")
@@ -660,7 +661,7 @@ def test_client_path_imports_stay_light():
     """sbatch pays for the client only: no drmaa, threading or pwd until a lookup is needed."""
     # what the interpreter loads by itself (a site hook may import threading) and the backend
     # sbatch has loaded already (its process transport) do not count
-    code = ("import sys, shim.backends.gridengine; base = set(sys.modules); import shim.backends.gridengine.agent; "
+    code = ("import sys, shim.gridengine.engine; base = set(sys.modules); import shim.gridengine.agent; "
             "bad = {'drmaa', 'threading', 'fcntl', 'glob'} & (set(sys.modules) - base); print(sorted(bad))")
-    out = proc.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(Path(agent.__file__).parents[3])))
+    out = proc.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(Path(agent.__file__).parents[2])))
     assert out.stdout.strip() == "[]", out

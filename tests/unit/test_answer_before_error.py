@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from shim import backends
-from shim.backends.replay import ReplayBackend
+from shim.gridengine import backends
+from shim.gridengine.replay import ReplayBackend
 from shim.__main__ import dispatch
 
 

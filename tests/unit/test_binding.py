@@ -12,13 +12,13 @@ import pytest
 
 from conftest import FIXTURES
 from test_srun_steps import _launch
-from shim import backends
+from shim.gridengine import backends
 from shim.__main__ import dispatch
-from shim.backends.replay import ReplayBackend
+from shim.gridengine.replay import ReplayBackend
 from shim.cli import sbatch, srun
 from shim.runtime.steps import launch
-from shim.options import sources, table
-from shim.translate import qsub
+from shim.slurm.options import sources, table
+from shim.gridengine.translate import qsub
 
 OCS_HELP = FIXTURES / "gridengine" / "ocs-9.1.4" / "qsub-help.txt"
 SGE_HELP = FIXTURES / "gridengine" / "sge-8.1.9" / "qsub-help.txt"

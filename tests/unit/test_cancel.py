@@ -8,8 +8,10 @@ from __future__ import annotations
 import os
 
 from listing_replay import ListingReplay
-from shim import backends, cancel, jobqueue, jobs, siteconf
-from shim.cancel import Filters, Note
+from shim.gridengine import backends
+from shim.operations import cancel, jobqueue, jobs
+from shim import siteconf
+from shim.operations.cancel import Filters, Note
 from test_scancel import MIXED, scancel, shim_job, site  # noqa: F401 - site: test_scancel's autouse fixture
 
 

@@ -10,8 +10,8 @@ import os
 import pytest
 
 from conftest import FIXTURES
-from shim.backends.gridengine.capabilities import Capabilities, HelpCache
-from shim.backends.replay import ReplayBackend
+from shim.gridengine.capabilities import Capabilities, HelpCache
+from shim.gridengine.replay import ReplayBackend
 
 SGE = FIXTURES / "gridengine" / "sge-8.1.9"
 HELP = (SGE / "qsub-help.txt").read_text()
@@ -98,6 +98,6 @@ def test_only_the_real_transport_keeps_help_texts(cell, tmp_path):
     b.add("qsub", ["-help"], stdout=HELP)
     assert b.capabilities.binding is True and len(b.calls) == 1
     assert not (tmp_path / "cache").exists()
-    from shim.backends.gridengine import GridEngineBackend
+    from shim.gridengine.engine import GridEngineBackend
 
     assert GridEngineBackend.caches_help is True

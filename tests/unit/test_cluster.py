@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from conftest import SGE_REF
-from shim import cluster, cluster_ocs, config
-from shim.cluster import Complex, Facts
+from shim.admin import cluster, cluster_ocs
+from shim import config
+from shim.admin.cluster import Complex, Facts
 from shim.errors import ShimError
 
 REF = SGE_REF

@@ -11,7 +11,8 @@ import json
 import pytest
 
 from conftest import FIXTURES, use_site_config
-from shim import backends, siteconf
+from shim.gridengine import backends
+from shim import siteconf
 from shim.__main__ import dispatch
 from shim.cli import sbatch
 from shim.errors import ShimError

@@ -7,8 +7,10 @@ import os
 
 import pytest
 
-from shim import backends, config, proc
-from shim.backends.gridengine import GridEngineBackend, diagnose
+from shim.gridengine import backends
+from shim import config, proc
+from shim.gridengine.engine import GridEngineBackend
+from shim.gridengine import diagnose
 from shim.errors import BackendUnavailable
 
 

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import SLURM_REF
-from shim.render import fmt
-from shim.render import squeue as view
+from shim.slurm.render import fmt
+from shim.slurm.render import squeue as view
 
 CASES = json.loads((SLURM_REF / "cases.json").read_text())
 ALL = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -169,7 +169,7 @@ def test_squeue_getters_inline_to_the_same_text():
     """Every squeue field, in every width and justification, renders the same compiled as cell by cell."""
     from datetime import datetime
 
-    from shim.model import JobRecord
+    from shim.slurm.model import JobRecord
 
     class Cfg(dict):
         __getattr__ = dict.__getitem__
@@ -223,7 +223,7 @@ def test_sacct_cells():
 
 
 def test_sacct_field_names_take_the_first_a_prefix_names():
-    from shim.render import sacct
+    from shim.slurm.render import sacct
 
     assert sacct.field_names("jobn,JOBID%-5,maxvm%0,all%3")[:3] == [("JobName", None), ("JobID", -5), ("MaxVMSize", 0)]
     assert sacct.field_names("all%3") == [(name, 3) for name in sacct.FIELD_NAMES]
@@ -243,7 +243,7 @@ def test_yaml_writer_is_slurms_for_the_captured_document():
     longer than its line, one continuation line in the capture, is not reproduced)."""
     import yaml as pyyaml
 
-    from shim.render.yaml import document
+    from shim.slurm.render.yaml import document
 
     doc = json.loads(CASES["squeue_json"]["stdout"])
     mine = document(doc).splitlines()
@@ -255,7 +255,7 @@ def test_yaml_writer_is_slurms_for_the_captured_document():
 
 
 def test_yaml_writer_nests_sequences_and_escapes_text():
-    from shim.render.yaml import document
+    from shim.slurm.render.yaml import document
 
     text = document({"a": [[1, "x"], [], {}], "b": "line\nnext", "c": 1.5, "d": True, "e": ""})
     assert text.splitlines() == ["%YAML 1.1", "--- !!map", "!!str a: !!seq", "- !!seq", "  - !!int 1",

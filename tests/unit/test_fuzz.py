@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, use_site_config
-from shim import backends
+from shim.gridengine import backends
 from shim.__main__ import dispatch
-from shim.backends.replay import ReplayBackend
+from shim.gridengine.replay import ReplayBackend
 from shim.proc import Result
 
 EMPTY_QSTAT = (FIXTURES / "gridengine" / "sge-8.1.9" / "live-qstat-u-all-r-xml.empty.xml").read_text()
@@ -131,9 +131,10 @@ def test_no_traceback_ever_reaches_a_user(cmd, capsys):
 
 
 def _parsers():
-    from shim import hostlist, names
-    from shim.options import values as v
-    from shim.options.table import OPTIONS
+    from shim.slurm import hostlist
+    from shim.gridengine import names
+    from shim.slurm.options import values as v
+    from shim.slurm.options.table import OPTIONS
 
     out = {f"--{o.long}": o.parse for o in OPTIONS if o.parse is not None}
     out.update({
@@ -158,7 +159,7 @@ def test_value_parsers_are_bounded_in_time_and_memory(name):
     """Each value grammar, on long repetitive text: a result or Slurm's error (ShimError, a
     hostlist's ValueError, a time spec's error) within PARSER_CPU seconds and PARSER_MEM bytes."""
     from shim.errors import ShimError
-    from shim.options.values import TimeSpecError
+    from shim.slurm.options.values import TimeSpecError
 
     parse = PARSERS[name]
 
@@ -171,7 +172,7 @@ def test_value_parsers_are_bounded_in_time_and_memory(name):
             except (ShimError, TimeSpecError):
                 pass
             except ValueError as e:
-                from shim.hostlist import HostlistError
+                from shim.slurm.hostlist import HostlistError
 
                 assert isinstance(e, HostlistError), (name, text[:80], e)
 

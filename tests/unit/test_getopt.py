@@ -8,10 +8,10 @@ import pytest
 
 from conftest import SLURM_REF
 from shim.errors import ShimError
-from shim.options import sources
-from shim.options.getopt import Table, getopt
-from shim.options.table import OPTIONS
-from shim.options.table import every_table as command_table  # (every release's rows)
+from shim.slurm.options import sources
+from shim.slurm.options.getopt import Table, getopt
+from shim.slurm.options.table import OPTIONS
+from shim.slurm.options.table import every_table as command_table  # (every release's rows)
 
 CASES = SLURM_REF / "cases.json"
 SBATCH = Table("sbatch", OPTIONS)

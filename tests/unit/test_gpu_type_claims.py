@@ -12,7 +12,7 @@ import os
 import pytest
 
 from shim import siteconf
-from shim.backends.gridengine import GridEngine
+from shim.gridengine.engine import GridEngine
 from shim.runtime import jobwrap
 
 PER_TYPE = """

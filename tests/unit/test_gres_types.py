@@ -143,9 +143,9 @@ def test_a_type_stays_in_the_jobs_gres(asked, listed, shown, monkeypatch):
     """squeue %b and scontrol's TresPerNode keep the type the job asked for, as Slurm's tres_per_node
     does (src/api/job_info.c slurm_sprint_job_info "TresPerNode=%s"). Before, with the select form,
     the listing's untyped gres:gpu:1 (from -l gpu=1,arch=...) won over the record's gpu:a100:1."""
-    from shim import jobs
-    from shim.model import JobRecord
-    from shim.records import Submitted
+    from shim.operations import jobs
+    from shim.slurm.model import JobRecord
+    from shim.store.records import Submitted
 
     rec = JobRecord(7, state="PENDING")
     rec.gres = listed

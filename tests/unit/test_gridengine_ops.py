@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from shim.backends.gridengine import Outcome, Refused, ops, refusal
-from shim.backends.gridengine.capabilities import listed
-from shim.backends.replay import ReplayBackend
+from shim.gridengine.engine import Outcome, Refused
+from shim.gridengine import ops, refusal
+from shim.gridengine.capabilities import listed
+from shim.gridengine.replay import ReplayBackend
 
 SGE = Path(__file__).resolve().parents[2] / "fixtures" / "gridengine" / "sge-8.1.9"
 
@@ -122,7 +123,7 @@ def test_capabilities_probe_once_and_a_site_may_pin_them():
     assert caps.binding and not caps.par and not caps.retained_finished
     assert caps.binding  # asked again: no second probe
     assert [c[0] for c in b.calls] == [("qsub", "-help"), ("qstat", "-help")]
-    from shim.backends.gridengine.capabilities import Capabilities
+    from shim.gridengine.capabilities import Capabilities
 
     assert Capabilities(b, {"par": True}).par is True
     with pytest.raises(AttributeError):
@@ -181,7 +182,7 @@ def test_the_site_config_names_the_cell_and_the_users_environment_cannot_redirec
     a command there: the site config's cell wins, and ports it does not name are Grid Engine's own."""
     from types import SimpleNamespace as NS
 
-    from shim.backends.gridengine import ge_env
+    from shim.gridengine.engine import ge_env
 
     stale = {"SGE_ROOT": "/opt/other", "SGE_CELL": "x", "SGE_QMASTER_PORT": "7444", "SGE_EXECD_PORT": "7445",
              "HOME": "/home/alice"}

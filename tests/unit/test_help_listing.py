@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from shim.options.spec import Arity, Fate, OptionSpec
-from shim.render.help import options_help
+from shim.slurm.options.spec import Arity, Fate, OptionSpec
+from shim.slurm.render.help import options_help
 
 
 def _rows():

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shim.hostlist import MAX_HOSTS, MAX_RANGE, MAX_RANGES, HostlistError, compress, count, expand
+from shim.slurm.hostlist import MAX_HOSTS, MAX_RANGE, MAX_RANGES, HostlistError, compress, count, expand
 
 
 @pytest.mark.parametrize(
@@ -165,7 +165,7 @@ def test_a_numeric_suffix_is_the_trailing_ascii_digits_only():
 
 
 def test_hostfile_is_slurms_read_hostfile():
-    from shim.hostlist import hostfile
+    from shim.slurm.hostlist import hostfile
 
     assert hostfile("# rack 1\nn[1-2],x*3\n\nvm\\#2\n", "/f") == (["n1", "n2", "x", "x", "x", "vm#2"], "")
     assert hostfile("a\n\n-b\n", "/f") == (None, "Invalid hostfile /f contents on line 3")

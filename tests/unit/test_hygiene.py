@@ -38,10 +38,10 @@ def test_no_shell_true_anywhere():
 
 def test_hot_path_does_not_import_heavy_modules():
     """sbatch's parse and translate modules stay free of pydantic/click imports (start-up cost)."""
-    for rel in ("options/getopt.py", "options/sources.py", "options/spec.py", "translate/qsub.py", "runtime/jobwrap.py",
-                "runtime/boot.py", "runtime/jobenv.py", "state.py", "names.py", "siteconf.py", "backends/__init__.py",
-                "backends/gridengine/__init__.py", "backends/gridengine/ops.py", "backends/gridengine/process.py",
-                "backends/gridengine/refusal.py", "cli/sbatch.py"):
+    for rel in ("slurm/options/getopt.py", "slurm/options/sources.py", "slurm/options/spec.py",
+                "gridengine/translate/qsub.py", "runtime/jobwrap.py", "runtime/boot.py", "runtime/jobenv.py",
+                "store/state.py", "gridengine/names.py", "siteconf.py", "gridengine/backends.py", "gridengine/engine.py",
+                "gridengine/ops.py", "gridengine/process.py", "gridengine/refusal.py", "cli/sbatch.py"):
         assert not ({"pydantic", "click", "tabulate"} & _imports(SRC / rel)), rel
 
 
@@ -186,7 +186,7 @@ def _command_modules(tmp_path: Path, cmd: str, argv: list[str], *, method: str =
     conf_text += f'\n[submit]\nmethod = "{method}"\n' if "[submit]" not in conf_text else ""
     conf = tmp_path / "config.toml"
     conf.write_text(conf_text)
-    from shim import state
+    from shim.store import state
 
     state.make_layout(str(tmp_path / "state"))  # as cluster up does: sbatch refuses without a private directory
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SQUEUE_", "SBATCH_", "SACCT_"))}
@@ -224,7 +224,7 @@ def test_the_start_guard_sees_a_heavy_import(tmp_path):
 
     copy = tmp_path / "src" / "shim"
     shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    hostlist = copy / "hostlist.py"
+    hostlist = copy / "slurm" / "hostlist.py"
     hostlist.write_text(hostlist.read_text().replace("import itertools\n", "import itertools\nimport typing\n", 1))
     (tmp_path / "run").mkdir()
     rc, mods, out = _command_modules(tmp_path / "run", "squeue", [], src=copy)
@@ -237,7 +237,7 @@ def test_proc_imports_subprocess_only_to_start_a_process():
     import subprocess
     import sys
 
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import shim.proc as p, shim.backends.gridengine; "
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import shim.proc as p, shim.gridengine.engine; "
             "before = 'subprocess' in sys.modules; import subprocess as sp; "
             "print(before, (p.PIPE, p.STDOUT, p.DEVNULL) == (sp.PIPE, sp.STDOUT, sp.DEVNULL), "
             "p.Popen is sp.Popen, p.TimeoutExpired is sp.TimeoutExpired)")

@@ -12,8 +12,9 @@ import stat
 import pytest
 
 from conftest import SGE_REF
-from shim import cluster, config, install
-from shim.backends.replay import ReplayBackend
+from shim.admin import cluster, install
+from shim import config
+from shim.gridengine.replay import ReplayBackend
 from shim.proc import Result
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the state layout is root's (CI runs as root)")
@@ -401,7 +402,7 @@ def test_the_host_check_job_says_what_is_missing_by_its_exit_code(tmp_path):
     import sys
 
     import shim
-    from shim import state
+    from shim.store import state
 
     src = os.path.dirname(os.path.dirname(os.path.abspath(shim.__file__)))
     conf = tmp_path / "config.toml"
@@ -546,7 +547,7 @@ def test_apply_builds_the_thin_client_and_uninstall_puts_the_scripts_back(tmp_pa
     """install --apply (Options.client): each served command's pip script becomes the compiled
     client, recorded; a second plan finds it in place; --uninstall moves the scripts back, except
     where bin/ holds something else by then."""
-    from shim import service
+    from shim.service import server as service
 
     prefix = tmp_path / "prefix"
     b = prefix / "bin"
@@ -585,7 +586,7 @@ def test_apply_builds_the_thin_client_and_uninstall_puts_the_scripts_back(tmp_pa
 def test_without_a_compiler_the_plan_says_the_commands_stay_scripts(tmp_path, monkeypatch):
     import shutil
 
-    from shim import service
+    from shim.service import server as service
 
     b = tmp_path / "bin"
     b.mkdir()

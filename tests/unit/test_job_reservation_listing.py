@@ -19,7 +19,7 @@ import pytest
 
 from conftest import FIXTURES, SLURM_REF
 from listing_replay import ListingReplay
-from shim import backends
+from shim.gridengine import backends
 from shim.__main__ import dispatch
 from shim.proc import Result
 from shim_records import frozen_site
@@ -117,10 +117,10 @@ def test_the_recorded_answers_tie_a_job_to_its_reservation():
     """A real job in a real advance reservation (fixtures' README: live-qstat-j-xml.ar.xml and
     live-qrstat-u-all-xml.ar.xml): qstat -j's JB_ar is the reservation's id, qrstat names it, and
     fill_reservations puts them together."""
-    from shim.backends.gridengine import ops
-    from shim.backends.qstat import parse_detail
-    from shim.jobs import fill_reservations
-    from shim.model import JobRecord
+    from shim.gridengine import ops
+    from shim.gridengine.qstat import parse_detail
+    from shim.operations.jobs import fill_reservations
+    from shim.slurm.model import JobRecord
 
     detail = (SGE / "live-qstat-j-xml.ar.xml").read_text()
     qrstat = (SGE / "live-qrstat-u-all-xml.ar.xml").read_text()
@@ -154,7 +154,7 @@ def test_scontrol_show_job_of_a_shim_job_reads_its_reservation_from_the_record(c
 
 
 def test_the_record_field_is_checked():
-    from shim.records import clean_submit
+    from shim.store.records import clean_submit
 
     assert clean_submit({"ar": "12"}).ar == "12" and clean_submit({"ar": ""}).ar == ""
     for bad in ("x", "1 2", 3, None, "-1"):

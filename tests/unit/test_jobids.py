@@ -1,4 +1,4 @@
-"""shim.jobids: index lists and job ids, with each command's own Slurm 22.05 rules.
+"""shim.slurm.jobids: index lists and job ids, with each command's own Slurm 22.05 rules.
 
 Expected values follow the C parsers named in the module (src/squeue/opts.c _build_job_list and
 _build_step_list, src/scancel/opt.c _xlate_job_step_ids, src/common/slurm_protocol_defs.c
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shim import jobids
-from shim.jobids import JobId, JobIdError
+from shim.slurm import jobids
+from shim.slurm.jobids import JobId, JobIdError
 
 
 def test_compress_and_expand():
@@ -34,8 +34,8 @@ def test_compress_expand_round_trip(indices):
 
 
 def test_the_old_index_printers_are_this_one():
-    from shim import jobs
-    from shim.backends import qstat
+    from shim.operations import jobs
+    from shim.gridengine import qstat
 
     assert jobs.pending_text([5, 1, 2, 3], None) == jobids.compress([5, 1, 2, 3]) == "1-3,5"
     assert jobs.pending_text([5, 1, 2, 3], 2) == "1-3,5%2"

@@ -2,16 +2,16 @@
 
 from pathlib import Path
 
-from shim.options.spec import Fate
-from shim.options.table import OPTIONS
-from shim.render import manpage
+from shim.slurm.options.spec import Fate
+from shim.slurm.options.table import OPTIONS
+from shim.slurm.render import manpage
 
 MAN = Path(__file__).resolve().parents[2] / "man"
 
 
 def test_sbatch_man_page_is_current():
     assert (MAN / "sbatch.1").read_text() == manpage.render("sbatch"), \
-        "regenerate: PYTHONPATH=src python -m shim.render.manpage sbatch > man/sbatch.1"
+        "regenerate: PYTHONPATH=src python -m shim.slurm.render.manpage sbatch > man/sbatch.1"
 
 
 def test_every_sbatch_option_and_its_fate_is_documented():

@@ -17,9 +17,11 @@ import io
 import sys
 
 from conftest import FIXTURES, use_site_config
-from shim import backends, cluster, siteconf
-from shim.backends.replay import ReplayBackend
-from shim.cluster import Facts
+from shim.gridengine import backends
+from shim.admin import cluster
+from shim import siteconf
+from shim.gridengine.replay import ReplayBackend
+from shim.admin.cluster import Facts
 
 SSCONF = (FIXTURES / "gridengine" / "sge-8.1.9" / "priority-qconf-ssconf.txt").read_text()
 

@@ -1,4 +1,4 @@
-"""shim.nodeinfo: sinfo's gathering and rows without the command (issue 14), and the partition and
+"""shim.operations.nodeinfo: sinfo's gathering and rows without the command (issue 14), and the partition and
 node rules scontrol's show views share with it."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from shim import nodeinfo
-from shim.backends.qhost import Host, QueueInstance
-from shim.backends.replay import ReplayBackend
+from shim.operations import nodeinfo
+from shim.gridengine.qhost import Host, QueueInstance
+from shim.gridengine.replay import ReplayBackend
 from shim.errors import ShimError
-from shim.render import sinfo as view
+from shim.slurm.render import sinfo as view
 from shim.siteconf import NS
 
 SRC = Path(nodeinfo.__file__).parent
@@ -156,9 +156,9 @@ def test_importing_nodeinfo_is_light():
     import subprocess
     import sys
 
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import shim.nodeinfo; "
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import shim.operations.nodeinfo; "
             "print(sorted(m for m in ('dataclasses', 'typing', 'inspect') if m in sys.modules))")
-    cp = subprocess.run([sys.executable, "-I", "-c", code, str(SRC.parent)], capture_output=True, text=True,
+    cp = subprocess.run([sys.executable, "-I", "-c", code, str(SRC.parents[1])], capture_output=True, text=True,
                         timeout=60)
     assert (cp.returncode, cp.stdout) == (0, "[]\n"), cp.stderr
 
@@ -167,7 +167,7 @@ def test_scontrol_shows_the_partitions_and_nodes_sinfo_shows(monkeypatch):
     """scontrol show partition/node and sinfo count one set of nodes a partition (issue 14: the
     twins disagreed where a partition lists its nodes: scontrol named "gone", which Grid Engine has
     not, and gave n2, not listed, partition short's CPUs)."""
-    from shim import show
+    from shim.operations import show
 
     monkeypatch.setattr(show, "_hosts", lambda s, prefix: list(HOSTS))
     s = NS.wrap({"cfg": CFG})
@@ -185,7 +185,7 @@ def test_scontrol_shows_the_partitions_and_nodes_sinfo_shows(monkeypatch):
 def test_scontrol_partition_times_are_sinfos():
     """DefaultTime/MaxTime from nodeinfo.partitions' minutes, as print_part prints them: a default
     time of UNLIMITED is UNLIMITED (it printed NONE, sinfo's "infinite"), one not set is NONE."""
-    from shim.render.scontrol import partition_text
+    from shim.slurm.render.scontrol import partition_text
 
     cfg = config(a={"queue": "all.q", "default_time": "UNLIMITED"}, b={"queue": "all.q", "max_time": "90"})
     a, b = nodeinfo.partitions(cfg)

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from policy_replay import replaying, run_command
-from shim import jobs
-from shim.backends.gridengine import ops, policy
-from shim.backends.replay import ReplayBackend
+from shim.operations import jobs
+from shim.gridengine import ops, policy
+from shim.gridengine.replay import ReplayBackend
 from shim.siteconf import NS
 
 OCS = Path(__file__).resolve().parents[2] / "fixtures" / "gridengine" / "ocs-9.1.4"

@@ -17,9 +17,11 @@ import pytest
 
 from conftest import FIXTURES
 from listing_replay import ListingReplay, owners_of
-from shim import backends, jobs, siteconf
+from shim.gridengine import backends
+from shim.operations import jobs
+from shim import siteconf
 from shim.__main__ import dispatch
-from shim.backends.gridengine import ops
+from shim.gridengine import ops
 from shim_records import frozen_site  # noqa: E402
 
 SGE = FIXTURES / "gridengine" / "sge-8.1.9"
@@ -139,7 +141,7 @@ def test_a_caller_without_a_passwd_entry_asks_about_the_ids_first(capsys, monkey
 
 
 def test_an_answer_about_the_ids_that_cannot_be_read_lists_the_whole_queue(capsys, monkeypatch, site):
-    from shim.backends.gridengine import GridEngine
+    from shim.gridengine.engine import GridEngine
 
     monkeypatch.setattr(GridEngine, "job_owners", lambda self, ids: None)
     out, calls = run(capsys, "squeue", "-j", "106")
@@ -238,7 +240,7 @@ def test_job_owners_of_qstat_j_as_grid_engine_answers():
     assert ops.parse_job_owners(1, "", gone) == {}
     assert ops.parse_job_owners(1, "", "error: commlib error: got select error\n") is None
     assert ops.parse_job_owners(0, "", "") is None
-    from shim.backends import qstat
+    from shim.gridengine import qstat
 
     assert qstat.listing_args(["alice", "bob"]) == ["-u", "alice,bob", "-r", "-xml"]
 
@@ -269,7 +271,7 @@ def test_a_format_without_reasons_asks_no_quota_and_lists_no_whole_queue(capsys)
     (["--start"], True), (["-o", "%all"], True), (["--json"], True),
 ])
 def test_without_the_quota_lookup_the_output_is_the_same(capsys, monkeypatch, argv, asks):
-    from shim import jobqueue
+    from shim.operations import jobqueue
 
     fast, calls = run(capsys, "squeue", *argv)
     with monkeypatch.context() as m:

@@ -27,13 +27,13 @@ import pytest
 from conftest import FIXTURES, REPO
 from shim.cli import common
 from shim.errors import ShimError
-from shim.options import sources
-from shim.options.getopt import Table, getopt
-from shim.options.spec import Arity
-from shim.options.table import GETOPT_ORDER, OPTIONS
-from shim.options.table import every_table as command_table  # (every release's rows: the table itself)
-from shim.render import help as help_render
-from shim.render import manpage
+from shim.slurm.options import sources
+from shim.slurm.options.getopt import Table, getopt
+from shim.slurm.options.spec import Arity
+from shim.slurm.options.table import GETOPT_ORDER, OPTIONS
+from shim.slurm.options.table import every_table as command_table  # (every release's rows: the table itself)
+from shim.slurm.render import help as help_render
+from shim.slurm.render import manpage
 
 SURFACE = FIXTURES / "slurm-options"
 VERSIONS = ("22.05", "26.05", "26.11-dev")
@@ -274,7 +274,7 @@ def test_container_type_is_refused_like_runtime():
 
 
 def _synopsis(s, prog: str) -> str:
-    """The man page's first line of an entry, as shim.render.manpage writes it."""
+    """The man page's first line of an entry, as shim.slurm.render.manpage writes it."""
     arg = {Arity.NONE: "", Arity.REQUIRED: "=\\fIvalue\\fR", Arity.OPTIONAL: "[=\\fIvalue\\fR]"}[s.arity]
     short = f"\\fB\\-{s.short}\\fR, " if s.short else ""
     return f"{short}\\fB\\-\\-{s.long.replace('-', chr(92) + '-')}\\fR{arg}"

@@ -12,12 +12,12 @@ from conftest import FIXTURES, use_site_config
 from shim import siteconf
 from shim.cli import sbatch
 from shim.errors import ShimError
-from shim.options import sources
-from shim.options import values as v
-from shim.options.getopt import Table, getopt
-from shim.options.spec import Arity, Fate
-from shim.options.table import GETOPT_ORDER, OPTIONS, spec
-from shim.options.table import every_table as command_table  # (every release's rows: the table itself)
+from shim.slurm.options import sources
+from shim.slurm.options import values as v
+from shim.slurm.options.getopt import Table, getopt
+from shim.slurm.options.spec import Arity, Fate
+from shim.slurm.options.table import GETOPT_ORDER, OPTIONS, spec
+from shim.slurm.options.table import every_table as command_table  # (every release's rows: the table itself)
 
 SURFACE = FIXTURES / "slurm-options"
 COMMANDS = ("sbatch", "srun", "salloc")

@@ -9,7 +9,8 @@ import pwd
 
 import pytest
 
-from shim import state, users
+from shim.store import state
+from shim.slurm import users
 
 
 class _Pw:

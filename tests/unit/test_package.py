@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import shim
-from shim import completion
+from shim.admin import completion
 from shim.cli import admin
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,7 +64,7 @@ def test_subcommands_keep_their_own_parsers(capsys, monkeypatch):
     """cluster and doctor reach cluster.py's argparse with every word, --help included; explain
     reads sbatch's options (its usage errors are sbatch's)."""
     seen = []
-    from shim import cluster
+    from shim.admin import cluster
 
     monkeypatch.setattr(cluster, "main", lambda argv: seen.append(argv) or 7)
     assert admin.main(["cluster", "up", "--flavour", "ocs"]) == 7
@@ -78,7 +78,7 @@ def test_subcommands_keep_their_own_parsers(capsys, monkeypatch):
 
 def test_shipped_completion_is_current():
     shipped = {p.name: p.read_text() for p in (REPO / "completion").iterdir()}
-    assert shipped == completion.files(), "regenerate: PYTHONPATH=src python -m shim.completion write"
+    assert shipped == completion.files(), "regenerate: PYTHONPATH=src python -m shim.admin.completion write"
 
 
 def test_completion_covers_every_option_of_every_command():
@@ -122,7 +122,7 @@ def test_zsh_completion_covers_every_option(cmd):
     """_<cmd> is compinit's (#compdef <cmd>) and offers every option of the command's table, with
     getopt_long's argument forms: --opt= and -o+ take a value in the same word or the next,
     --opt=- and -o- (optional) only in the same word."""
-    from shim.options.spec import Arity
+    from shim.slurm.options.spec import Arity
 
     text = completion.zsh_files()[f"_{cmd}"]
     assert text.startswith(f"#compdef {cmd}\n")
@@ -193,7 +193,7 @@ def test_completion_never_expands_a_candidate(tmp_path):
 
 def test_the_readme_layout_is_the_code():
     """README's layout block (How it works) names every package and top-level module of src/shim,
-    every module of backends/gridengine, runtime/ and runtime/steps, and nothing that is not there."""
+    every module of each layer's folder, runtime/ and runtime/steps, and nothing that is not there."""
     text = (REPO / "README.md").read_text()
     block = text[text.index("```\nsrc/shim/\n"):]
     block = block[:block.index("\n```", 4)]
@@ -202,7 +202,8 @@ def test_the_readme_layout_is_the_code():
     top = {p.name + "/" for p in src.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     top |= {p.name for p in src.glob("*.py") if p.name != "__init__.py"}
     assert top <= named, sorted(top - named)
-    for sub in ("backends/gridengine", "runtime", "render", "accounting", "backends"):
+    for sub in ("gridengine", "gridengine/translate", "runtime", "slurm", "slurm/render", "slurm/options",
+                "operations", "operations/accounting", "store", "service", "admin"):
         mods = {p.name for p in (src / sub).glob("*.py") if p.name != "__init__.py"}
         assert mods <= named, (sub, sorted(mods - named))
     steps = {p.stem for p in (src / "runtime" / "steps").glob("*.py") if p.name != "__init__.py"}

@@ -1,4 +1,4 @@
-"""shim.policies: what sacctmgr, sprio, sshare and sreport show, gathered and computed outside
+"""shim.operations.policies: what sacctmgr, sprio, sshare and sreport show, gathered and computed outside
 their command modules (the commands' own tests check the output; these check the rules)."""
 
 import subprocess
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from shim import policies
-from shim.backends.gridengine import policy
+from shim.operations import policies
+from shim.gridengine import policy
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 SGE = Path(__file__).resolve().parents[2] / "fixtures" / "gridengine" / "sge-8.1.9"
@@ -17,9 +17,9 @@ SGE = Path(__file__).resolve().parents[2] / "fixtures" / "gridengine" / "sge-8.1
 
 def test_importing_it_loads_no_command_and_no_heavy_module():
     """Every policy command imports it at start: no dataclasses/typing of its own, nothing of cli/."""
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import shim.policies; "
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import shim.operations.policies; "
             "print(' '.join(sorted(m for m in sys.modules if m in ('dataclasses', 'typing', 'inspect') "
-            "or m.startswith(('shim.cli', 'shim.render', 'shim.backends')))))")
+            "or m.startswith(('shim.cli', 'shim.slurm.render', 'shim.gridengine.backends')))))")
     cp = subprocess.run([sys.executable, "-I", "-c", code, str(SRC)], capture_output=True, text=True, timeout=60)
     assert (cp.returncode, cp.stdout.strip()) == (0, ""), cp.stderr
 
@@ -54,7 +54,7 @@ def test_sshare_rows_and_their_selection():
 def test_a_pending_jobs_partition_is_squeues_and_sacct_s():
     """sprio's Partition is what squeue and sacct show for the job (QueueMap.of_request: the twins
     disagreed: sprio took the first requested queue that was a partition's, else the default)."""
-    from shim.backends.qstat import QueueMap
+    from shim.gridengine.qstat import QueueMap
     from shim.siteconf import NS
 
     qmap = QueueMap(NS.wrap({"default_partition": "debug",
@@ -70,7 +70,7 @@ def test_sprio_weights_junk_is_zero_and_selection():
     assert policies.weight({}, "weight_urgency") == 0.0 and policies.weight({"w": "0.25"}, "w") == 0.25
     w = policies.weights({"weight_ticket": "0.5", "weight_urgency": "1", "weight_priority": "junk"})
     assert (w.fairshare, w.age, w.jobsize, w.qos) == (round(0.5 * 0xFFFFFFFF), 0xFFFFFFFF, 0xFFFFFFFF, 0)
-    from shim.render import sprio as view
+    from shim.slurm.render import sprio as view
 
     rows = [view.Row(1, "debug", "alice"), view.Row(2, "gpu", "bob"), view.Row(3, "debug", "bob")]
     assert [r.job_id for r in policies.select_priorities(rows, [3, 2], {"bob"}, {"debug"})] == [3]

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shim import backends
+from shim.gridengine import backends
 from shim.__main__ import dispatch
-from shim.backends.gridengine import ops
-from shim.backends.replay import ReplayBackend
+from shim.gridengine import ops
+from shim.gridengine.replay import ReplayBackend
 from shim.proc import Result
 
 EMPTY_PRI = "<?xml version='1.0'?>\n<job_info>\n  <queue_info>\n  </queue_info>\n  <job_info>\n  </job_info>\n</job_info>\n"

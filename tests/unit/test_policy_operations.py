@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from policy_replay import replaying, run_command
-from shim.backends.gridengine import Refused, ReservationNames, ops
-from shim.backends.replay import ReplayBackend
+from shim.gridengine.engine import Refused, ReservationNames
+from shim.gridengine import ops
+from shim.gridengine.replay import ReplayBackend
 from test_reservation import SUMMARY
 
 SGE = Path(__file__).resolve().parents[2] / "fixtures" / "gridengine" / "sge-8.1.9"

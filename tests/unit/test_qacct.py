@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, REPO
-from shim.backends import qacct
+from shim.gridengine import qacct
 
 SGE = FIXTURES / "gridengine" / "sge-8.1.9"
 

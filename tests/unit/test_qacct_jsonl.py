@@ -12,9 +12,10 @@ import time
 import pytest
 
 from conftest import FIXTURES, use_site_config
-from shim import backends, siteconf
-from shim.backends import qacct
-from shim.backends.replay import ReplayBackend
+from shim.gridengine import backends
+from shim import siteconf
+from shim.gridengine import qacct
+from shim.gridengine.replay import ReplayBackend
 from shim.proc import Result
 
 OCS = FIXTURES / "gridengine" / "ocs-9.1.4"

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from shim import backends, config, proc, siteconf
-from shim.backends.gridengine import GridEngineBackend
-from shim.backends.gridengine.diagnose import QPING_TIMEOUT
+from shim.gridengine import backends
+from shim import config, proc, siteconf
+from shim.gridengine.engine import GridEngineBackend
+from shim.gridengine.diagnose import QPING_TIMEOUT
 from shim.errors import BackendUnavailable, ShimError
 
 TIMED_OUT = "Socket timed out on send/recv operation"

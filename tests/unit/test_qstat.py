@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, REPO, SGE_REF
 from shim import siteconf
-from shim.backends import qstat as q
-from shim.backends.units import ge_time
-from shim.model import STATE_CODES
+from shim.gridengine import qstat as q
+from shim.gridengine.units import ge_time
+from shim.slurm.model import STATE_CODES
 
 OCS = FIXTURES / "gridengine" / "ocs-9.1.4"
 LIVE = FIXTURES / "gridengine" / "sge-8.1.9"
@@ -92,7 +92,7 @@ def test_times_durations_memory_and_task_ranges():
 def test_grid_engine_values_have_one_reader():
     """backends.units reads Grid Engine's values for qstat, qacct and qhost, as sge_types(1)
     defines them (k = 1000, K = 1024; h:m:s with empty fields; INFINITY)."""
-    from shim.backends import qacct, qhost, units
+    from shim.gridengine import qacct, qhost, units
 
     assert units.ge_seconds("3600") == 3600
     assert units.ge_seconds("1:0:0") == 3600
@@ -251,7 +251,7 @@ def test_ocs9_array_job_list_and_detail(cfg):
 
 
 def test_ocs9_queue_listing_and_hosts():
-    from shim.backends import qhost
+    from shim.gridengine import qhost
 
     (vm,) = qhost.parse_qhost_xml((OCS / "qhost.xml").read_text())
     assert (vm.name, vm.arch, vm.ncpu, vm.sockets, vm.cores, vm.threads) == ("vm", "lx-amd64", 2, 1, 2, 2)
@@ -295,7 +295,7 @@ def test_live_detail_has_begin_time_and_predecessors():
 def test_queue_list_and_hosts():
     """qhost.py's readers are the ones for queue instances and hosts (qstat.parse_queues and
     parse_hosts, their twins, are gone): the live captures read as before."""
-    from shim.backends import qhost
+    from shim.gridengine import qhost
 
     hosts = {h.name: h for h in qhost.parse_qhost_xml((LIVE / "live-qhost-xml.xml").read_text())}
     assert "vm" in hosts and "global" not in hosts and hosts["vm"].ncpu > 0
@@ -431,7 +431,7 @@ def test_irregular_document_is_read_again_whole():
 
 
 def _fake_qstat(tmp_path, script):
-    from shim.backends.gridengine import GridEngineBackend
+    from shim.gridengine.engine import GridEngineBackend
 
     (tmp_path / "qstat").write_text("#!/bin/sh\n" + script)
     (tmp_path / "qstat").chmod(0o755)
@@ -490,8 +490,8 @@ def test_importing_the_reader_compiles_no_regex():
     import subprocess
     import sys
 
-    code = ("import sys; import shim.backends.qstat as q; "
-            "print(type(q._LAYOUT_RE).__name__, 'xml.etree.ElementTree' in sys.modules, 'shim.model' in sys.modules)")
+    code = ("import sys; import shim.gridengine.qstat as q; "
+            "print(type(q._LAYOUT_RE).__name__, 'xml.etree.ElementTree' in sys.modules, 'shim.slurm.model' in sys.modules)")
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))  # this checkout's package, not whichever is installed
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout.split()
     assert out == ["_Lazy", "False", "False"]

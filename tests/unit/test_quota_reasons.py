@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from shim import jobs
-from shim.backends.gridengine import ops, policy
-from shim.backends.replay import ReplayBackend
+from shim.operations import jobs
+from shim.gridengine import ops, policy
+from shim.gridengine.replay import ReplayBackend
 from shim.siteconf import NS
 
 SGE = Path(__file__).resolve().parents[2] / "fixtures" / "gridengine" / "sge-8.1.9"

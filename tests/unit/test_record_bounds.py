@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from shim import records, state
+from shim.store import records, state
 
 OTHER = 4242  # a plain user's uid (the tests run as root, and chown her directory to her)
 NOW = 1_800_000_000.0
@@ -118,7 +118,7 @@ def test_the_job_wrappers_events_carry_the_owner():
 def test_sacct_takes_at_most_ended_max_event_only_jobs_of_another_user(monkeypatch):
     from types import SimpleNamespace
 
-    from shim.accounting import collect
+    from shim.operations.accounting import collect
 
     monkeypatch.setattr(state, "ENDED_MAX", 3)
     end = (None, "end")

@@ -10,9 +10,11 @@ import re
 import pytest
 
 from conftest import FIXTURES, use_site_config
-from shim import backends, config, releases, siteconf
+from shim.gridengine import backends
+from shim import config, siteconf
+from shim.slurm import releases
 from shim.__main__ import dispatch
-from shim.backends.replay import ReplayBackend
+from shim.gridengine.replay import ReplayBackend
 from shim.errors import ShimError
 
 NAMES = ("22.05", "24.11", "26.05")
@@ -168,7 +170,7 @@ def queue_as_listed(name: str):
     """The shim's records of the queue of ``oracle-squeue.json``'s ``listing`` case (squeue -t all
     -o '%A %i %F %K %T %j %u %P %V %S'): an array's running tasks under the array's id, its
     pending remainder as one record, as qstat's listing gives them."""
-    from shim.model import JobRecord
+    from shim.slurm.model import JobRecord
 
     out = []
     lines = oracle(name)["listing"]["stdout"].splitlines()[1:]
@@ -189,8 +191,8 @@ def queue_as_listed(name: str):
 @pytest.fixture
 def queue(site, monkeypatch):
     """set(release): squeue reads the queue that release was asked about (no qstat runs)."""
-    from shim import jobqueue, jobs
-    from shim.backends import qstat
+    from shim.operations import jobqueue, jobs
+    from shim.gridengine import qstat
 
     def set_queue(name: str) -> None:
         site(name)
@@ -247,7 +249,7 @@ def test_the_batch_environment_varies_as_each_release(site, tmp_path, monkeypatc
     """Each reference option set through sbatch's translation to the job's payload, and the
     payload through jobenv.batch_env with that job's start: every variable some release varies is
     set exactly where that release set it, with its value (the SLUID in its form)."""
-    from shim import submit
+    from shim.operations import submit
     from shim.runtime import jobenv
 
     site(name)
@@ -333,7 +335,7 @@ def test_an_option_the_release_lacks_is_its_unrecognized_option(site, capsys, na
 def test_every_option_that_varies_is_in_the_table_and_asked():
     """The release table names the options that vary, no more: each is a row of options/table.py,
     and the three releases' sets are those the facts give."""
-    from shim.options.table import OPTIONS
+    from shim.slurm.options.table import OPTIONS
 
     rows = {(cmd, o.long) for o in OPTIONS for cmd in o.commands}
     asked = json.loads((FIXTURES / "slurm-24.11" / "oracle-options.json").read_text())["cases"]

@@ -10,8 +10,8 @@ import io
 
 import pytest
 
-from shim import backends
-from shim.backends.gridengine import ops
+from shim.gridengine import backends
+from shim.gridengine import ops
 from shim.cli import sbatch
 from shim.errors import ShimError
 
@@ -108,7 +108,7 @@ pytestmark = pytest.mark.usefixtures("unit_site")
 
 
 def prepare(argv, user="alice", monkeypatch=None):
-    import shim.submit as submit
+    import shim.operations.submit as submit
 
     real = submit.context
 

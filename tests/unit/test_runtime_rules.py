@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from shim import state
+from shim.store import state
 from shim.runtime import jobenv, steps
 
 BATCH = dict(job_id=42, task=None, name="job", user="alice", host="vm", array_job=False)

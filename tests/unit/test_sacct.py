@@ -13,14 +13,16 @@ import time
 import pytest
 
 from conftest import FIXTURES, SLURM_REF, use_site_config
-from shim import backends, siteconf, state
+from shim.gridengine import backends
+from shim import siteconf
+from shim.store import state
 from shim.cli import sacct as cli
-from shim.accounting import query
-from shim.accounting.collect import collect
-from shim.backends.replay import ReplayBackend
+from shim.operations.accounting import query
+from shim.operations.accounting.collect import collect
+from shim.gridengine.replay import ReplayBackend
 from shim.errors import ShimError
 from shim.proc import Result
-from shim.render import sacct as view
+from shim.slurm.render import sacct as view
 
 CASES = json.loads((SLURM_REF / "cases.json").read_text())
 IDS = "135,136,137,138,139,140,141,142,143,144,145"
@@ -500,7 +502,7 @@ def test_state_names():
 def test_states_are_slurms_one_table():
     """-s takes every state of model.SLURM_STATES, by long name or compact code, in ASCII case only
     (Slurm's job_state_num compares with strcasecmp: the dotless i of "pendıng" is no I)."""
-    from shim.model import SLURM_STATES
+    from shim.slurm.model import SLURM_STATES
 
     for s in SLURM_STATES:
         assert query.parse_states(f"{s.long.lower()},{s.compact}") == {s.long}
@@ -629,7 +631,7 @@ def test_cancel_and_end_whichever_came_first(end_state, cancel_after, expected, 
     """Slurm's job is CANCELLED from the moment scancel reaches it; a cancel after the end changes
     nothing. sacct (from Grid Engine's record with the events, and from the events alone) and
     squeue's recently ended jobs (jobs.ended_record) follow the one rule, records.cancel_ended."""
-    from shim import jobs
+    from shim.operations import jobs
 
     cfg = siteconf.get()
     start, end_t = SUBMIT + 2, SUBMIT + 60
@@ -658,8 +660,8 @@ def test_cancel_and_end_whichever_came_first(end_state, cancel_after, expected, 
 def test_one_reading_of_sbatchs_memory_request(site):
     """records.memory_request, sacct's ReqMem (accounting.rows) and squeue's job detail read the
     submit record alike: --mem per node, else --mem-per-cpu, else the partition's DefMemPerCPU."""
-    from shim.accounting.rows import Lookups, _geometry
-    from shim.records import Submitted, memory_request
+    from shim.operations.accounting.rows import Lookups, _geometry
+    from shim.store.records import Submitted, memory_request
 
     def memory_request_of(data):
         return memory_request(Submitted(data))  # (as records.Reader reads a record: cleaned)
@@ -679,8 +681,8 @@ def test_one_reading_of_sbatchs_memory_request(site):
     assert _geometry(ctx, None, 1, f"-q debug -l {mc}=4G")[1] == 4096.0
     assert round(_geometry(ctx, None, 1, f"-q debug -l {mc}=4g")[1]) == 3815
     assert _geometry(ctx, None, 1, f"-l {mc}=INFINITY")[1] is None
-    from shim import jobs
-    from shim.model import JobRecord
+    from shim.operations import jobs
+    from shim.slurm.model import JobRecord
 
     def squeue_memory(s, from_grid_engine=None):
         rec = JobRecord(job_id=5, min_memory_mb=from_grid_engine)
@@ -698,8 +700,8 @@ def test_one_reading_of_sbatchs_memory_request(site):
 def test_a_cancel_for_a_dependency_shows_no_reason_once_ended(site, capsys, monkeypatch):
     """records.ended_reason, the one rule for sacct's rows and squeue's recently ended jobs: a job
     cancelled as DependencyNeverSatisfied shows Reason None; another recorded reason stays."""
-    from shim import jobs
-    from shim.records import ended_reason
+    from shim.operations import jobs
+    from shim.store.records import ended_reason
 
     assert (ended_reason("DependencyNeverSatisfied"), ended_reason("None"), ended_reason("Other")) == \
         ("None", "None", "Other")
@@ -723,8 +725,8 @@ def test_a_cancel_for_a_dependency_shows_no_reason_once_ended(site, capsys, monk
 def test_queue_to_partition_is_squeues_rule(site):
     """sacct's partition of an accounting record's queue is squeue's (backends.qstat.QueueMap):
     a queue two partitions share is the first's, ``q@host`` its queue's, another queue its name."""
-    from shim.accounting.rows import Lookups
-    from shim.backends.qstat import QueueMap
+    from shim.operations.accounting.rows import Lookups
+    from shim.gridengine.qstat import QueueMap
 
     cfg = siteconf.get()
     ctx, qmap = Lookups(cfg, NOW), QueueMap(cfg)
@@ -764,8 +766,9 @@ def test_users_and_groups_have_one_lookup(site):
     import grp
     import pwd
 
-    from shim import jobs, records
-    from shim.accounting.rows import Lookups, _ident
+    from shim.operations import jobs
+    from shim.store import records
+    from shim.operations.accounting.rows import Lookups, _ident
 
     gid = next(g for g in range(60001, 70000) if not any(x.gr_gid == g for x in grp.getgrall()))
     uid = next(u for u in range(60001, 70000) if not any(x.pw_uid == u for x in pwd.getpwall()))

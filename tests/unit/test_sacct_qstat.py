@@ -13,8 +13,9 @@ import time
 import pytest
 
 from conftest import FIXTURES
-from shim import backends, siteconf
-from shim import state as shim_state
+from shim.gridengine import backends
+from shim import siteconf
+from shim.store import state as shim_state
 from shim.cli import sacct as cli
 from test_sacct import acct_line
 
@@ -239,7 +240,7 @@ def test_a_hung_qstat_is_given_up_after_the_timeout(ge, capsys):
 
 
 def test_probe_answers():
-    from shim.backends.gridengine.ops import parse_found_jobs
+    from shim.gridengine.ops import parse_found_jobs
 
     assert parse_found_jobs(1, "", "Following jobs do not exist: \n3\n") == set()
     assert parse_found_jobs(0, "=====\njob_number:                 7\nexec_file: x\n", "") == {7}

@@ -1,4 +1,4 @@
-"""Slurm's time grammar (shim.timespec) for sacct -S/-E, --begin/--deadline and scontrol StartTime,
+"""Slurm's time grammar (shim.slurm.timespec) for sacct -S/-E, --begin/--deadline and scontrol StartTime,
 and the import weight of sacct's path."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shim.timespec import TimeSpecError, midnight, parse_time
+from shim.slurm.timespec import TimeSpecError, midnight, parse_time
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "shim"
 
@@ -100,7 +100,7 @@ def test_slurms_positions_where_the_two_old_parsers_disagreed(text, pos):
 def test_far_future_is_a_time_as_in_slurm():
     """now+9999999days: Slurm's parse_time answers a time in the year 29405 (localtime/mktime
     manage it); sbatch --begin refuses it only because no datetime (nor Grid Engine's -a) holds it."""
-    from shim.options import values
+    from shim.slurm.options import values
 
     assert time.localtime(parse_time("now+9999999days", now=NOW)).tm_year == 29405
     with pytest.raises(TimeSpecError) as e:
@@ -119,7 +119,7 @@ def test_scontrol_start_time():
     """scontrol's StartTime (update_job.c: parse_time(val, 0); a past time becomes now)."""
     from datetime import datetime
 
-    from shim.timespec import start_time
+    from shim.slurm.timespec import start_time
 
     assert start_time("16:00", now=NOW) == datetime(2026, 11, 30, 16, 0)
     assert start_time("08:00", now=NOW) == datetime(2026, 12, 1, 8, 0)
@@ -156,7 +156,8 @@ def _imports(path: Path) -> set[str]:
 
 def test_sacct_and_sinfo_paths_stay_light():
     """No pydantic/click on the way to reading the accounting file or qhost output."""
-    for rel in ("timespec.py", "backends/qacct.py", "backends/qhost.py", "render/sacct.py", "render/sinfo.py",
+    for rel in ("slurm/timespec.py", "gridengine/qacct.py", "gridengine/qhost.py", "slurm/render/sacct.py",
+                "slurm/render/sinfo.py",
                 "cli/sacct.py", "cli/sinfo.py"):
         assert not ({"pydantic", "click", "tabulate", "subprocess"} & _imports(SRC / rel)), rel
 

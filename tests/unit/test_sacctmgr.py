@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from policy_replay import replaying, run_command
-from shim.backends.gridengine import ops
-from shim.render import sacctmgr as view
+from shim.gridengine import ops
+from shim.slurm.render import sacctmgr as view
 
 SGE = Path(__file__).resolve().parents[2] / "fixtures" / "gridengine" / "sge-8.1.9"
 

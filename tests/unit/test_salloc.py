@@ -8,16 +8,19 @@ import shlex
 import pytest
 
 from conftest import FIXTURES, SLURM_REF
-from shim import allocation, backends, siteconf, state, submit
+from shim.operations import allocation, submit
+from shim.gridengine import backends
+from shim import siteconf
+from shim.store import state
 from shim.runtime import steps
 from shim.__main__ import dispatch
-from shim.backends.replay import ReplayBackend
+from shim.gridengine.replay import ReplayBackend
 from shim.errors import ShimError
 from shim.proc import Result
 from shim.cli import salloc
-from shim.options import sources
-from shim.options.getopt import getopt
-from shim.translate import qsub
+from shim.slurm.options import sources
+from shim.slurm.options.getopt import getopt
+from shim.gridengine.translate import qsub
 
 
 @pytest.fixture(autouse=True)

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, use_site_config
-from shim import backends, records, siteconf, state
-from shim.backends.replay import ReplayBackend
+from shim.gridengine import backends
+from shim.store import records, state
+from shim import siteconf
+from shim.gridengine.replay import ReplayBackend
 from shim.cli import sbatch
 from shim.errors import ShimError
 
@@ -96,7 +98,7 @@ def test_invalid_partition_is_slurms_error():
 
 
 def test_names_grid_engine_refuses_are_encoded_reversibly():
-    from shim import names
+    from shim.gridengine import names
 
     a = argv_of(["-J", "1 weird/name:x"])
     assert names.decode(flag(a, "-N")) == "1 weird/name:x"
@@ -112,7 +114,7 @@ def test_nice_is_the_same_rule_as_scontrol_update(monkeypatch):
     nice=: a higher nice is a lower -p; a negative nice is for operators only. Slurm 22.05's
     job_mgr.c validate_job_create_req refuses it from anyone else with ESLURM_INVALID_NICE
     ("Invalid --nice value"), before any job exists."""
-    from shim import submit
+    from shim.operations import submit
 
     assert flag(argv_of(["--nice=-5"]), "-p") == "5"  # root: an operator
     assert flag(argv_of(["--nice=5000"]), "-p") == "-1023"  # Grid Engine's floor
@@ -367,7 +369,7 @@ def test_site_max_array_size_bounds_arrays_and_dependencies(monkeypatch, tmp_pat
     ("X=1,,Y=2,", {"all": False, "vars": {"X": "1", "Y": "2"}}),
 ])
 def test_export_is_read_as_slurm_reads_it(text, want):
-    from shim.options import export
+    from shim.slurm.options import export
 
     assert export.mode(text, {"HOME": "/home/u", "Y": "from-env"}) == want
 

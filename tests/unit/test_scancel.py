@@ -12,7 +12,9 @@ from datetime import datetime
 import pytest
 
 from conftest import FIXTURES, SLURM_REF, use_site_config
-from shim import backends, siteconf, state
+from shim.gridengine import backends
+from shim import siteconf
+from shim.store import state
 from shim.__main__ import dispatch
 from listing_replay import ListingReplay
 
@@ -383,7 +385,7 @@ def test_many_jobs_take_few_qdel_calls(capsys, site):
 """ for i in range(1000, 2000))
     doc = f"<?xml version='1.0'?>\n<job_info><queue_info></queue_info><job_info>\n{rows}</job_info></job_info>\n"
     rc, out, err, calls = scancel(capsys, "-n", "many", qstat=doc)
-    from shim.backends.gridengine.ops import QDEL_BATCH
+    from shim.gridengine.ops import QDEL_BATCH
 
     assert rc == 0 and len(calls) == -(-1000 // QDEL_BATCH) == 2  # the backend's batches of ids
     assert sum(len(c) - 1 for c in calls) == 1000
@@ -472,7 +474,7 @@ def test_pending_job_is_retried_then_cannot_be_altered(capsys, site, monkeypatch
     (2020 & 0xFF = 228). Nothing is written."""
     shim_job(site, 112)
     slept: list[float] = []
-    from shim import cancel
+    from shim.operations import cancel
 
     monkeypatch.setattr(cancel, "_sleep", slept.append)
     rc, out, err, calls = scancel(capsys, "-s", "USR1", "112")

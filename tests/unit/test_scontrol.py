@@ -14,7 +14,9 @@ from datetime import datetime
 import pytest
 
 from conftest import FIXTURES, SLURM_REF, use_site_config
-from shim import backends, names, records, siteconf, state
+from shim.gridengine import backends, names
+from shim.store import records, state
+from shim import siteconf
 from shim.__main__ import dispatch
 from listing_replay import ListingReplay
 from shim.proc import Result
@@ -250,8 +252,8 @@ def test_job_control_reads_its_ids_as_update_job_c(capsys):
     (_is_job_id/_next_job_id): commas and blanks outside brackets separate, N_a-b and N_[a-b]
     name tasks, [a-b] a range of jobs, JobId=/Job= may lead; Name=/JobName= (or a bare word that is
     no id list) is a job name; N+h names no job on Grid Engine."""
-    from shim import jobids
-    from shim.jobids import JobId
+    from shim.slurm import jobids
+    from shim.slurm.jobids import JobId
 
     assert jobids.scontrol_job_list("7_1-3,5 [8-9]_2") == [JobId(7, tasks=(1, 2, 3)), JobId(5), JobId(8, 2),
                                                            JobId(9, 2)]
@@ -268,7 +270,7 @@ def test_job_control_reads_its_ids_as_update_job_c(capsys):
 
 
 def test_release_of_another_users_job(capsys, monkeypatch):
-    from shim import control
+    from shim.operations import control
 
     monkeypatch.setattr(control, "caller", lambda: ("alice", 1001))
     rc, out, err, calls = scontrol(capsys, "release", "112")
@@ -359,7 +361,7 @@ def test_planted_records_never_crash_or_hang_scontrol(capsys, site):
 
 
 def test_update_start_time_uses_slurms_time_grammar(capsys, site):
-    """StartTime takes Slurm's whole time grammar (shim.timespec.start_time, as Slurm's
+    """StartTime takes Slurm's whole time grammar (shim.slurm.timespec.start_time, as Slurm's
     src/scontrol/update_job.c: parse_time(val, 0), a past time becomes now). Bad text prints
     parse_time's message and changes nothing for that key; with no other change, Slurm's
     'No changes specified' (rc 1)."""
@@ -379,7 +381,7 @@ def test_update_start_time_uses_slurms_time_grammar(capsys, site):
 def test_nice_follows_slurms_rule(capsys, monkeypatch):
     """One mapping (translate.qsub.nice_priority): a higher nice is a lower Grid Engine -p; a
     negative nice is for operators (Slurm's job_mgr.c: Access/permission denied in an update)."""
-    from shim import control
+    from shim.operations import control
 
     rc, out, err, calls = scontrol(capsys, "update", "JobId=106", "Nice=-5")  # root: an operator
     assert (rc, err, calls) == (0, "", [["qalter", "-p", "5", "106"]])
@@ -388,7 +390,7 @@ def test_nice_follows_slurms_rule(capsys, monkeypatch):
     assert (rc, err, calls) == (1, "Access/permission denied for job 106\n", [])
     rc, out, err, calls = scontrol(capsys, "update", "JobId=106", "Nice=5000")
     assert (rc, err, calls) == (0, "", [["qalter", "-p", "-1023", "106"]])
-    from shim.translate.qsub import nice_priority
+    from shim.gridengine.translate.qsub import nice_priority
 
     assert (nice_priority(10), nice_priority(-10), nice_priority(-10, privileged=True), nice_priority(-5000, True)) \
         == (-10, None, 10, 1024)
@@ -431,7 +433,7 @@ def test_scontrols_views_read_nothing():
     Engine access (imports under TYPE_CHECKING aside)."""
     import ast
 
-    import shim.render.scontrol as view
+    import shim.slurm.render.scontrol as view
 
     tree = ast.parse(open(view.__file__).read())
     guarded = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and getattr(node.test, "id", "") ==

@@ -26,7 +26,7 @@ import pytest
 
 from conftest import as_foreground, wait_until
 
-from shim import service
+from shim.service import server as service
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT_C = REPO / "src" / "shim" / "client" / "client.c"
@@ -373,7 +373,7 @@ def test_each_site_config_has_a_directory_and_a_service_of_its_own(cbin, world):
     the C client and service_dir (the service's and the submit agent's rule) agree on a subdirectory
     of the user's private directory named for that config, so the commands of two cells (Debian's
     and OCS's) each get their own warm service instead of one refusing the other's."""
-    from shim.backends.gridengine import agent
+    from shim.gridengine import agent
 
     rt = world / "rt-cells"
     rt.mkdir(mode=0o700)
@@ -573,7 +573,7 @@ def test_a_changed_package_is_never_served(cbin, world, tmp_path):
     ("sinfo", "slurm_load_partitions: Unable to contact slurm controller (connect failure)"),
 ])
 def test_a_service_lost_after_the_handover_is_an_error_never_a_second_run(cbin, world, cmd, line):
-    from shim.backends import _prefix
+    from shim.gridengine.backends import _prefix
 
     assert line.startswith(_prefix(cmd))  # the C client's words are the Python commands'
     d = world / f"lost-{cmd}"
@@ -642,7 +642,7 @@ def test_the_service_exits_when_idle(world):
 def test_the_private_directory_rules(tmp_path):
     """The service's directory and the submit agent's are one rule (agent.agent_dir is
     service.service_dir): the user's own directory, mode 0700, not a link."""
-    from shim.backends.gridengine import agent
+    from shim.gridengine import agent
 
     assert agent.agent_dir is service.service_dir
     good = tmp_path / "good"

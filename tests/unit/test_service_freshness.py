@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 
-from shim import service
+from shim.service import server as service
 from test_service import _dead, cbin, client, start_service, wait_for, world  # noqa: F401 (fixtures)
 
 LIBM = "/lib/x86_64-linux-gnu/libm.so.6"

@@ -15,7 +15,8 @@ import time
 import pytest
 
 from conftest import use_site_config, wait_until
-from shim import proc, state
+from shim import proc
+from shim.store import state
 from shim.runtime import jobwrap
 from shim.runtime.steps import launch
 

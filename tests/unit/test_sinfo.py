@@ -8,9 +8,10 @@ import json
 import pytest
 
 from conftest import FIXTURES, SLURM_REF, use_site_config
-from shim import backends, siteconf
-from shim.backends import qhost as Q
-from shim.backends.replay import ReplayBackend
+from shim.gridengine import backends
+from shim import siteconf
+from shim.gridengine import qhost as Q
+from shim.gridengine.replay import ReplayBackend
 from shim.cli import sinfo as cli
 from shim.errors import ShimError
 

@@ -9,10 +9,13 @@ import os
 import pytest
 
 from conftest import FIXTURES
-from shim import backends, jobs, siteconf, state
+from shim.gridengine import backends
+from shim.operations import jobs
+from shim import siteconf
+from shim.store import state
 from shim.__main__ import dispatch
 from listing_replay import ListingReplay
-from shim.backends.replay import ReplayBackend
+from shim.gridengine.replay import ReplayBackend
 
 SGE = FIXTURES / "gridengine" / "sge-8.1.9"
 MIXED = SGE / "live-qstat-u-all-r-xml.mixed.xml"
@@ -141,7 +144,7 @@ def test_plain_records_behave_as_the_dataclasses_they_replace():
 
 
 def test_quota_records_are_plain_and_compare_as_before():
-    from shim.backends.gridengine import policy
+    from shim.gridengine import policy
 
     h = policy.QuotaHold(5, "max_slots", "1", "bob/////")
     assert h == policy.QuotaHold(job=5, quota_set="max_slots", rule="1", limit="bob/////", requested=())
@@ -379,7 +382,7 @@ def test_an_id_grid_engine_does_not_report_lists_every_users_events_once(capsys,
 
 
 def test_the_named_parse_of_event_names_is_the_whole_parse_of_those_jobs():
-    from shim.records import parse_event_names
+    from shim.store.records import parse_event_names
 
     names = ["12.x.end.json", "012.x.cancel.json", "12.07.end.json", "120.x.end.json", "1.x.end.json",
              "12.x.end.json.tmp", "junk", "12.x.END.json", "3.4.cancel.json"]
@@ -391,7 +394,7 @@ def test_the_named_parse_of_event_names_is_the_whole_parse_of_those_jobs():
 def test_sacct_j_reads_the_named_jobs_events_as_the_whole_listing_did(site):
     """accounting.events for sacct -j: the named jobs' entries are those of the whole directory's
     scan (state.named_events picks them by name), with and without the time window."""
-    from shim.accounting.events import _scan_events
+    from shim.operations.accounting.events import _scan_events
 
     _ended(site)
     _event(site, 204, 2, "start", node="vm", age=200)
@@ -416,7 +419,7 @@ def _squeue_calls(capsys, monkeypatch, *argv, me="root"):
     b.add("qstat", ["-u", "*", "-r", "-xml"], stdout=MIXED.read_text())
     b.add("qconf", ["-se", "global"], stdout=(SGE / "live-qconf-se-global.txt").read_text())
     backends.use(b)
-    monkeypatch.setattr("shim.users.current", lambda: me)
+    monkeypatch.setattr("shim.slurm.users.current", lambda: me)
     rc = dispatch("squeue", list(argv))
     out, err = capsys.readouterr()
     return (rc, out, err), [c for c, _ in b.calls if c[0] == "qstat"]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from policy_replay import replaying, run_command
-from shim.backends.gridengine import ops, policy
-from shim.render import sprio as view
+from shim.gridengine import ops, policy
+from shim.slurm.render import sprio as view
 
 SGE = Path(__file__).resolve().parents[2] / "fixtures" / "gridengine" / "sge-8.1.9"
 XML = (SGE / "priority-qstat-pri-ext-urg-r-xml.xml").read_text()
@@ -37,7 +37,7 @@ def test_recorded_priorities_are_read():
     assert jobs[7442].ppri == -100 and jobs[7444].ppri == 500 and jobs[7444].nppri == pytest.approx(0.74414)
     w = policy.parse_scheduler_config(SCONF)
     assert (w["weight_ticket"], w["weight_urgency"], w["weight_priority"]) == ("0.500000", "0.500000", "0.000000")
-    from shim import policies  # one reader of a weight for the -w row and the factors: junk is 0
+    from shim.operations import policies  # one reader of a weight for the -w row and the factors: junk is 0
 
     assert policies.weights({"weight_ticket": "x", "weight_urgency": "0.5"}) == \
         policies.weights({"weight_urgency": "0.5"})

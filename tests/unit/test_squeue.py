@@ -11,7 +11,9 @@ import os
 import pytest
 
 from conftest import FIXTURES, REPO, SLURM_REF
-from shim import backends, siteconf, state
+from shim.gridengine import backends
+from shim import siteconf
+from shim.store import state
 from shim.__main__ import dispatch
 from listing_replay import ListingReplay
 
@@ -205,7 +207,7 @@ def test_users(capsys):
 
 
 def test_me_is_the_calling_user(capsys, monkeypatch):
-    monkeypatch.setattr("shim.users.current", lambda: "alice")
+    monkeypatch.setattr("shim.slurm.users.current", lambda: "alice")
     assert ok(capsys, MIXED, "--me") == ok(capsys, MIXED, "-u", "alice")
     # squeue/opts.c: -u and --me replace one user list, the later wins (they were joined)
     assert ok(capsys, MIXED, "-u", "root", "--me") == ok(capsys, MIXED, "-u", "alice")
@@ -411,8 +413,8 @@ def test_qstat_starts_before_the_listing_code_is_imported(tmp_path):
     driver = ("import sys, shim.proc as p\n"
               "real = p.stream\n"
               "def stream(*a, **k):\n"
-              "    print(sorted(m for m in ('shim.jobs', 'shim.jobqueue', 'shim.model', 'shim.render.squeue',\n"
-              "                             'shim.render.fmt', 'xml.etree.ElementTree', 'dataclasses')\n"
+              "    print(sorted(m for m in ('shim.operations.jobs', 'shim.operations.jobqueue', 'shim.slurm.model', 'shim.slurm.render.squeue',\n"
+              "                             'shim.slurm.render.fmt', 'xml.etree.ElementTree', 'dataclasses')\n"
               "                 if m in sys.modules))\n"
               "    return real(*a, **k)\n"
               "p.stream = stream\n"
@@ -426,7 +428,7 @@ def test_qstat_starts_before_the_listing_code_is_imported(tmp_path):
 
 
 def test_submit_records_of_a_long_listing_come_from_one_directory_listing(capsys, site, monkeypatch):
-    from shim import jobs
+    from shim.operations import jobs
 
     job = ('<job_list state="pending"><JB_job_number>{n}</JB_job_number><JAT_prio>0.5</JAT_prio><JB_name>j{n}</JB_name>'
            '<JB_owner>root</JB_owner><state>qw</state><JB_submission_time>2026-11-30T09:00:00</JB_submission_time>'
@@ -581,9 +583,9 @@ def test_an_admins_copy_counts_only_for_the_job_it_names(capsys, site):
 
 def test_slurms_printers_have_one_home():
     """render/text.py: one function per Slurm printer, shared by squeue, sinfo (and sacct/scontrol)."""
-    from shim.render import sacct as sacct_view
-    from shim.render import squeue as view
-    from shim.render import text
+    from shim.slurm.render import sacct as sacct_view
+    from shim.slurm.render import squeue as view
+    from shim.slurm.render import text
 
     # squeue's _print_secs (src/squeue/print.c) checks the range; sinfo's does not
     assert [text.print_secs(t) for t in (0, 59, 61, 3600, 90061)] == ["0:00", "0:59", "1:01", "1:00:00", "1-01:01:01"]
@@ -606,7 +608,8 @@ def test_slurms_printers_have_one_home():
 
 def test_one_slurm_state_table():
     """model.SLURM_STATES is the one state vocabulary (squeue -t, %t/%T, the default listing)."""
-    from shim import jobs, model
+    from shim.operations import jobs
+    from shim.slurm import model
 
     ref = CASES["squeue_t_bad"]["stderr"]
     assert f"Valid job states include: {model.state_list()}\n" in ref  # Slurm's own order
@@ -623,7 +626,7 @@ def test_one_slurm_state_table():
 
 def test_job_ids_are_read_as_slurms_squeue_reads_them(capsys):
     """squeue -j splits at commas only and reads each id with strtol (src/squeue/opts.c
-    _build_job_list, shim.jobids.squeue_jobs): '105x' and '105.batch' are job 105, '105 113' is
+    _build_job_list, shim.slurm.jobids.squeue_jobs): '105x' and '105.batch' are job 105, '105 113' is
     job 105 alone (the shim split at blanks too); --steps wants a step (_build_step_list)."""
     one = ok(capsys, MIXED, "-j", "105")
     assert ok(capsys, MIXED, "-j", "105x") == ok(capsys, MIXED, "-j", "105.batch") == one
@@ -637,8 +640,8 @@ def test_the_renderer_reads_no_record(capsys, monkeypatch):
     """squeue fills the submit-record detail its format and sort need before it renders (review
     1.5): no getter calls jobs.detail (nor the name service for %g); the default format needs no
     detail, so none is read."""
-    from shim import jobs
-    from shim.render import fmt
+    from shim.operations import jobs
+    from shim.slurm.render import fmt
 
     full = ok(capsys, MIXED, "-o", "%all")
     sorted_by_limit = ok(capsys, MIXED, "-h", "-S", "l", "-o", "%i")

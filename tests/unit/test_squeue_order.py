@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from shim import jobqueue
-from shim.model import JobRecord
+from shim.operations import jobqueue
+from shim.slurm.model import JobRecord
 
 
 def at(s: int) -> datetime:

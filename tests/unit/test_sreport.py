@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from shim import backends
+from shim.gridengine import backends
 from shim.__main__ import dispatch
-from shim.backends.replay import ReplayBackend
+from shim.gridengine.replay import ReplayBackend
 from shim.proc import Result
-from shim.render import sreport as view
+from shim.slurm.render import sreport as view
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "gridengine" / "sge-8.1.9"
 WINDOW = ("start=2026-11-29T00:00:00", "end=2026-12-01T00:00:00")
@@ -118,7 +118,7 @@ def test_usage_width_and_names():
 
 
 def test_window_rounds_to_the_hour(monkeypatch):
-    from shim import policies
+    from shim.operations import policies
 
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()

@@ -9,16 +9,19 @@ import shlex
 import pytest
 
 from conftest import FIXTURES
-from shim import backends, proc, siteconf, state, submit
+from shim.gridengine import backends
+from shim import proc, siteconf
+from shim.store import state
+from shim.operations import submit
 from shim.runtime import steps
 from shim.__main__ import dispatch
-from shim.backends.replay import ReplayBackend
+from shim.gridengine.replay import ReplayBackend
 from shim.cli import common, srun
-from shim.options import table
+from shim.slurm.options import table
 from shim.errors import ShimError
-from shim.options import sources
-from shim.options.getopt import getopt
-from shim.translate import qsub
+from shim.slurm.options import sources
+from shim.slurm.options.getopt import getopt
+from shim.gridengine.translate import qsub
 
 
 @pytest.fixture(autouse=True)
@@ -228,7 +231,7 @@ def test_jobid_is_slurms_parse_int(capsys, monkeypatch):
     """srun --jobid (and SLURM_JOB_ID) is parse_int("--jobid", arg, true) in Slurm 22.05
     (slurm_opt.c arg_set_jobid): a whole number >= 1; 12_3, 12.0, abc and 0 are refused before
     anything runs (the shim took the number before '_', '.' or '+')."""
-    from shim.options.values import parse_int
+    from shim.slurm.options.values import parse_int
 
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     for bad in ("12_3", "12.0", "12+1", "abc", "0"):
@@ -246,7 +249,7 @@ def test_jobid_is_slurms_parse_int(capsys, monkeypatch):
 def test_the_interactive_operations_argv():
     """qrsh's flags for a new job are the backend's (ops.interactive): the translation, -now, -pty,
     then the command's words, in that order; either flag left out when not said."""
-    from shim.backends.gridengine import ops
+    from shim.gridengine import ops
 
     assert ops.interactive(["-q", "debug"], now=False, pty=True, command=["a", "'b c'"]) == \
         ("qrsh", ["-q", "debug", "-now", "no", "-pty", "y", "a", "'b c'"])

@@ -10,9 +10,11 @@ import shlex
 import pytest
 
 from conftest import use_site_config
-from shim import backends, proc, siteconf, state
+from shim.gridengine import backends
+from shim import proc, siteconf
+from shim.store import state
 from shim.__main__ import dispatch
-from shim.backends.replay import ReplayBackend
+from shim.gridengine.replay import ReplayBackend
 from shim.proc import Result
 from shim.runtime import steps
 

@@ -13,10 +13,10 @@ from contextlib import contextmanager
 
 import pytest
 
-from shim import backends
-from shim.backends.replay import ReplayBackend
+from shim.gridengine import backends
+from shim.gridengine.replay import ReplayBackend
 from shim.errors import ShimError
-from shim.options import sources
+from shim.slurm.options import sources
 from shim.cli import srun
 from test_srun_cli import qrsh_that_never_starts, site, steps_result  # noqa: F401  (the site fixture)
 

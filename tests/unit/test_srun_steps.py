@@ -12,8 +12,8 @@ import threading
 import pytest
 
 from conftest import SLURM_REF, wait_until
-from shim import state
-from shim.backends.gridengine import GridEngine
+from shim.store import state
+from shim.gridengine.engine import GridEngine
 from shim.runtime import steps
 from shim.runtime.steps import run as run_mod
 

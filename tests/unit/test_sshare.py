@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from policy_replay import replaying, run_command
-from shim.backends.gridengine import ops, policy
+from shim.gridengine import ops, policy
 
 SGE = Path(__file__).resolve().parents[2] / "fixtures" / "gridengine" / "sge-8.1.9"
 TREE = (SGE / "share-qconf-sstree.txt").read_text()

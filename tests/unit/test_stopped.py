@@ -23,9 +23,12 @@ import pytest
 
 from conftest import FIXTURES, use_site_config
 from listing_replay import ListingReplay
-from shim import backends, jobs, siteconf, state
+from shim.gridengine import backends
+from shim.operations import jobs
+from shim import siteconf
+from shim.store import state
 from shim.__main__ import dispatch
-from shim.model import JobRecord, shown_state
+from shim.slurm.model import JobRecord, shown_state
 
 SGE = FIXTURES / "gridengine" / "sge-8.1.9"
 MIXED = SGE / "live-qstat-u-all-r-xml.mixed.xml"  # 105, 108 root's running; 106 alice's; 107 root's suspended

@@ -9,8 +9,11 @@ import time
 
 from conftest import use_site_config
 
-from shim import backends, siteconf, state, submit
-from shim.backends.gridengine import agent, process
+from shim.gridengine import backends
+from shim import siteconf
+from shim.store import state
+from shim.operations import submit
+from shim.gridengine import agent, process
 
 
 def test_the_wrappers_record_names_the_submission(monkeypatch, tmp_path):

@@ -45,8 +45,8 @@ def test_no_command_imports_a_command():
 
 def test_the_submission_modules_import_nothing_heavy():
     # what sbatch has loaded before it reaches them does not count (state: json; options: typing)
-    code = ("import sys, shim.state, shim.backends, shim.errors, shim.options.sources; base = set(sys.modules); "
-            "import shim.request, shim.submit, shim.options.export; "
+    code = ("import sys, shim.store.state, shim.gridengine.backends, shim.errors, shim.slurm.options.sources; base = set(sys.modules); "
+            "import shim.slurm.request, shim.operations.submit, shim.slurm.options.export; "
             "print(sorted({'dataclasses', 'typing', 'pydantic', 'click', 'tabulate', 'subprocess', 'json'} "
             "& (set(sys.modules) - base)))")
     out = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(SRC.parent)!r}); {code}"],

@@ -14,7 +14,7 @@ from conftest import use_site_config
 from submit_golden import GOLDEN, SALLOC_CASES, SBATCH_CASES, SRUN_CASES, capture
 
 WANT = json.loads(GOLDEN.read_text())
-ADDED = {"version": 1,  # shim.request.VERSION: records (and the payloads they are made from) say their layout
+ADDED = {"version": 1,  # shim.slurm.request.VERSION: records (and the payloads they are made from) say their layout
          "ar": ""}  # the advance reservation submitted into ("" none: these cases have no --reservation)
 JSON_FIELDS = ("payload", "record", "env_file", "req", "environ")
 
@@ -92,7 +92,7 @@ def test_srun_writes_what_it_wrote(got, i):
 
 
 def test_a_record_reads_back_typed():
-    from shim.request import SubmitRecord
+    from shim.slurm.request import SubmitRecord
 
     stored = json.loads(WANT["sbatch"][1]["record"])  # an old record: no version field
     rec = SubmitRecord.from_json(json.dumps(stored))
@@ -108,8 +108,8 @@ def test_a_stored_record_reads_typed_and_checked():
     field of SUBMIT_TYPES is the stored value when it passes its check, else MISSING; ``get`` and
     ``to_dict`` are the cleaned record key for key, keys that are no field included; a record that
     keeps nothing is false, as its empty dict was."""
-    from shim import records
-    from shim.request import MISSING
+    from shim.store import records
+    from shim.slurm.request import MISSING
 
     stored = json.loads(WANT["sbatch"][1]["record"])  # (its times are "<time>": no time)
     rec = records.Submitted(stored)

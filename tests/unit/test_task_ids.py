@@ -21,9 +21,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import SLURM_REF, use_site_config
-from shim import jobids, siteconf
+from shim.slurm import jobids
+from shim import siteconf
 from shim.errors import ShimError
-from shim.jobids import JobId
+from shim.slurm.jobids import JobId
 from shim.runtime import jobenv
 
 OCS_MAX = 2**32 - 1  # OCS 9.x MAX_SEQNUM (U_LONG32_MAX); SGE 8.1.9 wraps at 9,999,999
@@ -158,9 +159,9 @@ def test_displays():
     """squeue %i G_t, %A (JobID) the task's id, %F G, %K t; a pending array's record keeps G. sacct's
     JobID and JobIDRaw are G_t (Slurm's JobIDRaw is the task's own id, but snakemake's slurm plugin
     then needs one task to have G's: docs/array-ids.md)."""
-    from shim.model import JobRecord
-    from shim.render import sacct as sacct_view
-    from shim.render import squeue as view
+    from shim.slurm.model import JobRecord
+    from shim.slurm.render import sacct as sacct_view
+    from shim.slurm.render import squeue as view
 
     task = JobRecord(110, array_task=2, state="RUNNING")
     pending = JobRecord(110, array_pending="3-5")
@@ -194,7 +195,7 @@ def test_dependency_on_a_task_holds_on_its_array_and_checks_the_task(prep):
     """Grid Engine holds a job only on whole jobs (-hold_jid) or pairs two arrays' tasks
     (-hold_jid_ad): afterok/afternotok/afterany on a task (G_t or its own id) hold on the whole
     array, say so, and afterok/afternotok check that task alone when the job starts."""
-    from shim.translate import qsub
+    from shim.gridengine.translate import qsub
 
     for text in ("afterok:40000029140", "afterok:29140_4"):
         sub = prep(f"--dependency={text}")

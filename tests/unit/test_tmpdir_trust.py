@@ -15,7 +15,9 @@ import sys
 
 import pytest
 
-from shim import cluster, config, install, state
+from shim.admin import cluster, install
+from shim import config
+from shim.store import state
 from shim.runtime import jobwrap, outfile
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="owners are root's and another uid's (CI runs as root)")

@@ -1,4 +1,4 @@
-"""shim.users: the one reader of a user named by a name or a uid, and of the calling user (squeue,
+"""shim.slurm.users: the one reader of a user named by a name or a uid, and of the calling user (squeue,
 scancel, sprio and sacct keep their own list grammars and messages: their tests pin those)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import pwd
 
-from shim import users
+from shim.slurm import users
 
 
 def test_a_user_is_named_by_name_or_uid():

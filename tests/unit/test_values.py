@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 from conftest import SLURM_REF
 from shim.errors import ShimError
-from shim.options import sources
+from shim.slurm.options import sources
 from shim.runtime import jobenv
-from shim.options import values as v
-from shim.options.getopt import Table, getopt
-from shim.options.table import OPTIONS
+from shim.slurm.options import values as v
+from shim.slurm.options.getopt import Table, getopt
+from shim.slurm.options.table import OPTIONS
 
 CASES = SLURM_REF / "cases.json"
 SBATCH = Table("sbatch", OPTIONS)
@@ -185,7 +185,7 @@ def test_time_limit_errors(text):
 @given(st.integers(min_value=1, max_value=400 * 1440))
 def test_time_round_trip(minutes):
     """What Slurm's mins2time_str prints, its --time parser reads back."""
-    from shim.render.text import mins2time_str
+    from shim.slurm.render.text import mins2time_str
 
     assert v.time_limit(mins2time_str(minutes), "sbatch") == minutes
 
@@ -302,7 +302,7 @@ def test_dependency_errors(text):
 def test_export():
     """--export is read by options/export.py alone (values.export_spec, a second reader that kept a
     NAME alone as None and tracked one kind of quote at a time, is gone)."""
-    from shim.options import export
+    from shim.slurm.options import export
 
     env = {"MYVAR": "m", "B": "b"}
     assert export.mode("ALL", env) == export.mode("all", env) == export.mode(None, env) == {"all": True, "vars": {}}

@@ -20,7 +20,7 @@ _PASS_ON = {"ignore_unknown_options": True, "allow_extra_args": False, "allow_in
 
 
 def version_text() -> str:
-    from .. import releases
+    from ..slurm import releases
     from ..errors import ShimError
 
     try:  # the site's release; a config that does not load still lets the shim say its own version
@@ -84,7 +84,7 @@ def _cluster_words(done: list[str], incomplete: str) -> list[str]:
 def cluster(args: tuple[str, ...]) -> int:
     """up|down|status: install, configure and start a local single-host Grid Engine (root), stop it,
     or show whether its daemons run."""
-    from .. import cluster as impl
+    from ..admin import cluster as impl
 
     return impl.main(["cluster", *args])
 
@@ -99,7 +99,7 @@ def install(args: tuple[str, ...]) -> int:
     """--plan|--apply|--uninstall: probe an existing Grid Engine, draft the site config and list every
     change (--plan), make exactly those changes and record them (--apply, root), or remove what the
     record says was created (--uninstall, root)."""
-    from .. import install as impl
+    from ..admin import install as impl
 
     return impl.main(list(args))
 
@@ -107,7 +107,7 @@ def install(args: tuple[str, ...]) -> int:
 @_pass_on(lambda done, incomplete: [])
 def doctor(args: tuple[str, ...]) -> int:
     """Check the site config against the live Grid Engine."""
-    from .. import cluster as impl
+    from ..admin import cluster as impl
 
     return impl.main(["doctor", *args])
 
@@ -115,7 +115,7 @@ def doctor(args: tuple[str, ...]) -> int:
 def _explain_words(done: list[str], incomplete: str) -> list:
     """sbatch's options, else a file (the script)."""
     if incomplete.startswith("-"):
-        from ..options.table import command_table
+        from ..slurm.options.table import command_table
 
         spelled = [f"--{s.long}" for s in command_table("sbatch").specs]
         return sorted(w for w in spelled if w.startswith(incomplete))
@@ -139,7 +139,7 @@ def completion(shell: str) -> int:
     (installs also ship it in <prefix>/share/bash-completion/completions); zsh: the same for zsh
     (`source <(slurm-shim completion zsh)`; shipped in <prefix>/share/zsh/site-functions). partitions:
     the site config's partitions, one a line (what the scripts ask for)."""
-    from .. import completion as impl
+    from ..admin import completion as impl
 
     if shell == "partitions":  # what the completion script asks for: the site config's partitions
         click.echo("\n".join(impl.partitions()))

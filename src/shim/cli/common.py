@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import sys
 
-from ..options import sources
+from ..slurm.options import sources
 from ..errors import ShimError
-from ..options.getopt import Table, getopt
-from ..options.sources import fates  # noqa: F401  (the commands' and tests' name for it)
-from ..options.spec import Arity, Fate, OptionSpec
-from .. import releases
+from ..slurm.options.getopt import Table, getopt
+from ..slurm.options.sources import fates  # noqa: F401  (the commands' and tests' name for it)
+from ..slurm.options.spec import Arity, Fate, OptionSpec
+from ..slurm import releases
 
 
 def own_options(prog: str, arity: Arity = Arity.REQUIRED, fate: Fate = Fate.MAP):
@@ -91,8 +91,8 @@ def print_defined_options(o: sources.Options, t: Table, prog: str, sources_count
 
 def usage(o: sources.Options, prog: str) -> int:
     """--help, --usage and --version, generated from the table."""
-    from ..options.table import OPTIONS
-    from ..render import help as help_render
+    from ..slurm.options.table import OPTIONS
+    from ..slurm.render import help as help_render
 
     if o.version:  # as the release's sbatch, srun and salloc print it (slurm-wlm 24.11.5)
         sys.stdout.write(releases.version_line())

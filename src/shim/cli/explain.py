@@ -10,8 +10,8 @@ import sys
 
 from tabulate import tabulate
 
-from .. import submit
-from ..hostlist import this_host
+from ..operations import submit
+from ..slurm.hostlist import this_host
 from ..runtime import jobenv
 from . import common
 
@@ -50,8 +50,8 @@ def nice_note(cfg) -> str:
     """Whether the ``-p`` that --nice/--priority became can order anything here: Grid Engine adds
     ``weight_priority`` times the job's POSIX priority to its rank (cluster.nice_finding, which
     doctor reports). One ``qconf -ssconf``."""
-    from .. import backends
-    from ..cluster import nice_weight
+    from ..gridengine import backends
+    from ..admin.cluster import nice_weight
 
     try:
         sconf = backends.get(cfg).scheduler_config()

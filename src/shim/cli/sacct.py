@@ -14,13 +14,13 @@ import pwd
 import sys
 import time
 
-from ..accounting.query import Selection, build_query, error, fatal
+from ..operations.accounting.query import Selection, build_query, error, fatal
 from ..errors import ShimError
 from . import common
-from ..options.getopt import Table
-from ..options.sources import Options, apply
-from ..options.spec import Arity, OptionSpec
-from ..render import sacct as view
+from ..slurm.options.getopt import Table
+from ..slurm.options.sources import Options, apply
+from ..slurm.options.spec import Arity, OptionSpec
+from ..slurm.render import sacct as view
 
 PROG = "sacct"
 N, R, O = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
@@ -102,7 +102,7 @@ USAGE = "Usage: sacct [OPTIONS]  (sacct --help lists them)\n"
 
 
 def help_text() -> str:
-    from ..render.help import options_help
+    from ..slurm.render.help import options_help
 
     return options_help(OPTIONS, "Usage: sacct [OPTIONS]", width=30, intro=(
         "", "Accounting of Grid Engine jobs, as Slurm's sacct shows it.", ""), tail=(
@@ -189,7 +189,7 @@ def main(argv: list[str]) -> int:
 
 
 def _output(o: Options, qy: Selection, cols: list[view.Column]) -> int:
-    from ..accounting.collect import collect
+    from ..operations.accounting.collect import collect
 
     view.reset()
     clip = qy.truncate and qy.window

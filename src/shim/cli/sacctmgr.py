@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import sys
 
-from .. import policies, siteconf
+from ..operations import policies
+from .. import siteconf
 from ..errors import ShimError
-from ..options.getopt import Table
-from ..options.spec import Arity, OptionSpec
+from ..slurm.options.getopt import Table
+from ..slurm.options.spec import Arity, OptionSpec
 from . import common
-from ..render import report
-from ..render import sacctmgr as view
+from ..slurm.render import report
+from ..slurm.render import sacctmgr as view
 
 PROG = "sacctmgr"
 N = Arity.NONE
@@ -139,7 +140,7 @@ def main(argv: list[str]) -> int:
     except view.FieldError as e:
         raise ShimError(f"Unknown field '{e}'", code=1) from None
     cfg = siteconf.get()
-    from .. import backends
+    from ..gridengine import backends
 
     w = policies.gather_world(cfg, backends.get(cfg), need_users=ent in ("association", "user"))
     rows = {"association": policies.assoc_rows, "account": policies.account_rows, "user": policies.user_rows,

@@ -7,7 +7,7 @@ prints ``salloc: Granted job allocation N``, runs the command (or the user's she
 allocation's SLURM_* variables, then releases the job with the command's exit code and prints
 ``salloc: Relinquishing job allocation N``. srun inside reaches the hosts as a task of the job.
 The allocation's lifecycle (the holder, the wait, the notice of its end, the release) is
-``shim.allocation``; this module parses, submits, waits, runs the command and releases.
+``shim.operations.allocation``; this module parses, submits, waits, runs the command and releases.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ import signal
 import sys
 import time
 
-from .. import allocation, proc, siteconf, submit
-from ..options.getopt import Table
-from ..options.table import command_table
+from ..operations import allocation, submit
+from .. import proc, siteconf
+from ..slurm.options.getopt import Table
+from ..slurm.options.table import command_table
 from . import common
 
 PROG = "salloc"
@@ -64,7 +65,7 @@ def main(argv: list[str]) -> int:
     first, o, positional = submit.command_options(t, argv, environ)
     if first is not None:
         return common.usage(first, PROG)
-    from ..translate import qsub  # (the allocation's translation imports it anyway)
+    from ..gridengine.translate import qsub  # (the allocation's translation imports it anyway)
 
     for w in qsub.bound_warnings(common.fates(o, t, PROG, ("cli",)), o, PROG, submit.capabilities()):
         if not o.quiet:

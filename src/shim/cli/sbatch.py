@@ -1,6 +1,6 @@
 """sbatch: submit a batch script to Grid Engine as Slurm would.
 
-Pipeline (shim.submit): argv -> script -> #SBATCH directives -> input variables -> options (one
+Pipeline (shim.operations.submit): argv -> script -> #SBATCH directives -> input variables -> options (one
 table) -> fates (refuse/warn) -> translate.qsub -> the backend (submit agent or qsub) -> the
 submit record -> Slurm's output.
 """
@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import sys
 
-from .. import state, submit
-from ..options.getopt import Table
-from ..options.table import command_table
+from ..store import state
+from ..operations import submit
+from ..slurm.options.getopt import Table
+from ..slurm.options.table import command_table
 from . import common
 
 PROG = "sbatch"

@@ -23,13 +23,13 @@ from __future__ import annotations
 import os
 import sys
 
-from .. import cancel
-from ..cancel import Plan, Target
+from ..operations import cancel
+from ..operations.cancel import Plan, Target
 from ..errors import ShimError, for_command
 from . import common
-from ..options.getopt import Table, getopt
-from ..options.sources import Options, apply, env_parsed
-from ..options.spec import Arity, Fate, OptionSpec
+from ..slurm.options.getopt import Table, getopt
+from ..slurm.options.sources import Options, apply, env_parsed
+from ..slurm.options.spec import Arity, Fate, OptionSpec
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a start
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ Usage: scancel [-A account] [--batch] [--full] [--interactive] [-n job_name]
 
 
 def help_text() -> str:
-    from ..render.help import options_help
+    from ..slurm.render.help import options_help
 
     return options_help(OPTIONS, "Usage: scancel [OPTIONS] [job_id[_array_id][.step_id]]", width=34, tail=(
         "", "Help options:", "  --help                          show this help message",
@@ -98,7 +98,7 @@ def parse_targets(words: list[str]) -> list[Target]:
     """scancel's positional ids, read by the one grammar (jobids.scancel_ids: Slurm's
     _xlate_job_step_ids): ``N``, ``N_k``, ``N_[list]``, ``N_*``, ``N+h``, ``N[...].S``, comma
     separated outside brackets. ``N_*`` and a hetjob component name the whole job."""
-    from ..jobids import JobIdError, compress, scancel_ids
+    from ..slurm.jobids import JobIdError, compress, scancel_ids
 
     try:
         ids = scancel_ids(words)
@@ -120,7 +120,7 @@ def parse_targets(words: list[str]) -> list[Target]:
 def parse_signal(text: str) -> int:
     """``-s``: Slurm's sig_name2num (a number, or a name of Slurm's signal table with or without
     SIG), kept in scancel's uint16_t; 0 is Slurm's "Unknown job signal" (opt.c: no prefix, exit 1)."""
-    from ..options.values import signal_number
+    from ..slurm.options.values import signal_number
 
     n = signal_number(text) & 0xFFFF
     if not n:
@@ -133,7 +133,7 @@ def _state_given(text: str, env: bool = False) -> str:
     job state's long name or compact code in any case (a state other than PENDING, RUNNING and
     SUSPENDED is taken, and matches no job: cancel.Filters); anything else, a comma list
     included, is its error, printed without a prefix, exit 1."""
-    from ..model import state_named
+    from ..slurm.model import state_named
 
     st = state_named(text)
     if st is None:

@@ -13,14 +13,15 @@ import sys
 import time
 from datetime import datetime
 
-from .. import jobs, releases
-from .. import show as gather  # (show: the command below)
+from ..operations import jobs
+from ..slurm import releases
+from ..operations import show as gather  # (show: the command below)
 from ..errors import ShimError
-from ..hostlist import this_host
+from ..slurm.hostlist import this_host
 from . import common
-from ..options.getopt import Table
-from ..options.sources import Options, apply
-from ..options.spec import Arity, Fate
+from ..slurm.options.getopt import Table
+from ..slurm.options.sources import Options, apply
+from ..slurm.options.spec import Arity, Fate
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ class Session:
         return self._jobs
 
     def backend(self):
-        from .. import backends
+        from ..gridengine import backends
 
         return backends.get(self.cfg)
 
@@ -162,7 +163,7 @@ def show(s: Session, args: list[str]) -> str:
 def show_job(s: Session, ids: list[str]) -> str:
     """``show job [ID]`` (show.jobs_shown): a task or hetjob component the job has not is
     scontrol_print_job's "Job X not found" (stdout unless quiet, exit 1)."""
-    from ..render.scontrol import job_text
+    from ..slurm.render.scontrol import job_text
 
     recs, now, missing = gather.jobs_shown(s, ids)
     if missing is not None:
@@ -175,20 +176,20 @@ def show_job(s: Session, ids: list[str]) -> str:
 
 
 def show_steps(s: Session, ids: list[str]) -> str:
-    from ..render.scontrol import steps_text
+    from ..slurm.render.scontrol import steps_text
 
     return steps_text(gather.steps_shown(s, ids), s.oneliner)
 
 
 def show_config(s: Session, keys: list[str]) -> str:
-    from ..render.scontrol import config_text
+    from ..slurm.render.scontrol import config_text
 
     items, host = gather.config_items(s.cfg, releases.current().version)
     return config_text(items, keys, host, datetime.now())
 
 
 def show_partition(s: Session, names: list[str]) -> str:
-    from ..render.scontrol import partition_text, partitions_text
+    from ..slurm.render.scontrol import partition_text, partitions_text
 
     out = [partition_text(*p) for p in gather.partitions(s, names)]
     if names and not out:
@@ -197,7 +198,7 @@ def show_partition(s: Session, names: list[str]) -> str:
 
 
 def show_node(s: Session, names: list[str]) -> str:
-    from ..render.scontrol import node_text
+    from ..slurm.render.scontrol import node_text
 
     found = gather.nodes_shown(s, names)
     boot = gather.boot_time()
@@ -212,7 +213,7 @@ def show_node(s: Session, names: list[str]) -> str:
 
 
 def show_licenses(s: Session, names: list[str]) -> str:
-    from ..render.scontrol import license_text
+    from ..slurm.render.scontrol import license_text
 
     return "".join(license_text(name, total, used, s.oneliner) for name, total, used in gather.licenses(s, names))
 
@@ -233,7 +234,7 @@ def _say(notes: Iterable) -> int:
 
 
 def control_verb(s: Session, cmd: str, words: list[str]) -> int:
-    from .. import control
+    from ..operations import control
 
     if not words:
         raise ShimError(f"{PROG}: error: too few arguments for keyword:{cmd}")
@@ -247,7 +248,7 @@ def control_verb(s: Session, cmd: str, words: list[str]) -> int:
 def update(s: Session, words: list[str]) -> int:
     """update KEY=VALUE...: the words read (each a KEY=VALUE, a JobId= among them); the rest is
     control.update's."""
-    from .. import control
+    from ..operations import control
 
     pairs: list[tuple[str, str]] = []
     for w in words:

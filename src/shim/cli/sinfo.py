@@ -7,7 +7,7 @@ is asked only for GRES totals. Node states: a queue instance that is disabled (d
 suspended or in alarm is drained (``drain``/``drng``), one whose host does not answer (u) is
 ``down*``; otherwise used slots over all queues of the host make it idle, mix or alloc.
 
-This module parses the options, asks shim.nodeinfo for the partitions, node views and rows (the
+This module parses the options, asks shim.operations.nodeinfo for the partitions, node views and rows (the
 gathering, filters and grouping) and hands them to render/sinfo.py; ``--iterate`` repeats here.
 """
 
@@ -17,14 +17,15 @@ import sys
 import time
 from typing import Any
 
-from .. import nodeinfo, siteconf
+from ..operations import nodeinfo
+from .. import siteconf
 from ..errors import for_command
 from . import common
-from ..options.getopt import Table
-from ..options.sources import Options, apply
-from ..options.spec import Arity, OptionSpec
-from ..render import fmt
-from ..render import sinfo as view
+from ..slurm.options.getopt import Table
+from ..slurm.options.sources import Options, apply
+from ..slurm.options.spec import Arity, OptionSpec
+from ..slurm.render import fmt
+from ..slurm.render import sinfo as view
 
 PROG = "sinfo"
 N, R = Arity.NONE, Arity.REQUIRED
@@ -71,7 +72,7 @@ USAGE = "Usage: sinfo [-adehlNRrsTv] [-i seconds] [-t states] [-p partition] [-n
 
 
 def help_text() -> str:
-    from ..render.help import options_help
+    from ..slurm.render.help import options_help
 
     return options_help(OPTIONS, "Usage: sinfo [OPTIONS]", width=29, intro=(
         "", "Grid Engine's queues and hosts, as Slurm's partitions and nodes.", ""))
@@ -111,7 +112,7 @@ def main(argv: list[str]) -> int:
         period = 0
 
     cfg = siteconf.get()
-    from .. import backends
+    from ..gridengine import backends
 
     backend = backends.get(cfg)
     while True:
@@ -168,7 +169,7 @@ def render(o: Options, cfg: Any, backend: Any, tests: list | None, env_part: str
         if o.yaml:  # the same document in Slurm's YAML (render/yaml.py, the writer squeue and sacct use)
             import json as _json
 
-            from ..render.yaml import document
+            from ..slurm.render.yaml import document
 
             return document(_json.loads(doc)) + "\n", ""
         return doc, ""

@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import sys
 
-from .. import policies, siteconf
+from ..operations import policies
+from .. import siteconf
 from ..errors import ShimError, for_command
-from ..options.getopt import Table
-from ..options.sources import Options
-from ..options.spec import Arity, OptionSpec
+from ..slurm.options.getopt import Table
+from ..slurm.options.sources import Options
+from ..slurm.options.spec import Arity, OptionSpec
 from . import common
-from ..render import report
-from ..render import sprio as view
+from ..slurm.render import report
+from ..slurm.render import sprio as view
 
 PROG = "sprio"
 N, R, O = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
@@ -82,7 +83,7 @@ def _job_ids(text: str) -> list[int]:
     """opts.c _build_job_list: comma-separated ids, each slurm_xlate_job_id's (jobids.xlate_job_id);
     a bad one is fatal. N_k is job N: Grid Engine's tasks are one job (Slurm looks up the task's own
     job id)."""
-    from ..jobids import xlate_job_id
+    from ..slurm.jobids import xlate_job_id
 
     out = []
     for word in [w for w in text.split(",") if w]:
@@ -95,7 +96,7 @@ def _job_ids(text: str) -> list[int]:
 
 def _users(text: str) -> tuple[set[str], list[str]]:
     """opts.c _build_user_list: names or uids (users.name_of); an unknown one is reported and skipped."""
-    from ..users import name_of
+    from ..slurm.users import name_of
 
     names, errs = set(), []
     for word in [w for w in text.split(",") if w]:
@@ -157,8 +158,8 @@ def main(argv: list[str]) -> int:
                          "-----------------------------\n\n\n")
 
     cfg = siteconf.get()
-    from .. import backends
-    from ..backends.gridengine import Refused
+    from ..gridengine import backends
+    from ..gridengine.engine import Refused
 
     backend = backends.get(cfg)
     try:

@@ -1,6 +1,6 @@
 """``squeue``: Slurm's queue view of Grid Engine's jobs (one ``qstat`` call per run).
 
-This module parses the command line, calls squeue's selection and order (``shim.jobqueue``) and
+This module parses the command line, calls squeue's selection and order (``shim.operations.jobqueue``) and
 renders (``render/squeue.py``). The qstat call starts as soon as the options are read and the site
 config is known; the job records, renderers and the rest are imported while it runs (``main``)."""
 
@@ -10,19 +10,19 @@ import os
 import sys
 import time
 
-from .. import users as passwd
+from ..slurm import users as passwd
 from ..errors import ShimError, for_command
 from . import common
-from ..options.getopt import Table
-from ..options.sources import Options, apply, env_parsed
-from ..options.spec import Arity, Fate, OptionSpec
+from ..slurm.options.getopt import Table
+from ..slurm.options.sources import Options, apply, env_parsed
+from ..slurm.options.spec import Arity, Fate, OptionSpec
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
 if TYPE_CHECKING:
-    from .. import jobqueue
-    from ..backends.qstat import Query as Started
-    from ..render import fmt
-    from ..render import squeue as view
+    from ..operations import jobqueue
+    from ..gridengine.qstat import Query as Started
+    from ..slurm.render import fmt
+    from ..slurm.render import squeue as view
 
 PROG = "squeue"
 N, R, O = Arity.NONE, Arity.REQUIRED, Arity.OPTIONAL
@@ -88,14 +88,14 @@ ANSWERS = ("help", "usage", "version", "helpformat", "helpFormat", "helpstate")
 def release_table(release=None) -> Table:
     """The options of the site's Slurm release (releases.current): a newer release's option is
     that release's ``unrecognized option`` on an older one, and one it dropped on a newer."""
-    from .. import releases
+    from ..slurm import releases
 
     release = release or releases.current()
     return Table(PROG, [o for o in OPTIONS if release.knows(PROG, o.long)], error_code=1)
 
 
 def usage_text(release=None) -> str:
-    from .. import releases
+    from ..slurm import releases
 
     return (release or releases.current()).usage.get(PROG, USAGE)
 
@@ -110,8 +110,8 @@ Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
 
 
 def help_text(release=None) -> str:
-    from .. import releases
-    from ..render.help import options_help
+    from ..slurm import releases
+    from ..slurm.render.help import options_help
 
     release = release or releases.current()
     lists = [line for long, line in HELP_LISTS if release.knows(PROG, long)]
@@ -151,7 +151,7 @@ def parse_args(argv: list[str], environ=None) -> tuple[Options, list, list[str]]
     if rest:
         raise ShimError(f"{PROG}: error: Unrecognized option: {rest[0]}", usage_text().rstrip("\n"), code=1)
     if opts.only_job_state:
-        from .. import releases
+        from ..slurm import releases
 
         keys, fatal = releases.current().conflicts.get(f"{PROG} --only-job-state", ((), ""))
         if any(opts.get(k) not in (None, False) for k in keys):
@@ -161,7 +161,7 @@ def parse_args(argv: list[str], environ=None) -> tuple[Options, list, list[str]]
 
 def answer(key: str, release=None) -> str:
     """What --help, --usage, -V and the lists (--helpformat, --helpFormat, --helpstate) print."""
-    from .. import releases
+    from ..slurm import releases
 
     release = release or releases.current()
     if key == "help":
@@ -177,20 +177,20 @@ def answer(key: str, release=None) -> str:
 
 def parse_job_ids(text: str) -> list[tuple[int, int | None]]:
     """-j: ``N`` or ``N_k``, comma separated, read as Slurm's squeue reads them (jobids.squeue_jobs)."""
-    from ..jobids import squeue_jobs
+    from ..slurm.jobids import squeue_jobs
 
     return _ids(squeue_jobs, text)
 
 
 def parse_steps(text: str) -> list[tuple[int, int | None]]:
     """--steps: ``N[_k].S``, comma separated (jobids.squeue_steps); the jobs (and indices) named."""
-    from ..jobids import squeue_steps
+    from ..slurm.jobids import squeue_steps
 
     return _ids(squeue_steps, text)
 
 
 def _ids(grammar, text: str) -> list[tuple[int, int | None]]:
-    from ..jobids import JobIdError
+    from ..slurm.jobids import JobIdError
 
     try:
         return [(j.job, j.task) for j in grammar(text)]
@@ -201,7 +201,7 @@ def _ids(grammar, text: str) -> list[tuple[int, int | None]]:
 def choose_format(opts: Options, parsed: list) -> tuple[str, str]:
     """("percent" | "long", format text): the last -o/-O on the command line, else the
     environment (SQUEUE_FORMAT2 before SQUEUE_FORMAT), else the mode's default."""
-    from ..render import squeue as view
+    from ..slurm.render import squeue as view
 
     for spec, value in reversed(parsed):
         if spec.key == "format":
@@ -224,8 +224,8 @@ def choose_format(opts: Options, parsed: list) -> tuple[str, str]:
 
 
 def build_format(kind: str, text: str) -> fmt.Format:
-    from ..render import fmt
-    from ..render import squeue as view
+    from ..slurm.render import fmt
+    from ..slurm.render import squeue as view
 
     errors: list[str] = []
     if kind == "long":
@@ -240,7 +240,7 @@ def build_format(kind: str, text: str) -> fmt.Format:
 def parse_states(text: str) -> set[str] | None:
     """-t: long names or compact codes, any case, comma separated (Slurm's job_state_num); "all"
     for every state."""
-    from ..model import state_list, state_named
+    from ..slurm.model import state_list, state_named
 
     out: set[str] = set()
     for tok in text.split(","):
@@ -251,7 +251,7 @@ def parse_states(text: str) -> set[str] | None:
             return None
         state = state_named(t)
         if state is None:
-            from .. import releases
+            from ..slurm import releases
 
             named = releases.current().job_states
             if named and t.lower() in named:  # a state of this release no Grid Engine job is in (26.05's
@@ -315,7 +315,7 @@ def _main(argv: list[str]) -> int:
     elif opts.users:
         users, user_errors = resolve_users(opts.users)
     if opts.nodelist:  # a bad or oversized -w fails here, before qstat, as Slurm's option parsing does
-        from ..hostlist import count
+        from ..slurm.hostlist import count
 
         count(opts.nodelist)
 
@@ -336,7 +336,7 @@ def _main(argv: list[str]) -> int:
     # (--only-job-state's records name no user: every user's jobs are listed, jobqueue.state_only)
     listed = sorted(users) if users and only is None and not whole and not opts.only_job_state else None
     # qstat is the long pole: start it now, and import and prepare the rest while it runs
-    from ..backends import qstat as q
+    from ..gridengine import qstat as q
 
     now = time.time()
     if only:
@@ -347,8 +347,8 @@ def _main(argv: list[str]) -> int:
     else:
         started = q.start(cfg)
     try:
-        from .. import jobqueue
-        from ..render import squeue as view
+        from ..operations import jobqueue
+        from ..slurm.render import squeue as view
 
         qy = jobqueue.query(opts, states, job_ids, users, user_errors, only=only, listed=listed)
         ctx = view.Ctx(cfg, convert=not opts.noconvert)
@@ -374,9 +374,9 @@ def _run_once(cfg, ctx: view.Ctx, opts: Options, qy: jobqueue.Query, kind: str, 
               started: Started | None = None) -> int:
     """One report: the listing the query reads (jobqueue.listing), the records it shows in squeue's
     order (jobqueue.select, fill_detail, sort_records), rendered."""
-    from .. import jobqueue
-    from ..render import fmt
-    from ..render import squeue as view
+    from ..operations import jobqueue
+    from ..slurm.render import fmt
+    from ..slurm.render import squeue as view
 
     if started is None:
         ctx.now = time.time()

@@ -18,13 +18,14 @@ from __future__ import annotations
 import sys
 import time
 
-from .. import policies, siteconf
+from ..operations import policies
+from .. import siteconf
 from ..errors import ShimError
-from ..options.getopt import Table
-from ..options.spec import Arity, OptionSpec
+from ..slurm.options.getopt import Table
+from ..slurm.options.spec import Arity, OptionSpec
 from . import common
-from ..render import report
-from ..render import sreport as view
+from ..slurm.render import report
+from ..slurm.render import sreport as view
 
 PROG = "sreport"
 N, R = Arity.NONE, Arity.REQUIRED
@@ -133,7 +134,7 @@ def main(argv: list[str]) -> int:
     except ValueError as e:
         raise error(f"{PROG}: error: {e}") from None
     cfg = siteconf.get()
-    from .. import backends
+    from ..gridengine import backends
 
     backend = backends.get(cfg)
     used = policies.select_usage(

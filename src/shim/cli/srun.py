@@ -4,7 +4,7 @@ Inside an allocation (SLURM_JOB_ID set, or --jobid): a job step over the allocat
 (shim.runtime.steps). Outside: a new job with the same translation as sbatch, started as an
 interactive Grid Engine job that waits for resources (streaming output, stdin, the real exit code,
 a terminal for --pty), whose one process runs the shim's step launcher
-(``shim.runtime.steps.job_main``) as the job's step 0 (``shim.submit.interactive_job``).
+(``shim.runtime.steps.job_main``) as the job's step 0 (``shim.operations.submit.interactive_job``).
 """
 
 from __future__ import annotations
@@ -14,13 +14,16 @@ import pwd
 import sys
 import time
 
-from .. import backends, records, siteconf, submit
+from ..gridengine import backends
+from ..store import records
+from .. import siteconf
+from ..operations import submit
 from ..runtime import jobenv, steps
 from ..errors import ShimError
-from ..options import sources
-from ..options.getopt import Table
-from ..options.table import command_table
-from ..options.values import INFINITE
+from ..slurm.options import sources
+from ..slurm.options.getopt import Table
+from ..slurm.options.table import command_table
+from ..slurm.options.values import INFINITE
 from . import common
 
 PROG = "srun"
@@ -100,7 +103,7 @@ def step_binding(o: sources.Options) -> tuple[str | None, bool]:
     False). A nested srun's SLURM_CPU_BIND (mask_cpu:..., its step's output) binds nothing."""
     if o.get("cpu_bind") is None:
         return None, False
-    from ..translate.qsub import cpu_bind_type
+    from ..gridengine.translate.qsub import cpu_bind_type
 
     to, mode, verbose = cpu_bind_type(o.raw.get("cpu_bind"))
     return (to, verbose) if mode is None and to in ("cores", "threads") else (None, False)
@@ -266,7 +269,7 @@ def main(argv: list[str]) -> int:
         # a step of an allocation may have more tasks than CPUs (layout): no warning then
         warnings = [w for w in warnings if not w.startswith(f"{PROG}: warning: --overcommit ")]
     if o.jobid is None and not environ.get("SLURM_JOB_ID"):  # srun's own job: Grid Engine may bind it
-        from ..translate import qsub
+        from ..gridengine.translate import qsub
 
         warnings = qsub.bound_warnings(warnings, o, PROG, submit.capabilities())
     elif step_binding(o)[0]:
@@ -288,7 +291,7 @@ def main(argv: list[str]) -> int:
     submit.check_cluster(PROG, o.clusters, cfg)
     req = request(o, positional, environ)
     if o.jobid is not None:
-        from ..jobids import split_task_id
+        from ..slurm.jobids import split_task_id
 
         job, task = split_task_id(o.jobid)  # an array task's own id (SLURM_JOB_ID in the task): G and t
         if task is not None:

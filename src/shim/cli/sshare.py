@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import sys
 
-from .. import policies, siteconf
+from ..operations import policies
+from .. import siteconf
 from ..errors import for_command
-from ..options.getopt import Table
-from ..options.sources import Options
-from ..options.spec import Arity, OptionSpec
+from ..slurm.options.getopt import Table
+from ..slurm.options.sources import Options
+from ..slurm.options.spec import Arity, OptionSpec
 from . import common
-from ..render import report
-from ..render import sshare as view
+from ..slurm.render import report
+from ..slurm.render import sshare as view
 
 PROG = "sshare"
 N, R = Arity.NONE, Arity.REQUIRED
@@ -72,7 +73,7 @@ def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
 
 
 def main(argv: list[str]) -> int:
-    from .. import users as users_
+    from ..slurm import users as users_
 
     o, _positional = parse_args(argv)
     if o.help or o.usage:
@@ -111,7 +112,7 @@ def main(argv: list[str]) -> int:
             f"\t: {a}\n" for a in sorted(accounts))))
 
     cfg = siteconf.get()
-    from .. import backends
+    from ..gridengine import backends
 
     nodes, no_usage = backends.get(cfg).share_usage()
     if no_usage is not None:

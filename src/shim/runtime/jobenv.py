@@ -84,8 +84,8 @@ def batch_env(
     SLURM_ARRAY_TASK_STEP what slurmctld's ``_create_job_array`` (src/slurmctld/job_mgr.c) sets:
     ``atoi`` of the ``--array`` text after its first ``:``, else 1 (``array_step`` in the request,
     absent when 1; comma lists and throttles do not change it)."""
-    from ..hostlist import compress
-    from ..jobids import task_job_id
+    from ..slurm.hostlist import compress
+    from ..slurm.jobids import task_job_id
 
     nodes = [h for h, _ in hosts] or [this_host]
     slots = {h: s for h, s in hosts}
@@ -177,7 +177,7 @@ def batch_env(
         env["SLURM_ARRAY_TASK_STEP"] = str(step if isinstance(step, int) and not isinstance(step, bool) else 1)
     env.update(release_env(p, job_id=job_id, task=task, start=start, cpus_per_task=cpt))
     if release is None:
-        from .. import releases
+        from ..slurm import releases
 
         release = releases.current()
     return release.job_env(env)
@@ -197,7 +197,7 @@ def release_env(p: Mapping[str, Any], *, job_id: int, task: int | None, start: f
                 cpus_per_task: int) -> dict[str, str]:
     """The values of the variables only some releases set (releases.VARYING_ENV), for every
     release: batch_env keeps those of the site's."""
-    from .. import releases
+    from ..slurm import releases
 
     env: dict[str, str] = {"SLURM_OOM_KILL_STEP": "0", "SLURM_STEP_ID": "-5", "SLURM_STEPID": "-5",
                            "SLURM_JOB_EXCLUSIVE": str((p.get("asked") or {}).get("exclusive") or "NO"),
@@ -272,7 +272,7 @@ def expand_pattern(pattern: str, *, job_id: int, task: int | None, name: str, us
     expands them (``_batch_path_check``; ``expand_stdio_fields`` in src/common/print_fields.c):
     %j and %J are the job's own id (an array task's: ``jobids.task_job_id``), %A the array's
     (``job_id``, Grid Engine's job), %s is ``batch``, %n and %t are 0, %a is NO_VAL outside an array."""
-    from ..jobids import task_job_id
+    from ..slurm.jobids import task_job_id
 
     own = task_job_id(job_id, task) if array_job and task is not None else job_id
     return expand(pattern, {

@@ -21,7 +21,9 @@ import signal
 import sys
 import time
 
-from .. import hostlist, proc, records, state
+from ..slurm import hostlist
+from .. import proc
+from ..store import records, state
 from . import boot, jobenv
 
 LAUNCH_FAILED_SIGNAL = 53  # Slurm shows a job whose launch failed as ExitCode 0:53
@@ -434,7 +436,8 @@ def _user_name(uid: int) -> str | None:
 
 def _backend_and_complex(backend):
     """(backend, the GPU complexes (gpu_complexes), the GPU resource's scope)."""
-    from .. import backends, siteconf
+    from ..gridengine import backends
+    from .. import siteconf
 
     cfg = siteconf.get()
     gres = (cfg.get("gres") or {}).get("gpu") or {}
@@ -517,8 +520,9 @@ def dep_owners(jobs: list[int], backend=None) -> dict[int, tuple[int | str, floa
     for jobs it still holds, else the accounting file. Jobs it does not know are absent."""
     out: dict[int, tuple[int | str, float | None]] = {}
     try:
-        from .. import backends, siteconf
-        from ..backends import qacct
+        from ..gridengine import backends
+        from .. import siteconf
+        from ..gridengine import qacct
 
         cfg = siteconf.get()
         be = backend or backends.get(cfg)
@@ -886,7 +890,7 @@ def main() -> None:
         env["TMP"] = tmp[0]
     if tmp[1]:
         tmp_made.append(tmp[0])
-    from ..accounting import metrics  # (os only: the file of the job's own metrics)
+    from ..gridengine import metrics  # (os only: the file of the job's own metrics)
 
     for var in ("TMPDIR", "TMP"):
         if (mdir := _trusted_dir(os.environ.get(var, ""), user.pw_uid)) is not None:

@@ -31,14 +31,11 @@ Imports only the standard library and light shim modules (it also runs on the fa
 
 from __future__ import annotations
 
-from .allocation import (Allocation, alloc_path, allocation_env, ancestor_job_env, find_allocation, hosts_from_ge_env,
-                         load_allocation, release_path, save_allocation, short_host)
+from .allocation import Allocation, alloc_path, allocation_env, ancestor_job_env, find_allocation, hosts_from_ge_env, load_allocation, release_path, save_allocation, short_host
 from .io import Broadcast, LabelPump, PtyRelay, get_winsize
 from .job import descendants, hold_main, job_main, new_job_env, signal_tree
-from .launch import (KILL_WAIT, HostLaunch, boot_argv, drop_payload, from_rc, global_rc, outcome, quoted, read_payload,
-                     remote_main, status_name, summary_lines)
-from .plan import (NO_VAL, StepError, StepRequest, expand_io, export_env, host_env, io_mode, layout, parse_multi_prog,
-                   plan_step, ranges, step_env, task_env, varies_per_task)
+from .launch import KILL_WAIT, HostLaunch, boot_argv, drop_payload, from_rc, global_rc, outcome, quoted, read_payload, remote_main, status_name, summary_lines
+from .plan import NO_VAL, StepError, StepRequest, expand_io, export_env, host_env, io_mode, layout, parse_multi_prog, plan_step, ranges, step_env, task_env, varies_per_task
 from .run import StepResult, load_step, next_step_id, record_step, run_step
 
 __all__ = [

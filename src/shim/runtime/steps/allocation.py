@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Mapping
 
-from ... import state
-from ...hostlist import this_host
+from ...store import state
+from ...slurm.hostlist import this_host
 from .. import jobenv
 
 short_host = this_host  # (the name the steps modules know it by)

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any, Mapping
 
-from ... import state
+from ...store import state
 from .. import jobenv
 from .allocation import Allocation, hosts_from_ge_env, parent_pid, release_path, alloc_path, save_allocation, short_host
 from .io import write_all
@@ -188,7 +188,7 @@ def new_job_env(environ: Mapping[str, str], record: Mapping[str, Any], *, job_id
     env = dict(environ)
     job = jobenv.batch_env(record, job_id=job_id, task=None, hosts=hosts, this_host=host, user=user,
                            uid=uid, gid=gid, gpu_ids=gpu_ids, start=start)
-    from ... import releases
+    from ...slurm import releases
 
     if releases.current().sets("SLURM_JOB_GROUP"):  # (24.11 on: the tasks of the job srun made)
         job["SLURM_JOB_GROUP"] = jobenv.group_name(gid)

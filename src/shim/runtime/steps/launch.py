@@ -16,13 +16,14 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ... import proc, state
+from ... import proc
+from ...store import state
 from .. import boot, jobenv
 from ..jobenv import TASK_LAUNCH
 from .allocation import short_host
 from .io import Broadcast, LabelPump, PtyRelay, close_fd, set_winsize, write_all
 from .plan import StepError, expand_io, ranges, task_env
-from ...request import KILL_WAIT  # noqa: F401  (Slurm's KillWait, one definition with the translator's)
+from ...slurm.request import KILL_WAIT  # noqa: F401  (Slurm's KillWait, one definition with the translator's)
 
 FORWARDED = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2,
              signal.SIGCONT)

@@ -9,7 +9,7 @@ import shlex
 import socket
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ... import jobids
+from ...slurm import jobids
 from .. import jobenv
 from ..jobenv import NO_VAL
 
@@ -86,7 +86,7 @@ def step_env(base: Mapping[str, str], *, job_id: int, step_id: int, plan: list[t
              gpu_ids: str | None = None) -> dict[str, str]:
     """What every task of the step sees (before its host's and its own variables): the job's
     environment plus srun's step variables, as Slurm's srun sets them."""
-    from ...hostlist import compress
+    from ...slurm.hostlist import compress
 
     nodes = [h for h, _, _ in plan]
     counts = [len(t) for _, _, t in plan]
@@ -136,7 +136,7 @@ def release_step_env(cpus_per_task: int | None, release: Any = None, gid: str | 
     """The step variables only some Slurm releases set (releases.py; None: the site's): 24.11's
     SLURMD_DEBUG=2 and, with srun's own -c, SLURM_TRES_PER_TASK=cpu=N; 26.05's SLURM_JOB_GROUP
     (the name of the job's group, ``gid``)."""
-    from ... import releases
+    from ...slurm import releases
     from ..jobenv import group_name
 
     release = release or releases.current()
@@ -301,7 +301,7 @@ def plan_step(req: Mapping[str, Any], alloc: Allocation) -> list[tuple[str, int,
 def _chosen_hosts(hosts: Sequence[tuple[str, int]], nodelist: str | None,
                   exclude: str | None) -> list[tuple[str, int]]:
     """The allocation's hosts a step may use, in the allocation's order."""
-    from ...hostlist import expand
+    from ...slurm.hostlist import expand
 
     def names(expr: str) -> list[str]:
         try:

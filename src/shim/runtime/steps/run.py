@@ -13,12 +13,12 @@ import threading
 import time
 from typing import Any, Callable, Mapping
 
-from ... import proc, state
-from ...jobids import task_job_id
+from ... import proc
+from ...store import state
+from ...slurm.jobids import task_job_id
 from .allocation import Allocation, short_host
 from .io import Broadcast, get_winsize, isatty, raw_mode, restore_tty
-from .launch import (KILL_WAIT, HostLaunch, boot_argv, drop_payload, forward_signals, from_rc, global_rc, quoted,
-                     restore_signals, status_name, summary_lines)
+from .launch import KILL_WAIT, HostLaunch, boot_argv, drop_payload, forward_signals, from_rc, global_rc, quoted, restore_signals, status_name, summary_lines
 from .plan import NO_VAL, StepError, StepRequest, expand_io, host_env, io_mode, plan_step, ranges, step_env, varies_per_task
 
 STEP_LOCK_WAIT = 10.0  # seconds srun waits for the step counter before it says so

@@ -1,0 +1,170 @@
+"""The shim's own end, cancel and start events of jobs, as sacct reads them.
+
+Only the state layer reads them: directories are listed through ``state.user_dir``/``user_dirs``,
+files read through ``state.read_json`` (which opens them as their owner's, refusing links and
+foreign files), and ``records`` decides whose events speak for a job (``speaks_for``, ``of_job``,
+``candidates``): an event counts for a job of user U when it is in U's directory, or in root's
+and names U. Nothing else of sacct opens a file in the state directory.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterable
+
+
+def _scan_events(d: str, uid: int, jobs: set[int] | None, min_mtime: float | None,
+                 out: dict[int, dict[tuple[int | None, str], dict[int, str]]]) -> None:
+    """Add one user's end, cancel and start events to ``out`` ({job: {(task, kind): {uid:
+    path}}}): one listing (at most state.LIST_MAX names of another user's: what her records cost
+    root's sacct is bounded, F-26); with ``min_mtime``, only events written since then. Nothing
+    is read here: Events.get reads and checks a file when it is needed."""
+    from ...store import state
+    from ...store.records import EVENT_NAME
+
+    kinds = ("end", "cancel", "start")
+    found: list[tuple[int, tuple[int | None, str], str]] = []
+    if jobs is not None:  # (sacct -j: the names of these jobs picked by their prefix, only theirs stat'ed)
+        found = list(state.named_events(d, jobs, kinds, min_mtime, uid))
+    else:
+        events = os.path.join(d, "events")
+        try:
+            names = state.list_events(events, uid)  # (another user's: at most state.LIST_MAX)
+        except OSError:
+            return
+        for n in names:
+            m = EVENT_NAME.fullmatch(n)
+            if m is None or m[3] not in kinds:
+                continue
+            path = os.path.join(events, n)
+            if min_mtime is not None:
+                try:
+                    if os.lstat(path).st_mtime < min_mtime:
+                        continue
+                except OSError:
+                    continue
+            found.append((int(m[1]), (None if m[2] == "x" else int(m[2]), m[3]), path))
+    for job, key, path in found:
+        out.setdefault(job, {}).setdefault(key, {})[uid] = path
+
+
+class Events:
+    """The shim's end/cancel/start events, read lazily. An event counts for a job of user U
+    when it is in U's directory, or in root's and names U (records.speaks_for), and when it can
+    be about the Grid Engine job submitted at ``ge_submit`` (records.of_job).
+
+    The directories are listed as they are needed: for -j, the caller's and root's first, a job
+    owner's when Grid Engine names the owner, and every user's only when a job is left that
+    nobody has named (``complete``); without -j, all of them (of ``uids`` only, when the query
+    is about those users' jobs) at once."""
+
+    def __init__(self, cfg: Any, jobs: set[int] | None, min_mtime: float | None = None,
+                 uids: set[int] | None = None, first: Iterable[int] | None = None):
+        self.cfg = cfg
+        self.jobs = jobs
+        self.min_mtime = min_mtime
+        self.allowed = uids
+        self.index: dict[int, dict[tuple[int | None, str], dict[int, str]]] = {}
+        self.cache: dict[str, dict | None] = {}
+        self.scanned: set[int] = set()
+        self.all = False
+        if first is None:
+            self.complete()
+        else:
+            self.scan(first)
+
+    def scan(self, uids: Iterable[int]) -> None:
+        from ...store import state
+
+        for uid in uids:
+            if uid in self.scanned or self.all or (self.allowed is not None and uid not in self.allowed):
+                continue
+            self.scanned.add(uid)
+            d = state.user_dir(self.cfg, uid)
+            if d is not None:
+                _scan_events(d, uid, self.jobs, self.min_mtime, self.index)
+
+    def complete(self) -> None:
+        """Every user's directory (of ``uids``) listed."""
+        if self.all:
+            return
+        from ...store import state
+
+        for uid, d in state.user_dirs(self.cfg):
+            if uid not in self.scanned and (self.allowed is None or uid in self.allowed):
+                self.scanned.add(uid)
+                _scan_events(d, uid, self.jobs, self.min_mtime, self.index)
+        self.all = True
+
+    def knows(self, job: int, owner: Any) -> bool:
+        """Are there events of ``job`` in the owner's or root's directory (listing them if need be)?"""
+        from ...store import state
+
+        uid = state.uid_of(owner) if owner not in (None, "") else None
+        if uid is not None and not self.all and uid not in self.scanned:
+            self.scan((uid, 0))
+        return job in self.index
+
+    def _load(self, path: str, uid: int) -> dict | None:
+        if path not in self.cache:
+            from ...store import state
+            from ...store.records import clean_event
+
+            self.cache[path] = clean_event(state.read_json(path, uid))
+        return self.cache[path]
+
+    def get(self, job: int, task: int | None, kind: str, owner: Any, ge_submit: float | None = None) -> dict | None:
+        if not self.knows(job, owner):
+            return None
+        paths = self.index[job]
+        from ...store import state
+        from ...store.records import of_job, speaks_for
+
+        uid = state.uid_of(owner) if owner not in (None, "") else None
+        if uid is None:
+            return None
+        keys = [(task, kind)]
+        if kind == "cancel" and task is not None:
+            keys.append((None, kind))
+        for key in keys:
+            by = paths.get(key)
+            if not by:
+                continue
+            for u in dict.fromkeys((uid, 0)):
+                p = by.get(u)
+                if p is None:
+                    continue
+                data = self._load(p, u)
+                if data is not None and speaks_for(data, u, uid, "owner") and of_job(data, ge_submit, True):
+                    return data
+        return None
+
+    def tasks(self, job: int, owner: Any = None) -> set[int | None]:
+        """The tasks with events in the owner's or root's directory (all, without an owner)."""
+        paths = self.index.get(job, {})
+        if owner is None:
+            return {t for t, _k in paths}
+        from ...store import state
+
+        uid = state.uid_of(owner)
+        return {t for (t, _k), by in paths.items() if uid in by or 0 in by}
+
+    def owners(self, job: int, me: int) -> list[int]:
+        """Whose job this may be when Grid Engine has no record of it (records.candidates)."""
+        from ...store.records import candidates
+
+        from ...store.records import speaks_for
+
+        paths = self.index.get(job, {})
+        uids = {u for by in paths.values() for u in by}
+        root = [self._load(by[0], 0) for (_t, k), by in paths.items() if 0 in by and k != "start"]
+
+        def speaks(u: int) -> bool:  # one of its events in u's directory speaks for a job of u's
+            return any(u in by and (d := self._load(by[u], u)) is not None and speaks_for(d, u, u, "owner")
+                       for by in paths.values())
+
+        return candidates(uids, root, me, speaks)
+

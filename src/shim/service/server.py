@@ -1,0 +1,1353 @@
+"""The warm per-user service: a process that has every served command imported and runs each
+request in a forked child, so a command costs a socket round trip and a fork instead of an
+interpreter start and its imports (issue 19). docs/service.md has the design; in short:
+
+* A thin client (``src/shim/client/client.c``, compiled at install; ``client()`` below is the same
+  protocol in Python, for measurement) connects to ``service.sock`` in the user's private
+  directory (the submit agent's, with the same rules: the user's own, mode 0700, no link), checks
+  the service's uid with SO_PEERCRED and sends one request: argv, environment, umask, its open
+  file descriptors (SCM_RIGHTS, each with its number) and its working directory as a descriptor.
+* The service (same uid, checked with SO_PEERCRED) answers ``O`` (will run it) or ``R`` (refused:
+  the client runs the command in-process, nothing was started). Only after the client's ``G``
+  (go) does the service fork: before ``G`` a client may still fall back; after it, never (a
+  submission is never doubled), and a lost service is reported as the command would report an
+  unreachable controller, exit 1.
+* The child puts the client's descriptors at their numbers, changes into its directory, takes its
+  umask, signal dispositions and mask, environment and argv, makes sys.stdin/stdout/stderr as a
+  fresh interpreter does, and runs ``shim.__main__.dispatch``. Its exit status goes back
+  (``X`` code, or ``K`` signal: the client dies of the same signal); the client forwards the
+  signals it receives (``S``); a client that disappears kills its child.
+* The service exits after ``[submit] service_idle_minutes`` without requests, and refuses (then
+  exits) as soon as a file of the package it runs changed (an upgrade, an edit of src/shim).
+
+Frames are native-endian (client and service are on one host). Request: HEADER, then
+``nfds`` int32 target numbers, ``ngroups`` uint32 gids, ``NLIMITS`` (soft, hard) uint64 pairs,
+then NUL-terminated strings: the command, ``argc`` argv words, ``envc`` "K=V" entries, the mount
+namespace (readlink /proc/self/ns/mnt). The first passed descriptor is the working directory.
+Replies and client messages: RECORD (a type byte as uint32, an int32 value).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+SOCKET = "service.sock"
+LOCK = "service.lock"
+LOG = "service.log"
+STARTING = "service.starting"
+STARTING_FRESH = 10.0
+SERVED = ("sbatch", "squeue", "scancel", "sacct", "sinfo", "scontrol", "sprio", "sshare", "sacctmgr", "sreport")
+MAGIC = b"SHM1"
+HEADER = "=4sIIIIIIIIIQQ"  # magic, body length, argc, envc, nfds, ngroups, umask, uid, gid, flags, ignored, blocked
+NLIMITS = 16  # RLIMIT_CPU .. RLIMIT_RTTIME
+MAX_BODY = 8 << 20  # argv + environment: Linux's own default ARG_MAX is 2 MiB
+MAX_FDS = 250  # SCM_RIGHTS carries at most 253 per message
+MAX_CHILDREN = 512  # more at once: refused (the client runs the command itself)
+REQUEST_TIMEOUT = 5.0  # a client has this long to send its request and its go
+UNREACHABLE = "Unable to contact slurm controller (connect failure)"
+# Refusal reasons (R's value): the client falls back for each alike; they are for logs and tests.
+R_BAD, R_STALE, R_IDENTITY, R_LIMITS, R_LOCALE, R_BUSY, R_STOPPING = 1, 2, 3, 4, 5, 6, 7
+REFUSAL_WORDS = {R_BAD: "a bad request", R_STALE: "the package changed",
+                 R_IDENTITY: "another identity, mount namespace or site config",
+                 R_LIMITS: "other resource limits", R_LOCALE: "another locale", R_BUSY: "too many at once",
+                 R_STOPPING: "stopping"}
+LOCALE_VARS = ("LC_ALL", "LC_CTYPE", "LANG")
+
+
+# --------------------------------------------------------------------------------------------
+# Where it lives: the user's private directory, the submit agent's too (agent.agent_dir is this)
+
+
+def _private(path: str, create: bool) -> bool:
+    if create:
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            return False
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return (st.st_mode & 0o170000) == 0o040000 and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def cell_name(config_path: str) -> str:
+    """The per-site-config subdirectory's name: ``cell-`` and the 64-bit FNV-1a hash of the config's
+    path, in hex (client.c computes the same)."""
+    h = 0xCBF29CE484222325
+    for b in config_path.encode("utf-8", "surrogateescape"):
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"cell-{h:016x}"
+
+
+SOCKET_ROOM = len("/cell-0123456789abcdef/service.sock")  # what goes below the base directory
+SUN_PATH = 108  # sockaddr_un.sun_path, its NUL included
+
+
+def _owned(path: str, uid: int, follow: bool = False) -> bool:
+    """A directory of ``uid`` that nobody else may write to (``follow``: the home, which may be a link)."""
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return (st.st_mode & 0o170000) == 0o040000 and st.st_uid == uid and not st.st_mode & 0o022
+
+
+def squatted_tmp(uid: int | None = None) -> str | None:
+    """/tmp/slurm-shim-<uid> when it exists and is not the user's own private directory (someone
+    else made it first: F-29), else None. For doctor and SLURM_SHIM_DEBUG."""
+    d = f"/tmp/slurm-shim-{os.getuid() if uid is None else uid}"
+    try:
+        os.lstat(d)
+    except OSError:
+        return None
+    return None if _private(d, False) else d
+
+
+def _fallback_base(env, uid: int, create: bool) -> str | None:
+    """Where $XDG_RUNTIME_DIR offers nothing: /tmp/slurm-shim-<uid>; where someone else holds that
+    name, /run/user/<uid>/slurm-shim (when /run/user/<uid> is the user's), else
+    $HOME/.cache/slurm-shim/run (in a home and a .cache of the user's own that others cannot
+    write, and short enough for a socket path); None when none of these can be had. client.c's
+    service_dir is the same rule."""
+    d = f"/tmp/slurm-shim-{uid}"
+    if _private(d, create):
+        return d
+    if env.get("SLURM_SHIM_DEBUG"):
+        print(f"slurm-shim: service: {d} is not your own private directory (someone else made it?): "
+              "using another one", file=sys.stderr)
+    run = f"/run/user/{uid}"
+    if _owned(run, uid) and _private(run + "/slurm-shim", create):
+        return run + "/slurm-shim"
+    home = env.get("HOME") or ""
+    if not home.startswith("/") or not _owned(home, uid, follow=True):
+        return None
+    cache = home.rstrip("/") + "/.cache"
+    if create:
+        try:
+            os.mkdir(cache, 0o700)
+        except OSError:
+            pass
+    d = cache + "/slurm-shim/run"
+    if len(d) + SOCKET_ROOM >= SUN_PATH or not _owned(cache, uid):
+        return None
+    return d if _private(cache + "/slurm-shim", create) and _private(d, create) else None
+
+
+def service_dir(environ=None, create: bool = True) -> str | None:
+    """The user's private directory for the service and the submit agent, or None when no safe
+    one exists (then: in-process, and qsub): $SLURM_SHIM_AGENT_DIR as it is, else
+    $XDG_RUNTIME_DIR/slurm-shim, else /tmp/slurm-shim-<uid> (or, where someone else holds that,
+    ``_fallback_base``'s); each must be this user's directory with no access for others. A service and an agent serve one site config (one cell): with
+    $SLURM_SHIM_CONFIG set, theirs are in a subdirectory of its own (cell_name), so a user who
+    works with two cells has a warm service and an agent for each."""
+    env = os.environ if environ is None else environ
+    uid = os.getuid()
+    if env.get("SLURM_SHIM_AGENT_DIR"):
+        d = env["SLURM_SHIM_AGENT_DIR"]
+        return d if _private(d, create) else None
+    base = None
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime:
+        try:
+            st = os.stat(runtime)
+            if (st.st_mode & 0o170000) == 0o040000 and st.st_uid == uid:
+                d = os.path.join(runtime, "slurm-shim")
+                if _private(d, create):
+                    base = d
+        except OSError:
+            pass
+    if base is None:
+        base = _fallback_base(env, uid, create)
+        if base is None:
+            return None
+    conf = env.get("SLURM_SHIM_CONFIG")
+    if not conf:
+        return base
+    d = os.path.join(base, cell_name(conf))
+    return d if _private(d, create) else None
+
+
+def enabled(environ=None) -> bool:
+    env = os.environ if environ is None else environ
+    return env.get("SLURM_SHIM_SERVICE", "") not in ("off", "0", "no", "false")
+
+
+# --------------------------------------------------------------------------------------------
+# The code it runs: a stamp of the package's files
+
+
+def package_root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # src/shim, above service/
+
+
+def mapped_files() -> list[str]:
+    """The files this process has mapped (/proc/self/maps): the interpreter, libpython, libc,
+    every extension module and shared library loaded so far (libdrmaa included, once loaded)."""
+    out: set[str] = set()
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            for line in f:
+                parts = line.rstrip(b"\n").split(None, 5)
+                if len(parts) == 6 and parts[5].startswith(b"/") and not parts[5].endswith(b" (deleted)"):
+                    out.add(os.fsdecode(parts[5]))
+    except OSError:
+        pass
+    return sorted(out)
+
+
+def code_stamp(root: str | None = None, mapped: list[str] | None = None) -> int:
+    """A hash of (path, size, mtime) of every .py file of the package and of the interpreter's
+    path entries: it changes with an upgrade (pip replaces the files), with an edit of the working
+    tree, and with a reinstall that changes where the package is imported from. And of (inode,
+    size, mtime) of the interpreter and of the native files in ``mapped`` (the service's
+    mapped_files() at its start; now's when None): a security update of python, libc or an
+    extension module replaces one of them (F-33)."""
+    root = package_root() if root is None else root
+    items: list = []
+    for path in (sys.executable, *(mapped_files() if mapped is None else mapped)):
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        items.append((path, st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns))
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            it = os.scandir(d)
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                name = e.name
+                if name.endswith(".py"):
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    items.append((e.path, st.st_size, st.st_mtime_ns, st.st_ino))
+                elif name != "__pycache__" and e.is_dir(follow_symlinks=False):
+                    stack.append(e.path)
+    for d in sys.path:  # and what `import shim` would find: a (re)install or an editable switch in
+        try:  # site-packages changes its directory even where the package's files stay the same
+            st = os.stat(d or ".")
+        except OSError:
+            continue
+        items.append((d, st.st_mtime_ns, st.st_ino))
+    items.sort()
+    return hash(tuple(items))
+
+
+# --------------------------------------------------------------------------------------------
+# Starting one (what a client does when there is none)
+
+
+def serve_argv() -> list[str]:
+    from .. import proc
+
+    return proc.shim_python("service", "main", "sys.exit(main(['serve']))")
+
+
+# What a service starts with of its first caller's environment (client.c's start_service keeps the
+# same): the shim's and the cell's settings, the locale, who and where the user is. Never
+# LD_PRELOAD, LD_LIBRARY_PATH, PYTHON* or anything else that would stay in the one process every
+# later request of the user forks from (each request runs with its own environment).
+START_ENV = ("PATH", "HOME", "USER", "LOGNAME", "TZ", "LANG", "LANGUAGE", "SGE_ROOT", "SGE_CELL",
+             "SGE_QMASTER_PORT", "SGE_EXECD_PORT")
+START_ENV_PREFIXES = ("LC_", "SLURM_SHIM_")
+LIFETIME = 24 * 3600.0  # seconds a service serves at most (then it leaves after its current requests)
+
+
+def start_env(environ) -> dict:
+    """The environment a service starts with: START_ENV's variables of ``environ`` only."""
+    return {k: v for k, v in environ.items() if k in START_ENV or k.startswith(START_ENV_PREFIXES)}
+
+
+def start(d: str, environ=None) -> bool:
+    """Start a service for directory d, detached, unless one is starting; never from inside a Grid
+    Engine job (its execd kills what a job leaves behind). The caller runs its command itself.
+    The service gets ``start_env`` of the caller's environment, nothing else."""
+    env = dict(os.environ if environ is None else environ)
+    if "JOB_ID" in env and env.get("ENVIRONMENT") == "BATCH":
+        return False
+    env = start_env(env)
+    env["SLURM_SHIM_AGENT_DIR"] = d
+    env["SLURM_SHIM_SERVICE_LOCALE"] = "\x1f".join(env.get(k, "") for k in LOCALE_VARS)
+    from .. import proc
+
+    return proc.start_once(d, STARTING, STARTING_FRESH, serve_argv(), env, LOG)
+
+
+# --------------------------------------------------------------------------------------------
+# The service
+
+
+def _recv_exact(sock, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise EOFError("connection closed")
+        buf += chunk
+    return bytes(buf)
+
+
+class Request:
+    __slots__ = ("cmd", "argv", "env", "targets", "fds", "cwd_fd", "umask", "uid", "gid", "groups", "limits",
+                 "ignored", "blocked", "mntns")
+
+
+def read_request(sock) -> tuple[Request | None, int]:
+    """The request on sock and its descriptors, or (None, reason). Descriptors received are closed
+    on every refusal."""
+    import socket
+    import struct
+
+    hsize = struct.calcsize(HEADER)
+    fds: list[int] = []
+    try:
+        msg, anc, _flags, _addr = sock.recvmsg(hsize, socket.CMSG_SPACE((MAX_FDS + 1) * 4))
+        for level, typ, data in anc:
+            if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                fds += struct.unpack(f"={len(data) // 4}i", data[: len(data) - len(data) % 4])
+        if len(msg) < hsize:
+            msg += _recv_exact(sock, hsize - len(msg))
+        magic, blen, argc, envc, nfds, ngroups, umask, uid, gid, _flags2, ignored, blocked = struct.unpack(HEADER, msg)
+        if magic != MAGIC or blen > MAX_BODY or nfds > MAX_FDS or ngroups > 65536 or len(fds) != nfds + 1:
+            raise ValueError("bad header")
+        body = _recv_exact(sock, blen)
+        r = Request()
+        off = 0
+        r.targets = list(struct.unpack_from(f"={nfds}i", body, off))
+        off += 4 * nfds
+        r.groups = sorted(struct.unpack_from(f"={ngroups}I", body, off))
+        off += 4 * ngroups
+        lim = struct.unpack_from(f"={2 * NLIMITS}Q", body, off)
+        off += 16 * NLIMITS
+        r.limits = [(lim[2 * i], lim[2 * i + 1]) for i in range(NLIMITS)]
+        words = body[off:].split(b"\0")
+        if len(words) != 1 + argc + envc + 1 + 1 or words[-1] != b"" or argc < 1:
+            raise ValueError("bad strings")
+        r.cmd = words[0].decode("ascii", "replace")
+        r.argv = words[1:1 + argc]
+        r.env = words[1 + argc:1 + argc + envc]
+        r.mntns = words[1 + argc + envc]
+        if any(t < 0 or t >= 1 << 20 for t in r.targets) or len(set(r.targets)) != nfds:
+            raise ValueError("bad descriptor numbers")
+        r.cwd_fd, r.fds = fds[0], fds[1:]
+        r.umask, r.uid, r.gid, r.ignored, r.blocked = umask & 0o777, uid, gid, ignored, blocked
+        return r, 0
+    except (OSError, EOFError, ValueError, struct.error, UnicodeError):
+        for fd in fds:
+            _close(fd)
+        return None, R_BAD
+
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def _limits() -> list[tuple[int, int]]:
+    import resource
+
+    out = []
+    for i in range(NLIMITS):
+        try:
+            soft, hard = resource.getrlimit(i)
+        except (ValueError, OSError):
+            soft = hard = 0
+        out.append((soft & 0xFFFFFFFFFFFFFFFF, hard & 0xFFFFFFFFFFFFFFFF))
+    return out
+
+
+def _mntns() -> bytes:
+    """Where a command runs: its mount namespace, and the installation (its interpreter; the C
+    client sends its compiled-in SHIM_PYTHON). A service serves only callers of its own
+    installation: a client of another prefix (a second install, a pipx one beside a site's) is
+    refused and runs its own code in-process, never the other installation's."""
+    try:
+        ns = os.fsencode(os.readlink("/proc/self/ns/mnt"))
+    except OSError:
+        ns = b""
+    return ns + b"\n" + os.fsencode(sys.executable)
+
+
+def preload() -> None:
+    """Import what the served commands use, once, so that no child pays for it."""
+    import importlib
+
+    for name in ("json", "subprocess", "signal", "selectors", "threading", "pwd", "grp", "socket", "struct",
+                 "fcntl", "errno", "shlex", "locale", "resource", "time", "datetime", "calendar", "math",
+                 "base64", "hashlib", "stat", "io", "collections", "functools", "itertools", "heapq",
+                 "bisect", "textwrap", "string", "re", "contextlib", "xml.etree.ElementTree",
+                 "xml.parsers.expat", "tomllib", "uuid", "random", "glob", "fnmatch", "select", "errno"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    import pkgutil
+
+    import shim
+
+    skip = ("shim.runtime", "shim.__main__.", "shim.admin.cluster", "shim.admin.install", "shim.admin.completion",
+            "shim.slurm.render.manpage")
+    for info in pkgutil.walk_packages(shim.__path__, "shim."):
+        name = info.name
+        if name.startswith(skip) or name in ("shim.agent", "shim.cli.srun", "shim.cli.salloc"):
+            continue
+        try:
+            importlib.import_module(name)
+        except Exception:  # an optional dependency missing: the child imports what it needs
+            pass
+    warm()
+
+
+def warm() -> None:
+    """Build the pure tables the commands otherwise build at first use (regexes, sacct's field
+    registry): nothing here reads the environment, the config or the clock."""
+    for name, mod in list(sys.modules.items()):
+        if not name.startswith("shim.") or mod is None:
+            continue
+        for value in list(vars(mod).values()):
+            if type(value).__name__ == "_Lazy" and hasattr(value, "pattern"):
+                try:
+                    getattr(value, "match")  # compiles it into the module in its place
+                except Exception:
+                    pass
+    for mod, fn in (("shim.gridengine.refusal", "_patterns"), ("shim.slurm.render.sacct", "registry")):
+        m = sys.modules.get(mod)
+        if m is not None:
+            try:
+                getattr(m, fn)()
+            except Exception:
+                pass
+
+
+class Service:
+    def __init__(self, d: str, idle: float, lifetime: float = LIFETIME):
+        import time
+
+        self.d, self.idle, self.lifetime = d, idle, lifetime
+        self.path = os.path.join(d, SOCKET)
+        self.last = self.born = time.monotonic()
+        self.stopping = False
+        self.jobs: dict[int, list] = {}  # pidfd -> [conn, pid]
+        self.conns: dict[int, int] = {}  # conn fd -> pidfd
+        self.pending: dict[int, tuple] = {}  # conn fd -> (conn, request, deadline): answered O, no go yet
+        self.served = 0
+        self.refused: dict[int, int] = {}  # refusals by reason (the first of each is logged)
+        self.spare = None
+        self.spare_after = 0.0
+        loc = os.environ.get("SLURM_SHIM_SERVICE_LOCALE")
+        self.locale = tuple(loc.split("\x1f")) if loc is not None else tuple(os.environ.get(k, "") for k in LOCALE_VARS)
+        self.coerced = os.environ.get("LC_CTYPE") if self.locale[1] != os.environ.get("LC_CTYPE", "") else None
+        self.site = os.environ.get("SLURM_SHIM_CONFIG", "")  # the site config (the cell) it was started for
+
+    def log(self, msg: str) -> None:
+        import time
+
+        try:
+            sys.stderr.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} service[{os.getpid()}]: {msg}\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+    def serve(self) -> int:
+        import fcntl
+        import gc
+        import select
+        import signal
+        import socket
+        import time
+
+        lockf = os.open(os.path.join(self.d, LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        deadline = time.monotonic() + 5  # an old service that found its code stale is leaving
+        while True:
+            try:
+                fcntl.flock(lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    _unlink(os.path.join(self.d, STARTING))
+                    return 0  # another service serves this directory
+                time.sleep(0.02)
+        try:
+            if os.fstat(2).st_size > (1 << 20):
+                os.ftruncate(2, 0)
+        except OSError:
+            pass
+        preload()
+        self.mapped = mapped_files()  # the native code it runs (what later stamps look at again)
+        self.stamp = code_stamp(mapped=self.mapped)
+        self.uid, self.gid = os.getuid(), os.getgid()
+        self.groups = sorted(os.getgroups())
+        self.limits = _limits()
+        self.mntns = _mntns()
+        _unlink(self.path)
+        lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        lsock.bind(self.path)
+        os.chmod(self.path, 0o600)
+        lsock.listen(256)
+        ino = os.stat(self.path).st_ino
+        os.ftruncate(lockf, 0)
+        os.write(lockf, f"{os.getpid()}\n".encode())
+        _unlink(os.path.join(self.d, STARTING))
+        self.lsock = lsock
+        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        self.log(f"serving {self.path} (idle exit {self.idle:g} s)")
+        gc.collect()
+        gc.freeze()  # the children do not walk (and so copy) the preloaded objects
+        self.poll = select.poll()
+        self.poll.register(lsock.fileno(), select.POLLIN)
+        listening = True
+        while True:
+            now = time.monotonic()
+            if listening:
+                if now - self.born >= self.lifetime and not self.stopping:
+                    self.log(f"served {self.lifetime:g} s: leaving")  # (a busy user's service too)
+                    self.stopping = True
+                if self.stopping or (not self.jobs and not self.pending and now - self.last >= self.idle):
+                    listening = False
+                    self._leave(ino, lockf)
+                    continue
+                try:
+                    if os.stat(self.path).st_ino != ino:
+                        self.log("socket replaced: leaving")
+                        ino = None
+                        self.stopping = True
+                        continue
+                except OSError:
+                    self.log("socket removed: leaving")
+                    ino = None
+                    self.stopping = True
+                    continue
+            elif not self.jobs and not self.pending:
+                break
+            wait = 1000 if self.jobs or self.pending or not listening else max(50, min(1000, int((self.idle - (now - self.last)) * 1000)))
+            want_spare = listening and self.spare is None and now >= self.spare_after
+            try:
+                events = self.poll.poll(0 if want_spare else wait)
+                if not events and want_spare:
+                    try:
+                        self.fork_spare()  # nothing waiting: now the fork costs no one anything
+                    except OSError as e:
+                        self.log(f"no spare child ({e}); again in 1 s")
+                        self.spare_after = time.monotonic() + 1
+                    events = self.poll.poll(wait)
+            except InterruptedError:
+                continue
+            if self.pending:
+                self.expire()
+            for fd, ev in events:
+                try:
+                    if listening and fd == lsock.fileno():
+                        # every connection waiting now, one stamp of the package for them all
+                        lsock.setblocking(False)
+                        stamp = None
+                        for _ in range(64):
+                            try:
+                                conn, _ = lsock.accept()
+                            except OSError:
+                                break
+                            conn.setblocking(True)
+                            self.last = time.monotonic()
+                            stamp = self.accept(conn, stamp)
+                            if self.stopping:
+                                break
+                    elif fd in self.pending:
+                        self.go(fd)
+                    elif fd in self.jobs:
+                        self.reap(fd)
+                    elif fd in self.conns:
+                        self.message(fd)
+                except Exception as e:  # a bad request or a failed fork must never take the service down
+                    self.log(f"request dropped: {type(e).__name__}: {e}")
+        refused = ", ".join(f"{REFUSAL_WORDS.get(k, k)} {n}" for k, n in sorted(self.refused.items()))
+        self.log(f"exit after {self.served} requests" + (f" (refused: {refused})" if refused else ""))
+        return 0
+
+    def _leave(self, ino, lockf) -> None:
+        """Stop being found, refuse whoever already connected, let a new service start."""
+        if ino is not None:
+            try:
+                if os.stat(self.path).st_ino == ino:
+                    os.unlink(self.path)
+            except OSError:
+                pass
+        self.lsock.setblocking(False)
+        while True:
+            try:
+                conn, _ = self.lsock.accept()
+            except (BlockingIOError, InterruptedError, OSError):
+                break
+            conn.setblocking(True)
+            self.refuse(conn, R_STOPPING)
+        self.poll.unregister(self.lsock.fileno())
+        self.lsock.close()
+        self.drop_spare()
+        os.close(lockf)
+
+    def refuse(self, conn, reason: int) -> None:
+        import struct
+
+        if reason not in self.refused:  # the first refusal of each kind is logged (then counted)
+            self.log(f"refusing a request: {REFUSAL_WORDS.get(reason, reason)} (the client runs it in-process)")
+        self.refused[reason] = self.refused.get(reason, 0) + 1
+        try:
+            conn.sendall(struct.pack("=Ii", ord("R"), reason))
+        except OSError:
+            pass
+        conn.close()
+
+    def check(self, r: Request, peer_uid: int, peer_gid: int) -> int:
+        if r.cmd not in SERVED:
+            return R_BAD
+        if (r.uid, r.gid, peer_uid, peer_gid) != (self.uid, self.gid, self.uid, self.gid) or r.groups != self.groups:
+            return R_IDENTITY
+        if r.mntns != self.mntns:
+            return R_IDENTITY
+        if r.limits != self.limits:
+            return R_LIMITS
+        loc = {}
+        site = ""
+        for e in r.env:
+            k, _, v = e.partition(b"=")
+            if k in (b"LC_ALL", b"LC_CTYPE", b"LANG"):
+                loc[k.decode()] = v.decode("utf-8", "surrogateescape")
+            elif k == b"SLURM_SHIM_CONFIG":
+                site = v.decode("utf-8", "surrogateescape")
+        if tuple(loc.get(k, "") for k in LOCALE_VARS) != self.locale:
+            return R_LOCALE
+        if site != self.site:  # another cell's commands (the OCS cell beside Debian's): in-process,
+            return R_IDENTITY  # never through a service whose preloaded state was made for another
+        if len(self.jobs) >= MAX_CHILDREN:
+            return R_BUSY
+        return 0
+
+    def accept(self, conn, stamp: int | None) -> int | None:
+        """Read one request and answer O or R; an O waits (in the poll, not here) for the go.
+        stamp: the package's stamp taken for this batch of connections (None: not yet taken);
+        returns it."""
+        import select
+        import socket
+        import struct
+
+        conn.settimeout(REQUEST_TIMEOUT)
+        try:
+            _pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+        except OSError:
+            conn.close()
+            return
+        if uid != os.getuid():
+            conn.close()  # another user's process: not a word
+            return
+        try:
+            if conn.recv(4, socket.MSG_PEEK) == b"INFO":  # info(): how many requests it ran
+                conn.sendall(struct.pack("=IiIi", ord("I"), self.served, ord("P"), os.getpid()))
+                conn.close()
+                return
+        except OSError:
+            conn.close()
+            return
+        if stamp is None:
+            stamp = code_stamp(mapped=self.mapped)
+        if stamp != self.stamp:  # first: a stale service may not even read today's frames
+            self.log("the package changed: refusing, leaving")
+            self.stopping = True
+            self.refuse(conn, R_STALE)
+            return stamp
+        r, why = read_request(conn)
+        if r is None:
+            self.refuse(conn, why)
+            return stamp
+        why = self.check(r, uid, gid)
+        if why == 0 and self.stopping:
+            why = R_STOPPING
+        if why:
+            for fd in (r.cwd_fd, *r.fds):
+                _close(fd)
+            self.refuse(conn, why)
+            return stamp
+        try:
+            conn.sendall(struct.pack("=Ii", ord("O"), os.getpid()))
+        except OSError:
+            for fd in (r.cwd_fd, *r.fds):
+                _close(fd)
+            conn.close()
+            return stamp
+        # the go comes in the poll: meanwhile other clients are read and answered
+        import time
+
+        self.pending[conn.fileno()] = (conn, r, time.monotonic() + REQUEST_TIMEOUT)
+        self.poll.register(conn.fileno(), select.POLLIN)
+        return stamp
+
+    def go(self, fd: int) -> None:
+        """The client's answer to O: G (run it) or anything else, an end of file included (not)."""
+        import select
+        import struct
+
+        conn, r, _deadline = self.pending.pop(fd)
+        self.poll.unregister(fd)
+        try:
+            data = conn.recv(8)
+            ok = len(data) == 8 and struct.unpack("=Ii", data)[0] == ord("G")
+        except OSError:
+            ok = False
+        if not ok:  # no go: nothing runs, and the client (if alive) runs it itself
+            for f in (r.cwd_fd, *r.fds):
+                _close(f)
+            conn.close()
+            return
+        try:
+            pid, pidfd = self.hand(r, conn)
+        finally:
+            for f in (r.cwd_fd, *r.fds):
+                _close(f)
+        self.served += 1
+        conn.setblocking(True)
+        try:
+            conn.sendall(struct.pack("=Ii", ord("P"), pid))
+        except OSError:
+            pass
+        if pidfd is None:  # (a kernel without pidfds: wait here)
+            _, status = os.waitpid(pid, 0)
+            self.report(conn, status)
+            conn.close()
+            return
+        self.jobs[pidfd] = [conn, pid]
+        self.conns[conn.fileno()] = pidfd
+        self.poll.register(pidfd, select.POLLIN)
+        self.poll.register(conn.fileno(), select.POLLIN)
+
+    def expire(self) -> None:
+        """Clients that were answered O and never said go in time: nothing runs for them."""
+        import time
+
+        now = time.monotonic()
+        for fd, (conn, r, deadline) in list(self.pending.items()):
+            if now > deadline:
+                del self.pending[fd]
+                self.poll.unregister(fd)
+                for f in (r.cwd_fd, *r.fds):
+                    _close(f)
+                conn.close()
+
+    def hand(self, r: Request, conn) -> tuple[int, int | None]:
+        """Give the request to the spare child (forked ahead, while the service had nothing to do),
+        else to a child forked now: (its pid, its pidfd)."""
+        import marshal
+        import socket
+        import struct
+
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            pid, pidfd, sock = spare
+            data = marshal.dumps((r.cmd, r.argv, r.env, r.targets, r.umask, r.ignored, r.blocked))
+            try:
+                sock.settimeout(REQUEST_TIMEOUT)
+                sent = sock.sendmsg([struct.pack("=Q", len(data)), data], [
+                    (socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"={len(r.fds) + 2}i", r.cwd_fd,
+                                                                       conn.fileno(), *r.fds))])
+                if sent < 8 + len(data):
+                    sock.sendall((struct.pack("=Q", len(data)) + data)[sent:])
+                sock.close()
+                return pid, pidfd
+            except OSError:  # (the spare is gone): a child of its own
+                sock.close()
+                if pidfd is not None:
+                    os.close(pidfd)
+                try:
+                    os.waitpid(pid, 0)
+                except ChildProcessError:
+                    pass
+        from .. import proc
+
+        pid = proc.fork()
+        if pid == 0:
+            try:
+                self.child(r, conn.fileno())
+            finally:
+                os._exit(1)
+        try:
+            return pid, os.pidfd_open(pid)
+        except OSError:
+            return pid, None
+
+    def fork_spare(self) -> None:
+        """A child that waits, forked, for the next request: the fork is off the next call's path."""
+        import socket
+
+        from .. import proc
+
+        a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = proc.fork()
+        if pid == 0:
+            try:
+                import signal
+
+                a.close()  # (the service's end: this process must see it close)
+                keep = b.fileno()
+                for name in os.listdir("/proc/self/fd"):  # nothing of the service's: not its lock
+                    fd = int(name)  # (a spare holding it kept every later service out), nor its
+                    if fd > 2 and fd != keep:  # socket, another spare's end or a waiting client
+                        _close(fd)
+                for sig in (signal.SIGTERM, signal.SIGHUP):
+                    signal.signal(sig, signal.SIG_DFL)
+                self.spare_wait(b)
+            finally:
+                os._exit(1)
+        b.close()
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            pidfd = None
+        self.spare = (pid, pidfd, a)
+
+    def drop_spare(self) -> None:
+        if self.spare is not None:
+            pid, pidfd, sock = self.spare
+            self.spare = None
+            sock.close()  # it reads an end of file and exits
+            if pidfd is not None:
+                os.close(pidfd)
+            try:
+                os.kill(pid, 9)  # and if it does not, it has run nothing: a service that leaves never waits on it
+            except OSError:
+                pass
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+    def spare_wait(self, sock) -> None:
+        import marshal
+        import socket
+        import struct
+
+        fds: list[int] = []
+        try:
+            msg, anc, _f, _a = sock.recvmsg(1 << 16, socket.CMSG_SPACE((MAX_FDS + 2) * 4))
+            for level, typ, data in anc:
+                if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                    fds += struct.unpack(f"={len(data) // 4}i", data[: len(data) - len(data) % 4])
+            if len(msg) < 8:
+                os._exit(0)  # the service left (or never sent): nothing to run
+            (n,) = struct.unpack_from("=Q", msg)
+            data = bytearray(msg[8:])
+            while len(data) < n:
+                chunk = sock.recv(min(n - len(data), 1 << 20))
+                if not chunk:
+                    os._exit(1)
+                data += chunk
+            r = Request()
+            r.cmd, r.argv, r.env, r.targets, r.umask, r.ignored, r.blocked = marshal.loads(bytes(data))
+            r.cwd_fd, conn_fd, r.fds = fds[0], fds[1], fds[2:]
+        except BaseException:
+            os._exit(1)
+        sock.detach()
+        self.child(r, conn_fd)
+
+    def report(self, conn, status: int) -> None:
+        import struct
+
+        if os.WIFSIGNALED(status):
+            rec = struct.pack("=Ii", ord("K"), os.WTERMSIG(status))
+        else:
+            rec = struct.pack("=Ii", ord("X"), os.waitstatus_to_exitcode(status))
+        try:
+            conn.sendall(rec)
+        except OSError:
+            pass
+
+    def reap(self, pidfd: int) -> None:
+        import time
+
+        conn, pid = self.jobs.pop(pidfd)
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            status = 1 << 8
+        self.report(conn, status)
+        self.poll.unregister(pidfd)
+        os.close(pidfd)
+        fd = conn.fileno()
+        if fd in self.conns:
+            del self.conns[fd]
+            self.poll.unregister(fd)
+        conn.close()
+        self.last = time.monotonic()
+
+    def message(self, fd: int) -> None:
+        import signal
+        import struct
+
+        pidfd = self.conns[fd]
+        conn, _pid = self.jobs[pidfd]
+        try:
+            data = conn.recv(8)
+        except OSError:
+            data = b""
+        if len(data) == 8 and struct.unpack("=Ii", data)[0] == ord("S"):
+            sig = struct.unpack("=Ii", data)[1]
+            if 0 < sig < 65:
+                try:
+                    signal.pidfd_send_signal(pidfd, sig)
+                except OSError:
+                    pass
+            return
+        # the client is gone (killed): so is its command, as an in-process command would be
+        try:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        except OSError:
+            pass
+        del self.conns[fd]
+        self.poll.unregister(fd)
+
+    # -- the child: one request, in the client's process state
+    def child(self, r: Request, conn: int) -> None:
+        """Run r in this (forked) process; conn: the client's connection, for the exit report."""
+        import signal
+        import struct
+
+        code = 1
+        try:
+            for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+                signal.signal(sig, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            self.lsock.detach()
+            report = _place_fds(r.fds, r.targets, r.cwd_fd, conn)
+            os.umask(r.umask)
+            for sig in range(1, 65):
+                if r.ignored & (1 << (sig - 1)) and sig not in (signal.SIGKILL, signal.SIGSTOP):
+                    try:
+                        signal.signal(sig, signal.SIG_IGN)
+                    except (OSError, ValueError):
+                        pass
+            signal.pthread_sigmask(signal.SIG_SETMASK, [s for s in range(1, 65) if r.blocked & (1 << (s - 1))])
+            env = os.environb
+            env.clear()
+            for e in r.env:
+                k, sep, v = e.partition(b"=")
+                if sep and k:
+                    env[k] = v
+            if self.coerced is not None and "LC_ALL" not in os.environ:
+                os.environ["LC_CTYPE"] = self.coerced  # what the interpreter's start does (PEP 538)
+            import time
+
+            time.tzset()  # TZ as the client has it
+            sys.argv = [os.fsdecode(a) for a in r.argv]
+            _stdio()
+        except BaseException as e:  # the request was handed over: fail as the command, once
+            _write(2, f"{r.cmd}: error: internal error: {type(e).__name__}: {e}\n")
+            os._exit(1)
+        try:
+            code = _run(r.cmd, sys.argv[1:])
+        finally:
+            try:  # the exit code straight to the client: it need not wait for this process's teardown
+                os.write(report, struct.pack("=Ii", ord("X"), code))
+            except OSError:
+                pass
+            os._exit(code)
+
+
+def _write(fd: int, text: str) -> None:
+    try:
+        os.write(fd, text.encode(errors="replace"))
+    except OSError:
+        pass
+
+
+def _place_fds(fds: list[int], targets: list[int], cwd: int, conn: int) -> int:
+    """Change into the directory cwd names; put received descriptor fds[i] at number targets[i];
+    close every other descriptor (the service's socket, log, other requests') but conn, which
+    moves above them, close-on-exec: its new number."""
+    import fcntl
+
+    os.fchdir(cwd)
+    base = max([*targets, 2]) + 1
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, base) for fd in fds]
+    report = fcntl.fcntl(conn, fcntl.F_DUPFD_CLOEXEC, base + len(fds) + 8)
+    wanted = set(high) | {report}
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in wanted:
+            _close(fd)
+    for h, t in zip(high, targets):
+        os.dup2(h, t, inheritable=True)
+        os.close(h)
+    return report
+
+
+def _stdio() -> None:
+    """sys.stdin/stdout/stderr as a fresh interpreter makes them over descriptors 0, 1, 2."""
+    import io
+
+    keep = (sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__)
+    _kept.append(keep)  # never collected, so never closing descriptors that are the client's now
+    first = sys.__stdout__ or sys.__stderr__  # the interpreter's own: its locale's encoding and handler
+    errors = first.errors if first is not None else "strict"
+    enc = first.encoding if first is not None else "utf-8"
+    streams = []
+    for fd, mode in ((0, "rb"), (1, "wb"), (2, "wb")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            streams.append(None)
+            continue
+        raw = io.FileIO(fd, mode, closefd=False)
+        raw.name = ("<stdin>", "<stdout>", "<stderr>")[fd]  # as the interpreter names them
+        tty = raw.isatty()
+        if fd == 0:
+            buf = io.BufferedReader(raw)
+        else:
+            buf = io.BufferedWriter(raw)
+        text = io.TextIOWrapper(buf, encoding=enc, errors="backslashreplace" if fd == 2 else errors,
+                                newline="\n", line_buffering=(fd == 2 or tty), write_through=fd == 2)
+        text.mode = "r" if fd == 0 else "w"
+        streams.append(text)
+    sys.stdin, sys.stdout, sys.stderr = streams
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams
+
+
+_kept: list = []
+
+
+def _run(cmd: str, argv: list[str]) -> int:
+    """What the console script does, and the interpreter's exit after it: the exit code."""
+    from ..__main__ import dispatch
+
+    try:
+        code = dispatch(cmd, argv)
+        try:
+            if sys.stdout is not None:
+                sys.stdout.flush()
+        except BrokenPipeError:
+            pass
+    except SystemExit as e:
+        code = e.code
+    except KeyboardInterrupt:
+        code = 130
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        try:
+            print(code, file=sys.stderr)
+        except Exception:
+            pass
+        code = 1
+    import atexit
+
+    atexit._run_exitfuncs()
+    th = sys.modules.get("threading")
+    if th is not None:
+        try:
+            th._shutdown()
+        except Exception:
+            pass
+    for s in (sys.stdout, sys.stderr):
+        if s is None:
+            continue
+        try:
+            s.flush()
+        except Exception as e:
+            if s is sys.stdout:  # as the interpreter's exit says and does when stdout cannot be flushed
+                try:
+                    sys.stderr.write(f"Exception ignored in: {s!r}\n{type(e).__name__}: {e}\n")
+                    sys.stderr.flush()
+                except Exception:
+                    pass
+                code = 120
+    return code & 0xFF
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def install_client(prefix: str) -> list[str]:
+    """What scripts/setup does, for `slurm-shim install --apply` (install.client_action): compile the thin
+    client (shipped as package data) with cc -O2 and put it over each served command of
+    prefix/bin, the Python script moving to prefix/libexec/slurm-shim. The commands it replaced;
+    [] where there is no compiler or no source (then nothing changes)."""
+    import shutil
+
+    from .. import proc
+
+    src = os.path.join(package_root(), "client", "client.c")
+    cc = shutil.which("cc")
+    if cc is None or not os.path.exists(src):
+        return []
+    lx = os.path.join(prefix, "libexec", "slurm-shim")
+    os.makedirs(lx, exist_ok=True)
+    built = os.path.join(lx, ".client.new")
+    defs = [f'-DSHIM_FALLBACK="{lx}"', f'-DSHIM_PYTHON="{os.path.join(prefix, "bin", "python3")}"']
+    for static in (["-static"], []):  # static where libc.a exists: no dynamic loader per call
+        res = proc.run([cc, "-O2", *static, *defs, "-o", built, src], timeout=120)
+        if res.returncode == 0:
+            break
+    else:
+        return []
+    done = []
+    for cmd in SERVED:
+        b, py = os.path.join(prefix, "bin", cmd), os.path.join(lx, cmd)
+        try:
+            with open(b, "rb") as f:
+                if f.read(2) == b"#!":  # pip's script: it becomes the fallback
+                    shutil.copy2(b, py + ".new")
+                    os.replace(py + ".new", py)
+        except OSError:
+            continue
+        if not os.access(py, os.X_OK):
+            continue
+        shutil.copy2(built, b + ".new")
+        os.chmod(b + ".new", 0o755)
+        os.replace(b + ".new", b)
+        done.append(cmd)
+    _unlink(built)
+    return done
+
+
+def pid_of(d: str) -> int | None:
+    """The pid of the service serving d (its lock holds it), or None."""
+    import fcntl
+
+    try:
+        fd = os.open(os.path.join(d, LOCK), os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None  # nobody holds it
+        except OSError:
+            pass
+        data = os.pread(fd, 32, 0).split()
+        return int(data[0]) if data else None
+    finally:
+        os.close(fd)
+
+
+def info(d: str, timeout: float = 5.0) -> tuple[int, int] | None:
+    """(pid, requests run) of the service of d, or None when none answers (tests, bench)."""
+    import socket
+    import struct
+
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.settimeout(timeout)
+        s.connect(os.path.join(d, SOCKET))
+        _pid, uid, _gid = struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+        if uid != os.getuid():
+            return None
+        s.sendall(b"INFO")
+        kind, served, kind2, pid = struct.unpack("=IiIi", _recv_exact(s, 16))
+        return (pid, served) if kind == ord("I") else None
+    except (OSError, EOFError, struct.error):
+        return None
+    finally:
+        s.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m shim.service serve|info|status|stop"""
+    args = sys.argv[1:] if argv is None else argv
+    cmd = args[0] if args else "status"
+    d = service_dir()
+    if d is None:
+        print("slurm-shim service: no private directory", file=sys.stderr)
+        return 1
+    if cmd == "serve":
+        clean = start_env(os.environ)
+        if clean != dict(os.environ) and getattr(sys, "orig_argv", None):
+            # started by a client that passed more (one installed before F-33): again, with only that
+            from .. import proc
+
+            proc.reexec(sys.orig_argv, clean)
+        os.chdir("/")
+        idle = os.environ.get("SLURM_SHIM_SERVICE_IDLE")
+        if not idle:
+            try:
+                from .. import siteconf
+
+                idle = float(siteconf.get().submit.service_idle_minutes) * 60
+            except Exception:  # no config, or one without the key: the default
+                idle = 600
+            finally:
+                siteconf.reset()  # each child reads the config as a fresh process does
+        return Service(d, float(idle)).serve()
+    if cmd == "info":
+        got = info(d)
+        if got is None:
+            print("slurm-shim service: not running", file=sys.stderr)
+            return 1
+        print(f"pid {got[0]} served {got[1]}")
+        return 0
+    if cmd in ("status", "stop"):
+        pid = pid_of(d)
+        if pid is None:
+            print("slurm-shim service: not running", file=sys.stderr)
+            return 1
+        if cmd == "stop":
+            import signal
+
+            os.kill(pid, signal.SIGTERM)
+        print(pid)
+        return 0
+    print("usage: python -m shim.service serve|status|stop", file=sys.stderr)
+    return 2
+
+
+# --------------------------------------------------------------------------------------------
+# The Python thin client (the C client's protocol; measured in bench/RESULTS.md)
+
+
+def client(cmd: str, argv: list[str] | None = None) -> None:
+    """Run cmd through the service, or in this process when there is none (starting one)."""
+    args = sys.argv if argv is None else argv
+    if enabled() and cmd in SERVED:
+        code = _through(cmd, args)
+        if code is not None:
+            sys.exit(code)
+    from ..__main__ import _entry
+
+    _entry(cmd)()
+
+
+def _through(cmd: str, args: list[str]) -> int | None:
+    """The exit code of cmd run by the service; None: not handed over (run it here)."""
+    import _socket
+    import struct
+
+    d = service_dir()
+    if d is None:
+        return None
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        s.settimeout(REQUEST_TIMEOUT)
+        try:
+            s.connect(os.path.join(d, SOCKET))
+        except (FileNotFoundError, ConnectionRefusedError):
+            start(d)
+            return None
+        except OSError:
+            return None
+        try:
+            _pid, uid, _gid = struct.unpack("3i", s.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12))
+        except OSError:
+            return None
+        if uid != os.getuid():
+            return None
+        for fd in (0, 1, 2):  # in the background of its terminal: job control is the terminal's
+            try:
+                if os.isatty(fd) and os.tcgetpgrp(fd) != os.getpgrp():
+                    return None
+            except OSError:
+                pass
+        try:
+            cwd = os.open(".", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            fds = [fd for fd in (0, 1, 2) if _valid(fd)]
+            words = [cmd.encode(), *(os.fsencode(a) for a in args), *(k + b"=" + v for k, v in os.environb.items()),
+                     _mntns()]
+            groups = os.getgroups()
+            import resource
+
+            lim = []
+            for i in range(NLIMITS):
+                soft, hard = resource.getrlimit(i)
+                lim += [soft & 0xFFFFFFFFFFFFFFFF, hard & 0xFFFFFFFFFFFFFFFF]
+            body = (struct.pack(f"={len(fds)}i", *fds) + struct.pack(f"={len(groups)}I", *groups)
+                    + struct.pack(f"={2 * NLIMITS}Q", *lim) + b"\0".join(words) + b"\0")
+            if len(body) > MAX_BODY:
+                return None
+            umask = os.umask(0)
+            os.umask(umask)
+            import signal
+
+            ignored = 0
+            for sig in range(1, 65):
+                try:
+                    if signal.getsignal(sig) == signal.SIG_IGN:
+                        ignored |= 1 << (sig - 1)
+                except (ValueError, OSError):
+                    pass
+            blocked = 0
+            for sig in signal.pthread_sigmask(signal.SIG_BLOCK, []):
+                blocked |= 1 << (int(sig) - 1)
+            head = struct.pack(HEADER, MAGIC, len(body), len(args), len(os.environb), len(fds), len(groups), umask,
+                               os.getuid(), os.getgid(), 0, ignored, blocked)
+            anc = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack(f"={len(fds) + 1}i", cwd, *fds))]
+            sent = s.sendmsg([head, body], anc)
+            if sent < len(head) + len(body):
+                s.sendall((head + body)[sent:])
+            rec = _recv_exact(s, 8)
+        except (OSError, EOFError):
+            return None
+        finally:
+            os.close(cwd)
+        kind, value = struct.unpack("=Ii", rec)
+        if kind != ord("O"):
+            return None
+        try:
+            s.sendall(struct.pack("=Ii", ord("G"), 0))
+        except OSError:
+            return None  # the service never read the go: it does not run the command
+        # Handed over: from here the command is the service's, run once.
+        s.settimeout(None)
+        forward = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+
+        def relay(sig, _frame):
+            try:
+                s.sendall(struct.pack("=Ii", ord("S"), sig))
+            except OSError:
+                pass
+
+        for sig in forward:
+            if signal.getsignal(sig) != signal.SIG_IGN:
+                signal.signal(sig, relay)
+        while True:
+            try:
+                rec = _recv_exact(s, 8)
+            except InterruptedError:
+                continue
+            except (OSError, EOFError):
+                from ..gridengine.backends import _prefix
+
+                _write(2, f"{_prefix(cmd)}{UNREACHABLE}\n")
+                return 1
+            kind, value = struct.unpack("=Ii", rec)
+            if kind == ord("X"):
+                return value
+            if kind == ord("K"):
+                signal.signal(value, signal.SIG_DFL)
+                os.kill(os.getpid(), value)
+                return 128 + value
+    finally:
+        s.close()
+
+
+def _valid(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,309 @@
+"""The Slurm release a site comes from (issue 30): 22.05, 24.11 or 26.05, one table per release of
+what differs between them, in the style of the option table. Commands, renderers and the job's
+environment ask the configured release (``current()``) what it has; no command tests a release
+name.
+
+A row names what varies: a job variable (``env``), or a command's own option (``options``: command
+-> long names). Anything no row names is the same in every release. The facts were measured on real
+Slurm 22.05.8, 24.11.5 and 26.05.5 (fixtures/slurm-*/README.md); a release between two of these
+behaves as the newest of them not newer than it (README, "The Slurm release").
+
+Reads no file but the site config, imports nothing heavy: every command's ``--version`` asks it.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+if TYPE_CHECKING:
+    from typing import Iterable
+
+DEFAULT = "22.05"  # the release of a site config without [slurm] release (this slice: exact 22.05)
+
+
+class Release:
+    """One release's row: its name (the config value), the version its commands print, the job
+    variables it sets of those that vary (``env``) and the commands' own options it has of those
+    that vary (``options``: command -> long names)."""
+
+    __slots__ = ("name", "version", "env", "options", "usage", "texts", "job_states", "conflicts")
+
+    def __init__(self, name: str, version: str, env: Iterable[str] = (),
+                 options: dict[str, Iterable[str]] | None = None, usage: dict[str, str] | None = None,
+                 texts: dict[str, str] | None = None, job_states: tuple[str, ...] | None = None,
+                 conflicts: dict[str, tuple[Iterable[str], str]] | None = None):
+        self.name = name
+        self.version = version
+        self.env = frozenset(env)
+        self.options = {cmd: frozenset(names) for cmd, names in (options or {}).items()}
+        self.usage = dict(usage or {})  # command -> its --usage text, where the release changed it
+        self.texts = dict(texts or {})  # "command --option" -> what that option prints
+        # the job states squeue names (-t's error, --helpstate), as this release spells them; None:
+        # model.state_list's (22.05: upper case)
+        self.job_states = job_states
+        # "command --option" -> (the option keys it refuses beside it, the fatal message)
+        self.conflicts = {k: (tuple(keys), text) for k, (keys, text) in (conflicts or {}).items()}
+
+    def sets(self, var: str) -> bool:
+        """Whether this release's jobs carry ``var`` (True for every variable no release varies)."""
+        return var not in VARYING_ENV or var in self.env
+
+    def knows(self, command: str, long: str) -> bool:
+        """Whether ``command`` of this release has the option ``--long`` (True for the options no
+        release varies)."""
+        return long not in VARYING_OPTIONS.get(command, ()) or long in self.options.get(command, ())
+
+    def job_env(self, env: dict[str, str]) -> dict[str, str]:
+        """``env`` without the varying variables this release does not set."""
+        return {k: v for k, v in env.items() if self.sets(k)}
+
+    def __repr__(self) -> str:
+        return f"Release({self.name})"
+
+
+_SQUEUE_USAGE_24 = """\
+Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
+              [-n name] [-o format] [--only-job-state] [-p partitions]
+              [--qos qos] [--reservation reservation] [--sort fields] [--start]
+              [--step step_id] [-t states] [-u user_name] [--usage]
+              [-L licenses] [-w nodes] [--federation] [--local] [--sibling]
+              [--expand-patterns] [--json=data_parser] [--yaml=data_parser]
+"""
+
+# squeue --helpformat, --helpFormat and the states of --helpstate (and -t's error), as 24.11.5 prints
+# them (fixtures/slurm-24.11/README.md)
+_SQUEUE_HELPFORMAT = (
+    '%a    %F    %K    %B    %o    %k    %O    %I    \n'
+    '%X    %E    %e    %x    %f    %G    %g    %i    \n'
+    '%A    %W    %c    %m    %d    %j    %y    %N    \n'
+    '%C    %D    %h    %P    %p    %Q    %q    %r    \n'
+    '%R    %n    %v    %Y    %z    %H    %S    %T    \n'
+    '%t    %V    %J    %L    %l    %M    %U    %u    \n'
+    '%w    %Z    \n'
+)
+_SQUEUE_HELPFORMAT_LONG = (
+    'Account             AccrueTime          admin_comment       AllocNodes          \n'
+    'AllocSID            ArrayJobId          ArrayTaskId         AssocId             \n'
+    'BatchFlag           BatchHost           BoardsPerNode       BurstBuffer         \n'
+    'BurstBufferState    Cluster             ClusterFeature      Command             \n'
+    'Comment             Container           ContainerId         Contiguous          \n'
+    'Cores               CoreSpec            CPUsPerTask         cpus-per-task       \n'
+    'cpus-per-tres       Deadline            DelayBoot           Dependency          \n'
+    'DerivedEC           EligibleTime        EndTime             ExcNodes            \n'
+    'exit_code           Feature             GroupId             GroupName           \n'
+    'HetJobId            HetJobIdSet         HetJobOffset        JobArrayId          \n'
+    'JobId               LastSchedEval       Licenses            MaxCPUs             \n'
+    'MaxNodes            mem-per-tres        MCSLabel            MinCPUs             \n'
+    'MinMemory           MinTime             MinTmpDisk          Name                \n'
+    'Network             Nice                NodeList            NTPerCore           \n'
+    'NTPerNode           NTPerSocket         NTPerBoard          NumCPUs             \n'
+    'NumNodes            NumTasks            Origin              OriginRaw           \n'
+    'OverSubscribe       Partition           PendingTime         PreemptTime         \n'
+    'Prefer              Priority            PriorityLong        Profile             \n'
+    'QOS                 Reason              ReasonList          Reboot              \n'
+    'ReqNodes            ReqSwitch           Requeue             Reservation         \n'
+    'ResizeTime          RestartCnt          SchedNodes          SCT                 \n'
+    'SiblingsActive      SiblingsActiveRaw   SiblingsViable      SiblingsViableRaw   \n'
+    'Sockets             SPerBoard           StartTime           State               \n'
+    'StateCompact        StdErr              StdIn               StdOut              \n'
+    'SubmitTime          system_comment      Threads             TimeLeft            \n'
+    'TimeLimit           TimeUsed            tres-alloc          tres-bind           \n'
+    'tres-freq           tres-per-job        tres-per-socket     tres-per-task       \n'
+    'UserId              UserName            Wait4Switch         WCKey               \n'
+    'WorkDir             \n'
+)
+_JOB_STATES_24 = (
+    'pending', 'running', 'suspended', 'completed', 'cancelled', 'failed', 'timeout', 'node_fail', 'preempted',
+    'boot_fail', 'deadline', 'out_of_memory', 'completing', 'configuring', 'resizing', 'resv_del_hold',
+    'requeued', 'requeue_fed', 'requeue_hold', 'revoked', 'signaling', 'special_exit', 'stage_out', 'stopped',
+)
+# and as 26.05.5 prints them (fixtures/slurm-26.05/README.md)
+_SQUEUE_HELPFORMAT_26 = (
+    '%a    %F    %K    %B    %o    %k    %O    %I    \n'
+    '%X    %E    %e    %x    %f    %G    %g    %i    \n'
+    '%A    %W    %c    %m    %d    %j    %y    %N    \n'
+    '%C    %D    %h    %P    %p    %Q    %q    %r    \n'
+    '%R    %n    %v    %Y    %z    %s    %H    %S    \n'
+    '%T    %t    %V    %J    %L    %l    %M    %U    \n'
+    '%u    %w    %Z    \n'
+)
+_SQUEUE_HELPFORMAT_LONG_26 = (
+    'Account             AccrueTime          admin_comment       AllocNodes          \n'
+    'AllocSID            ArrayJobId          ArrayTaskId         AssocId             \n'
+    'BatchFlag           BatchHost           BoardsPerNode       BurstBuffer         \n'
+    'BurstBufferState    Cluster             ClusterFeature      Command             \n'
+    'Comment             Container           ContainerId         ContainerType       \n'
+    'Contiguous          Cores               CoreSpec            CPUsPerTask         \n'
+    'cpus-per-task       cpus-per-tres       CronJob             Deadline            \n'
+    'DelayBoot           Dependency          DerivedEC           EligibleTime        \n'
+    'EndTime             ExcNodes            Exclusive           exit_code           \n'
+    'Feature             GroupId             GroupName           HetJobId            \n'
+    'HetJobIdSet         HetJobOffset        JobArrayId          JobId               \n'
+    'LastSchedEval       Licenses            LicensesAlloc       MaxCPUs             \n'
+    'MaxNodes            mem-per-tres        MCSLabel            MinCPUs             \n'
+    'MinMemory           MinTime             MinTmpDisk          Name                \n'
+    'Network             Nice                NodeList            NTPerCore           \n'
+    'NTPerNode           NTPerSocket         NTPerBoard          NumCPUs             \n'
+    'NumNodes            NumTasks            Origin              OriginRaw           \n'
+    'OverSubscribe       Partition           PendingTime         PreemptTime         \n'
+    'Prefer              Priority            PriorityLong        Profile             \n'
+    'QOS                 Reason              ReasonList          Reboot              \n'
+    'ReqNodes            ReqSwitch           Requeue             Reservation         \n'
+    'ResizeTime          RestartCnt          SchedNodes          SCT                 \n'
+    'SegmentSize         SiblingsActive      SiblingsActiveRaw   SiblingsViable      \n'
+    'SiblingsViableRaw   SLUID               Sockets             SPerBoard           \n'
+    'StartTime           State               StateCompact        StdErr              \n'
+    'StdIn               StdOut              SubmitTime          system_comment      \n'
+    'Threads             TimeLeft            TimeLimit           TimeUsed            \n'
+    'tres-alloc          tres-bind           tres-freq           tres-per-job        \n'
+    'tres-per-socket     tres-per-task       UserId              UserName            \n'
+    'Wait4Switch         WCKey               WorkDir             \n'
+)
+_JOB_STATES_26 = (
+    'pending', 'running', 'suspended', 'completed', 'cancelled', 'failed', 'timeout', 'node_fail', 'preempted',
+    'boot_fail', 'deadline', 'out_of_memory', 'completing', 'configuring', 'expediting', 'resizing',
+    'resv_del_hold', 'requeued', 'requeue_fed', 'requeue_hold', 'revoked', 'signaling', 'special_exit',
+    'stage_out', 'stopped',
+)
+
+# sbatch's, salloc's and srun's options that not every release has (the rest: options/table.py),
+# as slurm_opt.c has them at 22.05.8 and 26.05.3 (fixtures/slurm-options/) and as 24.11.5 and
+# 26.05.5 answered (fixtures/slurm-*/oracle-options.json); the same in sbatch and salloc
+_SBATCH_24 = ("autocomplete", "container-id", "extra", "oom-kill-step", "resv-ports", "segment", "stepmgr",
+              "tres-bind", "tres-per-task")
+_SRUN_24 = ("autocomplete", "container-id", "external-launcher", "extra", "oom-kill-step", "segment", "stepmgr",
+            "treewidth", "tres-bind", "tres-per-task")
+_NEW_26 = ("consolidate-segments", "container-type", "mem-update", "resources", "spread-segments")
+_SBATCH_26 = _SBATCH_24 + _NEW_26
+_SRUN_26 = _SRUN_24 + _NEW_26 + ("async", "ignore-signals", "parsable", "wait-for-children")
+
+# The three tables. Comments say when a row first appeared upstream, where Slurm's NEWS says it.
+R22_05 = Release(
+    "22.05", "22.05.8",
+    env=("SLURM_NODE_ALIASES",),  # "(null)" in every batch job; gone in 24.11
+    options={
+        "squeue": ("array-unique",),  # refused from 24.11 on (unrecognized option)
+        "sbatch": ("power",),
+        "srun": ("gid", "power", "uid"),
+        "salloc": ("get-user-env", "gid", "power", "uid"),
+    },
+)
+
+_ENV_24 = (
+    "SLURM_JOB_START_TIME", "SLURM_JOB_END_TIME",  # 23.02: start, start + time limit (or + 365 days)
+    "SLURM_OOM_KILL_STEP",  # 24.11: 0 unless --oom-kill-step
+    "SLURM_TRES_PER_TASK",  # cpu=N with -c, gres/gpu=N with --gpus-per-task
+    "SLURM_JOB_LICENSES",  # the job's licenses (-L)
+    "SLURMD_DEBUG",  # 2 in a step's tasks
+    "SLURM_JOB_GROUP",  # the job's group, in the tasks of the job srun makes for itself
+)
+_SQUEUE_24 = ("only-job-state", "helpformat", "helpFormat", "helpstate")  # --only-job-state: 23.11.5
+
+R24_11 = Release(
+    "24.11", "24.11.5",
+    env=_ENV_24,
+    options={"squeue": _SQUEUE_24, "sbatch": _SBATCH_24, "salloc": _SBATCH_24, "srun": _SRUN_24},
+    usage={"squeue": _SQUEUE_USAGE_24 + "              [-ahjlrsv]\n"},
+    texts={"squeue --helpformat": _SQUEUE_HELPFORMAT, "squeue --helpFormat": _SQUEUE_HELPFORMAT_LONG},
+    job_states=_JOB_STATES_24,
+    conflicts={"squeue --only-job-state": (("steps",), "squeue: fatal: Options --only-job-state and -s(--steps) are "
+                                           "mutually exclusive. Please remove one and retry.")},
+)
+
+R26_05 = Release(
+    "26.05", "26.05.5",
+    options={"squeue": _SQUEUE_24, "sbatch": _SBATCH_26 + ("external",), "salloc": _SBATCH_26, "srun": _SRUN_26},
+    env=_ENV_24 + (
+        "SLURM_JOB_EXCLUSIVE", "SLURM_JOB_OVERSUBSCRIBE",  # NO, or NODE/USER/MCS/TOPO; NO, or YES
+        "SLURM_JOB_SLUID",  # the job's Slurm Lexicographically-sortable Unique ID
+        "SLURM_STEP_ID", "SLURM_STEPID",  # -5 in the batch script (the batch step)
+        "step:SLURM_JOB_GROUP",  # SLURM_JOB_GROUP in every step's tasks (24.11: srun's own job's only)
+    ),
+    usage={"squeue": _SQUEUE_USAGE_24
+           + "              [--running-over=time] [--running-under=time] [-ahjlrsv]\n"},
+    texts={"squeue --helpformat": _SQUEUE_HELPFORMAT_26, "squeue --helpFormat": _SQUEUE_HELPFORMAT_LONG_26},
+    job_states=_JOB_STATES_26,
+    # every filter but -j and -t, and -l, -a, --start, -P (as asked of 26.05.5; -S, -r, -o, -O, -h,
+    # -M, --local, --federation, --sibling, --hide, --noconvert, -v and --json are taken)
+    conflicts={"squeue --only-job-state": (
+        ("steps", "users", "me", "partitions", "name", "account", "qos", "nodelist", "licenses", "reservation",
+         "start", "priority", "long", "all"),
+        "squeue: fatal: Option --only-job-state only works alone, with -j (--jobs) and/or -t (--states) "
+        "parameters, parameters for cluster/federation selection, and the printing options.")},
+)
+
+RELEASES: dict[str, Release] = {r.name: r for r in (R22_05, R24_11, R26_05)}
+NAMES = tuple(RELEASES)
+
+# What varies: a name any release's row holds (the rest is alike in all three).
+VARYING_ENV = frozenset().union(*(r.env for r in RELEASES.values()))
+VARYING_OPTIONS: dict[str, frozenset[str]] = {}
+for _r in RELEASES.values():
+    for _cmd, _names in _r.options.items():
+        VARYING_OPTIONS[_cmd] = VARYING_OPTIONS.get(_cmd, frozenset()) | _names
+del _r, _cmd, _names
+
+
+def get(name: str) -> Release:
+    """The release called ``name`` (one of NAMES; KeyError otherwise)."""
+    return RELEASES[name]
+
+
+def current() -> Release:
+    """The release the site config names (``[slurm] release``), else DEFAULT."""
+    from .. import siteconf
+
+    section = siteconf.get().get("slurm") or {}
+    return RELEASES.get(section.get("release") or DEFAULT, RELEASES[DEFAULT])
+
+
+def version_line(word: str = "slurm-wlm", release: Release | None = None) -> str:
+    """What ``--version`` prints: ``slurm-wlm 24.11.5`` (the Debian builds the references were
+    captured on say ``slurm-wlm``; print_slurm_version's own word is ``slurm``)."""
+    return f"{word} {(release or current()).version}\n"
+
+
+# --- values of the varying job variables -----------------------------------------------------------
+
+YEAR = 365 * 24 * 3600  # SLURM_JOB_END_TIME of a job without a time limit: its start + 365 days
+_CB32 = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford's base 32, as sluid strings use it
+
+
+def end_time(start: int, limit_minutes: int | None) -> int:
+    """SLURM_JOB_END_TIME: the start plus the time limit, or plus 365 days with none (as 24.11 and
+    26.05 set it for a job without --time on a partition without a limit)."""
+    if limit_minutes is None or limit_minutes < 0:
+        return start + YEAR
+    return start + limit_minutes * 60
+
+
+def sluid(cluster: str, submit_ms: int, job_id: int, task: int | None) -> str:
+    """SLURM_JOB_SLUID: ``s`` and 13 base-32 digits of a 64-bit number laid out as Slurm's
+    (src/common/sluid.c): a 12-bit cluster id, the milliseconds of the job's creation, a 10-bit
+    sequence. Ours: the cluster id from the cluster's name (2..4095, as Slurm's range), the
+    submission's milliseconds plus the array index, and the Grid Engine job id's low 10 bits as
+    the sequence: unique per job and task (two jobs would need equal low bits in the same
+    millisecond), and sortable by submission as Slurm's."""
+    import zlib
+
+    cluster_id = zlib.crc32(cluster.encode()) % 4094 + 2
+    ms = (submit_ms + (task or 0)) & ((1 << 42) - 1)
+    value = (cluster_id << 52) | (ms << 10) | (job_id & 0x3FF)
+    return "s" + "".join(_CB32[(value >> (5 * i)) & 0x1F] for i in range(12, -1, -1))
+
+
+def licenses(text: str) -> str:
+    """SLURM_JOB_LICENSES: the job's -L as written (24.11 and 26.05 pass ``matlab`` and
+    ``matlab:1,matlab:1`` on unchanged)."""
+    return str(text)
+
+
+def tres_per_task(cpus: int | None, gpus: str | None) -> str:
+    """SLURM_TRES_PER_TASK: ``cpu=N`` for an explicit -c, ``gres/gpu=N`` (``gres/gpu:type=N``) for
+    --gpus-per-task, comma separated; "" for neither."""
+    parts = []
+    if cpus is not None:
+        parts.append(f"cpu={cpus}")
+    if gpus:
+        kind, _, n = str(gpus).rpartition(":")
+        parts.append(f"gres/gpu:{kind}={n}" if kind else f"gres/gpu={n}")
+    return ",".join(parts)

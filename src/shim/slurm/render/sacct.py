@@ -1,0 +1,736 @@
+"""sacct's output: every field name of Slurm 22.05, its default width, and the three layouts.
+
+Fixed width (the default): each field right-justified in its width (JobID and JobIDRaw
+left-justified), one blank after every field, a line of dashes under the header, text longer
+than the width cut with ``+`` at the end (numbers are never cut). ``Name%N`` sets the width and
+right-justifies, ``Name%-N`` left-justifies. ``-p``: fields joined by ``|`` (or --delimiter) with
+one after the last; ``-P``: without it.
+
+A ``Row`` is one line: a job (or array task) or one of its steps (``.batch``). Values a Grid Engine
+cluster cannot know print empty, as Slurm prints fields its plugins did not fill.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from ... import SLURM_VERSION
+from .text import UNIT_KILO, UNIT_MEGA, convert_num_unit, mins2time_str, secs2time_str, version_json
+
+# name -> default width (negative: left-justified), in the order of ``sacct --helpformat``
+FIELD_WIDTHS: dict[str, int] = {
+    "Account": 10, "AdminComment": 15, "AllocCPUS": 10, "AllocNodes": 10,
+    "AllocTRES": 10, "AssocID": 7, "AveCPU": 10, "AveCPUFreq": 10,
+    "AveDiskRead": 14, "AveDiskWrite": 14, "AvePages": 10, "AveRSS": 10,
+    "AveVMSize": 10, "BlockID": 16, "Cluster": 10, "Comment": 14,
+    "Constraints": 19, "ConsumedEnergy": 14, "ConsumedEnergyRaw": 17, "Container": 19,
+    "CPUTime": 10, "CPUTimeRAW": 10, "DBIndex": 10, "DerivedExitCode": 15,
+    "Elapsed": 10, "ElapsedRaw": 10, "Eligible": 19, "End": 19,
+    "ExitCode": 8, "Flags": 19, "GID": 6, "Group": 9,
+    "JobID": -12, "JobIDRaw": -12, "JobName": 10, "Layout": 9,
+    "MaxDiskRead": 12, "MaxDiskReadNode": 15, "MaxDiskReadTask": 15, "MaxDiskWrite": 12,
+    "MaxDiskWriteNode": 16, "MaxDiskWriteTask": 16, "MaxPages": 8, "MaxPagesNode": 12,
+    "MaxPagesTask": 14, "MaxRSS": 10, "MaxRSSNode": 10, "MaxRSSTask": 10,
+    "MaxVMSize": 10, "MaxVMSizeNode": 14, "MaxVMSizeTask": 14, "McsLabel": 12,
+    "MinCPU": 10, "MinCPUNode": 10, "MinCPUTask": 10, "NCPUS": 10,
+    "NNodes": 8, "NodeList": 15, "NTasks": 8, "Partition": 10,
+    "Priority": 10, "QOS": 10, "QOSRAW": 6, "Reason": 22,
+    "ReqCPUFreq": 10, "ReqCPUFreqGov": 13, "ReqCPUFreqMax": 13, "ReqCPUFreqMin": 13,
+    "ReqCPUS": 8, "ReqMem": 10, "ReqNodes": 8, "ReqTRES": 10,
+    "Reservation": 20, "ReservationId": 8, "Reserved": 10, "ResvCPU": 10,
+    "ResvCPURAW": 10, "Start": 19, "State": 10, "Submit": 19,
+    "SubmitLine": 20, "Suspended": 10, "SystemComment": 15, "SystemCPU": 10,
+    "Timelimit": 10, "TimelimitRaw": 10, "TotalCPU": 10, "TRESUsageInAve": 14,
+    "TRESUsageInMax": 14, "TRESUsageInMaxNode": 18, "TRESUsageInMaxTask": 18, "TRESUsageInMin": 14,
+    "TRESUsageInMinNode": 18, "TRESUsageInMinTask": 18, "TRESUsageInTot": 14, "TRESUsageOutAve": 15,
+    "TRESUsageOutMax": 15, "TRESUsageOutMaxNode": 19, "TRESUsageOutMaxTask": 19, "TRESUsageOutMin": 15,
+    "TRESUsageOutMinNode": 19, "TRESUsageOutMinTask": 19, "TRESUsageOutTot": 15, "UID": 6,
+    "User": 9, "UserCPU": 10, "WCKey": 10, "WCKeyID": 10,
+    "WorkDir": 20,
+}
+FIELD_NAMES = list(FIELD_WIDTHS)
+
+# numbers: printed in full even when wider than the column, blank when unknown
+NUMERIC = frozenset({
+    "AllocCPUS", "AllocNodes", "AssocID", "ConsumedEnergyRaw", "CPUTimeRAW", "DBIndex", "ElapsedRaw", "GID",
+    "MaxDiskReadTask", "MaxDiskWriteTask", "MaxPagesTask", "MaxRSSTask", "MaxVMSizeTask", "MinCPUTask", "NCPUS",
+    "NNodes", "NTasks", "Priority", "QOSRAW", "ReqCPUS", "ReservationId", "ResvCPURAW", "UID", "WCKeyID",
+})
+
+DEFAULT_FIELDS = "jobid,jobname,partition,account,alloccpus,state,exitcode"
+BRIEF_FIELDS = "jobid,state,exitcode"
+LONG_FIELDS = ("jobid,jobidraw,jobname,partition,maxvmsize,maxvmsizenode,maxvmsizetask,avevmsize,maxrss,"
+               "maxrssnode,maxrsstask,averss,maxpages,maxpagesnode,maxpagestask,avepages,mincpu,mincpunode,"
+               "mincputask,avecpu,ntasks,alloccpus,elapsed,state,exitcode,avecpufreq,reqcpufreqmin,"
+               "reqcpufreqmax,reqcpufreqgov,reqmem,consumedenergy,maxdiskread,maxdiskreadnode,"
+               "maxdiskreadtask,avediskread,maxdiskwrite,maxdiskwritenode,maxdiskwritetask,avediskwrite,"
+               "reqtres,alloctres,tresusageinave,tresusageinmax,tresusageinmaxn,tresusageinmaxt,"
+               "tresusageinmin,tresusageinminn,tresusageinmint,tresusageintot,tresusageoutmax,"
+               "tresusageoutmaxn,tresusageoutmaxt,tresusageoutave,tresusageouttot")
+
+
+
+class FieldError(ValueError):
+    """A field name that matches nothing; ``name`` is the text as given."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
+
+    from .fmt import Column, FieldSpec, Format
+
+
+def _field(name: str) -> FieldSpec:
+    from .fmt import FieldSpec
+
+    return FieldSpec(None, name, name, GETTERS[name], cut=name not in NUMERIC)
+
+
+def field_names(spec: str) -> list[tuple[str, int | None]]:
+    """A ``--format`` list, read: ``(field name, width or None)`` per item. Comma-separated names,
+    case-insensitive, any prefix of a name (the first field in --helpformat order whose name
+    starts with it), each with an optional ``%width`` (negative: left-justified); ``ALL`` is every
+    field. Raises FieldError. (The grammar alone: --json checks the fields without the engine.)"""
+    out: list[tuple[str, int | None]] = []
+    for raw in spec.split(","):
+        item = raw.lstrip()
+        if not item:
+            continue
+        width: int | None = None
+        if "%" in item:
+            item, _, w = item.partition("%")
+            width = _atoi(w)
+        low = item.lower()
+        if low and "all".startswith(low):
+            out.extend((name, width) for name in FIELD_NAMES)
+            continue
+        name = next((n for n in FIELD_NAMES if n.lower().startswith(low)), None)
+        if name is None:
+            raise FieldError(item)
+        out.append((name, width))
+    return out
+
+
+def columns(names: list[tuple[str, int | None]]) -> list[Column]:
+    """Fields read by field_names as ``fmt.Column``s of the registry's fields, each as wide as its
+    field's default or the width given."""
+    reg = registry()
+    return [_column(reg.named(name), width) for name, width in names]
+
+
+def parse_fields(spec: str) -> list[Column]:
+    """A ``--format`` list as columns (field_names, then columns)."""
+    return columns(field_names(spec))
+
+
+def _column(f: FieldSpec, width: int | None) -> Column:
+    """sacct's column policy on fmt: right-justified unless the width is negative (JobID's default),
+    one blank after it, a longer value cut with ``+`` (numbers printed in full)."""
+    from .fmt import FULL, PLUS, Column
+
+    w = width if width is not None else FIELD_WIDTHS[f.name]
+    return Column(f, abs(w), w >= 0, " ", PLUS if f.cut else FULL)
+
+
+def _atoi(text: str) -> int:
+    """C's atoi: optional sign and leading digits, 0 if none."""
+    text = text.strip()
+    sign = 1
+    if text[:1] in "+-":
+        sign = -1 if text[0] == "-" else 1
+        text = text[1:]
+    n = 0
+    for ch in text:
+        if not ch.isdigit():
+            break
+        n = n * 10 + ord(ch) - 48
+    return sign * n
+
+
+def helpformat() -> str:
+    """``sacct --helpformat``: the names, four to a line, each padded to 19."""
+    parts: list[str] = []
+    for i, name in enumerate(FIELD_NAMES):
+        if i & 3:
+            parts.append(" ")
+        elif i:
+            parts.append("\n")
+        parts.append(f"{name:<19}")
+    return "".join(parts) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# value formatting, as Slurm prints it
+
+
+def time_text(secs: int | None) -> str:
+    """Elapsed-style time, ``[D-]HH:MM:SS`` (text.secs2time_str; never below 0, blank if unknown)."""
+    if secs is None:
+        return ""
+    return secs2time_str(max(0, int(secs)))
+
+
+def cpu_text(secs: float | None) -> str:
+    """TotalCPU/UserCPU/SystemCPU as sacct's own _elapsed_time prints them (src/sacct/print.c):
+    MM:SS.mmm under an hour, else [DD-]HH:MM:SS."""
+    if secs is None:
+        return ""
+    whole = int(secs)
+    usec = int(round((secs - whole) * 1_000_000))
+    if usec >= 1_000_000:
+        whole += 1
+        usec -= 1_000_000
+    msec = usec // 1000
+    days, rem = divmod(whole, 86400)
+    hours, rem = divmod(rem, 3600)
+    minutes, seconds = divmod(rem, 60)
+    if days:
+        return f"{days:02d}-{hours:02d}:{minutes:02d}:{seconds:02d}"
+    if hours:
+        return f"{hours:02d}:{minutes:02d}:{seconds:02d}"
+    if msec:
+        return f"{minutes:02d}:{seconds:02d}.{msec:03d}"
+    return f"00:{minutes:02d}:{seconds:02d}"
+
+
+def limit_text(minutes: int | None) -> str:
+    """Timelimit: UNLIMITED, Partition_Limit (not yet known), [D-]HH:MM:SS."""
+    if minutes is None:
+        return "Partition_Limit"
+    if minutes < 0:
+        return "UNLIMITED"
+    return mins2time_str(minutes)
+
+
+_TIME_FORMAT: str | None = None
+_DATES: dict[float | int, str] = {}  # time stamp -> text: a job's times recur on its step's row
+
+
+def reset() -> None:
+    """Forget the dates already formatted (the time zone may have changed since)."""
+    _DATES.clear()
+
+
+def date_text(ts: float | int | None) -> str:
+    """A date as sacct prints it (SLURM_TIME_FORMAT honoured); callers handle None/0."""
+    text = _DATES.get(ts)  # type: ignore[arg-type]
+    if text is not None:
+        return text
+    global _TIME_FORMAT
+    if _TIME_FORMAT is None:
+        import os
+
+        f = os.environ.get("SLURM_TIME_FORMAT", "")
+        _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S" if f in ("", "standard", "iso8601", "relative") else f
+    text = time.strftime(_TIME_FORMAT, time.localtime(ts))
+    if len(_DATES) < 65536:
+        _DATES[ts] = text  # type: ignore[index]
+    return text
+
+
+def mem_mb_text(mb: int | float | None) -> str:
+    if mb is None:
+        return ""
+    return convert_num_unit(mb, UNIT_MEGA)
+
+
+def tres_text(cpus: int | None, mem_mb: float | None, nodes: int | None, extra: dict[str, int] | None = None,
+              billing: bool = True) -> str:
+    """``billing=1,cpu=1,mem=100M,node=1`` (alphabetical, as sacct prints TRES)."""
+    items: dict[str, str] = {}
+    if cpus:
+        items["cpu"] = str(cpus)
+        if billing:
+            items["billing"] = str(cpus)
+    if mem_mb:
+        items["mem"] = mem_mb_text(mem_mb)
+    if nodes:
+        items["node"] = str(nodes)
+    for k, v in (extra or {}).items():
+        items[k] = str(v)
+    return ",".join(f"{k}={items[k]}" for k in sorted(items))
+
+
+# ---------------------------------------------------------------------------------------------
+# rows
+
+
+class Row:
+    """One output line. Times are epoch seconds (None when unknown); ``step`` is None for the job
+    row, else the step name (``batch``). Only the given attributes are stored; the rest read as
+    the class defaults below (rows are made by the ten thousand)."""
+
+    job_id = 0
+    task = None
+    array_text = None
+    step = None
+    raw_id = None
+    name = ""
+    partition = ""
+    account = ""
+    user = ""
+    uid = None
+    group = ""
+    gid = None
+    state = ""
+    cancel_uid = None
+    exit = 0
+    signal = 0
+    submit = None
+    eligible = None
+    start = None
+    end = None
+    now = None
+    ncpus = None
+    nnodes = None
+    nodes: list = []
+    ntasks = None
+    time_limit = None
+    req_mem_mb = None
+    tres = None  # (cpus, mem MB, nodes, extra TRES, billing) -> ReqTRES/AllocTRES text on demand
+    allocated = True  # AllocTRES only for jobs that got an allocation
+    maxrss_kb = None
+    maxvmem_kb = None
+    total_cpu = None
+    user_cpu = None
+    sys_cpu = None
+    reason = None
+    comment = ""
+    admin_comment = ""  # a job's own metrics (accounting/metrics.py: name=value,name=value)
+    workdir = ""
+    qos = ""
+    priority = None
+    cluster = ""
+    submit_line = ""
+    constraints = ""
+    flags = ""
+    order = 0
+
+    def __init__(self, **kw: Any):
+        self.__dict__.update(kw)
+        if "extra" not in kw:
+            self.extra = {}
+
+    @property
+    def req_tres(self) -> str:
+        return tres_text(*self.tres) if self.tres else ""
+
+    @property
+    def alloc_tres(self) -> str:
+        return tres_text(*self.tres) if self.tres and self.allocated else ""
+
+    # -- derived values
+    @property
+    def job_text(self) -> str:
+        if self.array_text is not None:
+            base = f"{self.job_id}_{self.array_text}"
+        elif self.task is not None:
+            base = f"{self.job_id}_{self.task}"
+        else:
+            base = str(self.job_id)
+        return f"{base}.{self.step}" if self.step else base
+
+    @property
+    def raw_text(self) -> str:
+        """JobIDRaw: ``G_t`` for an array task. Slurm prints the task's own job id, and one of an
+        array's tasks (the last split off) has the array's: snakemake's slurm plugin finds an
+        array task's state by ``G_t``, else by ``G`` (sacct -X --format=JobIdRaw,State), so with
+        our ids (task 0 keeps G, docs/array-ids.md) the task's own id would leave it waiting
+        forever. ``sacct -j`` takes the task's own id all the same."""
+        base = self.raw_id if self.raw_id is not None else (
+            f"{self.job_id}_{self.task}" if self.task is not None else str(self.job_id))
+        return f"{base}.{self.step}" if self.step else base
+
+    @property
+    def state_text(self) -> str:
+        if self.state == "CANCELLED" and self.cancel_uid is not None and not self.step:
+            return f"CANCELLED by {self.cancel_uid}"
+        return self.state or ""
+
+    @property
+    def elapsed(self) -> int:
+        if not self.start:
+            return 0
+        end = self.end if self.end else (self.now or time.time())
+        return max(0, int(end - self.start))
+
+
+def _blank(_r: Row, _c: Any = None) -> str:
+    return ""
+
+
+def _job_only(f: Callable[..., str]) -> Callable[..., str]:
+    return lambda r, c=None: "" if r.step else f(r)
+
+
+def _num(v: Any) -> str:
+    return "" if v is None else str(v)
+
+
+def _start(r: Row, _c: Any = None) -> str:
+    if r.start:
+        return date_text(r.start)
+    return "None" if r.end else "Unknown"
+
+
+def _end(r: Row, _c: Any = None) -> str:
+    return date_text(r.end) if r.end else "Unknown"
+
+
+def _date(attr: str) -> Callable[..., str]:
+    def get(r: Row, _c: Any = None) -> str:
+        v = getattr(r, attr)
+        return date_text(v) if v else "Unknown"
+    return get
+
+
+def _cputime(r: Row, _c: Any = None) -> str:
+    return time_text(r.elapsed * (r.ncpus or 0))
+
+
+def _nodelist(r: Row, _c: Any = None) -> str:
+    if not r.nodes:
+        return "None assigned"
+    from ..hostlist import compress
+
+    return compress(list(r.nodes))
+
+
+def _exit(r: Row, _c: Any = None) -> str:
+    return f"{r.exit or 0}:{r.signal or 0}"
+
+
+def _mem_kb(attr: str) -> Callable[..., str]:
+    def get(r: Row, _c: Any = None) -> str:
+        v = getattr(r, attr)
+        if not v or not r.step:  # never sampled: Slurm leaves it empty
+            return ""
+        return convert_num_unit(v, UNIT_KILO)
+    return get
+
+
+def _cpu(attr: str) -> Callable[..., str]:
+    def get(r: Row, _c: Any = None) -> str:
+        v = getattr(r, attr)
+        return cpu_text(v if v is not None else 0.0)
+    return get
+
+
+def _limit(r: Row, _c: Any = None) -> str:
+    if r.step:
+        return ""
+    return limit_text(r.time_limit)
+
+
+def _limit_raw(r: Row, _c: Any = None) -> str:
+    if r.step:
+        return ""
+    if r.time_limit is None:
+        return "Partition_Limit"
+    if r.time_limit < 0:
+        return "UNLIMITED"
+    return str(r.time_limit)
+
+
+def _reserved(r: Row) -> int:
+    if r.start and r.eligible:
+        return max(0, int(r.start - r.eligible))
+    return 0
+
+
+GETTERS: dict[str, Callable[..., str]] = {name: _blank for name in FIELD_NAMES}
+GETTERS.update({
+    "Account": lambda r, c=None: r.account or "",
+    "AdminComment": _job_only(lambda r, c=None: r.admin_comment or ""),
+    "AllocCPUS": lambda r, c=None: _num(r.ncpus),
+    "AllocNodes": lambda r, c=None: "" if r.step else _num(r.nnodes if r.start else 0),
+    "AllocTRES": lambda r, c=None: r.alloc_tres or "",
+    "Cluster": lambda r, c=None: r.cluster or "",
+    "Comment": _job_only(lambda r, c=None: r.comment or ""),
+    "Constraints": _job_only(lambda r, c=None: r.constraints or ""),
+    "CPUTime": _cputime,
+    "CPUTimeRAW": lambda r, c=None: str(r.elapsed * (r.ncpus or 0)),
+    "DerivedExitCode": _job_only(lambda r, c=None: "0:0"),
+    "Elapsed": lambda r, c=None: time_text(r.elapsed),
+    "ElapsedRaw": lambda r, c=None: str(r.elapsed),
+    "Eligible": _date("eligible"),
+    "End": _end,
+    "ExitCode": _exit,
+    "Flags": _job_only(lambda r, c=None: r.flags or ""),
+    "GID": _job_only(lambda r, c=None: _num(r.gid)),
+    "Group": _job_only(lambda r, c=None: r.group or ""),
+    "JobID": lambda r, c=None: r.job_text,
+    "JobIDRaw": lambda r, c=None: r.raw_text,
+    "JobName": lambda r, c=None: "batch" if r.step == "batch" else (r.name or ""),
+    "MaxRSS": _mem_kb("maxrss_kb"),
+    "MaxRSSNode": lambda r, c=None: (r.nodes[0] if r.nodes else "") if r.step and r.maxrss_kb is not None else "",
+    "MaxRSSTask": lambda r, c=None: "0" if r.step and r.maxrss_kb is not None else "",
+    "MaxVMSize": _mem_kb("maxvmem_kb"),
+    "MaxVMSizeNode": lambda r, c=None: (r.nodes[0] if r.nodes else "") if r.step and r.maxvmem_kb is not None else "",
+    "MaxVMSizeTask": lambda r, c=None: "0" if r.step and r.maxvmem_kb is not None else "",
+    "NCPUS": lambda r, c=None: _num(r.ncpus),
+    "NNodes": lambda r, c=None: _num(r.nnodes),
+    "NodeList": _nodelist,
+    "NTasks": lambda r, c=None: _num(r.ntasks) if r.step else "",
+    "Partition": _job_only(lambda r, c=None: r.partition or ""),
+    "Priority": _job_only(lambda r, c=None: _num(r.priority)),
+    "QOS": _job_only(lambda r, c=None: r.qos or ""),
+    "Reason": _job_only(lambda r, c=None: r.reason or "None"),
+    "ReqCPUS": _job_only(lambda r, c=None: _num(r.ncpus)),
+    "ReqMem": _job_only(lambda r, c=None: mem_mb_text(r.req_mem_mb) if r.req_mem_mb else ""),
+    "ReqNodes": _job_only(lambda r, c=None: _num(r.nnodes)),
+    "ReqTRES": _job_only(lambda r, c=None: r.req_tres or ""),
+    "Reserved": _job_only(lambda r, c=None: time_text(_reserved(r))),
+    "ResvCPU": _job_only(lambda r, c=None: time_text(_reserved(r) * (r.ncpus or 0))),
+    "ResvCPURAW": _job_only(lambda r, c=None: str(_reserved(r) * (r.ncpus or 0))),
+    "Start": _start,
+    "State": lambda r, c=None: r.state_text,
+    "Submit": _date("submit"),
+    "SubmitLine": _job_only(lambda r, c=None: r.submit_line or ""),
+    "Suspended": lambda r, c=None: "00:00:00",
+    "SystemCPU": _cpu("sys_cpu"),
+    "Timelimit": _limit,
+    "TimelimitRaw": _limit_raw,
+    "TotalCPU": _cpu("total_cpu"),
+    "UID": _job_only(lambda r, c=None: _num(r.uid)),
+    "User": _job_only(lambda r, c=None: r.user or ""),
+    "UserCPU": _cpu("user_cpu"),
+    "WorkDir": _job_only(lambda r, c=None: r.workdir or ""),
+})
+
+
+# ---------------------------------------------------------------------------------------------
+# layouts
+
+
+# The commonest fields as expressions (fmt.getter, the same values as the functions they replace):
+# a compiled line inlines them.
+_INLINE = {
+    "JobID": "r.job_text",
+    "JobIDRaw": "r.raw_text",
+    "JobName": '"batch" if r.step == "batch" else (r.name or "")',
+    "Partition": '"" if r.step else (r.partition or "")',
+    "Account": 'r.account or ""',
+    "AllocCPUS": '"" if r.ncpus is None else str(r.ncpus)',
+    "NCPUS": '"" if r.ncpus is None else str(r.ncpus)',
+    "State": "r.state_text",
+    "ExitCode": 'f"{r.exit or 0}:{r.signal or 0}"',
+    "User": '"" if r.step else (r.user or "")',
+    "Group": '"" if r.step else (r.group or "")',
+    "Cluster": 'r.cluster or ""',
+}
+_REGISTRY: Any = None
+
+
+def registry() -> Any:
+    """sacct's fields in ``--helpformat`` order, on the shared format engine (a fmt.Registry; made
+    at first use, with the _INLINE getters: --json and --version do not load the engine)."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        from .fmt import Registry, getter
+
+        GETTERS.update({name: getter(expr, globals()) for name, expr in _INLINE.items()})
+        _REGISTRY = Registry(_field(name) for name in FIELD_NAMES)
+    return _REGISTRY
+
+
+def __getattr__(name: str) -> Any:
+    if name == "REGISTRY":
+        return registry()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# layouts
+
+
+def layout(cols: list[Column], *, parsable: str | None = None, delimiter: str = "|") -> Format:
+    """The columns as a line: fixed width (as parsed), or -p/-P (values as they are, joined by the
+    delimiter, -p with one after the last)."""
+    from .fmt import Column, Format
+
+    if not parsable:
+        return Format(list(cols))
+    out = [Column(c.field, 0, False, delimiter) for c in cols]
+    if not out:
+        return Format(prefix=delimiter if parsable == "ending" else "")
+    if parsable != "ending":
+        out[-1].suffix = ""
+    return Format(out)
+
+
+def header_lines(cols: list[Column], *, parsable: str | None = None, delimiter: str = "|") -> list[str]:
+    """The header: the names (and, in the fixed-width layout, a line of dashes). A name is cut to
+    its column, without ``+``."""
+    if parsable:
+        line = delimiter.join(c.field.header for c in cols)
+        return [line + delimiter if parsable == "ending" else line]
+    from .fmt import cell
+
+    return ["".join(cell(c.field.header[:c.width], c.width, c.right) + " " for c in cols),
+            "".join("-" * c.width + " " for c in cols)]
+
+
+def line_function(cols: list[Column], *, parsable: str | None = None, delimiter: str = "|") -> Callable[..., str]:
+    """The layout of one row, compiled once (fmt.compile_row): a function of the row that returns
+    its line (no newline). Fixed width: a value longer than its column is cut to ``width - 1``
+    characters and ``+`` (not a number: those are printed in full), then padded. -p/-P: the
+    values joined by the delimiter. Every value first goes through fmt.printable (names, paths
+    and comments are users' text)."""
+    from .fmt import compile_row
+
+    return compile_row(layout(cols, parsable=parsable, delimiter=delimiter))
+
+
+def render(rows: Iterable[Row], cols: list[Column], *, header: bool = True, parsable: str | None = None,
+           delimiter: str = "|") -> str:
+    """The whole output. parsable: None (fixed width), "ending" (-p) or "no_ending" (-P)."""
+    out = header_lines(cols, parsable=parsable, delimiter=delimiter) if header else []
+    line = line_function(cols, parsable=parsable, delimiter=delimiter)
+    out.extend(line(r) for r in rows)
+    return "\n".join(out) + "\n" if out else ""
+
+
+# ---------------------------------------------------------------------------------------------
+# --json (OpenAPI dbv0.0.38, the parts a Grid Engine cluster can fill)
+
+
+def _exit_json(code: int, sig: int) -> dict[str, Any]:
+    if sig:
+        return {"status": "SIGNALED", "return_code": 0, "signal": {"signal_id": sig}}
+    return {"status": "SUCCESS" if not code else "FAILED", "return_code": code}
+
+
+def _tres_list(text: str) -> list[dict[str, Any]]:
+    ids = {"cpu": 1, "mem": 2, "energy": 3, "node": 4, "billing": 5}
+    out = []
+    for item in filter(None, (text or "").split(",")):
+        k, _, v = item.partition("=")
+        typ, _, name = k.partition("/")
+        count: Any = v
+        if typ == "mem":
+            count = _mem_to_mb(v)
+        else:
+            try:
+                count = int(v)
+            except ValueError:
+                pass
+        out.append({"type": typ, "name": name or None, "id": ids.get(typ, 1000), "count": count})
+    return out
+
+
+def _mem_to_mb(v: str) -> int:
+    mult = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 ** 2}
+    try:
+        if v and v[-1] in mult:
+            return int(float(v[:-1]) * mult[v[-1]])
+        return int(float(v))
+    except ValueError:
+        return 0
+
+
+def job_json(job: Row, steps: list[Row]) -> dict[str, Any]:
+    st = job.state
+    return {
+        "account": job.account or "",
+        "comment": {"administrator": job.admin_comment or None, "job": job.comment or None, "system": None},
+        "allocation_nodes": job.nnodes if job.start else 0,
+        "array": {
+            "job_id": job.job_id if job.task is not None or job.array_text is not None else 0,
+            "limits": {"max": {"running": {"tasks": int(job.extra.get("throttle") or 0)}}},
+            "task": job.array_text,
+            "task_id": job.task,
+        },
+        "association": {"account": job.account or "", "cluster": job.cluster or "", "partition": None,
+                        "user": job.user or ""},
+        "cluster": job.cluster or "",
+        "constraints": job.constraints or "",
+        "container": None,
+        "derived_exit_code": {"status": "SUCCESS", "return_code": 0},
+        "time": {
+            "elapsed": job.elapsed,
+            "eligible": int(job.eligible or 0),
+            "end": int(job.end or 0),
+            "start": int(job.start or 0),
+            "submission": int(job.submit or 0),
+            "suspended": 0,
+            "system": _secs_usecs(job.sys_cpu),
+            "limit": None if job.time_limit is None or job.time_limit < 0 else job.time_limit,
+            "total": _secs_usecs(job.total_cpu),
+            "user": _secs_usecs(job.user_cpu),
+        },
+        "exit_code": _exit_json(job.exit or 0, job.signal or 0),
+        "flags": [],
+        "group": job.group or "",
+        "het": {"job_id": 0, "job_offset": None},
+        "job_id": job.job_id,
+        "name": job.name or "",
+        "mcs": {"label": ""},
+        "nodes": _nodelist(job),
+        "partition": job.partition or "",
+        "priority": job.priority or 0,
+        "qos": job.qos or "",
+        "required": {"CPUs": job.ncpus or 0, "memory": int(job.req_mem_mb or 0)},
+        "kill_request_user": None if job.cancel_uid is None else str(job.cancel_uid),
+        "reservation": {"id": 0, "name": 0},
+        "state": {"current": st, "reason": job.reason or "None"},
+        "steps": [step_json(s) for s in steps],
+        "tres": {"allocated": _tres_list(job.alloc_tres or ""), "requested": _tres_list(job.req_tres or "")},
+        "user": job.user or "",
+        "wckey": {"wckey": "", "flags": []},
+        "working_directory": job.workdir or "",
+    }
+
+
+def _secs_usecs(v: float | None) -> dict[str, int]:
+    v = v or 0.0
+    s = int(v)
+    return {"seconds": s, "microseconds": int(round((v - s) * 1_000_000))}
+
+
+def step_json(s: Row) -> dict[str, Any]:
+    nodes = list(s.nodes or [])
+    return {
+        "nodes": {"list": nodes, "count": len(nodes), "range": _nodelist(s) if nodes else ""},
+        "tres": {"requested": {"max": [], "min": [], "average": [], "total": []},
+                 "consumed": {"max": [], "min": [], "average": [], "total": []},
+                 "allocated": _tres_list(s.alloc_tres or "")},
+        "time": {
+            "elapsed": s.elapsed, "end": int(s.end or 0), "start": int(s.start or 0), "suspended": 0,
+            "system": _secs_usecs(s.sys_cpu), "total": _secs_usecs(s.total_cpu), "user": _secs_usecs(s.user_cpu),
+        },
+        "exit_code": _exit_json(s.exit or 0, s.signal or 0),
+        "tasks": {"count": s.ntasks or 1},
+        "pid": None,
+        "CPU": {"requested_frequency": {"min": 0, "max": 0}, "governor": []},
+        "kill_request_user": None,
+        "state": s.state,
+        "statistics": {"CPU": {"actual_frequency": 0}, "energy": {"consumed": 0}},
+        "step": {"job_id": s.job_id, "het": {"component": None}, "id": s.step, "name": s.step},
+        "task": {"distribution": "Unknown"},
+    }
+
+
+def json_document(groups: list[tuple[Row, list[Row]]]) -> str:
+    doc = {
+        "meta": {
+            "plugin": {"type": "openapi/dbv0.0.38", "name": "Slurm OpenAPI DB v0.0.38"},
+            "Slurm": {"version": version_json(), "release": SLURM_VERSION},
+        },
+        "errors": [],
+        "jobs": [job_json(j, steps) for j, steps in groups],
+    }
+    return json.dumps(doc, indent=2).replace("/", "\\/") + "\n"
+
+
+def yaml_document(groups: list[tuple[Row, list[Row]]]) -> str:
+    """--yaml: the --json document in Slurm's YAML (render/yaml.py, the one writer squeue uses too)."""
+    from .yaml import document
+
+    return document(json.loads(json_document(groups))) + "\n"

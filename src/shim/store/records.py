@@ -1,0 +1,569 @@
+"""The shim's records of a job as its readers take them (squeue, scancel, scontrol, sacct, sbatch
+--wait): whose records speak for a job, and only values of the types the readers use.
+
+Where records live and how a file is checked is state.py's business. On top of that:
+
+- A record about a job of user U counts when it sits in U's directory, or in root's and names U
+  (``owner`` in an event, ``user`` in a submit record): root's directory also holds root's own
+  jobs, and an old job of root's with the same number is not U's. An event in U's directory that
+  names another owner is not believed either (nobody but root may act on another user's job).
+- A record stamped ``sub`` (the submitting command's clock), or an event stamped ``t``, that
+  cannot belong to the Grid Engine job submitted at ``ge_submit`` is another job's (ids wrap).
+- Every value a reader uses is checked for its type and range (``clean``); anything else is
+  dropped, as if the record did not say it. A record is its writer's free text: it may make that
+  writer's own jobs look odd, never crash or hang a command of anyone's.
+- A submit record is read typed: a ``Submitted`` (a frozen ``request.Frozen``), whose fields are
+  ``SUBMIT_TYPES``' keys holding the checked values (MISSING where the record says nothing valid);
+  ``get`` and ``to_dict`` still give the whole cleaned record by key. Events stay plain dicts
+  (``clean_event``): their few readers take them by key.
+
+A ``Reader`` is one command's view: it verifies each user's directory once and lists a directory
+instead of opening one file per job once that is cheaper, as the single shared directory did.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from datetime import datetime
+
+from . import state
+from ..slurm.request import MISSING, Frozen
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
+
+    from ..config import SiteConfig
+
+TS_MAX = 32503680000.0  # the year 3000: later is no time the shim ever wrote
+INT_MAX = 1 << 53
+STATE_WORD = re.compile(r"[A-Z][A-Z_]{0,31}")
+EVENT_NAME = state.EVENT_NAME  # (the one grammar of event file names)
+JOB_NAME = re.compile(r"([0-9]{1,12})\.json")
+
+
+# ---------------------------------------------------------------------------------------------
+# values
+
+
+def _int(v: Any) -> int | None:
+    if type(v) is int and -INT_MAX <= v <= INT_MAX:
+        return v
+    if type(v) is float and v.is_integer() and -INT_MAX <= v <= INT_MAX:
+        return int(v)
+    return None
+
+
+def _num(v: Any) -> float | int | None:
+    if type(v) is int and -INT_MAX <= v <= INT_MAX:
+        return v
+    if type(v) is float and math.isfinite(v) and -1e18 <= v <= 1e18:
+        return v
+    return None
+
+
+def _ts(v: Any) -> float | int | None:
+    if type(v) in (int, float) and math.isfinite(v) and 0 <= v <= TS_MAX:
+        return v
+    return None
+
+
+def _str(v: Any) -> str | None:
+    return v if type(v) is str else None
+
+
+def _word(v: Any) -> str | None:
+    return v if type(v) is str and STATE_WORD.fullmatch(v) else None
+
+
+def _bool(v: Any) -> bool | None:
+    return v if type(v) is bool else None
+
+
+def _ar(v: Any) -> str | None:
+    """An advance reservation's id as Grid Engine numbers them, or "" for none."""
+    return v if type(v) is str and (v == "" or (v.isdigit() and len(v) <= 12)) else None
+
+
+def _begin(v: Any) -> float | int | None:
+    """--begin: a timestamp (or, in old records, an ISO time)."""
+    if type(v) is str:
+        try:
+            v = datetime.fromisoformat(v).timestamp()
+        except (ValueError, OverflowError, OSError):
+            return None
+    return _ts(v)
+
+
+def _indices(v: Any) -> list[int] | None:
+    if type(v) is not list:
+        return None
+    out = [_int(x) for x in v]
+    return out if all(x is not None and x >= 0 for x in out) else None  # type: ignore[misc]
+
+
+SUBMIT_TYPES: dict[str, Callable[[Any], Any]] = {
+    "t": _ts, "sub": _ts, "submit_time": _ts, "begin": _begin,
+    "name": _str, "user": _str, "uid": _int, "partition": _str, "comment": _str, "account": _str,
+    "qos": _str, "workdir": _str, "work_dir": _str, "submit_dir": _str, "submit_host": _str,
+    "dependency": _str, "stdout": _str, "stderr": _str, "stdin": _str, "command": _str,
+    "script_path": _str, "licenses": _str, "gres": _str, "features": _str, "cluster": _str,
+    "ntasks": _int, "cpus_per_task": _int, "nodes": _int, "time": _int, "nice": _int, "gpus": _int,
+    "throttle": _int, "mem_mb": _num, "mem_per_cpu_mb": _num, "mem_per_gpu_mb": _num,
+    "default_mem_per_cpu": _num, "requeue": _bool, "array": _indices, "ar": _ar,
+}
+EVENT_TYPES: dict[str, Callable[[Any], Any]] = {
+    "t": _ts, "sub": _ts, "start": _ts, "exit": _int, "signal": _int, "uid": _int, "cpus": _int,
+    "state": _word, "was": _word, "reason": _str, "node": _str, "user": _str, "owner": _str,
+    "name": _str, "partition": _str,
+}
+
+
+def clean(data: dict[str, Any] | None, types: dict[str, Callable[[Any], Any]]) -> dict[str, Any] | None:
+    """``data`` with every known key that is null or of a wrong type or range left out (the
+    readers take a missing key as "not set"). Keys the readers do not use pass as they are."""
+    if data is None:
+        return None
+    out = {}
+    for k, v in data.items():
+        check = types.get(k)
+        if check is None:
+            out[k] = v
+        elif v is not None:
+            v = check(v)
+            if v is not None:
+                out[k] = v
+    return out
+
+
+SUBMITTED = tuple(SUBMIT_TYPES)
+
+
+class Submitted(Frozen):
+    """A submit record as its readers take it: each field of ``SUBMIT_TYPES`` is the value the
+    record holds when that passes its check (``clean``), else MISSING, as if the record did not say
+    it. ``get`` is the readers' dict idiom over the whole cleaned record: keys that are no field
+    (``interactive``, ``export``, the geometry srun's steps read) pass as stored, as ``clean``
+    leaves them. ``to_dict`` is that cleaned record key for key (what scontrol
+    update writes back), and a record that keeps nothing is false, as its empty dict was.
+
+    A field's value is in the instance's ``__dict__`` when the record holds one, else it is the
+    class's MISSING (one small dict a record, no per-field loop: a listing reads thousands).
+    ``MISSING`` is false, so ``s.comment or x`` reads as ``s.get("comment") or x`` did."""
+
+    __slots__ = ("__dict__", "_kept")
+    FIELDS = SUBMITTED
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        kept = clean(data, SUBMIT_TYPES)
+        set_ = object.__setattr__
+        set_(self, "__dict__", {k: v for k, v in kept.items() if k in SUBMIT_TYPES})  # type: ignore[union-attr]
+        set_(self, "_kept", kept)
+
+    def __bool__(self) -> bool:
+        return bool(self._kept)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._kept.get(name, default)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self._kept)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Submitted:
+        return cls(data)
+
+    def replace(self, **changes: Any) -> Submitted:
+        data = {**self._kept, **changes}
+        return type(self)({k: v for k, v in data.items() if v is not MISSING})
+
+
+for _name in SUBMITTED:
+    setattr(Submitted, _name, MISSING)
+del _name
+NO_RECORD = Submitted({})  # what a job without a submit record reads as: every field MISSING, false
+
+
+def clean_submit(data: dict[str, Any] | None) -> Submitted | None:
+    return None if data is None else Submitted(data)
+
+
+def clean_event(data: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An event, or None when it has no valid time (state.record_event always writes one)."""
+    data = clean(data, EVENT_TYPES)
+    return data if data is not None and "t" in data else None
+
+
+# ---------------------------------------------------------------------------------------------
+# whose records
+
+
+def names_user(v: Any, uid: int) -> bool:
+    """Does a record's ``owner``/``user`` field name the user ``uid``?"""
+    if type(v) is int:
+        return v == uid
+    return type(v) is str and bool(v) and state.uid_of(v) == uid
+
+
+def action(uid: int, user: str, owner: str | None, submit_ts: float | None) -> dict[str, Any]:
+    """What an event of a caller's action on a job (scancel's cancel, suspend, stop/cont;
+    scontrol's suspend/resume) says of whose it is: the caller (``uid``, ``user``), the job's
+    ``owner`` (what ``speaks_for`` checks of a record in root's directory) and Grid Engine's
+    submission time (``sub``: what ``of_job`` ties it to this job with), where known."""
+    data: dict[str, Any] = {"uid": uid, "user": user, "owner": owner}
+    if submit_ts:
+        data["sub"] = submit_ts
+    return data
+
+
+def speaks_for(data: dict[str, Any] | Submitted, dir_uid: int, owner: int, field: str) -> bool:
+    """May a record found in ``dir_uid``'s directory speak about a job of ``owner``?"""
+    claimed = data.get(field)
+    if dir_uid == owner:
+        return claimed is None or names_user(claimed, owner)
+    return dir_uid == 0 and names_user(claimed, owner)
+
+
+def of_job(data: dict[str, Any] | Submitted, ge_submit: float | None, event: bool = False) -> bool:
+    """Can a record belong to the Grid Engine job submitted at ``ge_submit`` (None: unknown)?"""
+    if ge_submit is None:
+        return True
+    sub = data.get("sub")
+    if sub is not None:
+        return abs(sub - ge_submit) <= state.SKEW
+    t = data.get("t")
+    return not event or t is None or t >= ge_submit - state.SKEW  # nothing happens to a job before it exists
+
+
+def cancel_ended(end: dict[str, Any] | None, cancel: dict[str, Any] | None) -> bool:
+    """Does the job's cancel event tell its end, rather than its end event? Slurm's rule: a job is
+    CANCELLED from the moment scancel reaches it, whatever its script does afterwards (the job
+    wrapper says so too: an end it writes after a cancel is CANCELLED); a cancel that came after
+    the end changes nothing. Whichever came first decides (squeue's recent jobs, sacct)."""
+    if cancel is None:
+        return False
+    if end is None or end.get("state") == "CANCELLED":
+        return True
+    return (cancel.get("t") or 0) <= (end.get("t") or 0)
+
+
+def ended_reason(reason: str) -> str:
+    """The reason a job shows once a cancel ended it (squeue's recent jobs, sacct): the recorded
+    one, except DependencyNeverSatisfied (why it waited, and why it was cancelled: no reason of an
+    ended job): None."""
+    return "None" if reason == "DependencyNeverSatisfied" else reason
+
+
+def memory_request(s: Submitted) -> tuple[Any, bool, bool] | None:
+    """The memory sbatch asked for, from its submit record, as Slurm keeps one figure for it:
+    ``(MB, per CPU, the partition's default)`` from --mem (per node), else --mem-per-cpu, else
+    the partition's DefMemPerCPU; None when there is none. (squeue's job detail and sacct's
+    ReqMem and TRES; MB as recorded.)"""
+    if s.mem_mb:
+        return s.mem_mb, False, False
+    if s.mem_per_cpu_mb:
+        return s.mem_per_cpu_mb, True, False
+    if s.default_mem_per_cpu:
+        return s.default_mem_per_cpu, True, True
+    return None
+
+
+def user_name(uid: int) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except (KeyError, OverflowError):
+        return str(uid)
+
+
+# Users and groups: the one place the job readers (jobs.py for squeue/scontrol/scancel, accounting
+# for sacct) look them up, cached for a command's life. An unknown id is None here: each command
+# prints it its own Slurm way (squeue %g and scontrol the number, sacct's Group nothing).
+USER_IDS: dict[str, tuple[int | None, int | None]] = {}  # user_ids' cache (hot loops look here first)
+_group_names: dict[int, str | None] = {}
+_group_ids: dict[str, int | None] = {}
+_primary_gids: dict[int, int | None] = {}
+
+
+def user_ids(user: str) -> tuple[int | None, int | None]:
+    """(uid, primary gid) of a user name; (None, None) if unknown."""
+    v = USER_IDS.get(user)
+    if v is None:
+        import pwd
+
+        try:
+            pw = pwd.getpwnam(user)
+            v = (pw.pw_uid, pw.pw_gid)
+        except KeyError:
+            v = (None, None)
+        USER_IDS[user] = v
+    return v
+
+
+def group_of(gid: int) -> str | None:
+    """A group's name; None if the system does not know the gid."""
+    if gid not in _group_names:
+        import grp
+
+        try:
+            _group_names[gid] = grp.getgrgid(gid).gr_name
+        except (KeyError, OverflowError):
+            _group_names[gid] = None
+    return _group_names[gid]
+
+
+def group_id(group: str) -> int | None:
+    """A group name's gid; None if unknown."""
+    if group not in _group_ids:
+        import grp
+
+        try:
+            _group_ids[group] = grp.getgrnam(group).gr_gid
+        except KeyError:
+            _group_ids[group] = None
+    return _group_ids[group]
+
+
+def primary_group(uid: int) -> str | None:
+    """The name of a uid's primary group; None when the user or the group is unknown."""
+    if uid not in _primary_gids:
+        import pwd
+
+        try:
+            _primary_gids[uid] = pwd.getpwuid(uid).pw_gid
+        except (KeyError, OverflowError):
+            _primary_gids[uid] = None
+    gid = _primary_gids[uid]
+    return None if gid is None else group_of(gid)
+
+
+# ---------------------------------------------------------------------------------------------
+# one command's reads
+
+
+class Reader:
+    """The submit records and events one command reads. A job without a record (not submitted
+    by the shim) costs a failed open (~5 us); once ``MISSES`` lookups have failed, each user's
+    directory is listed at its next use and the listing answers for the rest, unless it holds
+    far more files than the command has jobs to look up. Root's directory, which can only add to
+    another user's record (an admin's scontrol update), is listed at once when that is cheap.
+    (One shared directory was listed after 64 misses; per-user directories are smaller, so a
+    listing pays sooner, and a queue of several users' jobs opens no more files than before.)"""
+
+    MISSES = 32
+    PER_JOB = 20
+    ENTRY = 16  # bytes a directory entry takes at least
+    CHEAP = 64 << 10  # a directory this size (bytes) is listed in well under a millisecond
+
+    def __init__(self, cfg: SiteConfig | str, jobs: int = 0, eager: bool = False):
+        self.cfg = cfg
+        self.jobs = jobs  # how many jobs the command looks at (for the listing heuristic)
+        self.eager = eager  # list every directory at first use (a command that reads most records)
+        self._dirs: dict[int, str | None] = {}
+        self._ids: dict[int, set[int] | None] = {}
+        self._misses = 0
+        self._sizes: dict[int, int] = {}
+        self._found: dict[tuple[int, int], list[Submitted]] = {}  # (job, owner) -> records read
+        self._events: dict[int, dict[int, dict[tuple[int | None, str], str]]] = {}
+        self._listed: dict[int, list[str]] = {}  # each user's events/ as listed (one listdir per command)
+        self._narrowed: dict[int, dict[int, dict[tuple[int | None, str], str]]] = {}
+        self.narrow: set[int] | None = None  # the command asks about these jobs only (jobs.list_jobs's only)
+
+    def dir(self, uid: int) -> str | None:
+        try:
+            return self._dirs[uid]
+        except KeyError:
+            d = self._dirs[uid] = state.user_dir(self.cfg, uid)
+            return d
+
+    # submit records
+
+    def submit(self, job_id: int, owner: state.Owner, ge_submit: float | None = None) -> Submitted | None:
+        """sbatch's record of a job of ``owner``; root's copy of it wins when newer."""
+        uid = state.uid_of(owner)
+        if uid is None:
+            return None
+        key = (job_id, uid)
+        found = self._found.get(key)
+        if found is None:
+            found = [self._submit_in(uid, job_id, uid)]
+            if uid != 0:
+                found.append(self._submit_in(0, job_id, uid))
+            found = self._found[key] = [d for d in found if d is not None]
+        best = None
+        for data in found:
+            if of_job(data, ge_submit) and (best is None or (data.t or 0) > (best.t or 0)):
+                best = data
+        return best
+
+    def _submit_in(self, d_uid: int, job_id: int, owner: int) -> Submitted | None:
+        d = self.dir(d_uid)
+        if d is None:
+            return None
+        ids = self._ids.get(d_uid)
+        if ids is None and d_uid not in self._ids and (self.eager or d_uid != owner or self._misses >= self.MISSES):
+            ids = self._list_jobs(d_uid, d)
+        if ids is not None and job_id not in ids:
+            return None
+        data = clean_submit(state.read_json(os.path.join(d, "jobs", f"{job_id}.json"), d_uid))
+        if data is None:
+            self._misses += 1
+            return None
+        return data if speaks_for(data, d_uid, owner, "user") else None
+
+    def _list_jobs(self, d_uid: int, d: str) -> set[int] | None:
+        """The ids of a directory's records, if listing it is cheaper than opening them: it is
+        small (``CHEAP`` bytes, a few thousand names), or not much larger than the command's
+        jobs would need. A directory too large is looked at again only once the command has
+        more jobs."""
+        path = os.path.join(d, "jobs")
+        try:
+            size = self._sizes.get(d_uid)
+            if size is None:
+                size = self._sizes[d_uid] = os.stat(path).st_size
+            if not self.eager and size > max(self.CHEAP, self.ENTRY * self.PER_JOB * self.jobs):
+                return None
+            ids = {int(m[1]) for m in map(JOB_NAME.fullmatch, os.listdir(path)) if m}
+        except OSError:
+            ids = set()  # no directory: no records
+        self._ids[d_uid] = ids
+        return ids
+
+    def submitted(self, owner: state.Owner) -> set[int]:
+        """Every id with a record in ``owner``'s directory (one listing)."""
+        uid = state.uid_of(owner)
+        d = None if uid is None else self.dir(uid)
+        if d is None:
+            return set()
+        ids = self._ids.get(uid)  # type: ignore[arg-type]
+        if ids is None:
+            eager, self.eager = self.eager, True
+            try:
+                ids = self._list_jobs(uid, d) or set()  # type: ignore[arg-type]
+            finally:
+                self.eager = eager
+        return ids
+
+    # events
+
+    def event_listing(self, uid: int) -> list[str]:
+        """The names in a user's events/ (one listing per command, no stat; [] without one)."""
+        got = self._listed.get(uid)
+        if got is None:
+            d = self.dir(uid)
+            got = []
+            if d is not None:
+                try:
+                    got = state.list_events(os.path.join(d, "events"), uid)  # (another user's: bounded)
+                except OSError:
+                    pass
+            self._listed[uid] = got
+        return got
+
+    def event_names(self, uid: int, jobs: set[int] | None = None) -> dict[int, dict[tuple[int | None, str], str]]:
+        """{job: {(task, kind): file name}} of a user's events (one listing, no stat); ``jobs``:
+        of these jobs only (the other names are passed over by their "<job>." prefix, unparsed:
+        root's directory holds thousands)."""
+        got = self._events.get(uid)
+        if got is not None:
+            return got
+        if jobs is not None:
+            return parse_event_names(self.event_listing(uid), jobs)
+        out = self._events[uid] = parse_event_names(self.event_listing(uid))
+        return out
+
+    def _names_of(self, uid: int, job_id: int) -> dict[tuple[int | None, str], str]:
+        """A job's event names in a user's directory: parsed for the ``narrow`` jobs only when the
+        command asks about those (once), else from the whole directory's parse."""
+        narrow = self.narrow
+        if narrow is not None and job_id in narrow and uid not in self._events:
+            got = self._narrowed.get(uid)
+            if got is None:
+                got = self._narrowed[uid] = parse_event_names(self.event_listing(uid), narrow)
+            return got.get(job_id, {})
+        return self.event_names(uid).get(job_id, {})
+
+    def event(self, d_uid: int, name: str) -> dict[str, Any] | None:
+        d = self.dir(d_uid)
+        return None if d is None else clean_event(state.read_json(os.path.join(d, "events", name), d_uid))
+
+    def events(self, job_id: int, owner: state.Owner, ge_submit: float | None = None
+               ) -> dict[tuple[int | None, str], dict[str, Any]]:
+        """All events of a job of ``owner`` that speak for it: {(task, kind): data}; the owner's
+        own win over root's."""
+        uid = state.uid_of(owner)
+        out: dict[tuple[int | None, str], dict[str, Any]] = {}
+        if uid is None:
+            return out
+        for d_uid in ((0, uid) if uid != 0 else (0,)):
+            for key, name in self._names_of(d_uid, job_id).items():
+                data = self.event(d_uid, name)
+                if data is not None and speaks_for(data, d_uid, uid, "owner") and of_job(data, ge_submit, True):
+                    out[key] = data
+        return out
+
+    def ended_owner(self, job_id: int, uids: Iterable[int], me: int | None = None) -> list[int]:
+        """Whose job ``job_id`` may be when Grid Engine no longer knows it and the directories of
+        ``uids`` hold its events (see ``candidates``)."""
+        root = [self.event(0, n) for n in self._names_of(0, job_id).values()] if 0 in uids else []
+        return candidates(uids, root, me, lambda u: self._own_word(job_id, u))
+
+    def _own_word(self, job_id: int, uid: int) -> bool:
+        """Does one of the job's events in ``uid``'s directory speak for a job of ``uid``'s?"""
+        for name in self._names_of(uid, job_id).values():
+            data = self.event(uid, name)
+            if data is not None and speaks_for(data, uid, uid, "owner"):
+                return True
+        return False
+
+
+def parse_event_names(names: Iterable[str], jobs: set[int] | None = None
+                      ) -> dict[int, dict[tuple[int | None, str], str]]:
+    """{job: {(task, kind): file name}} of the event file names among ``names``; ``jobs``: of
+    these jobs only (a name not starting with "<job>." of one of them is not even parsed: the same
+    names as the whole parse gives for them)."""
+    out: dict[int, dict[tuple[int | None, str], str]] = {}
+    match = EVENT_NAME.fullmatch
+    if jobs is not None:
+        if not jobs:
+            return out
+        prefixes = tuple(f"{j}." for j in jobs)  # (as the pattern reads them: leading zeros are no part of a number)
+        names = [n for n in names if n.lstrip("0").startswith(prefixes)]
+    for n in names:
+        m = match(n)
+        if m is not None:
+            j = int(m[1])
+            if jobs is None or j in jobs:
+                out.setdefault(j, {})[(None if m[2] == "x" else int(m[2]), m[3])] = n
+    return out
+
+
+def candidates(uids: Iterable[int], root_events: Iterable[dict[str, Any] | None], me: int | None,
+               speaks: Callable[[int], bool] | None = None) -> list[int]:
+    """The possible owners of a job Grid Engine no longer knows: the users whose directories hold
+    its events (``uids``), and those that root's events about it name (a root event naming nobody
+    is about root's own job). The caller's own first, then those root names; another user's
+    directory alone only when it is the one claimant (``speaks(uid)``: do that directory's
+    events speak for a job of its user's; a directory whose events name someone else claims
+    nothing). A reader takes the first whose events speak for the job: two users claiming one
+    id that no authority (Grid Engine, root) names can only be a reused id or a plant, so each
+    of them sees their own and anyone else sees neither: nobody is picked by uid order (F-28)."""
+    cands = {u for u in uids if u != 0}
+    named: set[int] = set()
+    for data in root_events:
+        if data is not None:
+            o = data.get("owner")
+            ou = 0 if o is None else state.uid_of(o)
+            if ou is not None:
+                named.add(ou)
+    out = [me] if me in cands else []
+    out += sorted(named - set(out))
+    if not named and not out:
+        if len(cands) > 1 and speaks is not None:
+            cands = {u for u in cands if speaks(u)}
+        if len(cands) == 1:
+            out = list(cands)
+    return out
