@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ShimError
-from .siteconf import NS
+from .plain import NS
 
 DEFAULT_PATH = "/etc/slurm-shim/config.toml"
 

@@ -113,3 +113,23 @@ def replace(obj: Any, **changes: Any) -> Any:
     values = {n: getattr(obj, n) for n in type(obj).__record_fields__}
     values.update(changes)
     return type(obj)(**values)
+
+
+class NS(dict):
+    """A dict whose keys read as attributes; nested dicts are NS too."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @classmethod
+    def wrap(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return cls({k: cls.wrap(v) for k, v in value.items()})
+        if isinstance(value, list):
+            return [cls.wrap(v) for v in value]
+        return value

@@ -11,32 +11,14 @@ from __future__ import annotations
 import json
 import os
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+from .plain import NS  # (a leaf: config.py reads it too, without this module)
+
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Any
 
 DEFAULT_PATH = "/etc/slurm-shim/config.toml"
 _loaded: "NS | None" = None
-
-
-class NS(dict):
-    """A dict whose keys read as attributes; nested dicts are NS too."""
-
-    __slots__ = ()
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    @classmethod
-    def wrap(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return cls({k: cls.wrap(v) for k, v in value.items()})
-        if isinstance(value, list):
-            return [cls.wrap(v) for v in value]
-        return value
 
 
 def _cache_path(path: str, st: os.stat_result) -> str:

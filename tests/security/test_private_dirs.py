@@ -165,13 +165,13 @@ def test_doctor_s_round_trip_sees_owners_that_are_not_kept(layout, monkeypatch):
 
 
 def test_the_service_directory_s_fallback_is_the_users_own_and_fits_a_socket(monkeypatch):
-    """F-29's rule (service._fallback_base, client.c's fallback_base): with /tmp/slurm-shim-<uid> and
+    """F-29's rule (rundir._fallback_base, client.c's fallback_base): with /tmp/slurm-shim-<uid> and
     /run/user/<uid> taken away, $HOME/.cache/slurm-shim/run, 0700, in a home and .cache of the
     user's own that others cannot write; none where the socket's path would not fit, or the home
     is open to others."""
     import tempfile
 
-    from shim.service import server as service
+    from shim.store import rundir as service
 
     real_private, real_owned = service._private, service._owned
     monkeypatch.setattr(service, "_private", lambda d, create: not d.startswith("/tmp/slurm-shim-") and real_private(d, create))

@@ -14,7 +14,7 @@ import pytest
 from conftest import FIXTURES, SLURM_REF, use_site_config
 from shim.gridengine import backends
 from shim import siteconf
-from shim.store import state
+from shim.store import records, state
 from shim.__main__ import dispatch
 from listing_replay import ListingReplay
 
@@ -418,7 +418,7 @@ def test_a_signal_signals_and_does_not_cancel(capsys, site):
     names = signal_files(site)
     assert len(names) == 6 and all(n.startswith("105.") for n in names)
     assert not any(n.endswith("cancel.json") for n in events(site))
-    got = state.signal_requests(str(site), os.getuid(), "105", set())
+    got = records.signal_requests(str(site), os.getuid(), "105", set())
     assert [r["sig"] for _, r in got] == [15, 2, 10, 12, 1, 34]  # oldest first
     r = got[0][1]
     assert (r["batch"], r["full"], r["owner"], r["uid"]) == (False, False, "root", os.getuid())
@@ -436,7 +436,7 @@ def test_batch_and_full_flags_travel_and_b_is_ignored_with_f(capsys, site):
     assert scancel(capsys, "-b", "-s", "USR1", "105")[:3] == (0, "", "")
     assert scancel(capsys, "--full", "-s", "USR2", "105")[:3] == (0, "", "")
     assert scancel(capsys, "-b", "-f", "-s", "TERM", "105")[:3] == (0, "", "")
-    got = [(r["sig"], r["batch"], r["full"]) for _, r in state.signal_requests(str(site), None, "105", set())]
+    got = [(r["sig"], r["batch"], r["full"]) for _, r in records.signal_requests(str(site), None, "105", set())]
     assert got == [(10, True, False), (12, False, True), (15, False, True)]
 
 
@@ -547,10 +547,10 @@ def test_requests_of_others_are_ignored(site):
     root_dir = site / "users" / "0" / "signals"
     root_dir.mkdir(parents=True)
     (root_dir / "7.10.00000000.json").write_text(json.dumps(req))                       # root's, naming nobody
-    assert state.signal_requests(str(site), victim, "7", set()) == []
+    assert records.signal_requests(str(site), victim, "7", set()) == []
     (root_dir / "7.11.00000000.json").write_text(json.dumps({**req, "owner": victim}))  # root's, naming the owner
     plant_signal(site, victim, "7.12.00000000.json", {**req, "owner": victim})           # the owner's own
-    got = state.signal_requests(str(site), victim, "7", set())
+    got = records.signal_requests(str(site), victim, "7", set())
     assert [tag for tag, _ in got] == ["0/7.11.00000000.json", f"{victim}/7.12.00000000.json"]
 
 
@@ -562,7 +562,7 @@ def test_request_of_an_older_job_with_the_same_id_is_ignored(site):
     plant_signal(site, victim, "7.2.00000000.json", {"t": NOW, "sig": 12, "sub": NOW - 10})
     plant_signal(site, victim, "7.3.00000000.json", {"t": NOW, "sig": 14, "start": NOW - 86400})
     plant_signal(site, victim, "7.4.00000000.json", {"t": NOW, "sig": 15, "start": NOW - 5})
-    got = state.signal_requests(str(site), victim, "7", set(), NOW, NOW)
+    got = records.signal_requests(str(site), victim, "7", set(), NOW, NOW)
     assert [r["sig"] for _, r in got] == [12, 15]
 
 
@@ -571,9 +571,9 @@ def test_a_flood_costs_bounded_work_per_look_and_each_is_read_once(site):
     for i in range(state.SIGNAL_BATCH + 10):
         plant_signal(site, victim, f"7.{i:05d}.00000000.json", {"t": NOW, "sig": 10})
     seen: set[str] = set()
-    assert len(state.signal_requests(str(site), victim, "7", seen)) == state.SIGNAL_BATCH
-    assert len(state.signal_requests(str(site), victim, "7", seen)) == 10
-    assert state.signal_requests(str(site), victim, "7", seen) == []
+    assert len(records.signal_requests(str(site), victim, "7", seen)) == state.SIGNAL_BATCH
+    assert len(records.signal_requests(str(site), victim, "7", seen)) == 10
+    assert records.signal_requests(str(site), victim, "7", seen) == []
 
 
 def test_a_step_does_not_take_requests_older_than_itself(site):
@@ -581,7 +581,7 @@ def test_a_step_does_not_take_requests_older_than_itself(site):
     plant_signal(site, victim, "7.1.00000000.json", {"t": NOW, "sig": 10})
     seen = state.seen_signals(str(site), victim, "7")
     plant_signal(site, victim, "7.2.00000000.json", {"t": NOW, "sig": 12})
-    assert [r["sig"] for _, r in state.signal_requests(str(site), victim, "7", seen)] == [12]
+    assert [r["sig"] for _, r in records.signal_requests(str(site), victim, "7", seen)] == [12]
 
 
 def test_the_wrapper_drops_its_requests_at_the_end(capsys, site):

@@ -26,7 +26,7 @@ from listing_replay import ListingReplay
 from shim.gridengine import backends
 from shim.operations import jobs
 from shim import siteconf
-from shim.store import state
+from shim.store import records, state
 from shim.__main__ import dispatch
 from shim.slurm.model import JobRecord, shown_state
 
@@ -71,7 +71,7 @@ def own_events(site) -> dict[str, dict]:
 
 
 def requests(site, job: str = "105") -> list[tuple[int, bool, bool]]:
-    return [(r["sig"], r["batch"], r["full"]) for _, r in state.signal_requests(str(site), None, job, set())]
+    return [(r["sig"], r["batch"], r["full"]) for _, r in records.signal_requests(str(site), None, job, set())]
 
 
 def shown(capsys, *argv) -> str:

@@ -20,7 +20,7 @@ import struct
 import sys
 import time
 
-from shim.service.server import service_dir
+from ..store.rundir import service_dir
 
 TOKEN_KEY = "slurm_shim_token"
 SOCKET = "agent.sock"
@@ -46,7 +46,7 @@ STATIC_TLS = "glibc.rtld.optional_static_tls=4096"
 # Where the agent lives
 
 
-# One rule for the user's private directory, the warm service's too (shim.service.server imports only os
+# One rule for the user's private directory, the warm service's too (store/rundir.py imports only os
 # and sys, so it costs the agent's clients nothing).
 agent_dir = service_dir
 

@@ -28,7 +28,7 @@ from . import boot, jobenv
 
 LAUNCH_FAILED_SIGNAL = 53  # Slurm shows a job whose launch failed as ExitCode 0:53
 LIMIT_RECHECK = 15.0  # seconds between looks at the job's record for a changed time limit
-SIGNAL_POLL = 0.5  # seconds between looks for scancel's signal requests (state.signal_requests)
+SIGNAL_POLL = 0.5  # seconds between looks for scancel's signal requests (records.signal_requests)
 
 
 _last: dict = {}
@@ -584,7 +584,7 @@ class Runner:
         if now < self.next_signal_look or self.child is None:
             return
         self.next_signal_look = now + SIGNAL_POLL
-        for _name, req in state.signal_requests(sdir, None, key, self.signals_seen, ge_sub, started):
+        for _name, req in records.signal_requests(sdir, None, key, self.signals_seen, ge_sub, started):
             if not (req["batch"] or req["full"]):
                 continue
             sig = req["sig"]

@@ -31,16 +31,18 @@ from datetime import datetime
 from . import state
 from ..slurm.request import MISSING, Frozen
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable
 
     from ..config import SiteConfig
+    from .state import Owner, Where
 
 TS_MAX = 32503680000.0  # the year 3000: later is no time the shim ever wrote
 INT_MAX = 1 << 53
 STATE_WORD = re.compile(r"[A-Z][A-Z_]{0,31}")
 EVENT_NAME = state.EVENT_NAME  # (the one grammar of event file names)
+parse_event_names = state.parse_event_names  # (read with it, in state: the file protocol)
 JOB_NAME = re.compile(r"([0-9]{1,12})\.json")
 
 
@@ -520,25 +522,6 @@ class Reader:
         return False
 
 
-def parse_event_names(names: Iterable[str], jobs: set[int] | None = None
-                      ) -> dict[int, dict[tuple[int | None, str], str]]:
-    """{job: {(task, kind): file name}} of the event file names among ``names``; ``jobs``: of
-    these jobs only (a name not starting with "<job>." of one of them is not even parsed: the same
-    names as the whole parse gives for them)."""
-    out: dict[int, dict[tuple[int | None, str], str]] = {}
-    match = EVENT_NAME.fullmatch
-    if jobs is not None:
-        if not jobs:
-            return out
-        prefixes = tuple(f"{j}." for j in jobs)  # (as the pattern reads them: leading zeros are no part of a number)
-        names = [n for n in names if n.lstrip("0").startswith(prefixes)]
-    for n in names:
-        m = match(n)
-        if m is not None:
-            j = int(m[1])
-            if jobs is None or j in jobs:
-                out.setdefault(j, {})[(None if m[2] == "x" else int(m[2]), m[3])] = n
-    return out
 
 
 def candidates(uids: Iterable[int], root_events: Iterable[dict[str, Any] | None], me: int | None,
@@ -567,3 +550,35 @@ def candidates(uids: Iterable[int], root_events: Iterable[dict[str, Any] | None]
         if len(cands) == 1:
             out = list(cands)
     return out
+
+
+def signal_requests(cfg: Where, owner: Owner, key: str, seen: set[str], ge_submit: float | None = None,
+                    started: float | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """New signal requests for job ``key`` of ``owner``, oldest first: from the owner's directory
+    (the owner's own word) and root's (only those naming the owner), tied to this Grid Engine job
+    by their ``sub`` stamp (its submission time) when ``ge_submit`` is known and their ``start``
+    stamp (Grid Engine's start time of the running job scancel saw) when ``started`` is. ``seen`` holds the names already taken
+    (updated here); a name that was looked at and found wanting is not read again."""
+    uid = state.uid_of(owner)
+    if uid is None or not state._KEY.fullmatch(key):
+        return []
+    found: list[tuple[int, str, dict[str, Any]]] = []
+    budget = state.SIGNAL_BATCH
+    for d_uid, sd, n, m in state._signal_files(cfg, dict.fromkeys((uid, 0)), key):
+        tag = f"{d_uid}/{n}"
+        if tag in seen:
+            continue
+        if budget <= 0:
+            break
+        budget -= 1
+        seen.add(tag)
+        data = state._signal_request(state._read_small(os.path.join(sd, n), d_uid))
+        if data is None or not speaks_for(data, d_uid, uid, "owner"):
+            state.debug(f"ignoring {sd}/{n}: not a request that speaks for uid {uid}'s job {key}")
+            continue
+        if ge_submit is not None and data["sub"] is not None and abs(data["sub"] - ge_submit) > state.SKEW:
+            continue  # a request to an older job with the same id
+        if started is not None and data["start"] is not None and abs(data["start"] - started) > state.SKEW:
+            continue  # the same: a job that started at another time
+        found.append((int(m[2]), tag, data))
+    return [(tag, data) for _, tag, data in sorted(found)]

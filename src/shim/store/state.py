@@ -459,12 +459,31 @@ def scan_events(cfg: Where, kinds: Iterable[str], since: float, now: float, jobs
             yield uid, job, task, kind
 
 
+def parse_event_names(names: Iterable[str], jobs: set[int] | None = None
+                      ) -> dict[int, dict[tuple[int | None, str], str]]:
+    """{job: {(task, kind): file name}} of the event file names among ``names``; ``jobs``: of
+    these jobs only (a name not starting with "<job>." of one of them is not even parsed: the same
+    names as the whole parse gives for them)."""
+    out: dict[int, dict[tuple[int | None, str], str]] = {}
+    match = EVENT_NAME.fullmatch
+    if jobs is not None:
+        if not jobs:
+            return out
+        prefixes = tuple(f"{j}." for j in jobs)  # (as the pattern reads them: leading zeros are no part of a number)
+        names = [n for n in names if n.lstrip("0").startswith(prefixes)]
+    for n in names:
+        m = match(n)
+        if m is not None:
+            j = int(m[1])
+            if jobs is None or j in jobs:
+                out.setdefault(j, {})[(None if m[2] == "x" else int(m[2]), m[3])] = n
+    return out
+
+
 def _scan_named(uid: int, events: str, jobs: set[int], want: set[str], any_age: set[str], since: float, now: float,
                 listing: Callable[[int], list[str]] | None) -> Iterator[tuple[float, int, int | None, str]]:
     """scan_events in one directory for some jobs: the names listed, those of the jobs picked by
-    their prefix (records.parse_event_names), only those lstat'ed: (mtime, job, task, kind)."""
-    from .records import parse_event_names
-
+    their prefix (parse_event_names), only those lstat'ed: (mtime, job, task, kind)."""
     if listing is not None:
         names = listing(uid)
     else:
@@ -489,10 +508,8 @@ def named_events(d: str, jobs: set[int], kinds: Iterable[str], min_mtime: float 
                  ) -> Iterator[tuple[int, tuple[int | None, str], str]]:
     """(job, (task, kind), path) of the events of ``jobs`` of the given kinds in the user
     directory ``d`` (written since ``min_mtime``): one listing, the names of these jobs picked by
-    their prefix before they are parsed (records.parse_event_names), only those stat'ed (and only
+    their prefix before they are parsed (parse_event_names), only those stat'ed (and only
     with ``min_mtime``). Nothing is read here."""
-    from .records import parse_event_names
-
     events = os.path.join(d, "events")
     try:
         names = os.listdir(events) if uid is None else list_events(events, uid)
@@ -1086,38 +1103,6 @@ def _signal_files(cfg: Where, uids, key: str):
                 yield d_uid, sd, n, m
 
 
-def signal_requests(cfg: Where, owner: Owner, key: str, seen: set[str], ge_submit: float | None = None,
-                    started: float | None = None) -> list[tuple[str, dict[str, Any]]]:
-    """New signal requests for job ``key`` of ``owner``, oldest first: from the owner's directory
-    (the owner's own word) and root's (only those naming the owner), tied to this Grid Engine job
-    by their ``sub`` stamp (its submission time) when ``ge_submit`` is known and their ``start``
-    stamp (Grid Engine's start time of the running job scancel saw) when ``started`` is. ``seen`` holds the names already taken
-    (updated here); a name that was looked at and found wanting is not read again."""
-    from . import records  # lazy: records imports this module
-
-    uid = uid_of(owner)
-    if uid is None or not _KEY.fullmatch(key):
-        return []
-    found: list[tuple[int, str, dict[str, Any]]] = []
-    budget = SIGNAL_BATCH
-    for d_uid, sd, n, m in _signal_files(cfg, dict.fromkeys((uid, 0)), key):
-        tag = f"{d_uid}/{n}"
-        if tag in seen:
-            continue
-        if budget <= 0:
-            break
-        budget -= 1
-        seen.add(tag)
-        data = _signal_request(_read_small(os.path.join(sd, n), d_uid))
-        if data is None or not records.speaks_for(data, d_uid, uid, "owner"):
-            debug(f"ignoring {sd}/{n}: not a request that speaks for uid {uid}'s job {key}")
-            continue
-        if ge_submit is not None and data["sub"] is not None and abs(data["sub"] - ge_submit) > SKEW:
-            continue  # a request to an older job with the same id
-        if started is not None and data["start"] is not None and abs(data["start"] - started) > SKEW:
-            continue  # the same: a job that started at another time
-        found.append((int(m[2]), tag, data))
-    return [(tag, data) for _, tag, data in sorted(found)]
 
 
 def seen_signals(cfg: Where, owner: Owner, key: str) -> set[str]:

@@ -17,7 +17,7 @@ import time
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ... import proc
-from ...store import state
+from ...store import records, state
 from .. import boot, jobenv
 from ..jobenv import TASK_LAUNCH
 from .allocation import short_host
@@ -584,7 +584,7 @@ class _StepSignals:
         if now < self.next_look:
             return []
         self.next_look = now + SIGNAL_POLL
-        return [r["sig"] for _, r in state.signal_requests(self.state_dir, None, self.key, self.seen)
+        return [r["sig"] for _, r in records.signal_requests(self.state_dir, None, self.key, self.seen)
                 if ((r["sig"] in FORWARDED) if r["full"] else not r["batch"])]
 
 

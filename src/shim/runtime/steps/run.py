@@ -14,7 +14,7 @@ import time
 from typing import Any, Callable, Mapping
 
 from ... import proc
-from ...store import state
+from ...store import records, state
 from ...slurm.jobids import task_job_id
 from .allocation import Allocation, short_host
 from .io import Broadcast, get_winsize, isatty, raw_mode, restore_tty
@@ -403,7 +403,7 @@ class _Step:
         if now < self.next_signal_look or self.local is None:
             return
         self.next_signal_look = now + SIGNAL_POLL
-        for _name, sreq in state.signal_requests(self.state_dir, None, self.alloc.key, self.sig_seen):
+        for _name, sreq in records.signal_requests(self.state_dir, None, self.alloc.key, self.sig_seen):
             if sreq["batch"] or sreq["full"]:
                 continue
             if sreq["sig"] in (signal.SIGTERM, signal.SIGKILL):
