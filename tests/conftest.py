@@ -464,11 +464,11 @@ def _fixture_users(request, monkeypatch):
 def _fresh_backend_state():
     """In-process tests each start as a fresh command would: no running command's name (set by
     shim.__main__.dispatch, it decides e.g. whether the listing looks up quota reasons), no
-    installed backend, no deadline and no explainer of a timeout (backends._why) left over from an
+    installed backend, no deadline and no explainer of a timeout (calls._why) left over from an
     earlier test."""
-    from shim.gridengine import backends
+    from shim.gridengine import backends, calls
 
-    saved = (backends.command, backends._override, backends._deadline, backends._why)
-    backends.command, backends._override, backends._deadline, backends._why = "", None, None, None
+    saved = (calls.command, backends._override, calls._deadline, calls._why)
+    calls.command, backends._override, calls._deadline, calls._why = "", None, None, None
     yield
-    backends.command, backends._override, backends._deadline, backends._why = saved
+    calls.command, backends._override, calls._deadline, calls._why = saved

@@ -29,10 +29,10 @@ COMMANDS = {
 
 
 def dispatch(cmd: str, argv: list[str]) -> int:
-    from .gridengine import backends
     from .errors import ShimError
+    from .gridengine import calls
 
-    backends.command = cmd  # Grid Engine's silence is reported in this command's words
+    calls.command = cmd  # Grid Engine's silence is reported in this command's words
     try:
         try:
             module = importlib.import_module(COMMANDS[cmd])
@@ -44,7 +44,7 @@ def dispatch(cmd: str, argv: list[str]) -> int:
     except ShimError as e:
         lines = e.lines
         if _timed_out(e.__cause__):  # a q* call qmaster never answered, wherever it was made
-            lines = backends.unreachable(e.__cause__, cmd)
+            lines = calls.unreachable(e.__cause__, cmd)
         for line in lines:
             print(line, file=sys.stderr)
         return e.code
@@ -59,7 +59,7 @@ def dispatch(cmd: str, argv: list[str]) -> int:
         return 0
     except OSError as e:  # proc.SpawnError included: a Grid Engine command missing or hung
         if _timed_out(e):
-            print(*backends.unreachable(e, cmd), sep="\n", file=sys.stderr)
+            print(*calls.unreachable(e, cmd), sep="\n", file=sys.stderr)
         else:
             print(f"{cmd}: error: {e}", file=sys.stderr)
         return 1

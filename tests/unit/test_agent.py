@@ -661,7 +661,7 @@ def test_client_path_imports_stay_light():
     """sbatch pays for the client only: no drmaa, threading or pwd until a lookup is needed."""
     # what the interpreter loads by itself (a site hook may import threading) and the backend
     # sbatch has loaded already (its process transport) do not count
-    code = ("import sys, shim.gridengine.engine; base = set(sys.modules); import shim.gridengine.agent; "
+    code = ("import sys, shim.gridengine.process; base = set(sys.modules); import shim.gridengine.agent; "
             "bad = {'drmaa', 'threading', 'fcntl', 'glob'} & (set(sys.modules) - base); print(sorted(bad))")
     out = proc.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(Path(agent.__file__).parents[2])))
     assert out.stdout.strip() == "[]", out

@@ -98,6 +98,6 @@ def test_only_the_real_transport_keeps_help_texts(cell, tmp_path):
     b.add("qsub", ["-help"], stdout=HELP)
     assert b.capabilities.binding is True and len(b.calls) == 1
     assert not (tmp_path / "cache").exists()
-    from shim.gridengine.engine import GridEngineBackend
+    from shim.gridengine.process import GridEngineBackend
 
     assert GridEngineBackend.caches_help is True

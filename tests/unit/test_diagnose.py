@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from shim.gridengine import backends
+from shim.gridengine import backends, calls
 from shim import config, proc
-from shim.gridengine.engine import GridEngineBackend
+from shim.gridengine.process import GridEngineBackend
 from shim.gridengine import diagnose
 from shim.errors import BackendUnavailable
 
@@ -65,8 +65,8 @@ def silent_cell(tmp_path, monkeypatch):
     (tmp_path / "default" / "common" / "act_qmaster").write_text("qm\n")
     cfg = config.parse(f'[gridengine]\nsge_root = "{tmp_path}"\nbin_dir = "{bin_dir}"\nqmaster_port = 7444\n'
                        'timeout = 0.3\n', "site.toml")
-    monkeypatch.setattr(backends, "command", "squeue")
-    monkeypatch.setattr(backends, "_why", None)
+    monkeypatch.setattr(calls, "command", "squeue")
+    monkeypatch.setattr(calls, "_why", None)
     monkeypatch.setenv("SLURM_SHIM_CONFIG", "/etc/site.toml")
     return GridEngineBackend(cfg), bin_dir
 

@@ -237,7 +237,7 @@ def test_proc_imports_subprocess_only_to_start_a_process():
     import subprocess
     import sys
 
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import shim.proc as p, shim.gridengine.engine; "
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import shim.proc as p, shim.gridengine.process; "
             "before = 'subprocess' in sys.modules; import subprocess as sp; "
             "print(before, (p.PIPE, p.STDOUT, p.DEVNULL) == (sp.PIPE, sp.STDOUT, sp.DEVNULL), "
             "p.Popen is sp.Popen, p.TimeoutExpired is sp.TimeoutExpired)")

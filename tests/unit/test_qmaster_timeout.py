@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from shim.gridengine import backends
+from shim.gridengine import backends, calls
 from shim import config, proc, siteconf
-from shim.gridengine.engine import GridEngineBackend
+from shim.gridengine.process import GridEngineBackend
 from shim.gridengine.diagnose import QPING_TIMEOUT
 from shim.errors import BackendUnavailable, ShimError
 
@@ -30,7 +30,7 @@ def fake_ge(tmp_path, monkeypatch):
     (tmp_path / "qacct").chmod(0o755)
     b = GridEngineBackend(config.SiteConfig())
     b.bin_dir, b.timeout = str(tmp_path), 0.3
-    monkeypatch.setattr(backends, "command", "")
+    monkeypatch.setattr(calls, "command", "")
     return b
 
 
@@ -64,7 +64,7 @@ def test_the_default_timeout_is_five_seconds():
     ("salloc", f"salloc: error: Unable to allocate resources: {TIMED_OUT}"),
 ])
 def test_a_hung_call_is_slurms_socket_timeout_in_the_commands_words(fake_ge, spawned, monkeypatch, cmd, line):
-    monkeypatch.setattr(backends, "command", cmd)
+    monkeypatch.setattr(calls, "command", cmd)
     with pytest.raises(BackendUnavailable) as e:
         fake_ge.run("qstat", ["-u", "*"])
     assert spawned[0] == ("qstat", 0.3)  # given up after the site's timeout; then only the diagnosis's bounded probes
@@ -85,7 +85,7 @@ def test_after_one_silent_call_the_next_fails_at_once(fake_ge, spawned):
 
 
 def test_a_missing_command_is_unable_to_contact(fake_ge, monkeypatch):
-    monkeypatch.setattr(backends, "command", "sbatch")
+    monkeypatch.setattr(calls, "command", "sbatch")
     fake_ge.bin_dir = str(Path(fake_ge.bin_dir) / "nowhere")
     with pytest.raises(BackendUnavailable) as e:
         fake_ge.run("qsub", [])

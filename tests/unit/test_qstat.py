@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, REPO, SGE_REF
 from shim import siteconf
-from shim.gridengine import qstat as q
+from shim.gridengine import backends, qstat as q
 from shim.gridengine.units import ge_time
 from shim.slurm.model import STATE_CODES
 
@@ -431,7 +431,7 @@ def test_irregular_document_is_read_again_whole():
 
 
 def _fake_qstat(tmp_path, script):
-    from shim.gridengine.engine import GridEngineBackend
+    from shim.gridengine.process import GridEngineBackend
 
     (tmp_path / "qstat").write_text("#!/bin/sh\n" + script)
     (tmp_path / "qstat").chmod(0o755)
@@ -446,7 +446,7 @@ def test_query_streams_the_real_command(tmp_path):
     # written in three bursts, as qstat's buffered output arrives
     cfg, b = _fake_qstat(tmp_path, f'echo "$@" > {tmp_path}/args\nhead -c 3000 {fixture}\nsleep 0.1\n'
                                    f'tail -c +3001 {fixture} | head -c 5000\nsleep 0.1\ntail -c +8001 {fixture}\n')
-    qy = q.start(cfg, backend=b)
+    qy = backends.start_qstat(cfg, backend=b)
     assert qy.stream is not None
     r = q.RowReader()
     items = [x for data in qy.chunks() for x in r.feed(data)]
@@ -460,7 +460,7 @@ def test_query_failures_are_slurms_controller_errors(tmp_path):
 
     cfg, b = _fake_qstat(tmp_path, "echo 'error: commlib error: got select error (Connection refused)' >&2\n"
                                    "echo 'unable to contact qmaster' >&2\nexit 1\n")
-    qy = q.start(cfg, backend=b)
+    qy = backends.start_qstat(cfg, backend=b)
     r = q.RowReader()
     for data in qy.chunks():
         r.feed(data)
@@ -471,16 +471,16 @@ def test_query_failures_are_slurms_controller_errors(tmp_path):
     cfg, b = _fake_qstat(tmp_path, "sleep 5\n")
     b.timeout = 0.3
     with pytest.raises(BackendUnavailable, match=r"controller \(\S*/qstat: no answer within 0.3 s\)"):
-        list(q.start(cfg, backend=b).chunks())
+        list(backends.start_qstat(cfg, backend=b).chunks())
     b.bin_dir = str(tmp_path / "nowhere")
-    qy = q.start(cfg, backend=b)  # a spawn failure surfaces where the output is read
+    qy = backends.start_qstat(cfg, backend=b)  # a spawn failure surfaces where the output is read
     with pytest.raises(BackendUnavailable, match="command not found"):
         list(qy.chunks())
 
 
 def test_query_close_stops_an_unread_qstat(tmp_path):
     cfg, b = _fake_qstat(tmp_path, "sleep 30\n")
-    qy = q.start(cfg, backend=b)
+    qy = backends.start_qstat(cfg, backend=b)
     p = qy.stream.popen
     qy.close()
     assert p.poll() is not None

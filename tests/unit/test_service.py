@@ -573,7 +573,7 @@ def test_a_changed_package_is_never_served(cbin, world, tmp_path):
     ("sinfo", "slurm_load_partitions: Unable to contact slurm controller (connect failure)"),
 ])
 def test_a_service_lost_after_the_handover_is_an_error_never_a_second_run(cbin, world, cmd, line):
-    from shim.gridengine.backends import _prefix
+    from shim.gridengine.calls import _prefix
 
     assert line.startswith(_prefix(cmd))  # the C client's words are the Python commands'
     d = world / f"lost-{cmd}"

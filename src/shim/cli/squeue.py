@@ -336,16 +336,16 @@ def _main(argv: list[str]) -> int:
     # (--only-job-state's records name no user: every user's jobs are listed, jobqueue.state_only)
     listed = sorted(users) if users and only is None and not whole and not opts.only_job_state else None
     # qstat is the long pole: start it now, and import and prepare the rest while it runs
-    from ..gridengine import qstat as q
+    from ..gridengine import backends, qstat as q
 
     now = time.time()
     if only:
         me = passwd.own_name()  # (None: jobs.list_jobs asks qstat -j first)
-        started = q.start(cfg, q.listing_args([me])) if me else None
+        started = backends.start_qstat(cfg, q.listing_args([me])) if me else None
     elif listed:
-        started = q.start(cfg, q.listing_args(listed))
+        started = backends.start_qstat(cfg, q.listing_args(listed))
     else:
-        started = q.start(cfg)
+        started = backends.start_qstat(cfg)
     try:
         from ..operations import jobqueue
         from ..slurm.render import squeue as view

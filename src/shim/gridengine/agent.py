@@ -149,9 +149,9 @@ def submit(argv: list[str], script: bytes, cfg, backend, environ=None, user: str
         return int(reply["job"])
     if status == "refused":
         return None
-    from . import backends
+    from . import calls
 
-    with backends.within(started + budget):  # one wait in all, as a qsub that does not answer
+    with calls.within(started + budget):  # one wait in all, as a qsub that does not answer
         return resolve(d, token, backend, user, reply.get("reason", ""), seen)
 
 

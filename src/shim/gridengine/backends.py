@@ -3,8 +3,9 @@
 ``get(cfg)`` gives the process's backend: a ``gridengine.GridEngine``, whose methods are every
 Grid Engine operation (pure argv builders and answer parsers in ``gridengine/ops.py``) over a
 transport: ``gridengine.GridEngineBackend`` runs the real q* commands, ``replay.ReplayBackend``
-answers from recorded output (unit tests; ``SLURM_SHIM_REPLAY=<dir>``). This module also holds
-how a silent or missing Grid Engine is reported in the running command's Slurm words.
+answers from recorded output (unit tests; ``SLURM_SHIM_REPLAY=<dir>``). How a silent or missing
+Grid Engine is reported in the running command's Slurm words, and the process's deadline, are
+calls.py's (the transports read them there; their names are kept here too).
 """
 
 from __future__ import annotations
@@ -13,78 +14,14 @@ import os
 
 TYPE_CHECKING = False  # typing costs ~9 ms of every command's start; annotations are strings
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..config import SiteConfig
     from .engine import GridEngine as Backend
 
+from .calls import TIMED_OUT, _prefix, call_timeout, explain_silence, unreachable, within  # noqa: F401
+
 _override: Backend | None = None
-
-# The Slurm command this process runs (set by shim.__main__.dispatch): Grid Engine's silence is
-# reported in that command's words.
-command = ""
-TIMED_OUT = "Socket timed out on send/recv operation"  # Slurm's words for a controller that does not answer
-_deadline: float | None = None
-# Why qmaster did not answer a call (``tool`` -> lines after Slurm's), from the process's Grid
-# Engine transport (gridengine/diagnose.py: one qping): asked only after a timeout, for a timeout
-# that does not carry its ``hint`` already (a streamed qstat's).
-_why = None
-
-
-def explain_silence(why) -> None:
-    global _why
-    _why = why
-
-
-def _prefix(cmd: str) -> str:
-    """How each Slurm command starts its report of a failed controller call (Slurm 22.05)."""
-    if cmd == "sbatch":
-        return "sbatch: error: Batch job submission failed: "
-    if cmd in ("srun", "salloc"):
-        return f"{cmd}: error: Unable to allocate resources: "
-    if cmd == "sinfo":
-        return "slurm_load_partitions: "
-    return "slurm_load_jobs error: "
-
-
-def unreachable(error: BaseException, cmd: str | None = None) -> list[str]:
-    """Slurm's lines for a Grid Engine command that could not run (``Unable to contact slurm
-    controller``) or did not answer in time (``Socket timed out on send/recv operation``)."""
-    from ..proc import Timeout
-
-    cmd = command if cmd is None else cmd
-    if isinstance(error, Timeout):
-        hint = getattr(error, "hint", None)
-        if hint is None and _why is not None:  # once per error: asked again, it says the same
-            hint = error.hint = _why(os.path.basename(str(error).partition(":")[0]))
-        return [_prefix(cmd) + TIMED_OUT, *(hint or ())]
-    return [f"{_prefix(cmd)}Unable to contact slurm controller ({error})"]
-
-
-class within:
-    """``with within(t):`` the Grid Engine calls of this process inside the block end by the
-    ``time.monotonic()`` value ``t`` (each still gets ``floor`` seconds). For a command that has
-    already waited once: sbatch looks its job up, after the submit agent did not answer, in what
-    is left of the one wait instead of waiting all over again."""
-
-    def __init__(self, t: float):
-        self.t = t
-
-    def __enter__(self) -> "within":
-        global _deadline
-        self.saved, _deadline = _deadline, self.t
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        global _deadline
-        _deadline = self.saved
-
-
-def call_timeout(timeout: float, floor: float = 0.5) -> float:
-    """``timeout``, cut to what is left before the deadline (but at least ``floor`` seconds)."""
-    if _deadline is None:
-        return timeout
-    import time
-
-    return max(floor, min(timeout, _deadline - time.monotonic()))
 
 
 def use(backend: Backend | None) -> None:
@@ -101,8 +38,16 @@ def get(cfg: SiteConfig) -> Backend:
         from .replay import ReplayBackend
 
         return ReplayBackend.from_dir(replay_dir)
-    from .engine import GridEngineBackend
+    from .process import GridEngineBackend
 
     backend = GridEngineBackend(cfg)
     explain_silence(backend.why)  # (for its streamed calls, whose timeouts reach unreachable() bare)
     return backend
+
+
+def start_qstat(cfg: SiteConfig, args: list[str] | None = None, backend: Backend | None = None) -> Any:
+    """Start the listing qstat (``qstat.QSTAT_ARGS`` unless told otherwise) without waiting for
+    it: a ``qstat.Query`` on ``backend``, else the process's (the reader does not choose one)."""
+    from .qstat import QSTAT_ARGS, Query
+
+    return Query(backend or get(cfg), QSTAT_ARGS if args is None else args)

@@ -18,6 +18,7 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing costs ~9 ms of every command's start; annotations are strings
 
 from . import ops, refusal
+from .calls import streams
 from .ops import parse_job_id, task_ids  # noqa: F401  (the commands' names for them)
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ class ReservationNames:
     def __init__(self, backend: Any):
         self.backend, self.stream, self.names = backend, None, None
         tool, args = ops.reservations()
-        if type(backend) is GridEngineBackend:
+        if streams(backend):
             from .. import proc
 
             try:
@@ -513,6 +514,3 @@ class GridEngine:
             for s, h in old.items():
                 signals.signal(s, h)
         return rc, got.get("sig")
-
-
-from .process import GridEngineBackend  # noqa: E402,F401  (the real transport)

@@ -21,6 +21,7 @@ UTILBIN = frozenset({"sge_share_mon"})  # tools outside bin_dir in a $SGE_ROOT i
 
 
 class GridEngineBackend(GridEngine):
+    STREAMS = True  # (calls.streams: this class exactly, not a subclass)
     concurrent = True
     caches_help = True  # (its binaries' -help texts: capabilities.HelpCache)
 
@@ -65,7 +66,7 @@ class GridEngineBackend(GridEngine):
             timeout: float | None = None) -> proc.Result:
         """``tool args``; BackendUnavailable (in the running command's Slurm words) when it cannot
         start or qmaster does not answer within the site's ``gridengine.timeout``."""
-        from .backends import call_timeout, unreachable
+        from .calls import call_timeout, unreachable
 
         if self.silent is not None and tool not in NO_QMASTER:
             raise BackendUnavailable(*unreachable(self.silent)) from self.silent

@@ -641,9 +641,9 @@ class Query:
         self.error: Exception | None = None
         self.returncode = 0
         self.stderr = ""
-        from .engine import GridEngineBackend
+        from .calls import streams
 
-        if type(backend) is GridEngineBackend:
+        if streams(backend):
             from .. import proc
 
             try:
@@ -682,13 +682,6 @@ class Query:
     def close(self) -> None:
         if self.stream is not None:
             self.stream.close()
-
-
-def start(cfg: SiteConfig, args: list[str] | None = None, backend: Any = None) -> Query:
-    """Start the listing qstat (``QSTAT_ARGS`` unless told otherwise) without waiting for it."""
-    from . import backends
-
-    return Query(backend or backends.get(cfg), QSTAT_ARGS if args is None else args)
 
 
 # ---------------------------------------------------------------------------------------------

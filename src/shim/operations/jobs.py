@@ -23,7 +23,7 @@ from ..store import state
 from ..store.records import NO_RECORD, USER_IDS, Reader, Submitted, cancel_ended, ended_reason, group_of, memory_request, user_ids
 from ..slurm.request import MISSING
 from ..slurm.users import own_name  # (tests replace jobs.own_name)
-from ..gridengine import qstat as q
+from ..gridengine import backends, qstat as q
 from ..gridengine.units import ge_time
 from ..slurm.model import ACTIVE_STATES, FIELDS, JobRecord  # noqa: F401  (ACTIVE_STATES: cli/scancel and squeue read it from here)
 
@@ -385,12 +385,12 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
                 same.append(rec)
 
     if quotas is None or reasons is None or stopped is None:
-        from ..gridengine import backends
+        from ..gridengine import calls
 
-        shows = backends.command in QUOTA_COMMANDS
+        shows = calls.command in QUOTA_COMMANDS
         quotas = shows if quotas is None else quotas
         reasons = shows if reasons is None else reasons
-        stopped = (ended or backends.command in STOPPED_COMMANDS) if stopped is None else stopped
+        stopped = (ended or calls.command in STOPPED_COMMANDS) if stopped is None else stopped
     # Tens of thousands of small containers, none in a cycle: the cyclic collector would only
     # walk the growing heap again and again (a third of the time). It is off while they are made.
     collecting = gc.isenabled()
@@ -404,21 +404,21 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
                                   any(_waits(r) for j in only for r in by_job.get(j, ()))):
                 records.clear()
                 by_job.clear()
-                read(q.start(cfg, backend=backend))
+                read(backends.start_qstat(cfg, backend=backend))
         elif users:
             if started is not None and listed_users(started) != list(users):
                 started.close()  # (a listing of other jobs)
                 started = None
-            read(started if started is not None else q.start(cfg, q.listing_args(users), backend=backend))
+            read(started if started is not None else backends.start_qstat(cfg, q.listing_args(users), backend=backend))
             if reasons and any(_waits(r) for r in records):
                 records.clear()
                 by_job.clear()
-                read(q.start(cfg, backend=backend))
+                read(backends.start_qstat(cfg, backend=backend))
         else:
             if started is not None and listed_users(started) is not None:
                 started.close()  # a listing of some users' jobs cannot answer for every job
                 started = None
-            read(started if started is not None else q.start(cfg, backend=backend))
+            read(started if started is not None else backends.start_qstat(cfg, backend=backend))
     finally:
         if collecting:
             gc.enable()
@@ -466,7 +466,7 @@ def _named(cfg: SiteConfig, only: set[int], started: q.Query | None, backend: An
         me = own_name()
         if me:
             users = [me]
-            read(q.start(cfg, q.listing_args(users), backend=backend), named=True)
+            read(backends.start_qstat(cfg, q.listing_args(users), backend=backend), named=True)
     missing = sorted(j for j in only if j not in by_job)
     if not missing:
         return NAMED
@@ -477,7 +477,7 @@ def _named(cfg: SiteConfig, only: set[int], started: q.Query | None, backend: An
         return None
     more = sorted({o for o in owners.values() if o not in (users or ())})
     if more:
-        read(q.start(cfg, q.listing_args(more), backend=backend), named=True)
+        read(backends.start_qstat(cfg, q.listing_args(more), backend=backend), named=True)
     return NAMED
 
 

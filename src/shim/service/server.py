@@ -1215,7 +1215,7 @@ def _through(cmd: str, args: list[str]) -> int | None:
             except InterruptedError:
                 continue
             except (OSError, EOFError):
-                from ..gridengine.backends import _prefix
+                from ..gridengine.calls import _prefix
 
                 _write(2, f"{_prefix(cmd)}{UNREACHABLE}\n")
                 return 1
