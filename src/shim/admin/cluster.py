@@ -15,7 +15,6 @@ be mixed with either.
 
 from __future__ import annotations
 
-import argparse
 import glob
 import os
 import platform
@@ -925,22 +924,6 @@ def _entries(path: str) -> list[tuple[str, os.stat_result]]:
     return out
 
 
-def ensure_site(path: str, text: str | None = None) -> str:
-    """Test user, then `install --apply` with the cluster's own site config (text: another cell's,
-    else Debian's): install.py's plan and apply, the code path of an existing site's install, which
-    here finds the PEs and complexes configure made, lays out the state dir and writes the file."""
-    from . import install
-
-    notes = []
-    try:
-        pwd.getpwnam(TEST_USER)
-    except KeyError:
-        must("useradd", "-m", TEST_USER, env=dict(os.environ))
-        notes.append(f"user {TEST_USER} created")
-    notes += install.local(path, text or site_config_text(), this_host())
-    return ", ".join(notes) or f"{path} up to date"
-
-
 def submit_test_job(user: str, queue_name: str, bin_dir: str = "/usr/bin") -> str:
     """`qsub -sync y -b y /bin/true`, as root or through runuser; the job must exit 0."""
     name = f"shim_up_{user}"
@@ -976,39 +959,6 @@ def phase(name: str) -> Iterator[_Phase]:
     dots = "." * max(3, 16 - len(name))
     note = f"  ({p.note})" if p.note else ""
     print(f"cluster: {name} {dots} {time.monotonic() - started:5.1f} s{note}", flush=True)
-
-
-def up() -> int:
-    require_root("cluster up", "it installs packages and starts daemons")
-    require_debian()
-    from .cluster_ocs import SITE_CONFIG as OCS_CONFIG
-
-    if os.path.abspath(config.config_path()) == OCS_CONFIG:  # it would write Debian's cell over it
-        raise ClusterError(f"SLURM_SHIM_CONFIG is {OCS_CONFIG}, the Open Cluster Scheduler cell's: "
-                           "use cluster up --flavour ocs, or unset SLURM_SHIM_CONFIG for Debian's cell")
-    started = time.monotonic()
-    host = this_host()
-    with phase("packages") as p:
-        p.note = ensure_packages(host)
-    with phase("host names") as p:
-        p.note = ensure_host_names(host)
-    with phase("init scripts") as p:
-        p.note = ensure_init_scripts()
-    with phase("qmaster") as p:
-        p.note = ensure_qmaster()
-    with phase("configure") as p:
-        changed = configure(host)
-        p.note = "changed: " + ", ".join(changed) if changed else "unchanged"
-    with phase("execd") as p:
-        p.note = ensure_execd(host, "global config" in changed)
-    with phase("queues") as p:
-        p.note = wait_queues_ready(host)
-    with phase("site") as p:
-        p.note = ensure_site(config.config_path())
-    with phase("test jobs") as p:
-        p.note = run_test_jobs()
-    print(f"cluster: up in {time.monotonic() - started:.1f} s")
-    return 0
 
 
 def down() -> int:
@@ -1526,48 +1476,3 @@ def live_findings(cfg: config.SiteConfig, path: str, hosts: bool = False, config
 
 # --------------------------------------------------------------------------------------------
 # Entry point
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="slurm-shim", description="Administer the shim's Grid Engine cluster.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    cluster = commands.add_parser("cluster", help="install, start, stop or inspect the single-host cluster")
-    actions = cluster.add_subparsers(dest="action", required=True)
-    up_ = actions.add_parser("up", help="install, configure and start Grid Engine, then run test jobs (root)")
-    down_ = actions.add_parser("down", help="stop the Grid Engine daemons (root)")
-    status_ = actions.add_parser("status", help="show whether the daemons run and the queues' states")
-    for p in (up_, down_, status_):
-        p.add_argument("--flavour", choices=("debian", "ocs"), default="debian",
-                       help="debian: Debian's SGE 8.1.9 packages; ocs: Open Cluster Scheduler built from source "
-                       "in /opt/ocs, a second cell beside Debian's (see cluster_ocs.py)")
-    up_.add_argument("--source", metavar="TARBALL",
-                     help="the Open Cluster Scheduler source tarball (--flavour ocs; default $SLURM_SHIM_OCS_TARBALL)")
-    doctor_ = commands.add_parser("doctor", help="check the site config against the live Grid Engine, and the "
-                                  "shim on every execution host (a tiny job each)")
-    doctor_.add_argument("--no-hosts", action="store_true", help="skip the jobs on the execution hosts")
-    return parser
-
-
-def main(argv: list[str]) -> int:
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as e:
-        return int(e.code or 0)
-    run = {"up": up, "down": down, "status": status}.get(
-        getattr(args, "action", None), lambda: doctor(hosts=not getattr(args, "no_hosts", False)))
-    if getattr(args, "flavour", "debian") == "ocs":
-        from . import cluster_ocs
-
-        run = {"up": lambda: cluster_ocs.up(args.source), "down": cluster_ocs.down,
-               "status": cluster_ocs.status}[args.action]
-    elif getattr(args, "source", None):
-        print("slurm-shim: error: --source is for --flavour ocs (Debian's cell comes from apt)", file=sys.stderr)
-        return 2
-    try:
-        return run()
-    except ShimError as e:
-        print(*e.lines, sep="\n", file=sys.stderr)
-        return e.code
-    except proc.SpawnError as e:
-        print(f"slurm-shim: error: {e}", file=sys.stderr)
-        return 1

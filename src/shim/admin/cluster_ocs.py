@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cluster
+from . import cluster, install
 from .. import proc
 from ..store import state
 from ..gridengine import metrics
@@ -570,7 +570,7 @@ def up(source: str | None = None, c: Cell = Cell()) -> int:
         with phase("queues") as p:
             p.note = cluster.wait_queues_ready(host)
         with phase("site") as p:
-            p.note = cluster.ensure_site(SITE_CONFIG, site_config_text(c))
+            p.note = install.ensure_site(SITE_CONFIG, site_config_text(c))
         with phase("test jobs") as p:
             # (OCS 9.1.4: a non-manager's `qsub -sync y` prints the job's end at once but exits up
             # to 30 s later; qmaster logs `denied: "alice" must be manager to initiate TRIGGER

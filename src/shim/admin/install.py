@@ -33,6 +33,7 @@ import glob
 import hashlib
 import json
 import os
+import pwd
 import re
 import shlex
 import socket
@@ -1083,7 +1084,7 @@ def uninstall(ge: GridEngine, record: str, say=print, purge: bool = False) -> in
 
 
 def local(config_path: str, text: str, host: str) -> list[str]:
-    """cluster up's last step (cluster.ensure_site): install --apply on the cell it configured,
+    """cluster up's last step (ensure_site, below): install --apply on the cell it configured,
     with its own site config text, which it replaces when it differs (the file is cluster up's),
     the exclusive complex offered by its host, no profile.d snippet and no record (cluster down
     is its inverse). The state dir is laid out every time. The notes of what was done."""
@@ -1242,3 +1243,17 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"done": said, "plan": the_plan.as_dict()}, indent=1))
     return 0
+
+
+def ensure_site(path: str, text: str | None = None) -> str:
+    """Test user, then `install --apply` with the cluster's own site config (text: another cell's,
+    else Debian's): install.py's plan and apply, the code path of an existing site's install, which
+    here finds the PEs and complexes configure made, lays out the state dir and writes the file."""
+    notes = []
+    try:
+        pwd.getpwnam(cluster.TEST_USER)
+    except KeyError:
+        cluster.must("useradd", "-m", cluster.TEST_USER, env=dict(os.environ))
+        notes.append(f"user {cluster.TEST_USER} created")
+    notes += local(path, text or cluster.site_config_text(), cluster.this_host())
+    return ", ".join(notes) or f"{path} up to date"

@@ -1,7 +1,7 @@
 """``slurm-shim``: the shim's own command, a conventional click CLI (help, ``--version``, shell
 completion). The Slurm commands keep their getopt work-alike and never import click.
 
-``cluster`` and ``doctor`` are handed, words unchanged, to cluster.py's own parser; ``explain``
+``cluster`` and ``doctor`` are handed, words unchanged, to admin/commands.py's own parser; ``explain``
 reads sbatch's options with sbatch's parser. Both keep their messages and exit codes.
 """
 
@@ -84,7 +84,7 @@ def _cluster_words(done: list[str], incomplete: str) -> list[str]:
 def cluster(args: tuple[str, ...]) -> int:
     """up|down|status: install, configure and start a local single-host Grid Engine (root), stop it,
     or show whether its daemons run."""
-    from ..admin import cluster as impl
+    from ..admin import commands as impl
 
     return impl.main(["cluster", *args])
 
@@ -107,7 +107,7 @@ def install(args: tuple[str, ...]) -> int:
 @_pass_on(lambda done, incomplete: [])
 def doctor(args: tuple[str, ...]) -> int:
     """Check the site config against the live Grid Engine."""
-    from ..admin import cluster as impl
+    from ..admin import commands as impl
 
     return impl.main(["doctor", *args])
 
