@@ -90,7 +90,8 @@ def test_runtime_imports_only_the_standard_library_and_light_shim_modules():
     import ast
     from pathlib import Path
 
-    light = {"proc", "store.state", "store.records", "slurm.hostlist", "slurm.jobids", "slurm.request", "runtime"}
+    light = {"proc", "store.state", "store.records", "slurm.hostlist", "slurm.jobids", "slurm.request", "slurm.patterns",
+             "runtime"}
     root = Path(boot.__file__).parent
     stdlib = set(sys.stdlib_module_names)
     for path in sorted(root.rglob("*.py")):

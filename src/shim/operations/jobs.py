@@ -26,6 +26,7 @@ from ..slurm.users import own_name  # (tests replace jobs.own_name)
 from ..gridengine import backends, qstat as q
 from ..gridengine.units import ge_time
 from ..slurm.model import ACTIVE_STATES, FIELDS, JobRecord  # noqa: F401  (ACTIVE_STATES: cli/scancel and squeue read it from here)
+from ..slurm.model import PRIO_SCALE, run_seconds  # noqa: F401  (Slurm's, read as jobs.X too)
 
 if TYPE_CHECKING:
     from typing import Any, Iterable
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 
 ENDED_REASONS = {"TIMEOUT": "TimeLimit", "OUT_OF_MEMORY": "OutOfMemory", "NODE_FAIL": "NodeDown",
                  "FAILED": "NonZeroExitCode", "BOOT_FAIL": "NodeDown", "DEADLINE": "DeadLine"}
-PRIO_SCALE = 0xFFFFFFFF  # Slurm's %p is priority / 2^32-1
 
 
 class JobList:
@@ -923,16 +923,6 @@ def expand_array(records: Iterable[JobRecord]) -> list[JobRecord]:
             c.array_task = i
             out.append(c)
     return out
-
-
-def run_seconds(rec: JobRecord, now: float) -> int:
-    """Slurm's TIME: seconds the job has run (0 while pending)."""
-    if "run_seconds" in rec.extra:
-        return rec.extra["run_seconds"]
-    if rec.state in ("PENDING", "CANCELLED") or rec.start_time is None:
-        return 0
-    st = rec.extra.get("start_ts") or rec.start_time.timestamp()
-    return max(0, int(now - st))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,17 +4,17 @@ Engine tells the job at run time. Pure functions: the job wrapper, ``srun`` and
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
+from ..slurm.jobids import NO_VAL  # noqa: F401  (Slurm's constant; jobenv.NO_VAL as before)
+from ..slurm.patterns import MAX_PAD, expand, expand_pattern  # noqa: F401  (the file name patterns)
 
-NO_VAL = 4294967294  # Slurm's NO_VAL (0xfffffffe): what %a expands to outside an array
 TASK_LAUNCH = 'SLURM_TASK_PID=$$; export SLURM_TASK_PID; exec "$0" "$@"'
 """The task trampoline of batch scripts and step tasks: a fixed sh program that sets SLURM_TASK_PID
 to its own pid and execs the task in place. No user text is part of it; the command and its
 arguments are plain argv."""
-MAX_PAD = 10  # Slurm's widest zero padding in a file name pattern (%12j pads to 10)
 
 
 def tasks_per_node_str(counts: list[int]) -> str:
@@ -220,65 +220,6 @@ def release_env(p: Mapping[str, Any], *, job_id: int, task: int | None, start: f
     if created is not None:
         env["SLURM_JOB_SLUID"] = releases.sluid(str(p.get("cluster", "cluster")), int(created * 1000), job_id, task)
     return env
-
-
-def expand(pattern: str, fields: Mapping[str, Any]) -> str:
-    """Slurm's file name patterns (``--output``, ``--error``, ``--input``), for the letters in
-    ``fields`` (letter -> value). ``%%`` is one ``%``. A width (``%4j``) zero-pads an integer
-    value, at most to MAX_PAD; text values (``%N``, ``%x``) are never padded, and a callable value
-    is given the width and returns the text. A ``%`` before any other letter stays as written
-    (``%q``); with a width, Slurm drops the ``%`` and every digit but the last (``%5q`` -> ``5q``,
-    ``%12q`` and ``%12`` at the end -> ``2q`` and ``2``): its batch and step parsers
-    (``_create_batch_fname`` in src/slurmd/common/fname.c, ``fname_create`` in
-    src/srun/libsrun/fname.c) do this alike."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        ch = pattern[i]
-        if ch != "%" or i + 1 >= n:
-            out.append(ch)
-            i += 1
-            continue
-        if pattern[i + 1] == "%":
-            out.append("%")
-            i += 2
-            continue
-        j = i + 1
-        while j < n and pattern[j].isdigit():
-            j += 1
-        key = pattern[j] if j < n else ""
-        if key and key in fields:
-            width = min(int(pattern[i + 1:j]), MAX_PAD) if j > i + 1 else 0
-            value = fields[key]
-            if callable(value):
-                out.append(value(width))
-            elif isinstance(value, int) and not isinstance(value, bool):
-                out.append(f"{value:0{width}d}")
-            else:
-                out.append(str(value))
-            i = j + 1
-        elif j > i + 1:
-            out.append(pattern[j - 1])
-            i = j
-        else:
-            out.append("%")
-            i += 1
-    return "".join(out)
-
-
-def expand_pattern(pattern: str, *, job_id: int, task: int | None, name: str, user: str, host: str,
-                   array_job: bool) -> str:
-    """A batch job's file name pattern: %j %J %A %a %x %u %N %n %t %s %% as Slurm's batch step
-    expands them (``_batch_path_check``; ``expand_stdio_fields`` in src/common/print_fields.c):
-    %j and %J are the job's own id (an array task's: ``jobids.task_job_id``), %A the array's
-    (``job_id``, Grid Engine's job), %s is ``batch``, %n and %t are 0, %a is NO_VAL outside an array."""
-    from ..slurm.jobids import task_job_id
-
-    own = task_job_id(job_id, task) if array_job and task is not None else job_id
-    return expand(pattern, {
-        "j": own, "J": own, "A": job_id, "a": task if (array_job and task is not None) else NO_VAL,
-        "n": 0, "t": 0, "s": "batch", "x": name, "u": user, "N": host,
-    })
 
 
 GE_PREFIXES = ("SGE_", "PE", "JOB_")

@@ -46,9 +46,11 @@ task's id as ``G`` names nothing, as in Slurm, where a task's own id is no array
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Iterable
+
+NO_VAL = 4294967294  # Slurm's NO_VAL (0xfffffffe): what %a expands to outside an array
 
 _SPACE = " \t\n\v\f\r"
 _LONG_MAX = 2**63 - 1

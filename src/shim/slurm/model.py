@@ -6,7 +6,7 @@ never see Grid Engine's vocabulary.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # datetime is only an annotation here (typing costs ~9 ms: see backends/__init__.py)
+TYPE_CHECKING = False  # datetime is only an annotation here (typing costs ~9 ms: see gridengine/backends.py)
 if TYPE_CHECKING:
     from datetime import datetime
 
@@ -227,3 +227,16 @@ FIELDS = (
     'req_nodes', 'exc_nodes', 'requeue', 'batch_host', 'extra',
 )
 """JobRecord's fields in order (its __init__ parameters; what the dataclass's fields were)."""
+
+
+PRIO_SCALE = 0xFFFFFFFF  # Slurm's %p is priority / 2^32-1
+
+
+def run_seconds(rec: JobRecord, now: float) -> int:
+    """Slurm's TIME: seconds the job has run (0 while pending)."""
+    if "run_seconds" in rec.extra:
+        return rec.extra["run_seconds"]
+    if rec.state in ("PENDING", "CANCELLED") or rec.start_time is None:
+        return 0
+    st = rec.extra.get("start_ts") or rec.start_time.timestamp()
+    return max(0, int(now - st))

@@ -163,9 +163,9 @@ def nice(text: str, prog: str) -> int:
 
 
 def priority(text: str, prog: str) -> int:
-    """``--priority``: a number 0..NO_VAL-1, or ``TOP`` (NO_VAL - 1). NO_VAL is runtime/jobenv's
+    """``--priority``: a number 0..NO_VAL-1, or ``TOP`` (NO_VAL - 1). NO_VAL is jobids.py's
     (the one copy of Slurm's constant; loaded only when --priority is given)."""
-    from ...runtime.jobenv import NO_VAL
+    from ..jobids import NO_VAL
 
     if text.lower() == "top":
         return NO_VAL - 1

@@ -53,7 +53,7 @@ class JobFacts:
 def job_lines(rec: JobRecord, facts: JobFacts, details: bool, now: float) -> list[str]:
     """The key=value lines of one job, in Slurm 22.05's order (first line unindented). ``rec`` has
     been through ``jobs.detail`` (the squeue getters used here then read nothing)."""
-    from ...operations.jobs import run_seconds
+    from ..model import run_seconds
     from .squeue import dependency_text, mem_text, nodes_text, tres_text
 
     ctx = facts.ctx
@@ -152,7 +152,7 @@ def job_lines(rec: JobRecord, facts: JobFacts, details: bool, now: float) -> lis
 def _expand(pattern: str, rec: JobRecord) -> str:
     if not pattern:
         return ""
-    from ...runtime.jobenv import expand_pattern
+    from ..patterns import expand_pattern
 
     host = rec.nodes[0] if rec.nodes else ""
     try:

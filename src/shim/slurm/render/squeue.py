@@ -8,9 +8,8 @@ import time
 from datetime import datetime
 
 from ... import SLURM_VERSION
-from ...operations import jobs
 from ..jobids import task_job_id
-from ..model import STATE_CODES, JobRecord, shown_state
+from ..model import PRIO_SCALE, STATE_CODES, JobRecord, run_seconds, shown_state
 from .fmt import FieldSpec, Registry, getter
 from .text import UNIT_MEGA, convert_num_unit, print_secs, version_json
 
@@ -132,7 +131,7 @@ def dependency_text(rec: JobRecord, ctx: Ctx) -> str:
 
 
 def run_secs(rec: JobRecord, ctx: Ctx) -> int:
-    return jobs.run_seconds(rec, ctx.now)
+    return run_seconds(rec, ctx.now)
 
 
 def time_left(rec: JobRecord, ctx: Ctx) -> str:
@@ -253,7 +252,7 @@ SQUEUE_FIELDS: tuple[FieldSpec, ...] = (
     F("m", "MinMemory", "MIN_MEMORY", _min_mem, key=lambda r, c: r.min_memory_mb or 0),
     F("n", "ReqNodes", "REQ_NODES", _d("req_nodes", "")),
     F("o", "Command", "COMMAND", _d("command")),
-    F("p", "Priority", "PRIORITY", lambda r, c: f"{r.extra.get('prio', r.priority / jobs.PRIO_SCALE):.14f}",
+    F("p", "Priority", "PRIORITY", lambda r, c: f"{r.extra.get('prio', r.priority / PRIO_SCALE):.14f}",
       key=lambda r, c: r.priority),
     F("q", "QOS", "QOS", _d("qos", "normal")),
     F("r", "Reason", "REASON", _x("r.reason")),
