@@ -38,7 +38,7 @@ class GridEngine(_Model):
                                "empty means search ($DRMAA_LIBRARY_PATH, the distribution's, $SGE_ROOT/lib)")
     capabilities: dict[Literal["par", "binding", "btype", "sync", "retained_finished"], bool] = Field(
         default_factory=dict, description="pin what the installed Grid Engine offers where its -help cannot "
-        "tell (backends/gridengine/capabilities.py probes the rest)")
+        "tell (gridengine/capabilities.py probes the rest)")
 
 
 class Partition(_Model):

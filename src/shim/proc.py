@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     import subprocess
     from typing import Mapping, Sequence

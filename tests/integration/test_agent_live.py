@@ -243,7 +243,7 @@ def start_dying_agent(s: "Setup", moment: str, tmp: Path) -> int:
     if ge.get("drmaa_library"):  # as sbatch starts the agent: the cell's own libdrmaa
         env["DRMAA_LIBRARY_PATH"] = ge["drmaa_library"]
     for key, port in (("SGE_QMASTER_PORT", ge.get("qmaster_port")), ("SGE_EXECD_PORT", ge.get("execd_port"))):
-        if port:  # and the cell's ports as the site config names them (backends.gridengine.ge_env):
+        if port:  # and the cell's ports as the site config names them (engine.ge_env):
             env[key] = str(port)  # an agent of another port refuses sbatch's requests
         else:
             env.pop(key, None)

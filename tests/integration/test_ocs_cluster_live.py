@@ -150,7 +150,7 @@ def test_a_client_of_the_other_version_gives_up_in_time_and_says_why(client, qma
     """Issue 16: a command never hangs on a qmaster of another Grid Engine version. The site config
     of one cell with the other cell's qmaster_port: SGE 8.1.9's qstat against OCS 9.1.4's qmaster
     (and the other way round) waits for ever, so the command gives up after gridengine.timeout,
-    in Slurm's words, and then says why (backends/gridengine/diagnose.py: qping answers, so a
+    in Slurm's words, and then says why (gridengine/diagnose.py: qping answers, so a
     qmaster is there but does not answer this client) and what to check."""
     import tomllib
 

@@ -290,7 +290,7 @@ def test_hung_qmaster_costs_each_command_at_most_the_timeout(held_dir, named):
     job = int(run("qsub", "-terse", "-N", named, "-b", "y", "/bin/true", cwd=held_dir).stdout.strip())
     proxy = QmasterProxy()
     # the site config names the proxy as the cell's qmaster port (a user's SGE_QMASTER_PORT would
-    # not count: backends.gridengine.ge_env); a stale one in the environment changes nothing
+    # not count: engine.ge_env); a stale one in the environment changes nothing
     agent_env = {**env_for(held_dir, "agent", proxy.port), "SGE_QMASTER_PORT": "1"}
     qsub_env = {**env_for(held_dir, "qsub", proxy.port), "SGE_QMASTER_PORT": "1"}
     port = qsub_env
@@ -337,7 +337,7 @@ def test_hung_qmaster_costs_each_command_at_most_the_timeout(held_dir, named):
         proxy.close()
         stop_agent(agent_env)
     print("\n".join(f"{w}: {dt:.2f} s (start-up {st:.2f} s), exit {rc}" for w, (dt, st, rc, _) in outcomes.items()))
-    # after Slurm's line, why (backends/gridengine/diagnose.py): qping gets no answer either (at
+    # after Slurm's line, why (gridengine/diagnose.py): qping gets no answer either (at
     # most QPING_TIMEOUT more), so this is no qmaster of another version but one that does not answer
     why = re.compile(rf"slurm-shim: no Grid Engine qmaster answers at \S+:{proxy.port} \(qping -info\): "
                      r"is sge_qmaster running there\? \(gridengine\.qmaster_port in \S+\)")

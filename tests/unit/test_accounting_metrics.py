@@ -1,4 +1,4 @@
-"""A job's own metrics (accounting/metrics.py): the lines a job appends to $SLURM_SHIM_METRICS, what
+"""A job's own metrics (gridengine/metrics.py): the lines a job appends to $SLURM_SHIM_METRICS, what
 the epilog adds to the shepherd's usage file, and sacct's AdminComment from accounting.jsonl."""
 
 from __future__ import annotations

@@ -504,7 +504,7 @@ def test_ocs_pes_are_cluster_pes_in_the_form_ocs_takes():
 def test_ocs_global_conf_is_debians_with_ocs_own_accounting():
     # OCS 9 as it ships writes accounting.jsonl, which the shim reads: no old_accounting=true; and
     # it keeps no finished jobs in qmaster (they hold their PE referenced: qconf -dp is refused);
-    # its usage pattern puts a job's own metrics into accounting.jsonl (accounting/metrics.py)
+    # its usage pattern puts a job's own metrics into accounting.jsonl (gridengine/metrics.py)
     assert cluster_ocs.GLOBAL_CONF == {**cluster.GLOBAL_CONF, "finished_jobs": "0", "reporting_params":
                                        cluster.GLOBAL_CONF["reporting_params"] + " usage_patterns=metrics:metric_*"}
     assert "old_accounting" not in cluster_ocs.GLOBAL_CONF["reporting_params"]

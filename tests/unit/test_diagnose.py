@@ -1,4 +1,4 @@
-"""Why qmaster did not answer (issue 16; backends/gridengine/diagnose.py): the line after Slurm's
+"""Why qmaster did not answer (issue 16; gridengine/diagnose.py): the line after Slurm's
 "Socket timed out", from one qping of the cell's qmaster, asked once and only after a timeout."""
 
 from __future__ import annotations

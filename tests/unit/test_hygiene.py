@@ -59,7 +59,7 @@ command's module they would mean it builds a Grid Engine argv itself."""
 def _ge_command_literals(text: str, label: str, names: frozenset = GE_COMMANDS) -> list[str]:
     """String literals (docstrings aside) that name a Grid Engine command: ``"qdel"``, ``"qstat -j"``,
     ``"qmod failed"`` (or, with ``names=GE_FLAGS``, start with one of its flags: ``"-now"``). The
-    commands reach Grid Engine through backends/gridengine, which alone knows these names."""
+    commands reach Grid Engine through gridengine/, which alone knows these names."""
     tree = ast.parse(text)
     docs = {id(n.body[0].value) for n in ast.walk(tree)
             if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body

@@ -61,12 +61,12 @@ def test_slurm_shim_help_lists_its_commands(capsys):
 
 
 def test_subcommands_keep_their_own_parsers(capsys, monkeypatch):
-    """cluster and doctor reach cluster.py's argparse with every word, --help included; explain
+    """cluster and doctor reach admin/commands.py's argparse with every word, --help included; explain
     reads sbatch's options (its usage errors are sbatch's)."""
     seen = []
-    from shim.admin import cluster
+    from shim.admin import commands
 
-    monkeypatch.setattr(cluster, "main", lambda argv: seen.append(argv) or 7)
+    monkeypatch.setattr(commands, "main", lambda argv: seen.append(argv) or 7)
     assert admin.main(["cluster", "up", "--flavour", "ocs"]) == 7
     assert admin.main(["cluster", "--help"]) == 7
     assert admin.main(["doctor"]) == 7

@@ -114,7 +114,7 @@ def test_dispatch_reports_a_timeout_raised_anywhere_in_slurms_words(monkeypatch,
         def main(argv):
             try:
                 raise proc.Timeout("qstat: no answer within 5 s")
-            except proc.Timeout as e:  # as backends/qstat.py wraps its streamed qstat's timeout
+            except proc.Timeout as e:  # as gridengine/qstat.py wraps its streamed qstat's timeout
                 raise BackendUnavailable("slurm_load_jobs error: Unable to contact slurm controller (x)") from e
 
     class Raw:

@@ -90,7 +90,7 @@ def test_times_durations_memory_and_task_ranges():
 
 
 def test_grid_engine_values_have_one_reader():
-    """backends.units reads Grid Engine's values for qstat, qacct and qhost, as sge_types(1)
+    """gridengine.units reads Grid Engine's values for qstat, qacct and qhost, as sge_types(1)
     defines them (k = 1000, K = 1024; h:m:s with empty fields; INFINITY)."""
     from shim.gridengine import qacct, qhost, units
 

@@ -192,12 +192,12 @@ def queue_as_listed(name: str):
 def queue(site, monkeypatch):
     """set(release): squeue reads the queue that release was asked about (no qstat runs)."""
     from shim.operations import jobqueue, jobs
-    from shim.gridengine import qstat
+    from shim.gridengine import backends
 
     def set_queue(name: str) -> None:
         site(name)
         recs = queue_as_listed(name)
-        monkeypatch.setattr(qstat, "start", lambda *a, **k: None)
+        monkeypatch.setattr(backends, "start_qstat", lambda *a, **k: None)
         monkeypatch.setattr(jobqueue, "listing", lambda cfg, qy, **k: jobs.JobList(
             [r for r in recs if qy.states is None or r.state in qy.states], {r.job_id for r in recs}))
 

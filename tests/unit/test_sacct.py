@@ -723,7 +723,7 @@ def test_a_cancel_for_a_dependency_shows_no_reason_once_ended(site, capsys, monk
 
 
 def test_queue_to_partition_is_squeues_rule(site):
-    """sacct's partition of an accounting record's queue is squeue's (backends.qstat.QueueMap):
+    """sacct's partition of an accounting record's queue is squeue's (gridengine.qstat.QueueMap):
     a queue two partitions share is the first's, ``q@host`` its queue's, another queue its name."""
     from shim.operations.accounting.rows import Lookups
     from shim.gridengine.qstat import QueueMap

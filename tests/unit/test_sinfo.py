@@ -232,7 +232,7 @@ def test_node_state_table():
 ])
 def test_sinfo_and_scontrol_agree_on_a_queue_instances_state(debug_state, gpu_state, used, node_state, sinfo_states,
                                                             site, capsys):
-    """One rule (backends.gridengine.nodes.state over qhost.node_state) and one reader of qhost -q
+    """One rule (gridengine.nodes.state over qhost.node_state) and one reader of qhost -q
     -xml: a disabled queue instance is DRAINED in sinfo and in scontrol show node alike (scontrol
     used to say DOWN), a partition stays UP while its nodes drain, DOWN when they are all down."""
     from shim.__main__ import dispatch

@@ -472,7 +472,7 @@ def ensure_execd(c: Cell, global_changed: bool) -> str:
 # more jobs ended. The shim reads ended jobs from accounting, never from qmaster's zombie list.
 #
 # usage_patterns: the job's own metrics (the lines the metrics epilog adds to its usage file,
-# accounting/metrics.py) into its accounting record, under usage.metrics. The epilog script is put
+# gridengine/metrics.py) into its accounting record, under usage.metrics. The epilog script is put
 # in the cell's common directory, but no queue or global configuration names it: OCS 9.1.4's
 # shepherd fails every `qrsh -pty n` job (srun's) of a queue that has a prolog or epilog ("error:
 # fd for in is not 0" before the epilog, and the queue goes into error state: builtin_starter.cc

@@ -21,7 +21,7 @@ reviews every change. So:
 ``cluster up`` (cluster.py) runs the same plan and apply on the cell it configured, with its own
 site config text (which it may replace: the file is its own) and without a record.
 
-Every Grid Engine call goes through a backend (``backends.gridengine``; ``CellBackend`` for
+Every Grid Engine call goes through a backend (``gridengine.engine``; ``CellBackend`` for
 cluster.py's cell) and every qconf argv comes from ``ops``: what the plan shows is what runs.
 """
 

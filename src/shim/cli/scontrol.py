@@ -23,7 +23,7 @@ from ..slurm.options.getopt import Table
 from ..slurm.options.sources import Options, apply
 from ..slurm.options.spec import Arity, Fate
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Iterable
 

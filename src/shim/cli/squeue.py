@@ -17,7 +17,7 @@ from ..slurm.options.getopt import Table
 from ..slurm.options.sources import Options, apply, env_parsed
 from ..slurm.options.spec import Arity, Fate, OptionSpec
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from ..operations import jobqueue
     from ..gridengine.qstat import Query as Started

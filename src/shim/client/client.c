@@ -1,5 +1,5 @@
 /* slurm-shim's thin client: hands this process's argv, environment, working directory, umask,
- * signal state and open descriptors to the user's warm service (src/shim/service.py, whose
+ * signal state and open descriptors to the user's warm service (src/shim/service/server.py, whose
  * docstring and docs/service.md describe the protocol) and exits as the command run there does.
  * Whenever the request was not handed over it runs the command itself: it execs the Python
  * command (SHIM_FALLBACK/<command>), starting a service first when there is none.
@@ -114,7 +114,7 @@ static int fallback_base(char *out, size_t n) {
     len = strlen(home);
     while (len > 0 && home[len - 1] == '/') len--;
     if ((size_t)snprintf(cache, sizeof cache, "%.*s/.cache", (int)len, home) >= sizeof cache) return 0;
-    mkdir(cache, 0700); /* (as service.py: whatever is there is judged below) */
+    mkdir(cache, 0700); /* (as store/rundir.py: whatever is there is judged below) */
     if ((size_t)snprintf(out, n, "%s/slurm-shim/run", cache) >= n) return 0;
     if (strlen(out) + sizeof "/cell-0123456789abcdef/service.sock" - 1 >= 108 || !owned_dir(cache, 0)) return 0;
     if ((size_t)snprintf(out, n, "%s/slurm-shim", cache) >= n || !private_dir(out)) return 0;

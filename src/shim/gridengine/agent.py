@@ -127,7 +127,7 @@ def submit(argv: list[str], script: bytes, cfg, backend, environ=None, user: str
         request = {
             "op": "submit", "token": token, "argv": list(argv), "cwd": os.getcwd(),
             "env": {k: env[k] for k in ORIGIN_ENV if k in env},
-            # the cell the site config names (backends.gridengine.ge_env); an agent of another cell refuses
+            # the cell the site config names (engine.ge_env); an agent of another cell refuses
             "sge_root": ge.sge_root, "sge_cell": ge.sge_cell, "sge_port": str(getattr(ge, "qmaster_port", 0) or ""),
             "script_len": len(script),
         }

@@ -7,7 +7,7 @@ pure argv builder and a pure answer parser from ``ops.py``, with Grid Engine's r
 supplies only the transport, ``run(tool, args)``:
 
 * ``process.GridEngineBackend``: Grid Engine's own commands, through ``shim.proc``;
-* ``backends.replay.ReplayBackend``: recorded answers (unit tests);
+* ``gridengine.replay.ReplayBackend``: recorded answers (unit tests);
 * the per-user DRMAA submit agent (``agent.py``) is a second transport for ``submit`` only.
 
 Commands call these methods and never name a q* command (tests/unit/test_hygiene.py).
@@ -65,7 +65,7 @@ class Outcome:
 
 
 class Found:
-    """A started ``qstat -j <ids>`` (a ``backends.qstat.Query``) and its reading."""
+    """A started ``qstat -j <ids>`` (a ``gridengine.qstat.Query``) and its reading."""
 
     __slots__ = ("query",)
 
@@ -259,7 +259,7 @@ class GridEngine:
         return self.call(ops.detail(ids))
 
     def details(self, ids: list[int | str]) -> dict[int, dict[str, Any]]:
-        """``qstat -j <ids> -xml`` read (``backends.qstat.parse_detail``): job number -> its facts
+        """``qstat -j <ids> -xml`` read (``gridengine.qstat.parse_detail``): job number -> its facts
         (cwd, paths, script and args, name, account, submission and begin times, ...); jobs Grid
         Engine no longer has are absent."""
         from .qstat import parse_detail
@@ -309,8 +309,8 @@ class GridEngine:
         return self.call(ops.accounting(args), timeout=timeout)
 
     def list_jobs(self, args: list[str] | None = None):
-        """The job listing qstat (``backends.qstat.QSTAT_ARGS`` unless told otherwise), started now
-        and read while it runs (``backends.qstat.Query``)."""
+        """The job listing qstat (``gridengine.qstat.QSTAT_ARGS`` unless told otherwise), started now
+        and read while it runs (``gridengine.qstat.Query``)."""
         from .qstat import QSTAT_ARGS, Query
 
         return Query(self, QSTAT_ARGS if args is None else args)

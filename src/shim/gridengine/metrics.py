@@ -18,7 +18,7 @@ How they get there (Open Cluster Scheduler / Gridware Cluster Scheduler 9, ``usa
    ``usage.metrics`` (OCS's sge_conf(5), sge_accounting(5); the source: ``read_dusage`` in
    execd's reaper_execd.cc, ``sge_write_rusage`` in qmaster's sge_rusage.cc).
 4. sacct shows them in the job row's ``AdminComment`` as ``name=value,name=value`` (``text``),
-   from the record (``from_usage``, read by ``backends.qacct.jsonl_record``).
+   from the record (``from_usage``, read by ``gridengine.qacct.jsonl_record``).
 
 A Grid Engine without usage patterns (SGE 8.1.9, or OCS with ``old_accounting=true``: the colon
 file has no room for them) keeps no such values: the file is then read by nobody, and AdminComment
@@ -278,7 +278,7 @@ def epilog() -> int:
 # executable file, so that the epilog line holds no arguments that Grid Engine would split.
 EPILOG_SCRIPT = """#!{python} -I
 # The Grid Engine epilog of slurm-shim, written by `slurm-shim cluster up --flavour ocs`: a job's
-# metrics ($SLURM_SHIM_METRICS) into its accounting (see shim/accounting/metrics.py). It runs as
+# metrics ($SLURM_SHIM_METRICS) into its accounting (see shim/gridengine/metrics.py). It runs as
 # root after every job of a queue whose epilog names it, and exits 0 whatever happens: any other
 # exit of an epilog puts the queue into error state.
 import sys

@@ -1,8 +1,8 @@
 """Grid Engine hosts as Slurm nodes: the one query (``qhost -q -xml``, read by
-``backends.qhost.parse_qhost_xml``) and the one rule for a node's state, shared by sinfo and
+``gridengine.qhost.parse_qhost_xml``) and the one rule for a node's state, shared by sinfo and
 scontrol show node/partition.
 
-A queue instance's state letters decide (``backends.qhost.node_state``, Slurm's meaning): ``u``
+A queue instance's state letters decide (``gridengine.qhost.node_state``, Slurm's meaning): ``u``
 (not responding) and ``o`` (orphaned) are DOWN; a queue disabled by ``qmod -d`` (``d``), by a
 calendar (``D``, ``C``), in error (``E``), suspended (``s``, ``S``) or in alarm (``a``, ``A``) takes no
 new jobs but keeps its running ones: Slurm's DRAIN (``drained`` when idle, ``draining`` while jobs

@@ -2,7 +2,7 @@
 
 Each operation has an argv builder, ``<op>(...) -> (tool, args)``, and, where the answer carries
 more than success, a parser of Grid Engine's answer. Nothing here runs a process or reads a file:
-``GridEngine`` (``backends/gridengine/__init__.py``) pairs them with a transport, and the unit
+``GridEngine`` (``gridengine/engine.py``) pairs them with a transport, and the unit
 tests check both halves on recorded answers.
 
 The q* command names appear here and in the transports only (a unit test forbids them in

@@ -20,7 +20,7 @@ import re
 
 from .units import ge_memory_bytes, ge_seconds, ge_time
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Any, Iterable, Iterator
 
@@ -522,7 +522,7 @@ _from_usage: Any = None
 
 
 def _metrics(usage: dict) -> dict[str, float] | None:
-    """accounting.metrics.from_usage (imported at the first record that has usage patterns: once a
+    """gridengine.metrics.from_usage (imported at the first record that has usage patterns: once a
     cell sets one, every record has its container, most of them empty)."""
     global _from_usage
     if _from_usage is None:

@@ -19,7 +19,7 @@ import re
 from .names import decode
 from .units import ge_memory_mb, ge_seconds, ge_time
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Any, Iterable, Iterator
 

@@ -1,6 +1,6 @@
 """A transport that answers from recorded Grid Engine output, for unit tests.
 
-It has every operation of ``backends.gridengine.GridEngine`` (the argv builders and answer
+It has every operation of ``engine.GridEngine`` (the argv builders and answer
 parsers are the real ones); only ``run`` is replaced. Recordings are ``(tool, args) -> Result``;
 every call is also kept in ``calls`` so tests can assert on the exact argv that would have been run.
 """

@@ -21,7 +21,7 @@ import signal as _signal
 from . import jobs
 from ..plain import factory, record  # dataclasses costs ~10 ms of scancel's start
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Iterator
 

@@ -27,7 +27,7 @@ from .cancel import INVALID, of_tasks
 from ..errors import ShimError
 from ..plain import record  # dataclasses costs ~10 ms of a start
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Iterable, Iterator
 

@@ -16,7 +16,7 @@ import os
 from . import jobs
 from ..errors import ShimError, for_command
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from ..gridengine.qstat import Query as Started
     from ..slurm.options.sources import Options

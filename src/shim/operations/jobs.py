@@ -17,7 +17,7 @@ import pwd
 import time
 from datetime import datetime
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 
 from ..store import state
 from ..store.records import NO_RECORD, USER_IDS, Reader, Submitted, cancel_ended, ended_reason, group_of, memory_request, user_ids
@@ -562,7 +562,7 @@ STOPPED_COMMANDS = frozenset({"squeue", "scontrol"})  # list_jobs marks the stop
 def _refine_reasons(records: list[JobRecord], by_job: dict[int, list[JobRecord]], cfg: SiteConfig,
                     now: float, backend: Any = None, quotas: bool = False) -> None:
     """Reasons that need the whole queue: Dependency vs JobHeldUser, JobArrayTaskLimit, Licenses,
-    BeginTime, a resource quota's limit (``quotas``: backends/gridengine/policy.py, one qstat -j
+    BeginTime, a resource quota's limit (``quotas``: gridengine/policy.py, one qstat -j
     when jobs wait, two calls more when a quota holds some), and Slurm's Resources (the first job
     in line) vs Priority (the others).
 

@@ -1,5 +1,5 @@
 """What sinfo shows, gathered and shaped: the site config's partitions, the hosts that are their
-nodes (one ``qhost -q -xml`` call, backends.gridengine.nodes), each host seen from each partition
+nodes (one ``qhost -q -xml`` call, gridengine.nodes), each host seen from each partition
 as a ``NodeView`` (its state in that partition's queue instance, CPUs, memory, GRES), sinfo's
 filters (``-n``, ``-r``, ``-d``, ``-t``) and its rows: the views grouped as Slurm groups them (per
 partition and state, per node with ``-N``, per reason with ``-R``, per partition with ``-s``).
@@ -9,7 +9,7 @@ prints.
 The rules scontrol's show views share live here once: a partition's figures from the site config
 (``partitions``), which hosts are a partition's nodes (``on_partition``, ``partition_hosts``,
 ``host_partitions``), the CPUs a node offers and has allocated (``node_cpus``). A queue instance's
-state is backends.gridengine.nodes.state's.
+state is gridengine.nodes.state's.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..gridengine import nodes as ge_nodes
 from ..errors import ShimError
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Any, Callable
 
@@ -122,7 +122,7 @@ def host_partitions(cfg: Any, host: Host) -> list[str]:
 
 def node_cpus(host: Host) -> tuple[int, int]:
     """(CPUs offered, CPUs allocated) of a node: allocated is the slots used over all its queue
-    instances, at most what it offers (backends.gridengine.nodes.cpus and used)."""
+    instances, at most what it offers (gridengine.nodes.cpus and used)."""
     cpus = ge_nodes.cpus(host)
     return cpus, min(ge_nodes.used(host), cpus)
 

@@ -1,5 +1,5 @@
 """What the policy commands show, gathered and computed from Grid Engine's policy objects (read by
-backends.gridengine.policy): render/{sacctmgr,sprio,sshare,sreport}.py format it and read
+gridengine.policy): render/{sacctmgr,sprio,sshare,sreport}.py format it and read
 nothing; cli/ parses each command's options and words, calls these and prints.
 
 - sacctmgr: projects, the share tree, users, managers, operators and resource quota sets as
@@ -24,7 +24,7 @@ import time
 from ..errors import ShimError
 from ..plain import factory, record
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Any, Iterable
 
@@ -231,7 +231,7 @@ def weights(sconf: dict[str, str]) -> sprio_view.Weights:
 
 
 def priority_rows(cfg: Any, jobs: list, sconf: dict[str, str]) -> list[sprio_view.Row]:
-    """Grid Engine's figures (backends.gridengine.policy.JobPriority) as Slurm's weighted factors
+    """Grid Engine's figures (gridengine.policy.JobPriority) as Slurm's weighted factors
     (cli/sprio.py's docstring); held jobs and jobs in error are not shown."""
     from ..slurm.render import sprio as view
 
@@ -396,7 +396,7 @@ def select_usage(used: dict[tuple[str, str], float], users: set[str] | None = No
 
 def capacity(backend: Any, start: int, end: int) -> float:
     """CPU seconds the cluster offers over [start, end): every execution host's CPUs (one qhost;
-    backends.gridengine.nodes.cpus, sinfo's rule); 0 when Grid Engine would not say."""
+    gridengine.nodes.cpus, sinfo's rule); 0 when Grid Engine would not say."""
     from ..gridengine import nodes as ge_nodes
 
     try:

@@ -1,6 +1,6 @@
 """What scontrol's ``show`` views need, gathered: the jobs an id names, with Grid Engine's detail
 and each job's facts (group, submitting host, when it was suspended); the partitions' and nodes'
-figures from the hosts (the one query and rules sinfo uses: backends.gridengine.nodes); licenses
+figures from the hosts (the one query and rules sinfo uses: gridengine.nodes); licenses
 in use and in total; the configuration's items; host lists. render/scontrol.py formats them and
 reads nothing; cli/scontrol.py reads the words, calls these and prints.
 
@@ -18,7 +18,7 @@ from ..errors import ShimError
 from ..store.records import NO_RECORD, Reader
 from ..slurm.hostlist import this_host as short_host
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from ..gridengine.qhost import Host
     from ..slurm.model import JobRecord

@@ -84,7 +84,7 @@ class JobRecord:
     """One job (or array task) as Slurm sees it. A plain class written out (the dataclass it was
     cost ~10 ms of every command's start: ``dataclasses`` imports ``inspect``): the defaults are
     class attributes, so a record made with ``__new__`` and a ``__dict__`` of the fields it sets
-    (backends/qstat.py) reads the rest from the class; ``FIELDS`` names the fields in order."""
+    (gridengine/qstat.py) reads the rest from the class; ``FIELDS`` names the fields in order."""
 
     job_id: int  # Grid Engine's job number == Slurm's job id (array parent id for tasks)
     array_task: int | None = None  # Slurm's index (not Grid Engine's task number)

@@ -13,7 +13,7 @@ Reads no file but the site config, imports nothing heavy: every command's ``--ve
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Iterable
 

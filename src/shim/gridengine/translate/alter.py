@@ -14,7 +14,7 @@ The fields are ``scontrol``'s parse of ``Key=value`` words, in the order given, 
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Mapping
 

@@ -8,7 +8,7 @@ option for ``slurm-shim explain``. Each branch says why Grid Engine needs someth
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Any
 

@@ -3,7 +3,7 @@ shim's records and events, and the live queue, in Slurm's order.
 
 The steps, in the order ``collect`` takes them:
 
-1. ``read_accounting``: Grid Engine's accounting file (``backends.qacct``), filtered while it is
+1. ``read_accounting``: Grid Engine's accounting file (``gridengine.qacct``), filtered while it is
    read (``-f FILE`` or ``$SLURM_SHIM_ACCOUNTING`` name another file; ``qacct`` answers when the
    file cannot be read here);
 2. ``group_records``: the records per job or array task, each with sbatch's submit record (Slurm
@@ -298,7 +298,7 @@ _PROBE_MAX = 500  # more ids than this: list the queue instead of naming them al
 
 
 class Early:
-    """The qstat started before the accounting file is read (a ``backends.qstat.Query``): the
+    """The qstat started before the accounting file is read (a ``gridengine.qstat.Query``): the
     queue listing, or, with ``probe``, ``qstat -j`` about those ids (do they still exist?)."""
 
     __slots__ = ("query", "probe")

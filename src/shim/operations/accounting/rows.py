@@ -40,7 +40,7 @@ class Lookups:
         self.cfg = cfg
         self.now = now
         self.cluster = cfg.cluster.name
-        self._queues: Any = None  # backends.qstat.QueueMap, made at first use
+        self._queues: Any = None  # gridengine.qstat.QueueMap, made at first use
         self.default_partition = cfg.default_partition
         self._submit: dict[tuple, Submitted | None] = {}
         self._ident: dict[tuple, dict[str, Any]] = {}
@@ -112,7 +112,7 @@ class Lookups:
 
     def partition_of(self, queue: str) -> str:
         """A Grid Engine queue (or queue instance ``q@host``) as its partition, by squeue's rule
-        (``backends.qstat.QueueMap``: the first partition of the queue; another queue by its name)."""
+        (``gridengine.qstat.QueueMap``: the first partition of the queue; another queue by its name)."""
         qm = self._queues
         if qm is None:
             from ...gridengine.qstat import QueueMap
@@ -317,7 +317,7 @@ def rows_from_record(ctx: Lookups, rec: qacct.Record, s: Submitted | None, ev: E
     d["priority"] = rec.priority
     d["order"] = order
     d["extra"] = {"throttle": s.get("throttle") if s else None}
-    if rec.metrics:  # the job's own metrics, from usage patterns (accounting/metrics.py)
+    if rec.metrics:  # the job's own metrics, from usage patterns (gridengine/metrics.py)
         from ...gridengine.metrics import text
 
         d["admin_comment"] = text(rec.metrics)

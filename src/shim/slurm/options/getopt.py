@@ -12,7 +12,7 @@ from __future__ import annotations
 from ...errors import ShimError
 from .spec import Arity, OptionSpec
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Iterable, Sequence
 

@@ -13,7 +13,7 @@ from ...errors import ShimError
 from .getopt import Parsed, Table, getopt
 from .spec import Arity, Fate
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Any, Iterable, Mapping, Sequence
 

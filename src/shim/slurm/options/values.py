@@ -23,7 +23,7 @@ from functools import partial
 from ...errors import ShimError, command_error
 from ..timespec import TimeSpecError
 
-TYPE_CHECKING = False  # typing costs ~9 ms of sbatch's start (backends/__init__.py): the value records are
+TYPE_CHECKING = False  # typing costs ~9 ms of sbatch's start (gridengine/backends.py): the value records are
 if TYPE_CHECKING:      # collections.namedtuple's (what typing.NamedTuple makes), with the same fields
     from typing import Callable
 

@@ -5,7 +5,7 @@ at its width, right-justified numbers, a dashed line under the header). Reads no
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Any, Iterable, Sequence
 

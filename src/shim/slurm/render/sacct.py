@@ -79,7 +79,7 @@ class FieldError(ValueError):
         self.name = name
 
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable
 
@@ -302,7 +302,7 @@ class Row:
     sys_cpu = None
     reason = None
     comment = ""
-    admin_comment = ""  # a job's own metrics (accounting/metrics.py: name=value,name=value)
+    admin_comment = ""  # a job's own metrics (gridengine/metrics.py: name=value,name=value)
     workdir = ""
     qos = ""
     priority = None

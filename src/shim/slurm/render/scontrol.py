@@ -272,7 +272,7 @@ def partitions_text(blocks: list[str], oneliner: bool) -> str:
 
 
 def node_state_text(base: str, responding: bool, used: int, total: int) -> str:
-    """Slurm's node_state_string_complete for a base state of backends.gridengine.nodes.state: the
+    """Slurm's node_state_string_complete for a base state of gridengine.nodes.state: the
     base state, then its flags (``IDLE+DRAIN``, ``MIXED+DRAIN``, ``DOWN+NOT_RESPONDING``)."""
     busy = "IDLE" if used <= 0 else ("ALLOCATED" if total and used >= total else "MIXED")
     text = {"drained": "IDLE+DRAIN", "draining": busy + "+DRAIN", "down": "DOWN"}.get(base, base.upper())
@@ -284,7 +284,7 @@ _ARCH = {"lx-amd64": "x86_64", "lx-arm64": "aarch64", "lx-x86": "i686"}
 
 def node_text(h: Host, state: tuple[str, str, bool], cpus: int, used: int, parts: list[str], boot: str,
               os_text: str, version: str, now: datetime, oneliner: bool) -> str:
-    """One node: host ``h`` (backends.qhost.Host), its ``state`` (backends.gridengine.nodes.state),
+    """One node: host ``h`` (gridengine.qhost.Host), its ``state`` (gridengine.nodes.state),
     the CPUs it offers and uses, its partitions, boot time and ``uname`` text."""
     base, reason, responding = state
     mem = h.mem_total_mb or 0

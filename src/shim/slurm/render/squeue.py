@@ -13,7 +13,7 @@ from ..model import PRIO_SCALE, STATE_CODES, JobRecord, run_seconds, shown_state
 from .fmt import FieldSpec, Registry, getter
 from .text import UNIT_MEGA, convert_num_unit, print_secs, version_json
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable
 

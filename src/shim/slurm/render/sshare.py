@@ -5,7 +5,7 @@ account's name one level deeper). Reads nothing; rows come from policies.shares.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (backends/__init__.py)
+TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Any
 
