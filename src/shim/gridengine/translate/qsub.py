@@ -10,9 +10,11 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
     from ...config import SiteConfig
+
+    Note = Callable[[str, "list[str] | str", str], None]  # build's note(opt, flags, why)
 
 import math
 import os
@@ -101,6 +103,8 @@ def _mem_value(mb: int) -> str:
 
 
 def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
+    """The qsub argv of a Slurm request, the notes that explain each flag, and the typed request
+    stored beside the job: one section per kind of option, in the order the flags are written."""
     prog = ctx.prog
     argv: list[str] = ["-terse"]
     notes: list[tuple[str, str, str]] = []
@@ -109,6 +113,31 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
     def note(opt: str, flags: list[str] | str, why: str = "") -> None:
         notes.append((opt, flags if isinstance(flags, str) else " ".join(flags), why))
 
+    partition, part = _partition(o, cfg, prog, argv, note)
+    name = _name(o, ctx, argv, note)
+    g = _geometry(o, part, ctx, argv, note)
+    _binding(o, g, ctx, argv, note)
+    total_mb, gpus = _memory(o, cfg, part, g, prog, resources, note)
+    limit = _time(o, part, resources, note)
+    _placement(o, cfg, part, g, prog, argv, resources, note)
+    if resources:
+        argv += ["-l", ",".join(resources)]
+    if total_mb or gpus or o.gres or o.licenses or one_host_cpus(o, g):
+        # Slurm refuses at submission what no node (or license pool) could ever hold; Grid Engine
+        # does the same only when asked to verify (-w e).
+        argv += ["-w", "e"]
+
+    array = _array(o, argv, note)
+    checks, dep_warnings = _dependency(o, prog, name, ctx, argv, note)
+    _scheduling(o, cfg, ctx, prog, argv, note)
+    _io(argv, note)
+    request = _request(o, cfg, ctx, name, partition, g, total_mb, gpus, limit, checks, array)
+    sub = Submission(argv, request, notes, array)
+    sub.warnings = dep_warnings
+    return sub
+
+
+def _partition(o: Options, cfg: SiteConfig, prog: str, argv: list[str], note: "Note") -> tuple[str, Any]:
     # Partition -> queue. Grid Engine has no partitions; each maps to a queue in the site config.
     # A list is valid only when every member is (Slurm's get_part_list); the job goes to the first.
     members = partition_list(o.partition or cfg.default_partition, cfg, prog)
@@ -118,12 +147,20 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
     argv += ["-q", part.queue]
     note("--partition" if o.partition else "(default partition)", f"-q {part.queue}", f"partition {partition}")
 
+    return partition, part
+
+
+def _name(o: Options, ctx: Context, argv: list[str], note: "Note") -> str:
     # Name: Grid Engine refuses many names Slurm accepts; names.encode keeps them reversibly.
     name = o.job_name or ctx.script_name
     argv += ["-N", names.encode(name)]
     note("--job-name" if o.job_name else "(job name)", f"-N {names.encode(name)}",
          "" if names.encode(name) == name else "encoded: Grid Engine refuses this name as it is")
 
+    return name
+
+
+def _geometry(o: Options, part: Any, ctx: Context, argv: list[str], note: "Note") -> Geometry:
     # Geometry: Grid Engine counts slots; a parallel environment spreads them. $pe_slots (smp) keeps
     # a job on one host as Slurm does for -N1; several nodes use the round-robin PE, which cannot
     # pin an exact node count or tasks per node, unless the Grid Engine takes a per-job allocation
@@ -131,7 +168,7 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
     # a fixed node count is exact. (Not -w e: Slurm takes a job for more nodes than there are and
     # keeps it pending, sbatch_accepted_too_many_nodes; Grid Engine's "no suitable queues" would
     # not tell that from a node too small for the per-node share.)
-    g = geometry(o, prog)
+    g = geometry(o, ctx.prog)
     if g.slots > 1 or g.nodes > 1:
         pe = part.pe_multinode if g.nodes > 1 else part.pe
         argv += ["-pe", pe, str(g.slots)]
@@ -144,6 +181,10 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
             argv += ["-par", str(per_node)]
             note("-N/--ntasks-per-node", f"-par {per_node}", f"{per_node} slot(s) on each of {g.nodes} hosts")
 
+    return g
+
+
+def _binding(o: Options, g: Geometry, ctx: Context, argv: list[str], note: "Note") -> None:
     # CPU binding: --hint, --threads-per-core and srun's --cpu-bind as OCS 9.1's binding request
     # (capability "btype"), asked only when one of them is given and maps (binding below).
     bind = binding(o, g)
@@ -152,6 +193,10 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
         argv += flags
         note("/".join(f"--{h}" for h in honoured), flags, why)
 
+
+
+def _memory(o: Options, cfg: SiteConfig, part: Any, g: Geometry, prog: str, resources: list[str], note: "Note"
+            ) -> tuple[int | None, int]:
     # Memory: Slurm's --mem is per node, --mem-per-cpu per CPU; a Grid Engine consumable is charged
     # per slot (YES), per job (JOB) or per host, so the request is rescaled to the complex's scope.
     mem = cfg.memory
@@ -179,6 +224,10 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
         resources.append(f"{mem.complex}={_mem_value(value)}")
         note(opt, f"-l {mem.complex}={_mem_value(value)}", f"{total_mb} MB in all, charged per {mem.scope}")
 
+    return total_mb, gpus
+
+
+def _time(o: Options, part: Any, resources: list[str], note: "Note") -> int | None:
     # Time: --time -> h_rt. The job wrapper enforces the limit itself (SIGTERM, then SIGKILL, and a
     # TIMEOUT record); h_rt is Grid Engine's backstop a little later.
     limit = o.time
@@ -189,6 +238,12 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
         resources.append(f"h_rt={backstop}")
         note("--time", f"-l h_rt={backstop}", f"{limit} min; the wrapper sends SIGTERM at the limit")
 
+    return limit
+
+
+def _placement(o: Options, cfg: SiteConfig, part: Any, g: Geometry, prog: str, argv: list[str],
+               resources: list[str], note: "Note") -> None:
+    """GPUs and gres, licenses, features, the node list and exclusions, --exclusive."""
     # GPUs and any other gres -> the consumables named in the site config; a type (model) -> its
     # own complex, or the host complex that selects it (gres_resources).
     check_gres(o, g, prog)
@@ -228,13 +283,9 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
         resources.append(f"{cfg.exclusive_complex}=true")
         note("--exclusive", f"-l {cfg.exclusive_complex}=true", "the whole host (user/mcs/topo modes alike)")
 
-    if resources:
-        argv += ["-l", ",".join(resources)]
-    if total_mb or gpus or o.gres or o.licenses or one_host_cpus(o, g):
-        # Slurm refuses at submission what no node (or license pool) could ever hold; Grid Engine
-        # does the same only when asked to verify (-w e).
-        argv += ["-w", "e"]
 
+
+def _array(o: Options, argv: list[str], note: "Note") -> list[int] | None:
     # Arrays: Grid Engine task ids start at 1 and only allow one range with a step, so tasks are
     # numbered 1..K and the wrapper maps task k to Slurm's k-th index.
     array = None
@@ -246,6 +297,11 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
             argv += ["-tc", str(throttle)]
             note("--array %", f"-tc {throttle}", "")
 
+    return array
+
+
+def _dependency(o: Options, prog: str, name: str, ctx: Context, argv: list[str], note: "Note"
+                ) -> tuple[list[tuple[str, list[str]]], list[str]]:
     # Dependencies: -hold_jid alone means afterany; afterok/afternotok are checked by the wrapper
     # when the job starts (a failed condition cancels the job, as kill-on-invalid-dep).
     checks: list[tuple[str, list[str]]] = []
@@ -262,6 +318,11 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
             argv += ["-hold_jid_ad", ",".join(holds_ad)]
             note("--dependency", f"-hold_jid_ad {','.join(holds_ad)}", "aftercorr")
 
+    return checks, dep_warnings
+
+
+def _scheduling(o: Options, cfg: SiteConfig, ctx: Context, prog: str, argv: list[str], note: "Note") -> None:
+    """When and as whom: --begin, --hold, --account (and the project), mail, priority, nice, requeue."""
     if o.begin is not None:
         b: datetime = o.begin
         argv += ["-a", ge_date(b)]
@@ -303,16 +364,25 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
         argv += ["-r", "y" if o.requeue else "n"]
         note("--requeue" if o.requeue else "--no-requeue", f"-r {'y' if o.requeue else 'n'}", "")
 
+
+
+def _io(argv: list[str], note: "Note") -> None:
     # I/O: the wrapper opens Slurm's output files itself (patterns, truncation, merged stderr), so
     # Grid Engine's own files go nowhere and a missing directory never parks the job in Eqw.
     argv += ["-o", "/dev/null", "-j", "y", "-wd", "/", "-S", "/bin/sh", "-notify"]
     note("--output/--error", "-o /dev/null -j y", "the job wrapper writes Slurm's files")
     note("(signals)", "-notify", "scancel: SIGTERM first, SIGKILL after the queue's notify time")
 
+
+
+def _request(o: Options, cfg: SiteConfig, ctx: Context, name: str, partition: str, g: Geometry,
+             total_mb: int | None, gpus: int, limit: int | None, checks: list[tuple[str, list[str]]],
+             array: list[int] | None) -> JobRequest:
+    """The typed request stored beside the job (what the wrapper, squeue, scontrol and sacct read)."""
     workdir = o.chdir or ctx.cwd
     if not os.path.isabs(workdir):
         workdir = os.path.normpath(os.path.join(ctx.cwd, workdir))
-    request = JobRequest(
+    return JobRequest(
         name=name,
         partition=partition,
         workdir=workdir,
@@ -360,9 +430,6 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
         asked={"mem": bool(total_mb), "gpus": bool(gpus or o.gres), "licenses": bool(o.licenses),
                **_exclusive_asked(o)},
     )
-    sub = Submission(argv, request, notes, array)
-    sub.warnings = dep_warnings
-    return sub
 
 
 # --- CPU binding (OCS 9.1: -btype/-bunit/-bamount, the capability "btype") -------------------------
