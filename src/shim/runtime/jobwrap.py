@@ -823,15 +823,16 @@ def main() -> None:
         code = 128 + sig if sig else exit_code
         os._exit(1 if code in (99, 100) else code)
 
+    def launch_failed(message: str = "", fd: int = -1, sig: int = LAUNCH_FAILED_SIGNAL) -> None:
+        """Slurm's JobLaunchFailure: slurmstepd's ``message`` on the job's stderr (``fd``), a start
+        event, and the end (FAILED)."""
+        if message:
+            os.write(fd, f"slurmstepd: error: {message}\n".encode())
+        event("start", {"node": this_host})
+        finish(0, sig, "FAILED", "JobLaunchFailure")
+
     if _deps_unsatisfied(p):
-        # Slurm cancels the job (DependencyNeverSatisfied): a cancel event, and an end event that
-        # says CANCELLED so that accounting does not read the wrapper's exit 0 as COMPLETED.
-        event("cancel", {"uid": os.getuid(), "user": user.pw_name, "was": "PENDING",
-                         "reason": "DependencyNeverSatisfied"})
-        event("end", {"exit": 0, "signal": 0, "state": "CANCELLED", "reason": "DependencyNeverSatisfied",
-                      "node": this_host})
-        _drop_private(p, sdir, task)
-        os._exit(0)
+        _never_satisfied(p, sdir, task, event, user.pw_name, this_host)
 
     env = _base_env(p, user)
     if env.get("SLURM_SHIM_CONFIG") and "SLURM_SHIM_CONFIG" not in os.environ:
@@ -846,84 +847,40 @@ def main() -> None:
     try:
         os.chdir(workdir)
     except OSError:
-        event("start", {"node": this_host})
-        finish(0, 0, "FAILED", "JobLaunchFailure")
+        launch_failed(sig=0)
     env["PWD"] = workdir
 
-    array_job = bool(p.get("array"))
-    default_out = "slurm-%A_%a.out" if array_job else "slurm-%j.out"
-    expand = lambda pat: jobenv.expand_pattern(pat, job_id=job_id, task=task, name=p["name"],  # noqa: E731
-                                               user=user.pw_name, host=this_host, array_job=array_job)
-    append = str(p.get("open_mode") or "").startswith("a")
-    out_pat = p.get("stdout") or (None if p.get("stderr") and not p.get("stdout") else default_out)
-    err_pat = p.get("stderr")
     try:
-        if out_pat is None:  # only -e given: stdout goes to the default file (Slurm does the same)
-            out_pat = default_out
-        out_fd = _open_output(expand(out_pat), append)
-        err_fd = _open_output(expand(err_pat), append) if err_pat else out_fd
-        in_fd = os.open(expand(p["stdin"]), os.O_RDONLY) if p.get("stdin") else os.open(os.devnull, os.O_RDONLY)
+        out_fd, err_fd, in_fd = _stdio(p, job_id, task, user.pw_name, this_host)
     except OSError:
-        event("start", {"node": this_host})
-        finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
+        launch_failed()
 
-    if p.get("gpus"):
-        gpu_ids = granted_gpus(os.environ, int(p.get("gpus") or 0))
-    if p.get("gpus") and gpu_ids is None:
-        try:
-            gpu_ids = claim_gpus(sdir, this_host, int(p.get("gpus") or 0), job_id)
-        except NoGpu as e:
-            os.write(err_fd, f"slurmstepd: error: {e}\n".encode())
-            event("start", {"node": this_host})
-            finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
+    try:
+        gpu_ids = _gpus(p, sdir, this_host, job_id)
+    except NoGpu as e:
+        launch_failed(str(e), err_fd)
     env.update(jobenv.batch_env(p, job_id=job_id, task=task, hosts=hosts, this_host=this_host,
                                 user=user.pw_name, uid=user.pw_uid, gid=os.getgid(), gpu_ids=gpu_ids,
                                 start=start))
     tmp = job_tmpdir(sdir, job_id, task)
     if tmp is None:
-        os.write(err_fd, b"slurmstepd: error: no private TMPDIR: Grid Engine's is not the job's own directory in "
-                         b"one of root's, and the state directory has no private place for one\n")
-        event("start", {"node": this_host})
-        finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
-    env["TMPDIR"] = tmp[0]
-    if "TMP" in env:
-        env["TMP"] = tmp[0]
-    if tmp[1]:
-        tmp_made.append(tmp[0])
-    from ..gridengine import metrics  # (os only: the file of the job's own metrics)
-
-    for var in ("TMPDIR", "TMP"):
-        if (mdir := _trusted_dir(os.environ.get(var, ""), user.pw_uid)) is not None:
-            env[metrics.ENV] = os.path.join(mdir, metrics.FILE_NAME)
-            break
+        launch_failed("no private TMPDIR: Grid Engine's is not the job's own directory in one of root's, and the "
+                      "state directory has no private place for one", err_fd)
+    _use_tmpdir(env, tmp, tmp_made)
+    _metrics_file(env, user.pw_uid)
 
     if not isinstance(p.get("script"), str):  # the private file is gone, or not the user's own
-        os.write(err_fd, f"slurmstepd: error: cannot read the job's private file {p.get('env_file')}\n".encode())
-        event("start", {"node": this_host})
-        finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
+        launch_failed(f"cannot read the job's private file {p.get('env_file')}", err_fd)
     try:
         d, script_path = write_script(sdir, base64.b64decode(p["script"]))
         script_dir.append(d)
     except OSError as e:
-        os.write(err_fd, f"slurmstepd: error: cannot write the job script: {e}\n".encode())
-        event("start", {"node": this_host})
-        finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
+        launch_failed(f"cannot write the job script: {e}", err_fd)
 
-    r = Runner(p)
-    signal.signal(signal.SIGUSR2, r.on_cancel)
-    signal.signal(signal.SIGUSR1, r.on_suspend)
-    signal.signal(signal.SIGCONT, r.on_continue)
-    signal.signal(signal.SIGTERM, r.on_cancel)
+    r = _runner(p)
     event("start", {"node": this_host})
     try:
-        # Its own session: Grid Engine's notify signals reach the wrapper, which turns them into
-        # Slurm's signals; Grid Engine's final SIGKILL still reaches every process of the job
-        # through its additional group id (execd_params ENABLE_ADDGRP_KILL).
-        # sh only sets SLURM_TASK_PID to its own pid and execs the script in place: no user text is
-        # part of the shell's program, the script and its arguments are plain argv.
-        launcher = ["/bin/sh", "-c", jobenv.TASK_LAUNCH, script_path]
-        r.child = proc.popen([*launcher, *p.get("args", [])], env=env, stdin=in_fd, stdout=out_fd,
-                             stderr=err_fd, start_new_session=True, close_fds=True)
+        r.child = _launch(p, env, script_path, in_fd, out_fd, err_fd)
     except OSError as e:
         os.write(err_fd, f"slurmstepd: error: execve(): {script_path}: {e.strerror}\n".encode())
         finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
@@ -934,15 +891,108 @@ def main() -> None:
     for fd in {out_fd, err_fd, in_fd}:
         os.close(fd)
     r.schedule(start)
+    status = _wait(r, p, sdir, job_id, task, stamp.get("sub"), this_host, env["SLURM_JOB_ID"], start)
+    signal.alarm(0)
+    code, sig, st = _end_state(r, status)
+    finish(code, sig, st)
+
+
+def _never_satisfied(p: dict, sdir: str, task: int | None, event, user_name: str, this_host: str) -> None:
+    """Slurm cancels a job whose dependency can never be satisfied (DependencyNeverSatisfied): a
+    cancel event, and an end event that says CANCELLED so that accounting does not read the
+    wrapper's exit 0 as COMPLETED. The wrapper then leaves (exit 0)."""
+    event("cancel", {"uid": os.getuid(), "user": user_name, "was": "PENDING",
+                     "reason": "DependencyNeverSatisfied"})
+    event("end", {"exit": 0, "signal": 0, "state": "CANCELLED", "reason": "DependencyNeverSatisfied",
+                  "node": this_host})
+    _drop_private(p, sdir, task)
+    os._exit(0)
+
+
+def _use_tmpdir(env: dict[str, str], tmp: tuple[str, bool], made: list[str]) -> None:
+    """The job's private TMPDIR (job_tmpdir: the directory, and whether the wrapper made it) as
+    TMPDIR, and TMP where Grid Engine set TMP; one the wrapper made goes at the end (``made``)."""
+    env["TMPDIR"] = tmp[0]
+    if "TMP" in env:
+        env["TMP"] = tmp[0]
+    if tmp[1]:
+        made.append(tmp[0])
+
+
+def _gpus(p: dict, sdir: str, this_host: str, job_id: int) -> list[int] | None:
+    """The job's GPUs: those Grid Engine granted, else claimed on this host (NoGpu when too few
+    are free); None when the job asked for none."""
+    gpu_ids = None
+    if p.get("gpus"):
+        gpu_ids = granted_gpus(os.environ, int(p.get("gpus") or 0))
+    if p.get("gpus") and gpu_ids is None:
+        gpu_ids = claim_gpus(sdir, this_host, int(p.get("gpus") or 0), job_id)
+    return gpu_ids
+
+
+def _stdio(p: dict, job_id: int, task: int | None, user_name: str, this_host: str) -> tuple[int, int, int]:
+    """The script's stdout, stderr and stdin, opened from Slurm's patterns (slurm-%j.out, or
+    slurm-%A_%a.out in an array, when none is given; --open-mode=append); OSError if one cannot be."""
+    array_job = bool(p.get("array"))
+    default_out = "slurm-%A_%a.out" if array_job else "slurm-%j.out"
+    expand = lambda pat: jobenv.expand_pattern(pat, job_id=job_id, task=task, name=p["name"],  # noqa: E731
+                                               user=user_name, host=this_host, array_job=array_job)
+    append = str(p.get("open_mode") or "").startswith("a")
+    out_pat = p.get("stdout") or (None if p.get("stderr") and not p.get("stdout") else default_out)
+    err_pat = p.get("stderr")
+    if out_pat is None:  # only -e given: stdout goes to the default file (Slurm does the same)
+        out_pat = default_out
+    out_fd = _open_output(expand(out_pat), append)
+    err_fd = _open_output(expand(err_pat), append) if err_pat else out_fd
+    in_fd = os.open(expand(p["stdin"]), os.O_RDONLY) if p.get("stdin") else os.open(os.devnull, os.O_RDONLY)
+    return out_fd, err_fd, in_fd
+
+
+def _metrics_file(env: dict[str, str], uid: int) -> None:
+    """Where the job may leave its own metrics: a file in Grid Engine's TMPDIR (or TMP) when that
+    directory is the user's own (``metrics.ENV`` in the job's environment)."""
+    from ..gridengine import metrics  # (os only: the file of the job's own metrics)
+
+    for var in ("TMPDIR", "TMP"):
+        if (mdir := _trusted_dir(os.environ.get(var, ""), uid)) is not None:
+            env[metrics.ENV] = os.path.join(mdir, metrics.FILE_NAME)
+            break
+
+
+def _runner(p: dict) -> Runner:
+    """The job's Runner, with Grid Engine's notify signals (SIGUSR1, SIGUSR2), SIGCONT and SIGTERM
+    handed to it: the wrapper turns them into Slurm's signals."""
+    r = Runner(p)
+    signal.signal(signal.SIGUSR2, r.on_cancel)
+    signal.signal(signal.SIGUSR1, r.on_suspend)
+    signal.signal(signal.SIGCONT, r.on_continue)
+    signal.signal(signal.SIGTERM, r.on_cancel)
+    return r
+
+
+def _launch(p: dict, env: dict[str, str], script_path: str, in_fd: int, out_fd: int, err_fd: int):
+    """The batch script started in its own session: Grid Engine's notify signals reach the wrapper,
+    which turns them into Slurm's signals; Grid Engine's final SIGKILL still reaches every process
+    of the job through its additional group id (execd_params ENABLE_ADDGRP_KILL). sh only sets
+    SLURM_TASK_PID to its own pid and execs the script in place: no user text is part of the
+    shell's program, the script and its arguments are plain argv."""
+    launcher = ["/bin/sh", "-c", jobenv.TASK_LAUNCH, script_path]
+    return proc.popen([*launcher, *p.get("args", [])], env=env, stdin=in_fd, stdout=out_fd,
+                      stderr=err_fd, start_new_session=True, close_fds=True)
+
+
+def _wait(r: Runner, p: dict, sdir: str, job_id: int, task: int | None, ge_sub: Any, this_host: str,
+          slurm_job_id: str, start: float) -> int:
+    """The script's wait status, while the wrapper enforces what Slurm's slurmstepd would: the
+    time limit (re-read every LIMIT_RECHECK s, since scontrol update may change it), --signal's
+    and the limit's timers (``Runner.fire``) and scancel's signal requests (every SIGNAL_POLL s)."""
     sig_key = state.signal_key(job_id, task)
-    ge_sub = stamp.get("sub")
     next_look = time.time() + LIMIT_RECHECK
     while True:
         timeout = r.next_timeout()
         timeout = min(SIGNAL_POLL, LIMIT_RECHECK if timeout is None else timeout)
         try:
-            status = r.child.wait(timeout=timeout)
-            break
+            return r.child.wait(timeout=timeout)
         except proc.TimeoutExpired:
             if time.time() >= next_look:  # scontrol update TimeLimit=... changes the record
                 next_look = time.time() + LIMIT_RECHECK
@@ -951,8 +1001,12 @@ def main() -> None:
                     p["time"] = limit
                     r.schedule(start)
             r.fire()
-            r.poll_signals(sdir, sig_key, ge_sub, this_host, env["SLURM_JOB_ID"], start)  # a task's own id
-    signal.alarm(0)
+            r.poll_signals(sdir, sig_key, ge_sub, this_host, slurm_job_id, start)  # a task's own id
+
+
+def _end_state(r: Runner, status: int) -> tuple[int, int, str]:
+    """(exit code, signal, Slurm state) of the script's wait status: TIMEOUT or CANCELLED when the
+    wrapper ended it so, else COMPLETED for exit 0 without a signal, else FAILED."""
     sig = -status if status < 0 else 0
     code = status if status >= 0 else 0
     if r.timed_out:
@@ -963,7 +1017,7 @@ def main() -> None:
         st = "COMPLETED"
     else:
         st = "FAILED"
-    finish(code, sig, st)
+    return code, sig, st
 
 
 def _fallback_state_dir() -> str | None:
