@@ -130,6 +130,31 @@ def batch_env(
         "SLURM_TOPOLOGY_ADDR": this_host,
         "SLURM_TOPOLOGY_ADDR_PATTERN": "node",
     }
+    _asked_env(env, p, cpt, task_pid, gpu_ids)
+    if array and task is not None:
+        _array_env(env, p, job_id, task, array)
+    env.update(release_env(p, job_id=job_id, task=task, start=start, cpus_per_task=cpt))
+    if release is None:
+        from ..slurm import releases
+
+        release = releases.current()
+    return release.job_env(env)
+
+
+def group_name(gid: Any) -> str:
+    """SLURM_JOB_GROUP: the name of the group ``gid`` (the number where it has none)."""
+    import grp
+
+    try:
+        return grp.getgrgid(int(gid)).gr_name
+    except (KeyError, ValueError, OverflowError):
+        return str(gid)
+
+
+def _asked_env(env: dict[str, str], p: Mapping[str, Any], cpt: int, task_pid: int | None,
+               gpu_ids: list[int] | None) -> None:
+    """The batch step's variables of what the job asked for (batch_env): only those given, as
+    Slurm sets them (tasks, CPUs, memory, dependency, open mode, GPUs, distribution, hint)."""
     if task_pid is not None:
         env["SLURM_TASK_PID"] = str(task_pid)
     if p.get("account"):
@@ -167,30 +192,17 @@ def batch_env(
         env["SLURM_HINT"] = str(p["hint"])
         if p["hint"] == "nomultithread":
             env["SLURM_THREADS_PER_CORE"] = "1"
-    if array and task is not None:
-        env["SLURM_ARRAY_JOB_ID"] = str(job_id)
-        env["SLURM_ARRAY_TASK_ID"] = str(task)
-        env["SLURM_ARRAY_TASK_COUNT"] = str(len(array))
-        env["SLURM_ARRAY_TASK_MIN"] = str(min(array))
-        env["SLURM_ARRAY_TASK_MAX"] = str(max(array))
-        step = p.get("array_step")
-        env["SLURM_ARRAY_TASK_STEP"] = str(step if isinstance(step, int) and not isinstance(step, bool) else 1)
-    env.update(release_env(p, job_id=job_id, task=task, start=start, cpus_per_task=cpt))
-    if release is None:
-        from ..slurm import releases
-
-        release = releases.current()
-    return release.job_env(env)
 
 
-def group_name(gid: Any) -> str:
-    """SLURM_JOB_GROUP: the name of the group ``gid`` (the number where it has none)."""
-    import grp
-
-    try:
-        return grp.getgrgid(int(gid)).gr_name
-    except (KeyError, ValueError, OverflowError):
-        return str(gid)
+def _array_env(env: dict[str, str], p: Mapping[str, Any], job_id: int, task: int, array: list[int]) -> None:
+    """An array task's SLURM_ARRAY_* variables (batch_env's docstring says how each is made)."""
+    env["SLURM_ARRAY_JOB_ID"] = str(job_id)
+    env["SLURM_ARRAY_TASK_ID"] = str(task)
+    env["SLURM_ARRAY_TASK_COUNT"] = str(len(array))
+    env["SLURM_ARRAY_TASK_MIN"] = str(min(array))
+    env["SLURM_ARRAY_TASK_MAX"] = str(max(array))
+    step = p.get("array_step")
+    env["SLURM_ARRAY_TASK_STEP"] = str(step if isinstance(step, int) and not isinstance(step, bool) else 1)
 
 
 def release_env(p: Mapping[str, Any], *, job_id: int, task: int | None, start: float | None,
