@@ -318,7 +318,7 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
     queue (a waiting job: Resources or Priority, Licenses, a quota; with ``reasons``, by default
     for the commands that show reasons, ``QUOTA_COMMANDS``) the whole queue is listed after all.
 
-    The qstat call (``started`` if the caller started it already, see ``q.start``; a listing of
+    The qstat call (``started`` if the caller started it already, see ``backends.start_qstat``; a listing of
     one user's jobs, ``q.listing_args``, where ``only`` is given) is read while it runs: each
     completed job element becomes a record at once, so the parse overlaps qstat's own output,
     and the document is never held as a tree.
@@ -396,29 +396,8 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
     collecting = gc.isenabled()
     gc.disable()
     try:
-        if xml is not None:
-            read(None, xml)
-        elif only is not None:
-            listed = _named(cfg, only, started, backend, read, by_job)
-            if listed is None or (listed == NAMED and reasons and
-                                  any(_waits(r) for j in only for r in by_job.get(j, ()))):
-                records.clear()
-                by_job.clear()
-                read(backends.start_qstat(cfg, backend=backend))
-        elif users:
-            if started is not None and listed_users(started) != list(users):
-                started.close()  # (a listing of other jobs)
-                started = None
-            read(started if started is not None else backends.start_qstat(cfg, q.listing_args(users), backend=backend))
-            if reasons and any(_waits(r) for r in records):
-                records.clear()
-                by_job.clear()
-                read(backends.start_qstat(cfg, backend=backend))
-        else:
-            if started is not None and listed_users(started) is not None:
-                started.close()  # a listing of some users' jobs cannot answer for every job
-                started = None
-            read(started if started is not None else backends.start_qstat(cfg, backend=backend))
+        _listings(cfg, read, records, by_job, xml=xml, only=only, users=users, started=started, backend=backend,
+                  reasons=reasons)
     finally:
         if collecting:
             gc.enable()
@@ -433,6 +412,38 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
     if stops:
         mark_stopped(running, stops, submits)
     return out
+
+
+def _listings(cfg: SiteConfig, read: Any, records: list[JobRecord], by_job: dict[int, list[JobRecord]], *,
+              xml: str | None, only: set[int] | None, users: list[str] | None, started: q.Query | None,
+              backend: Any, reasons: bool | None) -> None:
+    """list_jobs' qstat listings, read (``read``) into ``records`` and ``by_job``: the given text;
+    the named jobs' (``_named``), or the whole queue where a named job waits and reasons are shown;
+    some users' jobs, or the whole queue likewise; else the whole queue. ``started`` is used where
+    it lists what is asked, and closed where it does not."""
+    if xml is not None:
+        read(None, xml)
+    elif only is not None:
+        listed = _named(cfg, only, started, backend, read, by_job)
+        if listed is None or (listed == NAMED and reasons and
+                              any(_waits(r) for j in only for r in by_job.get(j, ()))):
+            records.clear()
+            by_job.clear()
+            read(backends.start_qstat(cfg, backend=backend))
+    elif users:
+        if started is not None and listed_users(started) != list(users):
+            started.close()  # (a listing of other jobs)
+            started = None
+        read(started if started is not None else backends.start_qstat(cfg, q.listing_args(users), backend=backend))
+        if reasons and any(_waits(r) for r in records):
+            records.clear()
+            by_job.clear()
+            read(backends.start_qstat(cfg, backend=backend))
+    else:
+        if started is not None and listed_users(started) is not None:
+            started.close()  # a listing of some users' jobs cannot answer for every job
+            started = None
+        read(started if started is not None else backends.start_qstat(cfg, backend=backend))
 
 
 def listed_users(qy: q.Query) -> list[str] | None:
