@@ -516,6 +516,14 @@ class Agent:
 
     # -- main loop
     def serve(self) -> int:
+        """The submit agent's loop, from start to exit. Start: take the directory's lock (another
+        agent holds it: exit 0), keep the log small, sweep old spool and token files, open the
+        DRMAA session (when it cannot: record until when clients use qsub, exit 1), bind the 0600
+        socket. Loop: accept a client at a time and dispatch its submission (a thread each, or in
+        turn when ``serial``), until idle for ``idle`` s, a ``stop`` request, a submission whose
+        answer may be lost (the next gets a fresh agent), or the socket is no longer its own. Leave: unlink the socket first so that new clients start another agent, serve those
+        already connected, release the lock, wait for the running submissions, and close the
+        DRMAA session within 5 s before the process ends (os._exit)."""
         import fcntl
         import threading
 

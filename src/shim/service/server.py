@@ -349,6 +349,15 @@ class Service:
             pass
 
     def serve(self) -> int:
+        """The warm service's loop, from start to exit (0). Start: take the directory's lock (an
+        old service whose code went stale has 5 s to leave; another live one keeps it, and this
+        one exits), preload every served command, stamp the code and the caller-visible process
+        state requests must match, bind the 0600 socket, freeze the preloaded heap. Loop (one
+        poll over the socket, the requests and the children): accept every waiting connection
+        with one code stamp, start each accepted request's forked child on its go, reap ended
+        children, fork a spare child while nothing waits. Leave, when idle for ``idle`` s, after
+        ``lifetime`` s, on SIGTERM, or when the socket is no longer its own: stop listening
+        (``_leave``), finish the requests already taken, log what it served and refused."""
         import fcntl
         import gc
         import select
