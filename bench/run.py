@@ -248,7 +248,7 @@ def w_lookup(args) -> dict:
     from shim import siteconf
 
     agent = _agent_module()
-    from shim.gridengine.engine import GridEngineBackend
+    from shim.gridengine.process import GridEngineBackend
 
     b = GridEngineBackend(siteconf.get())
     out = {}

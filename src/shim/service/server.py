@@ -285,8 +285,7 @@ def preload() -> None:
 
     import shim
 
-    skip = ("shim.runtime", "shim.__main__.", "shim.admin.cluster", "shim.admin.install", "shim.admin.completion",
-            "shim.slurm.render.manpage")
+    skip = ("shim.runtime", "shim.__main__.", "shim.admin", "shim.service.__main__", "shim.slurm.render.manpage")
     for info in pkgutil.walk_packages(shim.__path__, "shim."):
         name = info.name
         if name.startswith(skip) or name in ("shim.agent", "shim.cli.srun", "shim.cli.salloc"):
