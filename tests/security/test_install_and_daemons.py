@@ -87,8 +87,9 @@ def test_mallorys_directories_in_a_laid_out_state_dir_get_none_of_the_victims_re
     """F-15 replayed after `cluster up`: before anyone has submitted, mallory makes the old
     shared directories (refused: the top is root's 0755) and squats the victim's own directory
     under users/ (1777), with world-writable jobs/ and events/ inside and a link. The victim's
-    job (exit 5) writes nothing there; mallory's forged end record in it is not believed; sacct
-    says FAILED 5:0; doctor names the squat."""
+    job (exit 5) writes nothing there: her records go to a users/<uid>@<suffix> of her own (F-21);
+    mallory's forged end record in the squat is not believed; sacct says FAILED 5:0; doctor names
+    the squat."""
     from shim.admin import cluster
 
     sd = shared_dir / "state"
@@ -130,7 +131,12 @@ json.dump({{"t": time.time(), "exit": 0, "signal": 0, "state": "COMPLETED"}}, op
     assert sacct_state(MALLORY, job, conf) == "FAILED|5:0"  # and as anyone else sees it
     after = files_under(sd)
     new = {p: u for p, u in after.items() if p not in before}
-    assert new == {f"users/{v}/events/{job}.x.end.json": uid(MALLORY)}  # only her own forgery
+    own = re.compile(rf"users/{v}@[0-9a-f]{{16}}(/.*)?")
+    hers = {p: u for p, u in new.items() if own.fullmatch(p)}
+    assert set(hers.values()) == {v}  # the victim's own directory beside the squat, all hers
+    assert {p.split("/", 2)[-1] for p in hers} >= {f"jobs/{job}.json", f"events/{job}.x.end.json"}
+    assert {p: u for p, u in new.items() if p not in hers} == \
+        {f"users/{v}/events/{job}.x.end.json": uid(MALLORY)}  # in the squat, only her own forgery
     assert os.listdir(loot) == []
     assert f"users/{v} belongs to uid {uid(MALLORY)}, not {v}" in doctor(conf, VICTIM)
 
@@ -138,8 +144,10 @@ json.dump({{"t": time.time(), "exit": 0, "signal": 0, "state": "COMPLETED"}}, op
 def test_a_state_dir_mallory_made_first_is_reported_and_never_reused(victim, mallory, shared_dir, workdir, qdel_after):
     """F-15 on a site whose state directory's parent others can write: mallory makes the state
     directory herself, laid out as the shim's, before the admin installs. `cluster up` reports it
-    and leaves it alone (no chown, no chmod); the victim's job still runs and nothing of it lands
-    in her tree; doctor fails on it."""
+    and leaves it alone (no chown, no chmod); the victim's sbatch finds no private place for her
+    environment and script there, so it refuses with a clear message and submits nothing (F-21:
+    never a secret where others can read it); nothing of hers lands in mallory's tree; doctor
+    fails on it."""
     from shim.admin import cluster
 
     sd = shared_dir / "state"
@@ -159,8 +167,12 @@ for n in ("users", "gpus", "jobs", "events"):
     st = os.lstat(sd)
     assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (uid(MALLORY), 0o777)
     before = files_under(sd)
-    job = submit_failing_job(conf, workdir, qdel_after)
-    assert wait_until(lambda: sacct_state(VICTIM, job, conf), 120, f"job {job} to end") == "FAILED|5:0"
+    cp = as_user(VICTIM, "sbatch", "--parsable", "-J", "f15mallory", "-o", "/dev/null", "--wrap", "exit 5",
+                 cwd=workdir, env={"SLURM_SHIM_CONFIG": str(conf), "MYSECRET": "f15-secret"})
+    assert cp.returncode == 1 and cp.stdout == ""
+    assert cp.stderr.startswith("sbatch: error: Batch job submission failed: no private directory of your own "
+                                f"under {sd}/users"), cp.stderr
+    assert "f15mallory" not in run("qstat", "-u", VICTIM).stdout  # nothing submitted
     assert files_under(sd) == before  # nothing of the victim's in mallory's directories
     out = doctor(conf)
     assert f"FAIL  state dir: {sd} is not a directory of root's" in out

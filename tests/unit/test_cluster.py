@@ -250,13 +250,13 @@ def test_doctor_checks_features_and_state_dir():
 def test_state_findings_judge_layout_squats_and_leftovers():
     facts = cluster.StateFacts(
         problems=["/s/users is not a directory of root's", "/s/gpus does not exist"],
-        squatted=["/s/users/1002 belongs to uid 1003, not 1002: uid 1002's records are not kept"],
+        squatted=["/s/users/1002 belongs to uid 1003, not 1002: uid 1002 keeps its records in a users/1002@<suffix> of its own"],
         leftovers=["/s/jobs (old layout, uid 1001)"])
     got = [(f.level, f.what) for f in cluster.state_findings("/s", facts)]
     assert got == [
         ("FAIL", "state dir: /s/users is not a directory of root's"),
         ("warn", "state dir: /s/gpus does not exist: no job records are kept"),
-        ("FAIL", "state dir: /s/users/1002 belongs to uid 1003, not 1002: uid 1002's records are not kept"),
+        ("FAIL", "state dir: /s/users/1002 belongs to uid 1003, not 1002: uid 1002 keeps its records in a users/1002@<suffix> of its own"),
         ("warn", "state dir: /s/jobs (old layout, uid 1001): nothing reads it"),
     ]
     assert "never reused" in cluster.state_findings("/s", facts)[0].fix
@@ -364,14 +364,21 @@ def test_doctor_reads_squatted_user_dirs_and_leftovers(tmp_path):
     (users / "1004").mkdir()
     os.chown(users / "1004", 1004, 1004)
     (users / "1004").chmod(0o777)
+    (users / "1002@0123456789abcdef").mkdir(0o755)
+    os.chown(users / "1002@0123456789abcdef", 1002, 1002)  # uid 1002's own in the squat's place: fine
+    (users / f"1002@{'f' * 16}").mkdir(0o755)
+    os.chown(users / f"1002@{'f' * 16}", OTHER, OTHER)  # another name in the same place: never believed
+    (users / "1002@nothex").mkdir(0o755)
     (sd / "gpus" / "vm").mkdir()
     os.chown(sd / "gpus" / "vm", OTHER, OTHER)
     (sd / "gpus" / "vm.0").write_text("1 2")  # a claim: not a leftover
     facts = cluster.read_state(str(sd))
     assert facts.problems == []
     assert facts.squatted == [
-        f"{users}/1002 belongs to uid {OTHER}, not 1002: uid 1002's records are not kept",
-        f"{users}/1003 is not a directory (owned by uid 0): uid 1003's records are not kept",
+        f"{users}/1002 belongs to uid {OTHER}, not 1002: uid 1002 keeps its records in a users/1002@<suffix> of its own",
+        f"{users}/1002@{'f' * 16} belongs to uid {OTHER}, not 1002: it is never believed",
+        f"{users}/1002@nothex (uid 0) is no user's record directory",
+        f"{users}/1003 is not a directory (owned by uid 0): uid 1003 keeps its records in a users/1003@<suffix> of its own",
         f"{users}/1004 is writable by others (mode 777): uid 1004's records are not believed",
         f"{users}/notes (uid 0) is no user's record directory",
     ]

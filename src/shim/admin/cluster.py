@@ -884,13 +884,21 @@ def read_state(state_dir: str) -> StateFacts:
     users = os.path.join(state_dir, "users")
     for name, st in _entries(users):
         what = f"{users}/{name}"
-        if not (name.isascii() and name.isdigit()):
+        uid_part, at, suffix = name.partition("@")
+        if not (uid_part.isascii() and uid_part.isdigit()) or (at and not state.ALT_SUFFIX.fullmatch(suffix)):
             facts.squatted.append(f"{what} (uid {st.st_uid}) is no user's record directory")
+        elif at:  # users/<uid>@<suffix>: the user's own where someone else holds users/<uid> (F-21)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != int(uid_part):
+                facts.squatted.append(f"{what} belongs to uid {st.st_uid}, not {uid_part}: it is never believed")
+            elif st.st_mode & 0o022:
+                facts.squatted.append(f"{what} is writable by others (mode {stat.S_IMODE(st.st_mode):o}): "
+                                      f"uid {uid_part}'s records there are not believed")
         elif not stat.S_ISDIR(st.st_mode):
             facts.squatted.append(f"{what} is not a directory (owned by uid {st.st_uid}): "
-                                  f"uid {name}'s records are not kept")
+                                  f"uid {name} keeps its records in a users/{name}@<suffix> of its own")
         elif st.st_uid != int(name):
-            facts.squatted.append(f"{what} belongs to uid {st.st_uid}, not {name}: uid {name}'s records are not kept")
+            facts.squatted.append(f"{what} belongs to uid {st.st_uid}, not {name}: "
+                                  f"uid {name} keeps its records in a users/{name}@<suffix> of its own")
         elif st.st_mode & 0o022:
             facts.squatted.append(f"{what} is writable by others (mode {stat.S_IMODE(st.st_mode):o}): "
                                   f"uid {name}'s records are not believed")
@@ -1131,7 +1139,8 @@ def exclusive_finding(name: str, facts: Facts) -> Finding:
 
 def state_findings(state_dir: str, facts: StateFacts) -> list[Finding]:
     """The state directory: root's layout (FAIL when someone else's object is in the way, warn
-    when it is missing), squatted per-user directories (FAIL: that user keeps no records), and
+    when it is missing), squatted per-user directories (FAIL: someone else's name in users/;
+    the user's records go to a users/<uid>@<suffix> of her own meanwhile), and
     old-layout leftovers (warn: nothing reads them)."""
     make = "slurm-shim cluster up (as root) makes it"
     found = []
@@ -1144,7 +1153,7 @@ def state_findings(state_dir: str, facts: StateFacts) -> list[Finding]:
     if not facts.problems:
         found.append(Finding("ok", f"state dir {state_dir} is root's; users/ and gpus/ are sticky (1777)"))
     for s in facts.squatted:
-        found.append(Finding("FAIL", f"state dir: {s}", "remove it (rm -r); the user's next command makes it"))
+        found.append(Finding("FAIL", f"state dir: {s}", "remove it (rm -r): it is not the user's, and nothing of hers is in it"))
     for s in facts.leftovers:
         found.append(Finding("warn", f"state dir: {s}: nothing reads it",
                              "slurm-shim cluster up removes jobs/ events/ steps/ srun/; remove the rest by hand"))
