@@ -150,6 +150,44 @@ def check_hosts(prog: str, o: Options, cfg) -> None:
         raise ShimError(f"{prog}: error: Batch job submission failed: Invalid node name specified", code=1)
 
 
+def check_dependency(prog: str, checks, cfg, known=None) -> None:
+    """The release's KNOWN_DEPENDENCY rule (24.11, 26.05): an afterok/afternotok dependency
+    (``checks``, the request's ``dep_checks``: (kind, ["G" or "G_t", ...])) on a job the controller
+    does not know is refused: ``<prog>: error: <lead-in>: Job dependency problem``, exit 1, nothing
+    submitted. A job is known while Grid Engine has it, and for MinJobAge after it ended (the shim's
+    end and cancel records), as a job stays in slurmctld. ``known(ids)``: of these ids the ones
+    known, None when that cannot be told (then nothing is refused, as 22.05 refuses nothing)."""
+    from ..slurm import releases
+
+    if not checks or not releases.current().has(releases.KNOWN_DEPENDENCY):
+        return
+    ids = sorted({int(str(i).partition("_")[0]) for _kind, named in checks for i in named})
+    found = (known or _known_jobs(cfg))(ids)
+    if found is not None and set(ids) - found:
+        from ..slurm.options.values import submit_failed
+
+        raise submit_failed(prog, "Job dependency problem")
+
+
+def _known_jobs(cfg):
+    """``check_dependency``'s default ``known``: Grid Engine's jobs (one qstat -j), then the ones
+    it lacks that ended or were cancelled within MinJobAge (the shim's records)."""
+    def known(ids: list[int]) -> set[int] | None:
+        try:
+            found = backends.get(cfg).find_jobs(ids).found()
+        except Exception:  # BackendUnavailable and the like: Grid Engine cannot tell
+            return None
+        if found is None:
+            return None
+        missing = set(ids) - found
+        if missing:
+            from . import jobs
+
+            found |= set(jobs.recent_events(cfg, time.time(), only=missing))
+        return found
+    return known
+
+
 def reservation_flags(prog: str, o: Options, cfg, user: str) -> list[str]:
     """--reservation=NAME[,NAME...] as Grid Engine's ``-ar <id>``: the advance reservation of that
     name (``qrsub -N``) that the user may use (its ``acl_list`` names the user or an access list
@@ -421,6 +459,7 @@ def submit_batch(sub: Submission, cfg, prog: str = "sbatch") -> tuple[int, Submi
     Once Grid Engine has the job, nothing fails the submission: bookkeeping that cannot be done
     adds a warning (tools resubmit on a non-zero exit, and would make duplicates)."""
     rec = sub.record
+    check_dependency(prog, rec.get("dep_checks"), cfg)
     carried, env_file = private_payload(rec, cfg, prog)
     after: list[str] = []
     now = time.time()  # ties the job's records to this Grid Engine job
@@ -497,6 +536,7 @@ def allocate(o: Options, environ: dict[str, str], cfg, holder: bytes, prog: str 
 
     ctx = context(prog, "interactive", environ)
     sub = qsub.build(o, cfg, ctx)
+    check_dependency(prog, sub.request.get("dep_checks"), cfg)
     resv = reservation_flags(prog, o, cfg, ctx.user)
     sub.argv += resv
     backend = backends.get(cfg)
@@ -559,6 +599,7 @@ def interactive(o: Options, environ: dict[str, str], cfg, script_name: str, comm
     if backend.scheduler().returncode != 0:
         raise ShimError(f"{prog}: error: Unable to allocate resources: Unable to contact slurm controller "
                         "(connect failure)", code=1)
+    check_dependency(prog, sub.request.get("dep_checks"), cfg)
     resv = reservation_flags(prog, o, cfg, ctx.user)
     sub.argv += resv
     flags = qsub.qrsh_flags(sub.argv)

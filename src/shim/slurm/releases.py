@@ -20,17 +20,28 @@ if TYPE_CHECKING:
 DEFAULT = "22.05"  # the release of a site config without [slurm] release (this slice: exact 22.05)
 
 
+# What a release does or does not do, beyond variables, options and texts: a name each, for the
+# ``rules`` of the releases that follow it (the code that reads one names it, never a release).
+KNOWN_DEPENDENCY = "known-dependency"
+RULES = {
+    # afterok/afternotok on a job the controller does not know (never was, or ended more than
+    # MinJobAge ago) is refused at submission: "Job dependency problem", exit 1 (22.05 took it
+    # and the job ran at once: an unknown job counts as done)
+    KNOWN_DEPENDENCY: "24.11",
+}  # (rule: the first of the three releases that follows it)
+
+
 class Release:
     """One release's row: its name (the config value), the version its commands print, the job
     variables it sets of those that vary (``env``) and the commands' own options it has of those
     that vary (``options``: command -> long names)."""
 
-    __slots__ = ("name", "version", "env", "options", "usage", "texts", "job_states", "conflicts")
+    __slots__ = ("name", "version", "env", "options", "usage", "texts", "job_states", "conflicts", "rules")
 
     def __init__(self, name: str, version: str, env: Iterable[str] = (),
                  options: dict[str, Iterable[str]] | None = None, usage: dict[str, str] | None = None,
                  texts: dict[str, str] | None = None, job_states: tuple[str, ...] | None = None,
-                 conflicts: dict[str, tuple[Iterable[str], str]] | None = None):
+                 conflicts: dict[str, tuple[Iterable[str], str]] | None = None, rules: Iterable[str] = ()):
         self.name = name
         self.version = version
         self.env = frozenset(env)
@@ -42,6 +53,13 @@ class Release:
         self.job_states = job_states
         # "command --option" -> (the option keys it refuses beside it, the fatal message)
         self.conflicts = {k: (tuple(keys), text) for k, (keys, text) in (conflicts or {}).items()}
+        self.rules = frozenset(rules)  # the RULES this release follows
+        if not self.rules <= RULES.keys():
+            raise ValueError(f"unknown rules: {sorted(self.rules - RULES.keys())}")
+
+    def has(self, rule: str) -> bool:
+        """Whether this release follows ``rule`` (one of RULES)."""
+        return rule in self.rules
 
     def sets(self, var: str) -> bool:
         """Whether this release's jobs carry ``var`` (True for every variable no release varies)."""
@@ -198,6 +216,8 @@ _ENV_24 = (
 )
 _SQUEUE_24 = ("only-job-state", "helpformat", "helpFormat", "helpstate")  # --only-job-state: 23.11.5
 
+_RULES_24 = (KNOWN_DEPENDENCY,)
+
 R24_11 = Release(
     "24.11", "24.11.5",
     env=_ENV_24,
@@ -207,6 +227,7 @@ R24_11 = Release(
     job_states=_JOB_STATES_24,
     conflicts={"squeue --only-job-state": (("steps",), "squeue: fatal: Options --only-job-state and -s(--steps) are "
                                            "mutually exclusive. Please remove one and retry.")},
+    rules=_RULES_24,
 )
 
 R26_05 = Release(
@@ -229,6 +250,7 @@ R26_05 = Release(
          "start", "priority", "long", "all"),
         "squeue: fatal: Option --only-job-state only works alone, with -j (--jobs) and/or -t (--states) "
         "parameters, parameters for cluster/federation selection, and the printing options.")},
+    rules=_RULES_24,
 )
 
 RELEASES: dict[str, Release] = {r.name: r for r in (R22_05, R24_11, R26_05)}

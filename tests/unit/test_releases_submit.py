@@ -1,0 +1,131 @@
+"""What the releases do differently at submission (issue 30, releases.py's rules): 24.11 and
+26.05 refuse afterok/afternotok on a job the controller does not know, where 22.05 took it; each
+compared with the bytes that real release printed (fixtures/slurm-*/cases.json)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import FIXTURES, use_site_config
+from shim import siteconf
+from shim.__main__ import dispatch
+from shim.errors import ShimError
+from shim.gridengine import backends
+from shim.gridengine.replay import ReplayBackend
+from shim.operations import submit
+from shim.slurm import releases
+
+NAMES = ("22.05", "24.11", "26.05")
+NOT_THERE = "Following jobs do not exist: \n999999\n"  # qstat -j's answer for an id it lacks
+
+
+def cases(release: str) -> dict:
+    return json.loads((FIXTURES / f"slurm-{release}" / "cases.json").read_text())
+
+
+@pytest.fixture
+def site(monkeypatch, tmp_path):
+    """set(release): the unit-test site config with ``[slurm] release``; a backend that knows job
+    4242 alone (``site.backend``: its calls)."""
+    use_site_config(monkeypatch, tmp_path)
+    conf = tmp_path / "config.toml"
+    base = conf.read_text()
+    backend = ReplayBackend()
+    backend.add("qstat", ["-j", "999999"], rc=1, stderr=NOT_THERE)
+    backend.add("qstat", ["-j", "4242"], stdout="job_number:                 4242\nowner: root\n")
+    backend.add("qstat", ["-j", "4242,999999"], stdout="job_number:                 4242\nowner: root\n")
+
+    def set_release(name: str) -> None:
+        conf.write_text(base + f'\n[slurm]\nrelease = "{name}"\n')
+        siteconf.reset()
+        backends.use(backend)
+
+    set_release.backend = backend
+    yield set_release
+    siteconf.reset()
+    backends.use(None)
+
+
+def test_only_the_newer_releases_follow_the_rule():
+    assert [releases.get(n).has(releases.KNOWN_DEPENDENCY) for n in NAMES] == [False, True, True]
+    with pytest.raises(ValueError):
+        releases.Release("x", "x", rules=("no-such-rule",))
+
+
+@pytest.mark.parametrize("name", ["24.11", "26.05"])
+def test_sbatch_refuses_afterok_on_an_unknown_job_as_the_release(site, capsys, tmp_path, monkeypatch, name):
+    """``sbatch --dependency=afterok:999999 job.sh``: the reference's message and exit code, and
+    nothing handed to Grid Engine (one qstat -j asked whether the job exists)."""
+    site(name)
+    (tmp_path / "job.sh").write_text("#!/bin/sh\ntrue\n")
+    monkeypatch.chdir(tmp_path)
+    case = cases(name)["sbatch_accepted_bad_dependency"]
+    argv = case["cmd"].split()
+    rc = dispatch("sbatch", argv[1:])
+    out, err = capsys.readouterr()
+    assert (rc, out, err) == (case["rc"], case["stdout"], case["stderr"])
+    assert [k for k, _ in site.backend.calls] == [("qstat", "-j", "999999")]
+
+
+def test_22_05_asks_nothing_and_takes_it(site):
+    """22.05 accepted the same line (the job ran at once): no question, no refusal."""
+    site("22.05")
+    assert cases("22.05")["sbatch_accepted_bad_dependency"]["rc"] == 0
+    cfg = siteconf.get()
+    submit.check_dependency("sbatch", [("afterok", ["999999"])], cfg)
+    assert site.backend.calls == []
+
+
+@pytest.mark.parametrize("prog, lead", [("sbatch", "Batch job submission failed"),
+                                        ("srun", "Unable to allocate resources"),
+                                        ("salloc", "Job submit/allocate failed")])
+@pytest.mark.parametrize("checks", [[("afterok", ["999999"])], [("afternotok", ["4242", "999999_3"])]])
+def test_each_command_refuses_in_its_words(site, prog, lead, checks):
+    site("26.05")
+    with pytest.raises(ShimError) as e:
+        submit.check_dependency(prog, checks, siteconf.get())
+    assert (e.value.lines, e.value.code) == ([f"{prog}: error: {lead}: Job dependency problem"], 1)
+
+
+def test_a_job_grid_engine_has_is_known(site):
+    site("24.11")
+    submit.check_dependency("sbatch", [("afterok", ["4242"]), ("afternotok", ["4242_2"])], siteconf.get())
+    assert [k for k, _ in site.backend.calls] == [("qstat", "-j", "4242")]
+
+
+def test_a_job_that_ended_within_min_job_age_is_known(site, monkeypatch):
+    """Grid Engine forgets an ended job at once; slurmctld keeps it for MinJobAge: the shim's end
+    and cancel records of that age speak for it."""
+    from shim.operations import jobs
+
+    site("24.11")
+    asked = []
+
+    def recent(cfg, now, max_age=None, only=None, **kw):
+        asked.append(set(only))
+        return {999999: {0: {(None, "end")}}}
+
+    monkeypatch.setattr(jobs, "recent_events", recent)
+    submit.check_dependency("sbatch", [("afterok", ["999999"])], siteconf.get())
+    assert asked == [{999999}]
+
+
+def test_nothing_is_refused_when_grid_engine_cannot_tell(site):
+    site("26.05")
+    site.backend.answers.clear()
+    site.backend.add("qstat", ["-j", "999999"], rc=2, stderr="error: commlib error: got select error\n")
+    submit.check_dependency("sbatch", [("afterok", ["999999"])], siteconf.get())
+    submit.check_dependency("sbatch", [("afterok", ["1"])], siteconf.get(), known=lambda ids: None)
+    with pytest.raises(ShimError):
+        submit.check_dependency("sbatch", [("afterok", ["1"])], siteconf.get(), known=lambda ids: set())
+
+
+def test_afterany_and_singleton_are_never_checked(site):
+    """Slurm checks afterok/afternotok only (they need the job's outcome); the translation's
+    checks hold those two alone."""
+    site("24.11")
+    submit.check_dependency("sbatch", [], siteconf.get())
+    submit.check_dependency("sbatch", None, siteconf.get())
+    assert site.backend.calls == []
