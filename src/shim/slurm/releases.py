@@ -23,11 +23,30 @@ DEFAULT = "22.05"  # the release of a site config without [slurm] release (this 
 # What a release does or does not do, beyond variables, options and texts: a name each, for the
 # ``rules`` of the releases that follow it (the code that reads one names it, never a release).
 KNOWN_DEPENDENCY = "known-dependency"
+TRES_SLASH = "tres-slash"
+JOB_TRES_SPLIT = "job-tres-split"
+JOB_FIELDS_26 = "job-fields-26"
+MERGED_STDERR_EMPTY = "merged-stderr-empty"
+OVERSUBSCRIBE_NO = "oversubscribe-no"
 RULES = {
     # afterok/afternotok on a job the controller does not know (never was, or ended more than
     # MinJobAge ago) is refused at submission: "Job dependency problem", exit 1 (22.05 took it
     # and the job ran at once: an unknown job counts as done)
     KNOWN_DEPENDENCY: "24.11",
+    # a job's TRES per node (squeue %b / tres-per-node, scontrol's TresPerNode): gres/gpu:N
+    # (22.05: gres:gpu:N)
+    TRES_SLASH: "24.11",
+    # scontrol show job: ReqTRES= and AllocTRES= lines (AllocTRES=(null) until the job has its
+    # allocation) where 22.05 had one TRES= line; no Power= line
+    JOB_TRES_SPLIT: "24.11",
+    # scontrol show job: Exclusive= and LicensesAlloc= on the OverSubscribe line, a SubmitLine=
+    # line after Command=, and no blank last line
+    JOB_FIELDS_26: "26.05",
+    # scontrol show job: StdErr= is empty where stderr goes to the stdout file (22.05 and 24.11
+    # repeat the StdOut path)
+    MERGED_STDERR_EMPTY: "26.05",
+    # OverSubscribe of a job (squeue %h, scontrol show job) is NO where 22.05 and 24.11 say OK
+    OVERSUBSCRIBE_NO: "26.05",
 }  # (rule: the first of the three releases that follows it)
 
 
@@ -216,7 +235,7 @@ _ENV_24 = (
 )
 _SQUEUE_24 = ("only-job-state", "helpformat", "helpFormat", "helpstate")  # --only-job-state: 23.11.5
 
-_RULES_24 = (KNOWN_DEPENDENCY,)
+_RULES_24 = (KNOWN_DEPENDENCY, TRES_SLASH, JOB_TRES_SPLIT)
 
 R24_11 = Release(
     "24.11", "24.11.5",
@@ -250,7 +269,7 @@ R26_05 = Release(
          "start", "priority", "long", "all"),
         "squeue: fatal: Option --only-job-state only works alone, with -j (--jobs) and/or -t (--states) "
         "parameters, parameters for cluster/federation selection, and the printing options.")},
-    rules=_RULES_24,
+    rules=_RULES_24 + (JOB_FIELDS_26, MERGED_STDERR_EMPTY, OVERSUBSCRIBE_NO),
 )
 
 RELEASES: dict[str, Release] = {r.name: r for r in (R22_05, R24_11, R26_05)}

@@ -1,5 +1,5 @@
 """scontrol's key=value views (show job, config, partition, node, licenses, steps), in Slurm 22.05's
-layout. Nothing here reads a file, a record or Grid Engine: the command gathers what a view needs
+layout; show job's lines differ per release where releases.py's rules say so. Nothing here reads a file, a record or Grid Engine: the command gathers what a view needs
 (the job's detail and facts, the site config, the hosts) and these functions only format it.
 """
 
@@ -51,12 +51,17 @@ class JobFacts:
 
 
 def job_lines(rec: JobRecord, facts: JobFacts, details: bool, now: float) -> list[str]:
-    """The key=value lines of one job, in Slurm 22.05's order (first line unindented). ``rec`` has
-    been through ``jobs.detail`` (the squeue getters used here then read nothing)."""
+    """The key=value lines of one job, in Slurm 22.05's order (first line unindented), with the
+    lines and values of the site's release (``ctx.release``: releases.JOB_TRES_SPLIT,
+    JOB_FIELDS_26, MERGED_STDERR_EMPTY, OVERSUBSCRIBE_NO, TRES_SLASH). ``rec`` has been through
+    ``jobs.detail`` (the squeue getters used here then read nothing); SubmitLine is the record's
+    ``extra["submit_line"]``, "(null)" where it has none."""
     from ..model import run_seconds
-    from .squeue import dependency_text, mem_text, nodes_text, tres_text
+    from .. import releases as r
+    from .squeue import dependency_text, mem_text, nodes_text, oversubscribe, tres_per_node, tres_text
 
     ctx = facts.ctx
+    release = ctx.release  # what differs per release: releases.py's rules, named below
     sub = rec.extra.get("submit")  # (records.Submitted)
     ge = rec.extra.get("ge_detail") or {}
     pending = rec.state == "PENDING"
@@ -117,7 +122,12 @@ def job_lines(rec: JobRecord, facts: JobFacts, details: bool, now: float) -> lis
     lines += [
         f"NumNodes={rec.num_nodes} NumCPUs={rec.num_cpus} NumTasks={rec.num_tasks} "
         f"CPUs/Task={rec.cpus_per_task} ReqB:S:C:T=0:0:*:*",
-        f"TRES={tres_text(rec, ctx)}",
+    ]
+    if release.has(r.JOB_TRES_SPLIT):
+        lines += [f"ReqTRES={tres_text(rec, ctx)}", f"AllocTRES={tres_text(rec, ctx) if ran else '(null)'}"]
+    else:
+        lines.append(f"TRES={tres_text(rec, ctx)}")
+    lines += [
         "Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*",
     ]
     if details and rec.gres and ran:
@@ -130,22 +140,34 @@ def job_lines(rec: JobRecord, facts: JobFacts, details: bool, now: float) -> lis
     ]
     if rec.extra.get("reservation"):  # slurm_sprint_job_info's optional line (jobs.fill_reservations)
         lines.append(f"Reservation={rec.extra['reservation']}")
+    fields_26 = release.has(r.JOB_FIELDS_26)
+    exclusive = " Exclusive=NO" if fields_26 else ""
+    licenses_alloc = f" LicensesAlloc={_null(rec.licenses if ran else '')}" if fields_26 else ""
     lines += [
-        f"OverSubscribe=OK Contiguous=0 Licenses={_null(rec.licenses)} Network=(null)",
+        f"OverSubscribe={oversubscribe(rec, ctx)}{exclusive} Contiguous=0 Licenses={_null(rec.licenses)}"
+        f"{licenses_alloc} Network=(null)",
         f"Command={_null(rec.command or ge.get('command'))}",
+    ]
+    if fields_26:  # the submission's command line, where the record keeps it
+        lines.append(f"SubmitLine={_null(rec.extra.get('submit_line'))}")
+    lines += [
         f"WorkDir={rec.work_dir or ge.get('cwd') or ''}",
     ]
     if rec.comment:
         lines.append(f"Comment={rec.comment}")
+    if err == out and release.has(r.MERGED_STDERR_EMPTY):
+        err = ""
     lines += [
         f"StdErr={err}",
         f"StdIn={rec.std_in or '/dev/null'}",
         f"StdOut={out}",
-        "Power=",
     ]
+    if not release.has(r.JOB_TRES_SPLIT):
+        lines.append("Power=")
     if rec.gres:
-        lines.append(f"TresPerNode={rec.gres}")
-    lines.append("")
+        lines.append(f"TresPerNode={tres_per_node(rec, ctx)}")
+    if not fields_26:
+        lines.append("")  # the blank last line (22.05, 24.11)
     return lines
 
 

@@ -31,13 +31,23 @@ class Ctx:
     """What getters need besides the record: the time, the site config, unit conversion. (A plain
     class: ``dataclasses`` costs ~10 ms of squeue's start.)"""
 
-    __slots__ = ("cfg", "now", "convert", "time_format")
+    __slots__ = ("cfg", "now", "convert", "time_format", "_release")
 
     def __init__(self, cfg: SiteConfig, now: float | None = None, convert: bool = True, time_format: str = ""):
         self.cfg = cfg
         self.now = time.time() if now is None else now
         self.convert = convert
         self.time_format = time_format or os.environ.get("SLURM_TIME_FORMAT", "standard")
+        self._release = None
+
+    @property
+    def release(self):
+        """The site's Slurm release (releases.current), asked once."""
+        if self._release is None:
+            from .. import releases
+
+            self._release = releases.current()
+        return self._release
 
     def __repr__(self) -> str:
         return f"Ctx(cfg={self.cfg!r}, now={self.now!r}, convert={self.convert!r}, time_format={self.time_format!r})"
@@ -168,6 +178,23 @@ def _d(attr: str, default: str = "(null)") -> Callable[[JobRecord, Ctx], str]:
     return get
 
 
+def tres_per_node(rec: JobRecord, ctx: Ctx, none: str = "N/A") -> str:
+    """%b (tres-per-node), scontrol's TresPerNode: the record's ``gres:gpu:N``, as ``gres/gpu:N``
+    where the release spells it so (releases.TRES_SLASH)."""
+    from ..releases import TRES_SLASH
+
+    if not rec.gres:
+        return none
+    return rec.gres.replace("gres:", "gres/") if ctx.release.has(TRES_SLASH) else rec.gres
+
+
+def oversubscribe(rec: JobRecord, ctx: Ctx) -> str:
+    """%h, scontrol's OverSubscribe: OK, or NO where the release says so (releases.OVERSUBSCRIBE_NO)."""
+    from ..releases import OVERSUBSCRIBE_NO
+
+    return "NO" if ctx.release.has(OVERSUBSCRIBE_NO) else "OK"
+
+
 def _cpus(rec: JobRecord, ctx: Ctx) -> str:
     return str(rec.num_cpus)
 
@@ -238,13 +265,13 @@ def _x(expr: str) -> Callable[[JobRecord, Ctx], str]:
 F = FieldSpec
 SQUEUE_FIELDS: tuple[FieldSpec, ...] = (
     F("a", "Account", "ACCOUNT", _d("account")),
-    F("b", "tres-per-node", "TRES_PER_NODE", _d("gres", "N/A"), aliases=("gres",)),
+    F("b", "tres-per-node", "TRES_PER_NODE", tres_per_node, aliases=("gres",)),
     F("c", "MinCpus", "MIN_CPUS", _d("cpus_per_task", "1"), key=lambda r, c: r.cpus_per_task),
     F("d", "MinTmpDisk", "MIN_TMP_DISK", _c("0")),
     F("e", "EndTime", "END_TIME", end_time, key=_ts("end_time")),
     F("f", "Feature", "FEATURES", _d("features"), aliases=("features",)),
     F("g", "GroupName", "GROUP", lambda r, c: r.group or "(null)"),
-    F("h", "OverSubscribe", "OVER_SUBSCRIBE", _c("OK"), aliases=("shared",)),
+    F("h", "OverSubscribe", "OVER_SUBSCRIBE", oversubscribe, aliases=("shared",)),
     F("i", "JobArrayID", "JOBID", _x("r.display_id"), key=_id_key),
     F("j", "Name", "NAME", _x("r.name")),
     F("k", "Comment", "COMMENT", _d("comment")),
