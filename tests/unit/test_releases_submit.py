@@ -129,3 +129,48 @@ def test_afterany_and_singleton_are_never_checked(site):
     submit.check_dependency("sbatch", [], siteconf.get())
     submit.check_dependency("sbatch", None, siteconf.get())
     assert site.backend.calls == []
+
+
+# --- srun --async / --parsable -------------------------------------------------------------------------
+
+def srun_oracle() -> dict:
+    return json.loads((FIXTURES / "slurm-26.05" / "oracle-srun.json").read_text())["cases"]
+
+
+@pytest.mark.parametrize("case", ["parsable", "async", "async_parsable", "async_pty", "immediate_async",
+                                  "in_job_parsable"])
+def test_srun_async_and_parsable_as_26_05(site, capsys, monkeypatch, case):
+    """Outside a job and in one: each check that fails, in 26.05's order and words, exit 1;
+    nothing asked of Grid Engine."""
+    site("26.05")
+    c = srun_oracle()[case]
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    monkeypatch.delenv("SLURM_JOBID", raising=False)
+    if case.startswith("in_job_"):
+        monkeypatch.setenv("SLURM_JOB_ID", "17")
+    rc = dispatch("srun", c["cmd"].split()[1:])
+    out, err = capsys.readouterr()
+    assert (rc, out, err) == (c["rc"], c["stdout"], c["stderr"])
+    assert site.backend.calls == []
+
+
+def test_srun_async_in_a_job_is_refused_as_its_fate(site, capsys, monkeypatch):
+    """In an allocation --async passes 26.05's checks; the shim's steps run in the foreground, so
+    the option's fate refuses it (26.05.5 made no step on the reference cluster either:
+    oracle-srun.json in_job_async_parsable)."""
+    site("26.05")
+    monkeypatch.setenv("SLURM_JOB_ID", "17")
+    rc = dispatch("srun", ["--async", "--parsable", "hostname"])
+    out, err = capsys.readouterr()
+    assert (rc, out) == (1, "") and err.startswith("srun: error: --async") and "foreground" in err
+    assert srun_oracle()["in_job_async_parsable"]["rc"] == 1
+
+
+@pytest.mark.parametrize("name", ["22.05", "24.11"])
+@pytest.mark.parametrize("option", ["--async", "--parsable"])
+def test_srun_async_and_parsable_are_unrecognized_before_26_05(site, capsys, name, option):
+    site(name)
+    asked = json.loads((FIXTURES / "slurm-24.11" / "oracle-options.json").read_text())["cases"]["srun"]
+    rc = dispatch("srun", [option, "true"])
+    out, err = capsys.readouterr()
+    assert (rc, out, err) == (255, "", asked[option[2:]]["stderr"])

@@ -255,12 +255,34 @@ def in_allocation(o: sources.Options, req: steps.StepRequest, environ: dict[str,
 # ---------------------------------------------------------------------------------------------
 
 
+def async_errors(o: sources.Options, environ: dict[str, str]) -> list[str]:
+    """srun's own checks of --async and --parsable, in the order and words of Slurm 26.05.5
+    (fixtures/slurm-26.05/oracle-srun.json): every one that fails is printed, then srun exits 1.
+    Only a release whose option table has the two options gets here with them (releases.py; the
+    others answer ``unrecognized option``); --async inside an allocation then meets its fate
+    (refused: a step runs in the foreground)."""
+    asynchronous = bool(getattr(o, "async", None))
+    errors = []
+    if asynchronous and o.pty is not None:
+        errors.append("--async and --pty are mutually exclusive.")
+    if asynchronous and o.immediate is not None:
+        errors.append("--immediate and --async are mutually exclusive.")
+    if asynchronous and o.jobid is None and not environ.get("SLURM_JOB_ID"):
+        errors.append("--async is only valid for steps submitted within an existing job allocation.")
+    if o.parsable and not asynchronous:
+        errors.append("--parsable requires --async.")
+    return [f"{PROG}: error: {e}" for e in errors]
+
+
 def main(argv: list[str]) -> int:
     environ = dict(os.environ)
     t = table()
     first, o, positional = submit.command_options(t, argv, environ)
     if first is not None:
         return common.usage(first, PROG)
+    errors = async_errors(o, environ)
+    if errors:
+        raise ShimError(*errors, code=1)
     warnings = common.fates(o, t, PROG, CLI_ONLY)
     if str(o.raw.get("distribution") or "").split(":")[0].split(",")[0].lower() in ("block", "cyclic"):
         # a step's ranks follow block and cyclic (runtime/steps/plan.layout): no warning for srun
