@@ -174,3 +174,88 @@ def test_srun_async_and_parsable_are_unrecognized_before_26_05(site, capsys, nam
     rc = dispatch("srun", [option, "true"])
     out, err = capsys.readouterr()
     assert (rc, out, err) == (255, "", asked[option[2:]]["stderr"])
+
+
+# --- -L a:1|b:1, any one of them (26.05) ---------------------------------------------------------------
+
+def license_oracle(name: str) -> dict:
+    return json.loads((FIXTURES / f"slurm-{name}" / "oracle-licenses.json").read_text())["cases"]
+
+
+def _either_cases():
+    """(release, case) for every '|' form asked of 24.11 and 26.05; 22.05 takes 24.11's forms."""
+    out = []
+    for name in ("22.05", "24.11", "26.05"):
+        for case in license_oracle("26.05" if name == "26.05" else "24.11"):
+            if case.startswith(("sbatch_L_", "srun_L_", "salloc_L_")):
+                out.append((name, case))
+    return out
+
+
+# 26.05 refuses an alternative that exceeds the license's total (matlab:5 of 3); the shim knows the
+# totals only from Grid Engine at submission and then asks for the first alternative with free seats
+NOT_CHECKED = {("26.05", "matlab:5|matlab:1")}
+
+
+@pytest.mark.parametrize("name, case", _either_cases())
+def test_either_license_as_each_release(site, capsys, monkeypatch, tmp_path, name, case):
+    """Every form: 22.05 and 24.11 refuse each (22.05.8's slurmctld reads ``1|matlab:2`` as a
+    count that is not a number, and a name with '|' as a license it does not have: the same
+    "Invalid license specification" as its captured sbatch_err_unknown_license); 26.05 refuses an
+    alternative that is no license and '|' with ',', and takes the rest."""
+    from shim.operations import submit as ops
+
+    site(name)
+    c = license_oracle("26.05" if name == "26.05" else "24.11")[case]
+    if (name, c["licenses"]) in NOT_CHECKED:
+        pytest.skip("the total of a license is Grid Engine's (README)")
+    if name == "22.05":
+        assert cases("22.05")["sbatch_err_unknown_license"]["stderr"].endswith(": Invalid license specification\n")
+    prog = c["cmd"].split()[0]
+    monkeypatch.setattr(ops, "license_free", lambda cfg, names: {"matlab": 3})
+    monkeypatch.chdir(tmp_path)
+    if c["rc"] == 0:  # taken: the translation asks Grid Engine for one of the alternatives
+        o, sub, _cfg = ops.batch(["-H", "-L", c["licenses"], "--wrap", "true"], {}, cwd=str(tmp_path))
+        resources = sub.argv[sub.argv.index("-l") + 1].split(",")
+        assert [r for r in resources if r.startswith("matlab=")] == [f"matlab={c['licenses'].split('|')[0].partition(':')[2] or 1}"]
+        assert sub.record.licenses == c["licenses"]  # Licenses=, %W and SLURM_JOB_LICENSES: as written
+        return
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    argv = [prog, "-L", c["licenses"], *(["--wrap", "true"] if prog == "sbatch" else ["true"])]
+    rc = dispatch(prog, argv[1:])
+    out, err = capsys.readouterr()
+    assert (rc, out, err) == (c["rc"], c["stdout"], c["stderr"])
+
+
+@pytest.mark.parametrize("free, chosen", [
+    ({"a": 1, "b": 5}, ("a", 1)),  # the first has its seats free
+    ({"a": 0, "b": 5}, ("b", 2)),  # the first has none: the next with enough
+    ({"a": 0, "b": 1}, ("a", 1)),  # none has enough: the first
+    ({}, ("a", 1)),  # Grid Engine did not say: the first
+    ({"a": None, "b": 2}, ("b", 2)),
+])
+def test_either_license_picks_the_first_with_free_seats_else_the_first(free, chosen):
+    from shim.slurm.options.values import either_license
+
+    assert either_license([("a", 1), ("b", 2)], free) == chosen
+
+
+def test_the_free_seats_are_the_total_less_the_running_jobs(site, monkeypatch):
+    """license_free: the global host's complex_values less what Grid Engine's running jobs hold
+    (pending jobs hold nothing); {} when Grid Engine cannot say."""
+    from shim.operations import jobs
+    from shim.operations import submit as ops
+    from shim.slurm.model import JobRecord
+
+    site("26.05")
+    site.backend.add("qconf", ["-se", "global"], stdout="hostname global\ncomplex_values matlab=3,anthropic_api=10\n")
+    running = [JobRecord(1, state="RUNNING", licenses="matlab:2"), JobRecord(2, state="PENDING", licenses="matlab:1"),
+               JobRecord(3, state="RUNNING", licenses="anthropic_api:4,matlab:1")]
+    monkeypatch.setattr(jobs, "list_jobs", lambda cfg, **kw: jobs.JobList(running, {1, 2, 3}))
+    assert ops.license_free(siteconf.get(), ["matlab", "anthropic_api", "nolic"]) == {"matlab": 0, "anthropic_api": 6}
+
+    def fails(cfg, **kw):
+        raise OSError("qstat")
+
+    monkeypatch.setattr(jobs, "list_jobs", fails)
+    assert ops.license_free(siteconf.get(), ["matlab"]) == {}

@@ -188,6 +188,42 @@ def _known_jobs(cfg):
     return known
 
 
+def free_seats(o: Options, cfg) -> None:
+    """-L a:1|b:1 (any one of them, 26.05): the free seats of each alternative now, for the
+    translation's choice (values.either_license: the first with its seats free, else the first),
+    as ``o.licenses["free"]``. Grid Engine has no "any one of": the job asks for the one chosen."""
+    lic = o.licenses
+    if isinstance(lic, dict) and lic.get("op") == "or":
+        o.licenses = {**lic, "free": license_free(cfg, [name for name, _ in lic["items"]])}
+
+
+def license_free(cfg, names: list[str]) -> dict[str, int]:
+    """{license: free seats} of these licenses of the site config: the global host's total
+    (complex_values) less the seats of the jobs Grid Engine runs; {} when it would not say."""
+    from . import jobs
+
+    try:
+        totals = backends.get(cfg).host_complex_values("global") or {}
+        used: dict[str, int] = {}
+        for r in jobs.list_jobs(cfg).records:
+            if r.state in ("RUNNING", "SUSPENDED", "COMPLETING") and r.licenses and "|" not in r.licenses:
+                for item in r.licenses.split(","):
+                    name, _, count = item.partition(":")
+                    used[name] = used.get(name, 0) + int(count or 1)
+    except Exception:  # Grid Engine cannot tell: the first alternative
+        return {}
+    out = {}
+    for name in names:
+        c = cfg.licenses.get(name)
+        total = totals.get(c.complex) if c is not None else None
+        if total is not None:
+            try:
+                out[name] = int(float(total)) - used.get(name, 0)
+            except ValueError:
+                pass
+    return out
+
+
 def reservation_flags(prog: str, o: Options, cfg, user: str) -> list[str]:
     """--reservation=NAME[,NAME...] as Grid Engine's ``-ar <id>``: the advance reservation of that
     name (``qrsub -N``) that the user may use (its ``acl_list`` names the user or an access list
@@ -292,6 +328,7 @@ def batch(argv: list[str], environ: dict[str, str], stdin=None, cwd: str | None 
     o = sources.collect(t, argv, script_words=sources.directive_words(text), environ=environ, cli=cli)
     ctx = context(prog, default_name, environ, cwd)
     warnings = sources.fates(o, t, prog)
+    free_seats(o, cfg)
     sub = qsub.build(o, cfg, ctx)
     warnings = qsub.bound_warnings(warnings, o, prog, ctx.capabilities)  # --hint etc. that Grid Engine binds
     check_hosts(prog, o, cfg)
@@ -535,6 +572,7 @@ def allocate(o: Options, environ: dict[str, str], cfg, holder: bytes, prog: str 
     from ..gridengine.translate import qsub
 
     ctx = context(prog, "interactive", environ)
+    free_seats(o, cfg)
     sub = qsub.build(o, cfg, ctx)
     check_dependency(prog, sub.request.get("dep_checks"), cfg)
     resv = reservation_flags(prog, o, cfg, ctx.user)
@@ -592,6 +630,7 @@ def interactive(o: Options, environ: dict[str, str], cfg, script_name: str, comm
     from ..gridengine.translate import qsub
 
     ctx = context(prog, script_name, environ)
+    free_seats(o, cfg)
     sub = qsub.build(o, cfg, ctx)
     backend = backends.get(cfg)
     # qrsh prints Grid Engine's own commlib errors to the terminal when qmaster is away; ask a

@@ -28,6 +28,7 @@ JOB_TRES_SPLIT = "job-tres-split"
 JOB_FIELDS_26 = "job-fields-26"
 MERGED_STDERR_EMPTY = "merged-stderr-empty"
 OVERSUBSCRIBE_NO = "oversubscribe-no"
+EITHER_LICENSE = "either-license"
 RULES = {
     # afterok/afternotok on a job the controller does not know (never was, or ended more than
     # MinJobAge ago) is refused at submission: "Job dependency problem", exit 1 (22.05 took it
@@ -47,6 +48,9 @@ RULES = {
     MERGED_STDERR_EMPTY: "26.05",
     # OverSubscribe of a job (squeue %h, scontrol show job) is NO where 22.05 and 24.11 say OK
     OVERSUBSCRIBE_NO: "26.05",
+    # -L a:1|b:1 asks for any one of the licenses (every alternative must be valid; '|' and ','
+    # never together); 22.05 and 24.11 refuse every '|': "Invalid license specification"
+    EITHER_LICENSE: "26.05",
 }  # (rule: the first of the three releases that follows it)
 
 
@@ -269,7 +273,7 @@ R26_05 = Release(
          "start", "priority", "long", "all"),
         "squeue: fatal: Option --only-job-state only works alone, with -j (--jobs) and/or -t (--states) "
         "parameters, parameters for cluster/federation selection, and the printing options.")},
-    rules=_RULES_24 + (JOB_FIELDS_26, MERGED_STDERR_EMPTY, OVERSUBSCRIBE_NO),
+    rules=_RULES_24 + (JOB_FIELDS_26, MERGED_STDERR_EMPTY, OVERSUBSCRIBE_NO, EITHER_LICENSE),
 )
 
 RELEASES: dict[str, Release] = {r.name: r for r in (R22_05, R24_11, R26_05)}

@@ -252,7 +252,7 @@ def _placement(o: Options, cfg: SiteConfig, part: Any, g: Geometry, prog: str, a
         note(why, "-l " + ",".join(flags), what)
 
     # Licenses -> cluster-wide consumables (the model-API seat case: -L anthropic_api:1).
-    for lname, count in _license_requests(o, prog):
+    for lname, count in _license_requests(o, prog, cfg):
         c = cfg.licenses.get(lname)
         if c is None:
             raise refused(prog, "Invalid license specification")
@@ -783,12 +783,18 @@ def _gres_requests(o: Options, g: Geometry, prog: str) -> list[tuple[str, str | 
     return [(k[0], k[1], n, why) for k, (n, why) in out.items() if n > 0]
 
 
-def _license_requests(o: Options, prog: str) -> list[tuple[str, int]]:
+def _license_requests(o: Options, prog: str, cfg: SiteConfig) -> list[tuple[str, int]]:
     lic = o.licenses
     if not lic:
         return []
     if isinstance(lic, dict) and lic.get("op") == "or":
-        raise command_error(prog, "--licenses with '|' (any one of): Grid Engine cannot request alternatives")
+        # any one of them (26.05): every alternative must be a license; Grid Engine is asked for
+        # the first with its seats free (``free``: filled by operations/submit.free_seats), else the first
+        from ...slurm.options.values import either_license
+
+        if any(name not in cfg.licenses for name, _ in lic["items"]):
+            raise refused(prog, "Invalid license specification")
+        return [either_license(lic["items"], lic.get("free") or {})]
     items = lic["items"] if isinstance(lic, dict) else lic
     return [(name, count) for name, count in items]
 

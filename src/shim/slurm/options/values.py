@@ -513,15 +513,19 @@ def gpu_spec(text: str, prog: str) -> tuple[str | None, int]:
 
 
 def licenses(text: str, prog: str) -> dict:
-    """``-L name[@db][:count],...`` (``,``/``;``: all of them) or ``a|b`` (any one of them).
+    """``-L name[@db][:count],...`` (``,``/``;``: all of them) or ``a|b`` (any one of them, where
+    the release has it: releases.EITHER_LICENSE; the others refuse every ``|``).
 
-    Returns ``{"op": "and"|"or", "items": [(name, count), ...]}``; counts default to 1 and repeated
-    names add up."""
+    Returns ``{"op": "and"|"or", "items": [(name, count), ...]}``; counts default to 1; repeated
+    names add up in an "and" list, and an "or" list keeps every alternative in its order."""
+    from ..releases import EITHER_LICENSE, current
+
     bad = submit_failed(prog, "Invalid license specification")
     has_or, has_and = "|" in text, ("," in text or ";" in text)
-    if has_or and has_and:
+    if has_or and (has_and or not current().has(EITHER_LICENSE)):
         raise bad
     items: dict[str, int] = {}
+    alternatives: list[tuple[str, int]] = []
     for tok in re.split(r"[,;|]", text):
         if not tok:
             continue
@@ -533,10 +537,22 @@ def licenses(text: str, prog: str) -> dict:
                 raise bad
         if not name or count < 0 or any(ch.isspace() for ch in tok):
             raise bad
-        items[name] = items.get(name, 0) + count if not has_or else count
+        items[name] = items.get(name, 0) + count
+        alternatives.append((name, count))
     if not items:
         raise bad
-    return {"op": "or" if has_or else "and", "items": list(items.items())}
+    return {"op": "or", "items": alternatives} if has_or else {"op": "and", "items": list(items.items())}
+
+
+def either_license(alternatives: list[tuple[str, int]], free: dict[str, int | None]) -> tuple[str, int]:
+    """The one license of ``-L a:1|b:2`` a job asks Grid Engine for (it has no "any one of"): the
+    first alternative with at least its count of seats free now (``free``: name -> free seats,
+    None or absent where Grid Engine did not say), else the first."""
+    for name, count in alternatives:
+        seats = free.get(name)
+        if seats is not None and seats >= count:
+            return name, count
+    return alternatives[0]
 
 
 # --- notification, I/O, signals -------------------------------------------------------------------
