@@ -141,3 +141,26 @@ def test_26_05_keeps_a_separate_stderr_and_allocates_licenses_once_running(site)
     text = "\n".join(view.job_lines(rec, facts, False, 0.0))
     assert "StdErr=/e" in text and "Licenses=matlab:2 LicensesAlloc=matlab:2" in text
     assert "SubmitLine=(null)" in text  # a job whose record holds no submission line
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_show_job_details_as_each_release(site, name):
+    """-d (the GPU job): 26.05's SLUID= line, the job's own (what its job wrapper set as
+    SLURM_JOB_SLUID, from the submit record's cluster and submission time); the rest byte for byte."""
+    from types import SimpleNamespace
+
+    ctx = site(name)
+    ref = cases(name)["scontrol_show_job_d_R3"]["stdout"]
+    rec = record_of(ref)
+    made = 1796612425.741
+    rec.extra["submit"] = SimpleNamespace(sub=made, cluster="cluster", begin=None)
+    ours = view.job_text(rec, view.JobFacts("root", "localhost", None, ctx), details=True, oneliner=False,
+                         now=ref_now(ref))
+    ours = ours.replace("CPU_IDs=0-0 Mem=100 GRES=gpu:1\n", "CPU_IDs=2 Mem=100 GRES=gpu:1(IDX:0)\n")  # (not the release's)
+    sluid = releases.sluid("cluster", int(made * 1000), rec.job_id, None)
+    if name == "26.05":
+        assert f"\n   SLUID={sluid}\n" in ours
+        ref = re.sub(r"SLUID=s\w+", f"SLUID={sluid}", ref)
+    else:
+        assert "SLUID=" not in ours
+    assert NOT_THE_RELEASES.sub(r"\1\2", ours) == NOT_THE_RELEASES.sub(r"\1\2", ref)

@@ -41,7 +41,7 @@ RULES = {
     # allocation) where 22.05 had one TRES= line; no Power= line
     JOB_TRES_SPLIT: "24.11",
     # scontrol show job: Exclusive= and LicensesAlloc= on the OverSubscribe line, a SubmitLine=
-    # line after Command=, and no blank last line
+    # line after Command=, no blank last line, and with -d a SLUID= line after the first
     JOB_FIELDS_26: "26.05",
     # scontrol show job: StdErr= is empty where stderr goes to the stdout file (22.05 and 24.11
     # repeat the StdOut path)

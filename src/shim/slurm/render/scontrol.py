@@ -97,8 +97,13 @@ def job_lines(rec: JobRecord, facts: JobFacts, details: bool, now: float) -> lis
     exit_code = f"{rec.exit_code or 0}:{rec.exit_signal or 0}"
     out = _expand(rec.std_out, rec)
     err = _expand(rec.std_err, rec)
-    lines = [
-        head,
+    fields_26 = release.has(r.JOB_FIELDS_26)
+    lines = [head]
+    if details and fields_26:  # the job's SLUID, as its job wrapper made SLURM_JOB_SLUID
+        made = getattr(sub, "sub", None) if sub is not None else None
+        lines.append("SLUID=" + (r.sluid(str(getattr(sub, "cluster", None) or "cluster"), int(made * 1000), rec.job_id,
+                                         rec.array_task) if isinstance(made, (int, float)) else "(null)"))
+    lines += [
         f"UserId={rec.user}({uid}) GroupId={facts.group}({gid}) MCS_label=N/A",
         f"Priority={rec.priority} Nice={rec.nice} Account={_null(rec.account)} QOS={rec.qos or 'normal'}",
         f"JobState={shown_state(rec)} Reason={rec.reason} Dependency={dependency_text(rec, ctx)}",
@@ -140,7 +145,6 @@ def job_lines(rec: JobRecord, facts: JobFacts, details: bool, now: float) -> lis
     ]
     if rec.extra.get("reservation"):  # slurm_sprint_job_info's optional line (jobs.fill_reservations)
         lines.append(f"Reservation={rec.extra['reservation']}")
-    fields_26 = release.has(r.JOB_FIELDS_26)
     exclusive = " Exclusive=NO" if fields_26 else ""
     licenses_alloc = f" LicensesAlloc={_null(rec.licenses if ran else '')}" if fields_26 else ""
     lines += [
