@@ -192,27 +192,21 @@ def _either_cases():
     return out
 
 
-# 26.05 refuses an alternative that exceeds the license's total (matlab:5 of 3); the shim knows the
-# totals only from Grid Engine at submission and then asks for the first alternative with free seats
-NOT_CHECKED = {("26.05", "matlab:5|matlab:1")}
-
-
 @pytest.mark.parametrize("name, case", _either_cases())
 def test_either_license_as_each_release(site, capsys, monkeypatch, tmp_path, name, case):
     """Every form: 22.05 and 24.11 refuse each (22.05.8's slurmctld reads ``1|matlab:2`` as a
     count that is not a number, and a name with '|' as a license it does not have: the same
     "Invalid license specification" as its captured sbatch_err_unknown_license); 26.05 refuses an
-    alternative that is no license and '|' with ',', and takes the rest."""
+    alternative that is no license or above its total (matlab:5 of 3) and '|' with ',', and takes
+    the rest."""
     from shim.operations import submit as ops
 
     site(name)
     c = license_oracle("26.05" if name == "26.05" else "24.11")[case]
-    if (name, c["licenses"]) in NOT_CHECKED:
-        pytest.skip("the total of a license is Grid Engine's (README)")
     if name == "22.05":
         assert cases("22.05")["sbatch_err_unknown_license"]["stderr"].endswith(": Invalid license specification\n")
     prog = c["cmd"].split()[0]
-    monkeypatch.setattr(ops, "license_free", lambda cfg, names: {"matlab": 3})
+    monkeypatch.setattr(ops, "license_seats", lambda cfg, names: ({"matlab": 3}, {"matlab": 3}))  # all free
     monkeypatch.chdir(tmp_path)
     if c["rc"] == 0:  # taken: the translation asks Grid Engine for one of the alternatives
         o, sub, _cfg = ops.batch(["-H", "-L", c["licenses"], "--wrap", "true"], {}, cwd=str(tmp_path))
@@ -253,6 +247,7 @@ def test_the_free_seats_are_the_total_less_the_running_jobs(site, monkeypatch):
                JobRecord(3, state="RUNNING", licenses="anthropic_api:4,matlab:1")]
     monkeypatch.setattr(jobs, "list_jobs", lambda cfg, **kw: jobs.JobList(running, {1, 2, 3}))
     assert ops.license_free(siteconf.get(), ["matlab", "anthropic_api", "nolic"]) == {"matlab": 0, "anthropic_api": 6}
+    assert ops.license_seats(siteconf.get(), ["matlab"]) == ({"matlab": 0}, {"matlab": 3})
 
     def fails(cfg, **kw):
         raise OSError("qstat")

@@ -189,17 +189,25 @@ def _known_jobs(cfg):
 
 
 def free_seats(o: Options, cfg) -> None:
-    """-L a:1|b:1 (any one of them, 26.05): the free seats of each alternative now, for the
-    translation's choice (values.either_license: the first with its seats free, else the first),
-    as ``o.licenses["free"]``. Grid Engine has no "any one of": the job asks for the one chosen."""
+    """-L a:1|b:1 (any one of them, 26.05): the free seats and the totals of each alternative now,
+    for the translation (values.either_license: the first with its seats free, else the first; an
+    alternative above its license's total is refused, as 26.05 does), as ``o.licenses["free"]``
+    and ``["total"]``. Grid Engine has no "any one of": the job asks for the one chosen."""
     lic = o.licenses
     if isinstance(lic, dict) and lic.get("op") == "or":
-        o.licenses = {**lic, "free": license_free(cfg, [name for name, _ in lic["items"]])}
+        free, total = license_seats(cfg, [name for name, _ in lic["items"]])
+        o.licenses = {**lic, "free": free, "total": total}
 
 
 def license_free(cfg, names: list[str]) -> dict[str, int]:
-    """{license: free seats} of these licenses of the site config: the global host's total
-    (complex_values) less the seats of the jobs Grid Engine runs; {} when it would not say."""
+    """{license: free seats} of these licenses (license_seats)."""
+    return license_seats(cfg, names)[0]
+
+
+def license_seats(cfg, names: list[str]) -> tuple[dict[str, int], dict[str, int]]:
+    """({license: free seats}, {license: total}) of these licenses of the site config: the global
+    host's total (complex_values), less the seats of the jobs Grid Engine runs; ({}, {}) when it
+    would not say."""
     from . import jobs
 
     try:
@@ -211,17 +219,18 @@ def license_free(cfg, names: list[str]) -> dict[str, int]:
                     name, _, count = item.partition(":")
                     used[name] = used.get(name, 0) + int(count or 1)
     except Exception:  # Grid Engine cannot tell: the first alternative
-        return {}
-    out = {}
+        return {}, {}
+    free, total = {}, {}
     for name in names:
         c = cfg.licenses.get(name)
-        total = totals.get(c.complex) if c is not None else None
-        if total is not None:
+        value = totals.get(c.complex) if c is not None else None
+        if value is not None:
             try:
-                out[name] = int(float(total)) - used.get(name, 0)
+                total[name] = int(float(value))
             except ValueError:
-                pass
-    return out
+                continue
+            free[name] = total[name] - used.get(name, 0)
+    return free, total
 
 
 def reservation_flags(prog: str, o: Options, cfg, user: str) -> list[str]:

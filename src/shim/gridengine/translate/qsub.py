@@ -788,11 +788,13 @@ def _license_requests(o: Options, prog: str, cfg: SiteConfig) -> list[tuple[str,
     if not lic:
         return []
     if isinstance(lic, dict) and lic.get("op") == "or":
-        # any one of them (26.05): every alternative must be a license; Grid Engine is asked for
-        # the first with its seats free (``free``: filled by operations/submit.free_seats), else the first
+        # any one of them (26.05): every alternative must be a license, within its total; Grid
+        # Engine is asked for the first with its seats free, else the first (``free``, ``total``:
+        # filled by operations/submit.free_seats)
         from ...slurm.options.values import either_license
 
-        if any(name not in cfg.licenses for name, _ in lic["items"]):
+        total = lic.get("total") or {}
+        if any(name not in cfg.licenses or count > total.get(name, count) for name, count in lic["items"]):
             raise refused(prog, "Invalid license specification")
         return [either_license(lic["items"], lic.get("free") or {})]
     items = lic["items"] if isinstance(lic, dict) else lic
