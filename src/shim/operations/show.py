@@ -239,6 +239,8 @@ def licenses(s, names: list[str]) -> list[tuple[str, int, int]]:
         if r.state in ("RUNNING", "SUSPENDED", "COMPLETING") and r.licenses:
             for x in r.licenses.split(","):
                 n, _, c = x.partition(":")
+                if "|" in x or not (c or "1").isdigit():
+                    continue  # (26.05's either-license request as written: which one Grid Engine holds is not here)
                 used[n] = used.get(n, 0) + int(c or 1)
     totals = _license_totals(s)
     return [(name, totals.get(cfg.licenses[name].complex, 0), used.get(name, 0))
