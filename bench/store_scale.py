@@ -1,0 +1,468 @@
+#!/usr/bin/env python3
+"""The shim's store at scale (issue 29): each command's cost against the number of records kept.
+
+    sudo /opt/slurm-shim/bin/python bench/store_scale.py                 # 0, 10k, 100k records
+    sudo /opt/slurm-shim/bin/python bench/store_scale.py --sizes 0,1000000 --users 20x50000
+
+For each store (``--sizes``: one user holding N recorded jobs; ``--users KxN``: K users holding N
+each) a private state directory is made under ``--dir`` (default /dev/shm: a tmpfs, so the disk is
+not what is measured) with a private copy of the unit-test site config pointing at it, and seeded
+THROUGH the shim's writers (``state.record_submit``, ``state.record_event`` "end"; the mtime set
+as the event's "t", which is what the readers filter on), in a child process that has become the
+record owner (setresuid: the files are the user's own, as on a real cluster). Jobs end spread
+evenly over 89 days up to a minute ago. Two target jobs are seeded in every store: T1 ended 30 s
+ago, T2 ended 30 days ago (the "0" store holds only them). Before seeding, the owner runs
+``state.prune`` once on the empty store, so that its hourly stamp keeps sbatch's prune from
+cutting the store to ``state.PRUNE_KEEP`` files a directory while it is measured.
+
+Then a child that has become the bench user (``shimbench``, the first of the K users) runs each
+call IN-PROCESS (``shim.__main__.dispatch``) against a recorded Grid Engine (``ReplayBackend``: an
+empty queue, "no such job" for ``qstat -j``, an accounting file holding no record), so Grid
+Engine's cost is the same at every size and only the store varies. Each call: one untimed
+warm-up, then the median of ``--runs``; then one more run with os.listdir/os.scandir/os.open/
+os.lstat/os.stat counted (names listed, files opened, files stat'ed): why a call grows.
+
+The sbatch and scancel rows are their store side only (no submission): sbatch's ``state.forget``,
+``state.record_submit`` and ``state.prune`` with its hourly stamp fresh; scancel's
+``state.record_event`` "cancel". ``prune (hourly)`` is sbatch's prune once its stamp is an hour
+old: it runs last (it removes what is beyond state.PRUNE_KEEP) and is timed once.
+
+Needs root (it makes the users' own files); touches nothing outside its temporary directory, which
+is removed at the end (``--keep`` keeps it). Prints the table (call x store: ms, ratio to the
+first store, rows printed) and, with ``--json``, the raw numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import builtins
+import json
+import os
+import pwd
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "src"))
+
+from shim import siteconf  # noqa: E402
+from shim.__main__ import dispatch  # noqa: E402
+from shim.gridengine import backends  # noqa: E402
+from shim.gridengine.replay import ReplayBackend  # noqa: E402
+from shim.proc import Result  # noqa: E402
+from shim.store import state  # noqa: E402
+
+BENCH_USER = "shimbench"
+DAY = 86400
+SPAN = 89 * DAY          # background jobs end within this (the 90-day prune keeps them all)
+T1, T2 = 5_000_001, 5_000_000  # today's target job (ended 30 s ago), last month's (30 days ago)
+BASE = 1_000_000         # background job ids: BASE + i, in the order they ended
+FAKE_UIDS = 60001        # the other users of --users KxN (no passwd entry needed: a directory is a uid)
+EMPTY_QUEUE = (REPO / "fixtures" / "gridengine" / "sge-8.1.9" / "live-qstat-u-all-r-xml.empty.xml").read_text()
+ACCOUNTING_HEADER = "# Version: 8.1.9\n# \n# DO NOT MODIFY THIS FILE MANUALLY!\n# \n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Grid Engine, recorded: the same answers at every size
+
+
+class ConstantGE(ReplayBackend):
+    """An empty queue for every listing, "no such job" for ``qstat -j``, empty success otherwise."""
+
+    def run(self, tool, args, *, input=None, timeout=None):
+        key = (tool, *args)
+        self.calls.append((key, input))
+        a = list(args)
+        if tool == "qstat" and a[:1] == ["-j"]:
+            ids = a[1] if len(a) > 1 else ""
+            return Result(key, 1, "", "Following jobs do not exist: \n" + ids + "\n")
+        if tool == "qstat":
+            return Result(key, 0, EMPTY_QUEUE, "")
+        return Result(key, 0, "", "")
+
+
+# ---------------------------------------------------------------------------------------------
+# seeding, through the shim's writers
+
+
+def _become(uid: int, gid: int) -> None:
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+
+
+def _job(state_dir: str, user: str, uid: int, job: int, end: float, events: str) -> None:
+    sub = end - 120
+    rec = {"t": sub, "sub": sub, "submit_time": sub, "name": f"swarm{job % 97}", "partition": "debug", "user": user,
+           "uid": uid, "workdir": "/srv/swarm", "ntasks": 1, "cpus_per_task": 1, "nodes": 1, "time": -1}
+    state.record_submit(state_dir, job, rec)
+    state.record_event(state_dir, job, None, "end", {"t": end, "sub": sub, "start": end - 60, "exit": 0, "signal": 0,
+                                                     "state": "COMPLETED", "node": "vm", "owner": user, "uid": uid})
+    os.utime(os.path.join(events, f"{job}.x.end.json"), (end, end))
+
+
+def seed(state_dir: str, user: str, uid: int, gid: int, n: int, now: float, targets: bool) -> None:
+    """In a child that has become ``uid``: ``n`` jobs ended over SPAN, and (``targets``) T1 and T2."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            _become(uid, gid)
+            events = state.own_dir(state_dir, "events")
+            assert events is not None, "no directory of the user's own"
+            # sbatch's hourly prune, run now on the empty store: its stamp is fresh for an hour, so
+            # the store measured is the one seeded (the "prune (hourly)" row ages the stamp itself)
+            state.prune(state_dir, 90 * DAY)
+            for i in range(n):
+                end = now - 60 - SPAN * (n - 1 - i) / max(n - 1, 1)
+                _job(state_dir, user, uid, BASE + i, end, events)
+            if targets:
+                _job(state_dir, user, uid, T2, now - 30 * DAY, events)
+                _job(state_dir, user, uid, T1, now - 30, events)
+            code = 0
+        finally:
+            os._exit(code)
+    _pid, status = os.waitpid(pid, 0)
+    if status != 0:
+        raise SystemExit(f"seeding uid {uid} failed ({status})")
+
+
+# ---------------------------------------------------------------------------------------------
+# counting what a call lists, opens and stats
+
+
+class Counts:
+    def __init__(self) -> None:
+        self.listed = self.opened = self.stated = self.dirs = 0
+        self._saved: dict = {}
+
+    def __enter__(self) -> "Counts":
+        real = {"listdir": os.listdir, "scandir": os.scandir, "open": os.open, "lstat": os.lstat, "stat": os.stat}
+        self._saved = dict(real, bopen=builtins.open)
+        c = self
+
+        def listdir(p="."):
+            got = real["listdir"](p)
+            c.dirs += 1
+            c.listed += len(got)
+            return got
+
+        class _Scan:
+            def __init__(self, it):
+                self.it = it
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                self.it.close()
+
+            def __iter__(self):
+                return self
+
+            def __next__(self):
+                e = next(self.it)
+                c.listed += 1
+                return e
+
+            def close(self):
+                self.it.close()
+
+        def scandir(p="."):
+            c.dirs += 1
+            return _Scan(real["scandir"](p))
+
+        def open_(*a, **k):
+            c.opened += 1
+            return real["open"](*a, **k)
+
+        def bopen(*a, **k):
+            c.opened += 1
+            return self._saved["bopen"](*a, **k)
+
+        def lstat(*a, **k):
+            c.stated += 1
+            return real["lstat"](*a, **k)
+
+        def stat_(*a, **k):
+            c.stated += 1
+            return real["stat"](*a, **k)
+
+        os.listdir, os.scandir, os.open, os.lstat, os.stat = listdir, scandir, open_, lstat, stat_
+        builtins.open = bopen
+        return self
+
+    def __exit__(self, *exc) -> None:
+        s = self._saved
+        os.listdir, os.scandir, os.open, os.lstat, os.stat = s["listdir"], s["scandir"], s["open"], s["lstat"], s["stat"]
+        builtins.open = s["bopen"]
+
+
+# ---------------------------------------------------------------------------------------------
+# the calls
+
+
+def calls(now: float) -> list[tuple[str, object]]:
+    month = time.strftime("%Y-%m-%d", time.localtime(now - 30 * DAY))
+    out: list[tuple[str, object]] = [
+        ("sbatch (store side)", "sbatch"),
+        ("squeue", ("squeue", [])),
+        ("squeue -t all", ("squeue", ["-t", "all"])),
+        ("squeue -j T1", ("squeue", ["-j", str(T1)])),
+        ("scontrol show job T1", ("scontrol", ["show", "job", str(T1)])),
+        ("scancel T1", ("scancel", [str(T1)])),
+        ("scancel (store side)", "cancel"),
+        ("sacct -j T1 (today)", ("sacct", ["-j", str(T1)])),
+        ("sacct -j T2 (last month)", ("sacct", ["-j", str(T2)])),
+        ("sacct (default window)", ("sacct", [])),
+        ("sacct -S now-1hours", ("sacct", ["-S", "now-1hours"])),
+        (f"sacct -S {month} (a month)", ("sacct", ["-S", month])),
+    ]
+    return out
+
+
+class _Out:
+    """fd 1 and 2 into files while a call runs (the shim prints with print and os.write alike)."""
+
+    def __init__(self, tmp: str):
+        self.out = os.path.join(tmp, "out")
+        self.err = os.path.join(tmp, "err")
+
+    def __enter__(self):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.saved = os.dup(1), os.dup(2)
+        fo = os.open(self.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fe = os.open(self.err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(fo, 1)
+        os.dup2(fe, 2)
+        os.close(fo)
+        os.close(fe)
+        return self
+
+    def __exit__(self, *exc):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(self.saved[0], 1)
+        os.dup2(self.saved[1], 2)
+        os.close(self.saved[0])
+        os.close(self.saved[1])
+
+    def rows(self) -> int:
+        with open(self.out, "rb") as f:
+            return f.read().count(b"\n")
+
+    def first_error(self) -> str:
+        with open(self.err, "rb") as f:
+            return f.read().decode(errors="replace").strip().splitlines()[0:1][0] if os.path.getsize(self.err) else ""
+
+
+def _store_side(kind: str, state_dir: str, cfg, seq: list[int], user: str, uid: int) -> int:
+    seq[0] += 1
+    job = 9_000_000 + seq[0]
+    now = time.time()
+    if kind == "sbatch":
+        state.forget(cfg, job, before=now - 1)
+        state.record_submit(cfg, job, {"sub": now, "submit_time": now, "name": "new", "partition": "debug",
+                                       "user": user, "uid": uid, "workdir": "/srv/swarm", "ntasks": 1})
+        state.prune(cfg, 90 * DAY)  # the hourly stamp is fresh: what every sbatch pays
+    else:
+        state.record_event(cfg, T1, None, "cancel", {"uid": uid, "user": user, "owner": user, "sub": now - 150})
+    return 0
+
+
+def measure(state_dir: str, work: str, runs: int, user: str, uid: int, gid: int, only: set[str] | None) -> dict:
+    """In a child that has become the bench user: {call: {ms, rows, rc, err, listed, opened, stated}}."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        code = 1
+        try:
+            _become(uid, gid)
+            res = _measure_here(state_dir, work, runs, user, uid, only)
+            with os.fdopen(w, "w") as f:
+                json.dump(res, f)
+            code = 0
+        except BaseException as e:  # reported by the parent
+            try:
+                os.write(w, json.dumps({"error": repr(e)}).encode())
+            except OSError:
+                pass
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r) as f:
+        got = json.loads(f.read() or "{}")
+    os.waitpid(pid, 0)
+    if "error" in got:
+        raise SystemExit(f"measuring failed: {got['error']}")
+    return got
+
+
+def _measure_here(state_dir: str, work: str, runs: int, user: str, uid: int, only: set[str] | None) -> dict:
+    siteconf.reset()
+    cfg = siteconf.get()
+    assert cfg.cluster.state_dir == state_dir
+    out = _Out(work)
+    seq = [0]
+    res: dict = {}
+    now = time.time()
+    for label, what in calls(now):
+        if only is not None and label.split(" (")[0] not in only and label not in only:
+            continue
+
+        def once() -> int:
+            backends.use(ConstantGE())
+            if isinstance(what, str):
+                return _store_side(what, state_dir, cfg, seq, user, uid)
+            cmd, argv = what
+            return dispatch(cmd, list(argv))
+
+        with out:
+            rc = once()  # warm-up: imports, caches of a process
+        times = []
+        for _ in range(runs):
+            with out:
+                t0 = time.perf_counter()
+                rc = once()
+                times.append(time.perf_counter() - t0)
+        with out:
+            with Counts() as c:
+                once()
+        res[label] = {"ms": round(statistics.median(times) * 1000, 2), "rows": out.rows(), "rc": rc,
+                      "err": out.first_error(), "listed": c.listed, "dirs": c.dirs, "opened": c.opened,
+                      "stated": c.stated}
+    if only is None or "prune" in only:
+        d = state.user_dir(cfg, None)
+        stamp = os.path.join(d, ".pruned")
+        old = time.time() - 2 * state.PRUNE_EVERY
+        if os.path.exists(stamp):
+            os.utime(stamp, (old, old))
+        with Counts() as c:
+            t0 = time.perf_counter()
+            gone = state.prune(cfg, 90 * DAY)
+            ms = (time.perf_counter() - t0) * 1000
+        res["prune (hourly)"] = {"ms": round(ms, 2), "rows": gone, "rc": 0, "err": "", "listed": c.listed,
+                                 "dirs": c.dirs, "opened": c.opened, "stated": c.stated}
+    return res
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _dir_size(path: str) -> tuple[int, int]:
+    files = size = 0
+    for root, _dirs, names in os.walk(path):
+        files += len(names)
+        for n in names:
+            try:
+                size += os.lstat(os.path.join(root, n)).st_blocks * 512
+            except OSError:
+                pass
+    return files, size
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="0,10000,100000", help="one user's recorded jobs, comma-separated")
+    ap.add_argument("--users", action="append", default=[], help="KxN: K users with N jobs each (repeatable)")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    ap.add_argument("--only", default="", help="comma-separated call labels (their text before ' (')")
+    ap.add_argument("--json", help="write the raw numbers here")
+    ap.add_argument("--keep", action="store_true", help="keep the state directories")
+    a = ap.parse_args()
+    if os.getuid() != 0:
+        raise SystemExit("needs root: the records are made as their owners")
+    pw = pwd.getpwnam(BENCH_USER)
+    only = {x.strip() for x in a.only.split(",") if x.strip()} or None
+    stores: list[tuple[str, int, int]] = [(f"{int(n):,}", 1, int(n)) for n in a.sizes.split(",") if n.strip()]
+    for spec in a.users:
+        k, n = spec.lower().split("x")
+        stores.append((f"{int(k)}x{int(n):,}", int(k), int(n)))
+    top = tempfile.mkdtemp(prefix="store-scale-", dir=a.dir)
+    os.chmod(top, 0o755)
+    results: dict[str, dict] = {}
+    meta: dict[str, dict] = {}
+    try:
+        conf_text = (REPO / "fixtures" / "site" / "config.toml").read_text()
+        for label, k, n in stores:
+            base = os.path.join(top, f"s{len(results)}")
+            os.mkdir(base, 0o755)
+            state_dir = os.path.join(base, "state")
+            assert state.make_layout(state_dir) == []
+            conf = os.path.join(base, "config.toml")
+            Path(conf).write_text(conf_text.replace("/tmp/slurm-shim-unit-state", state_dir))
+            os.chmod(conf, 0o644)
+            acct = os.path.join(base, "accounting")
+            Path(acct).write_text(ACCOUNTING_HEADER)
+            os.chmod(acct, 0o644)
+            work = os.path.join(base, "work")
+            os.mkdir(work, 0o700)
+            os.chown(work, pw.pw_uid, pw.pw_gid)
+            os.environ.update({"SLURM_SHIM_CONFIG": conf, "XDG_CACHE_HOME": os.path.join(work, "cache"),
+                               "SLURM_SHIM_ACCOUNTING": acct, "SLURM_SHIM_SERVICE": "off", "HOME": work})
+            for var in [v for v in os.environ if v.startswith(("SQUEUE_", "SACCT_", "SLURM_TIME_FORMAT"))]:
+                del os.environ[var]
+            now = time.time()
+            t0 = time.perf_counter()
+            seed(state_dir, BENCH_USER, pw.pw_uid, pw.pw_gid, n, now, True)
+            for i in range(1, k):
+                seed(state_dir, f"u{FAKE_UIDS + i}", FAKE_UIDS + i, FAKE_UIDS + i, n, now, False)
+            seeded = time.perf_counter() - t0
+            files, size = _dir_size(state_dir)
+            print(f"store {label}: seeded {files:,} files ({size / 1e6:.0f} MB) in {seeded:.0f} s", file=sys.stderr,
+                  flush=True)
+            meta[label] = {"files": files, "bytes": size, "seed_s": round(seeded, 1)}
+            results[label] = measure(state_dir, work, a.runs, BENCH_USER, pw.pw_uid, pw.pw_gid, only)
+            print(f"store {label}: measured", file=sys.stderr, flush=True)
+            if not a.keep:
+                shutil.rmtree(base, ignore_errors=True)
+    finally:
+        if not a.keep:
+            shutil.rmtree(top, ignore_errors=True)
+    _table(results, meta)
+    if a.json:
+        Path(a.json).write_text(json.dumps({"stores": meta, "results": results}, indent=1))
+    return 0
+
+
+def _table(results: dict[str, dict], meta: dict[str, dict]) -> None:
+    labels = list(results)
+    first = labels[0]
+    print("| call | " + " | ".join(f"{s} jobs" for s in labels) + " |")
+    print("|---|" + "---|" * len(labels))
+    for call in results[first]:
+        cells = []
+        for s in labels:
+            r = results[s].get(call)
+            if r is None:
+                cells.append("—")
+                continue
+            base = results[first][call]["ms"]
+            ratio = f"{r['ms'] / base:.1f}×" if base else "—"
+            extra = (f", {r['rows']:,} rows" if call.startswith(("sacct", "squeue"))
+                     else f", {r['rows']:,} files removed" if call.startswith("prune") else "")
+            cells.append(f"{r['ms']:.1f} ms ({ratio}{extra})")
+        print(f"| `{call}` | " + " | ".join(cells) + " |")
+    print()
+    print("| call: names listed / files opened / stat'ed | " + " | ".join(f"{s} jobs" for s in labels) + " |")
+    print("|---|" + "---|" * len(labels))
+    for call in results[first]:
+        cells = []
+        for s in labels:
+            r = results[s].get(call)
+            cells.append("—" if r is None else f"{r['listed']:,} / {r['opened']:,} / {r['stated']:,}")
+        print(f"| `{call}` | " + " | ".join(cells) + " |")
+    errs = {(s, c): r["err"] for s in labels for c, r in results[s].items() if r.get("err")}
+    for (s, c), e in sorted(errs.items()):
+        print(f"note: {c} at {s}: {e}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
