@@ -184,7 +184,7 @@ def test_plain_user_gets_a_private_agent(workdir, setups, cleanup):
 
 DIE_HOOK = """
 import os, signal
-from shim.gridengine.engine import agent
+from shim.gridengine import agent
 
 MOMENT = os.environ["AGENT_DIE_AT"]
 

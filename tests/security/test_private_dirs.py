@@ -385,7 +385,7 @@ def test_a_squatted_service_directory_still_gets_the_warm_service(squatted_user)
     cp = as_user(squatted_user, "squeue", "-h", env={"SLURM_SHIM_DEBUG": "1"}, timeout=CMD_TIMEOUT)
     assert cp.returncode == 0, cp.stderr
     assert f"/tmp/slurm-shim-{uid(squatted_user)} is not your own private directory" in cp.stderr
-    code = "import json; from shim import service; print(json.dumps(service.service_dir()))"
+    code = "import json; from shim.store import rundir; print(json.dumps(rundir.service_dir()))"
     py = as_user(squatted_user, "/opt/slurm-shim/bin/python", "-I", "-c", code, timeout=CMD_TIMEOUT)
     where = json.loads(py.stdout)
     home = pwd.getpwnam(squatted_user).pw_dir
