@@ -348,7 +348,7 @@ SQUATTED = "shimsquatted"
 def _service_info(user: str, d: str):
     """(pid, requests served) of the user's warm service in ``d`` (asked as the user: the service
     answers its own user only), or None."""
-    code = f"import json; from shim import service; print(json.dumps(service.info({d!r})))"
+    code = f"import json; from shim.service import server; print(json.dumps(server.info({d!r})))"
     cp = as_user(user, "/opt/slurm-shim/bin/python", "-I", "-c", code, timeout=CMD_TIMEOUT)
     return json.loads(cp.stdout) if cp.returncode == 0 and cp.stdout.strip() else None
 
