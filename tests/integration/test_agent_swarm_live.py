@@ -75,8 +75,10 @@ def test_the_demo_runs_and_restores_the_cell():
     urgent = next(ln.split()[0] for ln in queue if " urgent " in f" {ln} ")
     if any(r[0] == urgent for r in ranked):  # the urgent job is still pending at the snapshot
         assert ranked[0][0] == urgent
+    # squeue and sprio are two commands a moment apart: a team agent squeue saw waiting may have
+    # started before sprio looked (CI's service-off pass of 709383e: sprio listed only the urgent
+    # job and the evaluation), so whether a team's row is there is chance; when both are, the shares
     fs = {r[1]: int(r[3]) for r in ranked if r[0] != urgent and r[1] in ("team_a", "team_b")}
-    assert fs, prio  # some team's agents wait at the snapshot
     if len(fs) == 2:  # both teams wait: 70 shares against 30 (a team whose agents all run has none here)
         assert fs["team_a"] > fs["team_b"], prio
     # the urgent job starts ahead of its team's agents that waited with it: the quota lets a team run

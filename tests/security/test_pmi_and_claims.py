@@ -125,8 +125,10 @@ def test_f23_an_mpi_step_gets_through_while_mallory_crowds_its_pmi_listener(vict
     ranks = dict(re.findall(r"rank (\d+): PMI OK on (\w+)", cp.stdout))
     assert sorted(ranks) == ["0", "1", "2", "3"], cp.stdout
     assert set(ranks.values()) == {os.uname().nodename.split(".")[0], two_hosts.node}, cp.stdout
-    # the attack was made: mallory found the listeners and crowded them
-    assert report["listeners"] and report["opened"] >= 64, report
+    # the attack was made: mallory found the listeners and connected. How many she gets in before
+    # the listener closes (every rank connected) is chance; that 100 idle strangers on one listener
+    # keep no relay out is tests/unit/test_pmi.py's, without a race
+    assert report["listeners"] and report["opened"] >= 1, report
     # srun's listener is bound where the step's hosts reach it, on one port: the address toward
     # the second host (the veth) and toward this one (loopback), not every address. (The victim's
     # other listeners on 0.0.0.0 are Grid Engine's qrsh -inherit's own; crowded too, to no effect.)

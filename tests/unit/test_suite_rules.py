@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ONE_PATH_FILES, REPO, SERVICE_PATH_DIRS
+from conftest import ONE_PATH_FILES, ONE_PATH_TESTS, REPO, SERVICE_PATH_DIRS
 
 TESTS = REPO / "tests"
 # a distribution's top-level module, where it is not its name with "_" for "-"
@@ -27,6 +27,12 @@ def test_the_second_pass_leaves_out_only_named_files_of_the_service_path_dirs():
     here = {p.name for d in SERVICE_PATH_DIRS for p in (TESTS / d).glob("test_*.py")}
     assert set(ONE_PATH_FILES) <= here, set(ONE_PATH_FILES) - here
     assert all(len(why) > 20 for why in ONE_PATH_FILES.values())
+    for test, why in ONE_PATH_TESTS.items():  # and each single test left out is a test of such a file
+        name, _, func = test.partition("::")
+        assert name in here - set(ONE_PATH_FILES), test
+        files = [TESTS / d / name for d in SERVICE_PATH_DIRS if (TESTS / d / name).exists()]
+        assert any(f"\ndef {func}(" in f.read_text() for f in files), test
+        assert len(why) > 20, test
     ci = (REPO / ".ci" / "run").read_text().replace("\\\n    ", "")
     off = [ln for ln in ci.splitlines() if ln.startswith("SLURM_SHIM_SERVICE=off ")]
     assert len(off) == 1 and off[0].endswith(" -m service_path " + " ".join(f"tests/{d}" for d in SERVICE_PATH_DIRS))
