@@ -3,6 +3,7 @@ and bounded waiting on real Grid Engine state changes."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -182,11 +183,21 @@ def live_cluster():
     return True
 
 
-def test_user(name: str) -> str:
+def test_user(name: str, *options: str) -> str:
     """A plain user of the tests' own (shimtester, shimvictim, shimmallory), created if missing:
     a test that runs a command as one asks for its fixture, whatever ran before it."""
-    if subprocess.run(["id", "-u", name], capture_output=True).returncode != 0:
-        subprocess.run(["useradd", "-m", "-s", "/bin/bash", name], check=True, capture_output=True)
+    def missing() -> bool:
+        return subprocess.run(["id", "-u", name], capture_output=True).returncode != 0
+
+    if missing():
+        # .ci/run's two cells' sessions may both ask at once: one useradd at a time (root's /run)
+        fd = os.open("/run/slurm-shim-tests-users.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if missing():
+                subprocess.run(["useradd", "-m", *(options or ("-s", "/bin/bash")), name], check=True, capture_output=True)
+        finally:
+            os.close(fd)
     return name
 
 

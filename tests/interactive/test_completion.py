@@ -9,14 +9,13 @@ or an in-place completion, which the test reads back by turning the edited line 
 from __future__ import annotations
 
 import os
-import subprocess
 import tomllib
 from pathlib import Path
 
 import pexpect
 import pytest
 
-from conftest import SITE_CONFIG, as_user_argv, run, shim_env, wait_until
+from conftest import SITE_CONFIG, as_user_argv, run, shim_env, test_user, wait_until
 
 pytestmark = [pytest.mark.interactive, pytest.mark.gridengine]
 
@@ -154,10 +153,7 @@ def test_the_policy_commands(shell):
 @pytest.fixture(scope="module")
 def own_user() -> str:
     """A user of this module's own: the only jobs it has are the ones the test submits."""
-    name = "shimcomp"
-    if subprocess.run(["id", "-u", name], capture_output=True).returncode != 0:
-        subprocess.run(["useradd", "-m", "-s", "/bin/bash", name], check=True, capture_output=True)
-    return name
+    return test_user("shimcomp")
 
 
 def test_job_ids_are_the_users_own(own_user, workdir, jobs):

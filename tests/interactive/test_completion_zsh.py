@@ -18,7 +18,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from conftest import SITE_CONFIG, as_user_argv, run, shim_env, wait_until
+from conftest import SITE_CONFIG, as_user_argv, run, shim_env, test_user, wait_until
 
 pytestmark = [pytest.mark.interactive, pytest.mark.gridengine]
 
@@ -170,10 +170,7 @@ def test_job_ids_are_the_users_own(own_user, workdir, jobs):
 
 @pytest.fixture(scope="module")
 def own_user() -> str:
-    name = "shimzcomp"
-    if run("id", "-u", name).returncode != 0:
-        assert run("useradd", "-m", "-s", "/bin/sh", name).returncode == 0
-    return name
+    return test_user("shimzcomp", "-s", "/bin/sh")
 
 
 def test_candidates_are_never_expanded(tmp_path, workdir):

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import subprocess
 from pathlib import Path
 
@@ -36,6 +38,23 @@ def kernel_protections_off():
             (Path("/proc/sys") / k.replace(".", "/")).write_text(v)
         except OSError:
             pass
+
+
+# .ci/run runs the Debian and the OCS cells' suites side by side. The cells share the machine's
+# users and /tmp, and an attack module squats and clears names of its own test users there (F-29's
+# /tmp/slurm-shim-<uid>, their services): the security modules of two sessions take turns, each
+# holding this lock (in root's /run, not in a directory others can write) while its tests run.
+TURN_LOCK = "/run/slurm-shim-tests-security.lock"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_attack_module_at_a_time():
+    fd = os.open(TURN_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # (the lock goes with the descriptor)
 
 
 @pytest.fixture(scope="session")

@@ -16,13 +16,12 @@ import json
 import os
 import pwd
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import run, wait_until
+from conftest import run, test_user, wait_until
 from security.conftest import MALLORY, VICTIM, as_user, mallory_python, uid
 from security.test_record_attacks import (  # noqa: F401  (fixtures: jobs, mallory_dir, _remove_dirs)
     CMD_TIMEOUT, SITE_CONFIG, _remove_dirs, _state_dir, ended_in_sacct, ev, in_ge, jobs, mallory_dir, open_dir,
@@ -36,18 +35,12 @@ DIGITS = "47113"          # a user whose name is digits ...
 HOLDER = "shimnumuid"     # ... and the user whose uid those digits are
 
 
-def _useradd(*argv: str) -> None:
-    subprocess.run(["useradd", "-m", "-s", "/bin/bash", *argv], check=True, capture_output=True)
-
-
 @pytest.fixture(scope="module")
 def digit_users():
     """DIGITS (any uid but 47113) and HOLDER (uid 47113), made if missing; the holder's records
     removed afterwards."""
-    if subprocess.run(["id", "-u", DIGITS], capture_output=True).returncode != 0:
-        _useradd("--badname", DIGITS)
-    if subprocess.run(["id", "-u", HOLDER], capture_output=True).returncode != 0:
-        _useradd("-u", DIGITS, HOLDER)
+    test_user(DIGITS, "-s", "/bin/bash", "--badname")
+    test_user(HOLDER, "-s", "/bin/bash", "-u", DIGITS)
     assert uid(HOLDER) == int(DIGITS) != uid(DIGITS)
     yield
     shutil.rmtree(USERS / DIGITS, ignore_errors=True)

@@ -33,9 +33,15 @@ def test_the_second_pass_leaves_out_only_named_files_of_the_service_path_dirs():
         files = [TESTS / d / name for d in SERVICE_PATH_DIRS if (TESTS / d / name).exists()]
         assert any(f"\ndef {func}(" in f.read_text() for f in files), test
         assert len(why) > 20, test
-    ci = (REPO / ".ci" / "run").read_text().replace("\\\n    ", "")
-    off = [ln for ln in ci.splitlines() if ln.startswith("SLURM_SHIM_SERVICE=off ")]
-    assert len(off) == 1 and off[0].endswith(" -m service_path " + " ".join(f"tests/{d}" for d in SERVICE_PATH_DIRS))
+    # .ci/run splits the pass between its two cells: each directory once, on one of them
+    ci = (REPO / ".ci" / "run").read_text()
+    off = re.findall(r"^service_off=\(env SLURM_SHIM_SERVICE=off .* -m service_path\)$", ci, re.M)
+    assert len(off) == 1
+    split = [re.search(rf'^{k}="([^"]*)"$', ci, re.M)[1].split() for k in ("OFF_DEBIAN", "OFF_OCS")]
+    assert sorted(split[0] + split[1]) == sorted(f"tests/{d}" for d in SERVICE_PATH_DIRS)
+    assert 'OFF_DEBIAN="$OFF_DEBIAN $OFF_OCS"' in ci  # (one cell only: all of them on it)
+    runs = [ln.strip() for ln in ci.splitlines() if '"${service_off[@]}"' in ln]
+    assert [r.split('"${service_off[@]}"')[1].split()[0] for r in runs] == ["$OFF_OCS", "$OFF_DEBIAN"]
 
 
 def test_scripts_test_runs_every_test_directory_once():
