@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from shim.admin import cluster, commands
+from shim.admin import cluster
+from shim.cli import admin
 
 pytestmark = pytest.mark.gridengine
 
@@ -15,7 +16,7 @@ SITE_CONFIG = "/etc/slurm-shim/config.toml"
 
 
 def test_status_reports_a_running_cluster(capsys):
-    assert commands.main(["cluster", "status"]) == 0
+    assert admin.main(["cluster", "status"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^qmaster +up \(pid \d+\)$", out, re.M)
     assert re.search(r"^execd +up \(pid \d+\)$", out, re.M)
@@ -26,7 +27,7 @@ def test_status_reports_a_running_cluster(capsys):
 @pytest.mark.skipif(os.geteuid() != 0, reason="cluster up needs root")
 def test_up_on_a_running_cluster_is_a_fast_no_op_that_still_runs_test_jobs(capsys, monkeypatch):
     monkeypatch.delenv("SLURM_SHIM_CONFIG", raising=False)
-    assert commands.main(["cluster", "up"]) == 0
+    assert admin.main(["cluster", "up"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^cluster: configure \.+ +[\d.]+ s  \(unchanged\)$", out, re.M)
     # (running daemons get the init scripts' pid files if they lack them: once after an upgrade)
@@ -41,7 +42,7 @@ def test_up_on_a_running_cluster_is_a_fast_no_op_that_still_runs_test_jobs(capsy
 
 def test_doctor_passes_on_the_written_config(capsys, monkeypatch):
     monkeypatch.setenv("SLURM_SHIM_CONFIG", SITE_CONFIG)
-    code = commands.main(["doctor"])
+    code = admin.main(["doctor"])
     out = capsys.readouterr().out
     # the only failures cluster up's cell may show are the kernel's link protections, by name: the
     # security tests keep them off, and doctor reports them (never sets them)
@@ -56,7 +57,7 @@ def test_doctor_fails_on_a_config_naming_a_missing_queue(tmp_path, capsys, monke
     bad = tmp_path / "config.toml"
     bad.write_text(cluster.site_config_text().replace('queue = "gpu"', 'queue = "no_such_queue"'))
     monkeypatch.setenv("SLURM_SHIM_CONFIG", str(bad))
-    assert commands.main(["doctor"]) == 1
+    assert admin.main(["doctor"]) == 1
     out = capsys.readouterr().out
     assert "FAIL  partition gpu: queue no_such_queue does not exist  -- " in out
     assert "ok    partition debug: queue debug exists" in out

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from conftest import SGE_REF
-from shim.admin import cluster, cluster_ocs, commands
+from shim.admin import cluster, cluster_ocs
 from shim import config
 from shim.admin.cluster import Complex, Facts
+from shim.cli import admin
 from shim.errors import ShimError
 
 REF = SGE_REF
@@ -406,24 +407,25 @@ def test_finding_line_format():
 
 def test_up_and_down_refuse_non_root(monkeypatch, capsys):
     monkeypatch.setattr(cluster.os, "geteuid", lambda: 1000)
-    assert commands.main(["cluster", "up"]) == 1
+    assert admin.main(["cluster", "up"]) == 1
     assert capsys.readouterr().err == (
         "slurm-shim: error: cluster up must run as root (it installs packages and starts daemons)\n"
     )
-    assert commands.main(["cluster", "down"]) == 1
+    assert admin.main(["cluster", "down"]) == 1
 
 
 def test_up_refuses_other_systems(monkeypatch, capsys):
     monkeypatch.setattr(cluster.os, "geteuid", lambda: 0)
     monkeypatch.setattr(cluster.platform, "freedesktop_os_release", lambda: {"ID": "fedora", "PRETTY_NAME": "Fedora 40"})
-    assert commands.main(["cluster", "up"]) == 1
+    assert admin.main(["cluster", "up"]) == 1
     assert "supports only Debian and Ubuntu" in capsys.readouterr().err
 
 
 def test_usage_errors_exit_2(capsys):
-    assert commands.main(["cluster"]) == 2
-    assert commands.main(["cluster", "sideways"]) == 2
-    assert "usage: slurm-shim" in capsys.readouterr().err
+    assert admin.main(["cluster"]) == 2
+    assert admin.main(["cluster", "sideways"]) == 2
+    err = capsys.readouterr().err
+    assert "Usage: slurm-shim cluster [OPTIONS] COMMAND [ARGS]..." in err and "No such command 'sideways'" in err
 
 
 def test_no_subprocess_import():
@@ -622,19 +624,19 @@ def test_ocs_binaries_need_a_tarball_only_when_none_are_installed(tmp_path, monk
 
 def test_cluster_flavour_and_source_options(monkeypatch, capsys):
     calls = []
-    monkeypatch.setattr(cluster_ocs, "up", lambda source: calls.append(("up", source)) or 0)
+    monkeypatch.setattr(cluster_ocs, "up", lambda source, release=None: calls.append(("up", source)) or 0)
     monkeypatch.setattr(cluster_ocs, "down", lambda: calls.append(("down",)) or 0)
     monkeypatch.setattr(cluster_ocs, "status", lambda: calls.append(("status",)) or 0)
-    assert commands.main(["cluster", "up", "--flavour", "ocs", "--source", "x.tar.gz"]) == 0
-    assert commands.main(["cluster", "up", "--flavour", "ocs"]) == 0
-    assert commands.main(["cluster", "down", "--flavour", "ocs"]) == 0
-    assert commands.main(["cluster", "status", "--flavour", "ocs"]) == 0
+    assert admin.main(["cluster", "up", "--flavour", "ocs", "--source", "x.tar.gz"]) == 0
+    assert admin.main(["cluster", "up", "--flavour", "ocs"]) == 0
+    assert admin.main(["cluster", "down", "--flavour", "ocs"]) == 0
+    assert admin.main(["cluster", "status", "--flavour", "ocs"]) == 0
     assert calls == [("up", "x.tar.gz"), ("up", None), ("down",), ("status",)]
-    assert commands.main(["cluster", "up", "--source", "x.tar.gz"]) == 2
+    assert admin.main(["cluster", "up", "--source", "x.tar.gz"]) == 2
     assert capsys.readouterr().err == "slurm-shim: error: --source is for --flavour ocs (Debian's cell comes from apt)\n"
-    assert commands.main(["cluster", "up", "--flavour", "sge"]) == 2
-    assert "invalid choice: 'sge'" in capsys.readouterr().err
-    assert commands.main(["cluster", "down", "--source", "x"]) == 2
+    assert admin.main(["cluster", "up", "--flavour", "sge"]) == 2
+    assert "Invalid value for '--flavour': 'sge' is not one of 'debian', 'ocs'." in capsys.readouterr().err
+    assert admin.main(["cluster", "down", "--source", "x"]) == 2
 
 
 def test_ocs_daemons_are_found_by_their_own_pid_files_only(tmp_path):
@@ -659,7 +661,7 @@ def test_debian_up_never_writes_over_the_ocs_cells_config(monkeypatch, capsys):
     monkeypatch.setattr(cluster, "require_debian", lambda: None)
     monkeypatch.setenv("SLURM_SHIM_CONFIG", cluster_ocs.SITE_CONFIG)
     monkeypatch.setattr(cluster, "this_host", lambda: pytest.fail("up went on"))
-    assert commands.main(["cluster", "up"]) == 1
+    assert admin.main(["cluster", "up"]) == 1
     assert capsys.readouterr().err == (
         "slurm-shim: error: SLURM_SHIM_CONFIG is /etc/slurm-shim/ocs.toml, the Open Cluster Scheduler cell's: "
         "use cluster up --flavour ocs, or unset SLURM_SHIM_CONFIG for Debian's cell\n")
@@ -685,10 +687,10 @@ def test_the_cached_plain_config_carries_the_cell_fields(tmp_path, monkeypatch):
 
 def test_ocs_up_and_down_refuse_non_root_and_status_of_no_cell(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(cluster.os, "geteuid", lambda: 1000)
-    assert commands.main(["cluster", "up", "--flavour", "ocs"]) == 1
+    assert admin.main(["cluster", "up", "--flavour", "ocs"]) == 1
     assert capsys.readouterr().err == ("slurm-shim: error: cluster up --flavour ocs must run as root "
                                        "(it builds, installs and starts Open Cluster Scheduler)\n")
-    assert commands.main(["cluster", "down", "--flavour", "ocs"]) == 1
+    assert admin.main(["cluster", "down", "--flavour", "ocs"]) == 1
     assert "cluster down --flavour ocs must run as root" in capsys.readouterr().err
     monkeypatch.setattr(cluster_ocs, "SITE_CONFIG", str(tmp_path / "ocs.toml"))
     assert cluster_ocs.status(cluster_ocs.Cell(root=str(tmp_path / "none"))) == 1

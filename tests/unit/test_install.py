@@ -13,6 +13,7 @@ import pytest
 
 from conftest import SGE_REF
 from shim.admin import cluster, install
+from shim.cli import admin
 from shim import config
 from shim.gridengine.replay import ReplayBackend
 from shim.proc import Result
@@ -357,11 +358,14 @@ def test_a_record_others_may_write_is_not_believed(tmp_path):
 
 def test_apply_and_uninstall_need_root_and_plan_does_not(monkeypatch, capsys):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    assert install.main(["--apply"]) == 1
+    assert admin.main(["install", "--apply"]) == 1
     assert "install --apply must run as root" in capsys.readouterr().err
-    assert install.main(["--uninstall"]) == 1
-    assert install.main([]) == 2  # one of --plan/--apply/--uninstall
-    assert install.main(["--plan", "--apply"]) == 2
+    assert admin.main(["install", "--uninstall"]) == 1
+    assert admin.main(["install"]) == 2  # one of --plan/--apply/--uninstall
+    assert admin.main(["install", "--plan", "--apply"]) == 2
+    err = capsys.readouterr().err
+    assert "Error: one of --plan, --apply, --uninstall is required" in err
+    assert "Error: --apply: not allowed with --plan" in err
 
 
 def test_cluster_ups_site_step_is_install_on_its_own_config(tmp_path, monkeypatch):
@@ -479,8 +483,10 @@ def test_the_cell_is_the_flags_else_the_environments(monkeypatch):
     assert c.accounting == "/opt/site/raw/common/accounting"
     c = install.detect_cell("/var/lib/gridengine", "other", "/usr/lib/gridengine", 9444, 9445)
     assert (c.sge_root, c.sge_cell, c.qmaster_port, c.execd_port) == ("/var/lib/gridengine", "other", 9444, 9445)
-    args = install._parser().parse_args(["--plan", "--qmaster-port", "9444", "--execd-port", "9445"])
-    assert (args.qmaster_port, args.execd_port) == (9444, 9445)
+    asked: list[install.Request] = []
+    monkeypatch.setattr(install, "run", lambda req: asked.append(req) or 0)
+    assert admin.main(["install", "--plan", "--qmaster-port", "9444", "--execd-port", "9445"]) == 0
+    assert (asked[0].qmaster_port, asked[0].execd_port) == (9444, 9445)
 
 
 RAW = install.Cell(sge_root="/var/lib/gridengine", sge_cell="raw", bin_dir="/usr/lib/gridengine",
@@ -513,18 +519,18 @@ def test_the_record_names_its_cell_and_uninstall_goes_back_there(tmp_path, monke
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("SGE_CELL", "default")
     # the flags name another cell: refused, nothing undone
-    assert install.main(["--uninstall", "--record", str(record), "--sge-cell", "default"]) == 2
+    assert admin.main(["install", "--uninstall", "--record", str(record), "--sge-cell", "default"]) == 2
     err = capsys.readouterr().err
     assert (f"slurm-shim: error: {record} records what --apply made in the cell /var/lib/gridengine/raw (qmaster "
             "port 8444), not in the one --sge-cell default names") in err
     assert used == [] and (tmp_path / "config.toml").exists()
     # --apply of another cell (this shell's) into the same record: refused before any call
-    assert install.main(["--apply", "--record", str(record), "--config", str(tmp_path / "other.toml")]) == 2
+    assert admin.main(["install", "--apply", "--record", str(record), "--config", str(tmp_path / "other.toml")]) == 2
     assert "records what --apply made in the cell /var/lib/gridengine/raw (qmaster port 8444), not " \
            "/var/lib/gridengine/default" in capsys.readouterr().err
     assert replay.writes() == [] and not (tmp_path / "other.toml").exists()
     # the shell names Debian's default cell: the record's cell is the one undone
-    assert install.main(["--uninstall", "--record", str(record)]) == 0
+    assert admin.main(["install", "--uninstall", "--record", str(record)]) == 0
     assert [(c.sge_cell, c.qmaster_port, c.execd_port) for c in used] == [("raw", 8444, 8445)]
     out = capsys.readouterr().out
     assert "undone   complex exclusive: already gone" in out  # (the replay has none)
@@ -534,7 +540,7 @@ def test_the_record_names_its_cell_and_uninstall_goes_back_there(tmp_path, monke
 
 
 def test_grid_engine_that_cannot_be_reached_is_said_in_the_shims_words(capsys):
-    assert install.main(["--plan", "--bin-dir", "/nonexistent-w5"]) == 1
+    assert admin.main(["install", "--plan", "--bin-dir", "/nonexistent-w5"]) == 1
     assert capsys.readouterr().err == ("slurm-shim: error: Grid Engine's commands cannot be run or do not answer: "
                                        "/nonexistent-w5/qconf: command not found\n")
 

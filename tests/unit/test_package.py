@@ -60,20 +60,19 @@ def test_slurm_shim_help_lists_its_commands(capsys):
     assert "No such command 'sideways'" in capsys.readouterr().err
 
 
-def test_subcommands_keep_their_own_parsers(capsys, monkeypatch):
-    """cluster and doctor reach admin/commands.py's argparse with every word, --help included; explain
-    reads sbatch's options (its usage errors are sbatch's)."""
+def test_explain_keeps_sbatchs_parser(capsys, monkeypatch):
+    """explain hands every word, --help included, to sbatch's parser (its usage errors are sbatch's);
+    cluster, install and doctor are click's own (tests/unit/test_admin_cli.py)."""
     seen = []
-    from shim.admin import commands
+    from shim.cli import explain
 
-    monkeypatch.setattr(commands, "main", lambda argv: seen.append(argv) or 7)
-    assert admin.main(["cluster", "up", "--flavour", "ocs"]) == 7
-    assert admin.main(["cluster", "--help"]) == 7
-    assert admin.main(["doctor"]) == 7
-    assert seen == [["cluster", "up", "--flavour", "ocs"], ["cluster", "--help"], ["doctor"]]
+    monkeypatch.setattr(explain, "main", lambda argv: seen.append(argv) or 7)
+    assert admin.main(["explain", "-N", "2", "job.sh"]) == 7
+    assert admin.main(["explain", "--help"]) == 7
+    assert seen == [["-N", "2", "job.sh"], ["--help"]]
     monkeypatch.undo()
     assert admin.main(["cluster", "sideways"]) == 2
-    assert "usage: slurm-shim cluster" in capsys.readouterr().err
+    assert "No such command 'sideways'" in capsys.readouterr().err
 
 
 def test_shipped_completion_is_current():

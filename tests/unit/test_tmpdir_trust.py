@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from shim.admin import cluster, install
+from shim.cli import admin
 from shim import config
 from shim.store import state
 from shim.runtime import jobwrap, outfile
@@ -310,13 +311,13 @@ def test_install_apply_refuses_an_installation_others_can_change_unless_forced(t
     monkeypatch.setattr(cluster, "ensure_tmpdir_base", lambda path: True)
     argv = ["--apply", "--config", str(tmp_path / "config.toml"), "--state-dir", str(tmp_path / "state"),
             "--record", str(tmp_path / "record.json"), "--profile", str(tmp_path / "profile.sh")]
-    assert install.main(argv) == 1
+    assert admin.main(["install", *argv]) == 1
     err = capsys.readouterr().err
     assert err == (f"slurm-shim: error: refusing to put {prefix}/bin first on every login's PATH: {prefix}/bin is "
                    "writable by group or others (mode 777) (install the shim where only root can write, or "
                    "--apply --force)\n")
     assert replay.writes() == [] and not (tmp_path / "profile.sh").exists() and not (tmp_path / "record.json").exists()
-    assert install.main([*argv, "--force"]) == 0
+    assert admin.main(["install", *argv, "--force"]) == 0
     out = capsys.readouterr().out
     assert f"warning  installation: {prefix}/bin is writable by group or others (mode 777)" in out
     assert f"PATH={prefix}/bin:$PATH" in (tmp_path / "profile.sh").read_text()

@@ -276,16 +276,18 @@ DRMAA_LIBRARY = "/usr/lib/gridengine-drmaa/lib/libdrmaa.so.1.0"
 def site_config_text(
     *, flavour: str = "", state_dir: str = STATE_DIR, sge_root: str = SGE_ROOT, sge_cell: str = SGE_CELL,
     bin_dir: str = "/usr/lib/gridengine", qmaster_port: int = QMASTER_PORT, execd_port: int = EXECD_PORT,
-    drmaa_library: str = DRMAA_LIBRARY, submit: str = "agent",
+    drmaa_library: str = DRMAA_LIBRARY, submit: str = "agent", release: str | None = None,
 ) -> str:
     """The site config describing the cluster `up` builds (it mirrors the real Slurm cluster).
-    The keywords are another cell's (cluster_ocs.py); the defaults describe Debian's."""
+    The keywords are another cell's (cluster_ocs.py); the defaults describe Debian's. ``release``
+    (--slurm-release) is written as ``[slurm] release``; None writes no such key (22.05)."""
     why = {"agent": "a per-user DRMAA agent; sbatch falls back to qsub whenever it is unavailable"}.get(submit, "")
+    slurm = f'[slurm]\nrelease = "{release}"  # --slurm-release\n\n' if release else ""
     return f"""\
 # Written by `slurm-shim cluster up{flavour}`: the single-host Grid Engine it configured.
 exclusive_complex = "exclusive"
 
-[cluster]
+{slurm}[cluster]
 name = "cluster"
 state_dir = "{state_dir}"
 max_array_size = 1001
@@ -1447,12 +1449,12 @@ def doctor(hosts: bool = True) -> int:
     path = config.config_path()
     findings: list[Finding] = []
     if os.path.exists(path):
-        cfg = config.load(path)
-        findings.append(Finding("ok", f"site config {path} is valid"))
+        cfg, findings = doctor_config(path)
     else:
         cfg = config.SiteConfig()
         findings.append(Finding("warn", f"no site config at {path}; checking the built-in defaults",
                                 "run slurm-shim cluster up, or set SLURM_SHIM_CONFIG"))
+        findings.append(release_finding(cfg, None))
     findings += live_findings(cfg, path, hosts, path if os.path.exists(path) else None)
     findings += state_findings(cfg.cluster.state_dir, read_state(cfg.cluster.state_dir))  # qmaster or not
     findings += private_findings(cfg.cluster.state_dir)
@@ -1460,6 +1462,60 @@ def doctor(hosts: bool = True) -> int:
     for f in findings:
         print(f.line())
     return 1 if any(f.level == "FAIL" for f in findings) else 0
+
+
+def doctor_config(path: str) -> tuple[config.SiteConfig, list[Finding]]:
+    """The site config doctor checks, and its first lines: valid, and the Slurm release the site
+    follows. An unknown ``[slurm] release`` is a FAIL line of its own, naming the releases the shim
+    follows, and the rest is still checked (read without that key); any other error stops doctor."""
+    try:
+        cfg = config.load(path)
+    except ShimError:
+        value, rest = _without_release(path)
+        if rest is None:
+            raise
+        from ..slurm import releases
+
+        return rest, [Finding("FAIL", f"slurm release: {path} names [slurm] release = {value!r}, not a release the "
+                              "shim follows", f"name one of {', '.join(releases.NAMES)} (a site on a release between "
+                              "two of them names the newest not newer than its own: 23.02 and 23.11 are 22.05, 25.05 "
+                              "and 25.11 are 24.11)")]
+    return cfg, [Finding("ok", f"site config {path} is valid"), release_finding(cfg, path)]
+
+
+def _without_release(path: str) -> tuple[object, config.SiteConfig | None]:
+    """(the [slurm] release value, the config validated without it) when that value is not a
+    release the shim follows and the rest is valid; else (None, None)."""
+    import tomllib
+
+    from ..slurm import releases
+
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, ValueError):  # (tomllib.TOMLDecodeError is a ValueError)
+        return None, None
+    slurm = data.get("slurm")
+    if not isinstance(slurm, dict) or "release" not in slurm or slurm["release"] in releases.NAMES:
+        return None, None
+    value = slurm.pop("release")
+    try:
+        return value, config.SiteConfig.model_validate(data)
+    except ValueError:  # (pydantic's ValidationError is one): config.load's lines say it all
+        return None, None
+
+
+def release_finding(cfg: config.SiteConfig, path: str | None) -> Finding:
+    """doctor's line of the Slurm release the site follows: the config's [slurm] release, else the
+    default (issue 30)."""
+    from ..slurm import releases
+
+    r = releases.get(cfg.slurm.release)
+    if "slurm" in cfg.model_fields_set and "release" in cfg.slurm.model_fields_set:
+        where = f"[slurm] release in {path}"
+    else:
+        where = f"the default: {path} names no [slurm] release" if path else "the default: no site config"
+    return Finding("ok", f"slurm release {r.name}: the commands follow Slurm {r.version} ({where})")
 
 
 def live_findings(cfg: config.SiteConfig, path: str, hosts: bool = False, config_file: str | None = None) -> list[Finding]:

@@ -532,9 +532,9 @@ def host_slots(cores: int) -> int:
     return len(cluster.PARTITIONS) * cluster.queue_slots(cores)
 
 
-def site_config_text(c: Cell) -> str:
+def site_config_text(c: Cell, release: str | None = None) -> str:
     return cluster.site_config_text(
-        flavour=" --flavour ocs", state_dir=STATE_DIR, sge_root=c.root, sge_cell=c.cell, bin_dir=c.bin_dir(),
+        flavour=" --flavour ocs", release=release, state_dir=STATE_DIR, sge_root=c.root, sge_cell=c.cell, bin_dir=c.bin_dir(),
         qmaster_port=c.qmaster_port, execd_port=c.execd_port, drmaa_library=f"{c.lib_dir()}/libdrmaa.so",
         # the submit agent loads this cell's drmaa_library (started with the cell's ge_env)
         submit="agent",
@@ -545,7 +545,9 @@ def site_config_text(c: Cell) -> str:
 # Entry points
 
 
-def up(source: str | None = None, c: Cell = Cell()) -> int:
+def up(source: str | None = None, c: Cell = Cell(), release: str | None = None) -> int:
+    """The cell: built from ``source`` (else the cache or the installed one), its site config
+    following the Slurm ``release`` (None: no [slurm] release key, 22.05)."""
     cluster.require_root("cluster up --flavour ocs", "it builds, installs and starts Open Cluster Scheduler")
     cluster.require_debian()
     started = time.monotonic()
@@ -570,7 +572,7 @@ def up(source: str | None = None, c: Cell = Cell()) -> int:
         with phase("queues") as p:
             p.note = cluster.wait_queues_ready(host)
         with phase("site") as p:
-            p.note = install.ensure_site(SITE_CONFIG, site_config_text(c))
+            p.note = install.ensure_site(SITE_CONFIG, site_config_text(c, release))
         with phase("test jobs") as p:
             # (OCS 9.1.4: a non-manager's `qsub -sync y` prints the job's end at once but exits up
             # to 30 s later; qmaster logs `denied: "alice" must be manager to initiate TRIGGER

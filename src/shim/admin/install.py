@@ -27,7 +27,6 @@ cluster.py's cell) and every qconf argv comes from ``ops``: what the plan shows 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import glob
 import hashlib
@@ -246,7 +245,7 @@ def cell_of(data: Mapping[str, Any]) -> Cell | None:
                 execd_port=int(c.get("execd_port") or 0))
 
 
-def recorded_cell(data: Mapping[str, Any], args: argparse.Namespace, record: str) -> Cell | None:
+def recorded_cell(data: Mapping[str, Any], args: Request, record: str) -> Cell | None:
     """The record's cell (cell_of), unless the flags name another: then an error, as a record's
     objects are that cell's alone."""
     cell = cell_of(data)
@@ -401,8 +400,9 @@ class Draft:
 
 
 def draft(p: Probe, cell: Cell, *, state_dir: str, queues: list[str] | None = None, cluster_name: str = "cluster",
-          default_queue: str | None = None) -> Draft:
-    """A site config for the cluster probed: every queue (or those named) a partition."""
+          default_queue: str | None = None, release: str | None = None) -> Draft:
+    """A site config for the cluster probed: every queue (or those named) a partition; ``release``
+    (--slurm-release) its ``[slurm] release`` (None: no such key, 22.05)."""
     notes: list[str] = []
     names = [q for q in (queues or list(p.queues))]
     for q in names:
@@ -432,6 +432,7 @@ def draft(p: Probe, cell: Cell, *, state_dir: str, queues: list[str] | None = No
         "# Drafted by `slurm-shim install --plan` from the live Grid Engine: review it.",
         f"exclusive_complex = {_s(excl)}",
         "",
+        *(["[slurm]", f"release = {_s(release)}", ""] if release else []),
         "[cluster]",
         f"name = {_s(cluster_name)}",
         f"state_dir = {_s(state_dir)}",
@@ -735,13 +736,14 @@ class Options:
     replace_config: bool = False
     hosts: list[str] | None = None  # the exec hosts to offer the exclusive complex (None: the partitions')
     client: str | None = None  # the prefix whose served commands become the thin client (install; not cluster up)
+    release: str | None = None  # the drafted config's [slurm] release (None: no such key, 22.05)
 
 
 def plan(p: Probe, cell: Cell, opts: Options) -> Plan:
     notes: list[str] = []
     if opts.config_text is None:
         d = draft(p, cell, state_dir=opts.state_dir, queues=opts.queues, cluster_name=opts.cluster_name,
-                  default_queue=opts.default_queue)
+                  default_queue=opts.default_queue, release=opts.release)
         text, notes = d.text, list(d.notes)
     else:
         text = opts.config_text
@@ -1135,42 +1137,34 @@ def render(plan_: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="slurm-shim install", description="Install the shim on an existing Grid "
-                                 "Engine cluster: --plan shows every change, --apply makes them, --uninstall undoes "
-                                 "what --apply made.")
-    mode = ap.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--plan", action="store_true", help="probe Grid Engine, draft the site config, list the changes")
-    mode.add_argument("--apply", action="store_true", help="make the planned changes (root); record what was created")
-    mode.add_argument("--uninstall", action="store_true", help="remove what the record says --apply created (root)")
-    ap.add_argument("--purge-state", action="store_true", help="--uninstall: remove the state dir it made even "
-                    "with job records in it")
-    ap.add_argument("--json", action="store_true", help="the plan (or what was done) as JSON")
-    ap.add_argument("--force", action="store_true", help="--apply: install even from an installation someone "
-                    "other than root could change (its bin/ goes first on every login's PATH)")
-    ap.add_argument("--config", metavar="PATH", help="the site config to write (default $SLURM_SHIM_CONFIG, else "
-                    f"{config.DEFAULT_PATH})")
-    ap.add_argument("--state-dir", metavar="DIR", default=STATE_DIR, help=f"the shim's state directory ({STATE_DIR})")
-    ap.add_argument("--record", metavar="PATH", default=RECORD, help=f"what --apply created ({RECORD})")
-    ap.add_argument("--profile", metavar="PATH", default=PROFILE, help=f"the profile.d snippet ({PROFILE})")
-    ap.add_argument("--no-profile", action="store_true", help="write no profile.d snippet")
-    ap.add_argument("--queue", metavar="Q", action="append", help="make a partition of this queue (repeatable; "
-                    "default every queue)")
-    ap.add_argument("--default", metavar="Q", help="the default partition's queue (default the first)")
-    ap.add_argument("--cluster-name", default="cluster", help="SLURM_CLUSTER_NAME (cluster)")
-    ap.add_argument("--sge-root", help="default $SGE_ROOT, else /var/lib/gridengine")
-    ap.add_argument("--sge-cell", help="default $SGE_CELL, else default")
-    ap.add_argument("--bin-dir", help="the q* binaries (default: found under SGE_ROOT, /usr/lib/gridengine, PATH)")
-    ap.add_argument("--qmaster-port", type=int, help="default $SGE_QMASTER_PORT, else the sge_qmaster service")
-    ap.add_argument("--execd-port", type=int, help="default $SGE_EXECD_PORT, else the sge_execd service")
-    return ap
+@dataclass
+class Request:
+    """What ``slurm-shim install`` is asked (cli/admin.py reads the words, one of plan, apply and
+    uninstall set): the fields are its options' (--state-dir: ``state_dir``; --queue, repeated: ``queue``)."""
+    plan: bool = False
+    apply: bool = False
+    uninstall: bool = False
+    purge_state: bool = False
+    json: bool = False
+    force: bool = False
+    config: str | None = None  # (None: $SLURM_SHIM_CONFIG, else config.DEFAULT_PATH)
+    state_dir: str = STATE_DIR
+    record: str = RECORD
+    profile: str = PROFILE
+    no_profile: bool = False
+    queue: list[str] | None = None
+    default: str | None = None
+    cluster_name: str = "cluster"
+    sge_root: str | None = None
+    sge_cell: str | None = None
+    bin_dir: str | None = None
+    qmaster_port: int | None = None
+    execd_port: int | None = None
+    slurm_release: str | None = None  # the drafted config's [slurm] release (None: no such key, 22.05)
 
 
-def main(argv: list[str]) -> int:
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as e:
-        return int(e.code or 0)
+def run(args: Request) -> int:
+    """``slurm-shim install``: its exit code; its errors as the shim's lines on stderr."""
     from ..errors import BackendUnavailable
 
     try:
@@ -1184,7 +1178,7 @@ def main(argv: list[str]) -> int:
         return e.code
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: Request) -> int:
     if (args.apply or args.uninstall) and os.geteuid() != 0:
         raise ClusterError(f"install {'--apply' if args.apply else '--uninstall'} must run as root (it changes "
                            "Grid Engine's configuration and makes root's directories)")
@@ -1210,7 +1204,7 @@ def _run(args: argparse.Namespace) -> int:
     ge = backend_for(cell)
     opts = Options(config_path=os.path.abspath(args.config or config.config_path()), state_dir=args.state_dir,
                    profile=None if args.no_profile else args.profile, queues=args.queue, default_queue=args.default,
-                   cluster_name=args.cluster_name, client=shim_prefix())
+                   cluster_name=args.cluster_name, client=shim_prefix(), release=args.slurm_release)
     if not bool(_read(ge, ops.exec_hosts()) or _read(ge, ops.queue_list())):
         raise InstallError(f"Grid Engine in {cell.sge_root}/{cell.sge_cell} does not answer (qconf -sel, "
                            f"commands in {cell.bin_dir or 'PATH'}): is sge_qmaster running?")

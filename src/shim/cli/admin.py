@@ -1,8 +1,9 @@
-"""``slurm-shim``: the shim's own command, a conventional click CLI (help, ``--version``, shell
-completion). The Slurm commands keep their getopt work-alike and never import click.
+"""``slurm-shim``: the shim's own command, one click group (help at every level, ``--version``,
+shell completion of its words). The Slurm commands keep their getopt work-alike and never import click.
 
-``cluster`` and ``doctor`` are handed, words unchanged, to admin/commands.py's own parser; ``explain``
-reads sbatch's options with sbatch's parser. Both keep their messages and exit codes.
+This module holds the words; admin/ does the work (commands.run_cluster, commands.run_doctor,
+install.run), imported only when a command runs, so ``slurm-shim --version`` stays cheap.
+``explain`` hands its words, unchanged, to sbatch's parser (its messages and exit codes are sbatch's).
 """
 
 from __future__ import annotations
@@ -74,42 +75,127 @@ def cli() -> None:
     programs beside this one."""
 
 
-def _cluster_words(done: list[str], incomplete: str) -> list[str]:
-    if done:
-        return []
-    return [w for w in ("up", "down", "status") if w.startswith(incomplete)]
+class _Release(click.Choice):
+    """--slurm-release: one of the releases the shim follows (releases.NAMES); another is a usage
+    error naming them, in the site config's words (config.Slurm)."""
+
+    def __init__(self) -> None:
+        from ..slurm import releases
+
+        super().__init__(releases.NAMES)
+
+    def convert(self, value, param, ctx):
+        if value in self.choices:
+            return value
+        self.fail(f"{value!r} is not a Slurm release the shim follows: {', '.join(self.choices)} (a site on a release "
+                  "between two of them names the newest not newer than its own: 23.02 and 23.11 are 22.05, 25.05 "
+                  "and 25.11 are 24.11)", param, ctx)
 
 
-@_pass_on(_cluster_words, short_help="up|down|status: the local single-host Grid Engine.")
-def cluster(args: tuple[str, ...]) -> int:
+def _release_option(what: str, without: str = ""):
+    kind = _Release()
+    return click.option("--slurm-release", metavar="RELEASE", type=kind, default=None,
+                        help=f"the Slurm release the site follows ({'|'.join(kind.choices)}), written as "
+                        f"[slurm] release into {what}. Without it no such key is written: the site follows "
+                        f"the default, 22.05{without}")
+
+
+_FLAVOUR = click.option("--flavour", type=click.Choice(["debian", "ocs"]), default="debian", show_default=True,
+                        help="debian: Debian's SGE 8.1.9 packages; ocs: Open Cluster Scheduler built from source in "
+                        "/opt/ocs, a second cell beside Debian's (see cluster_ocs.py)")
+
+
+@cli.group(short_help="up|down|status: the local single-host Grid Engine.")
+def cluster() -> None:
     """up|down|status: install, configure and start a local single-host Grid Engine (root), stop it,
     or show whether its daemons run."""
+
+
+@cluster.command(short_help="Install, configure and start Grid Engine, then run test jobs (root).")
+@_FLAVOUR
+@click.option("--source", metavar="TARBALL", help="the Open Cluster Scheduler source tarball (--flavour ocs; "
+              "default $SLURM_SHIM_OCS_TARBALL)")
+@_release_option("the site config it writes", " (a config up wrote with another release is rewritten without "
+                 "the key)")
+def up(flavour: str, source: str | None, slurm_release: str | None) -> int:
+    """Install, configure and start Grid Engine, write the site config, then run test jobs (root)."""
+    if source and flavour != "ocs":
+        click.echo("slurm-shim: error: --source is for --flavour ocs (Debian's cell comes from apt)", err=True)
+        return 2
     from ..admin import commands as impl
 
-    return impl.main(["cluster", *args])
+    return impl.run_cluster("up", flavour, source, slurm_release)
 
 
-_INSTALL_OPTIONS = ("--plan", "--apply", "--uninstall", "--json", "--config", "--state-dir", "--record", "--profile",
-                    "--no-profile", "--purge-state", "--queue", "--default", "--cluster-name", "--sge-root", "--sge-cell", "--bin-dir")
+@cluster.command(short_help="Stop the Grid Engine daemons (root).")
+@_FLAVOUR
+def down(flavour: str) -> int:
+    """Stop the Grid Engine daemons (root)."""
+    from ..admin import commands as impl
+
+    return impl.run_cluster("down", flavour)
 
 
-@_pass_on(lambda done, incomplete: [w for w in _INSTALL_OPTIONS if w.startswith(incomplete)],
-          short_help="--plan|--apply|--uninstall: the shim on an existing Grid Engine cluster.")
-def install(args: tuple[str, ...]) -> int:
+@cluster.command(short_help="Show whether the daemons run and the queues' states.")
+@_FLAVOUR
+def status(flavour: str) -> int:
+    """Show whether the daemons run and the queues' states (exit 0 when both daemons run and qmaster answers)."""
+    from ..admin import commands as impl
+
+    return impl.run_cluster("status", flavour)
+
+
+def _flag(name: str, help_: str):
+    return click.option(name, is_flag=True, help=help_)
+
+
+@cli.command(short_help="--plan|--apply|--uninstall: the shim on an existing Grid Engine cluster.")
+@_flag("--plan", "probe Grid Engine, draft the site config, list the changes")
+@_flag("--apply", "make the planned changes (root); record what was created")
+@_flag("--uninstall", "remove what the record says --apply created (root)")
+@_flag("--purge-state", "--uninstall: remove the state dir it made even with job records in it")
+@_flag("--json", "the plan (or what was done) as JSON")
+@_flag("--force", "--apply: install even from an installation someone other than root could change (its bin/ "
+       "goes first on every login's PATH)")
+@click.option("--config", metavar="PATH", help="the site config to write (default $SLURM_SHIM_CONFIG, else "
+              "/etc/slurm-shim/config.toml)")
+@click.option("--state-dir", metavar="DIR", help="the shim's state directory (/var/spool/slurm-shim)")
+@click.option("--record", metavar="PATH", help="what --apply created (/var/lib/slurm-shim/install-record.json)")
+@click.option("--profile", metavar="PATH", help="the profile.d snippet (/etc/profile.d/slurm-shim.sh)")
+@_flag("--no-profile", "write no profile.d snippet")
+@click.option("--queue", metavar="Q", multiple=True, help="make a partition of this queue (repeatable; default "
+              "every queue)")
+@click.option("--default", metavar="Q", help="the default partition's queue (default the first)")
+@click.option("--cluster-name", metavar="NAME", help="SLURM_CLUSTER_NAME (cluster)")
+@click.option("--sge-root", metavar="DIR", help="default $SGE_ROOT, else /var/lib/gridengine")
+@click.option("--sge-cell", metavar="CELL", help="default $SGE_CELL, else default")
+@click.option("--bin-dir", metavar="DIR", help="the q* binaries (default: found under SGE_ROOT, "
+              "/usr/lib/gridengine, PATH)")
+@click.option("--qmaster-port", metavar="PORT", type=int, help="default $SGE_QMASTER_PORT, else the sge_qmaster service")
+@click.option("--execd-port", metavar="PORT", type=int, help="default $SGE_EXECD_PORT, else the sge_execd service")
+@_release_option("the drafted site config")
+def install(**given) -> int:
     """--plan|--apply|--uninstall: probe an existing Grid Engine, draft the site config and list every
     change (--plan), make exactly those changes and record them (--apply, root), or remove what the
     record says was created (--uninstall, root)."""
+    modes = [f"--{m}" for m in ("plan", "apply", "uninstall") if given[m]]
+    if len(modes) != 1:
+        raise click.UsageError(f"{modes[1]}: not allowed with {modes[0]}" if modes else
+                               "one of --plan, --apply, --uninstall is required")
     from ..admin import install as impl
 
-    return impl.main(list(args))
+    given["queue"] = list(given["queue"]) or None
+    return impl.run(impl.Request(**{k: v for k, v in given.items() if v is not None}))
 
 
-@_pass_on(lambda done, incomplete: [])
-def doctor(args: tuple[str, ...]) -> int:
-    """Check the site config against the live Grid Engine."""
+@cli.command(short_help="Check the site config against the live Grid Engine.")
+@_flag("--no-hosts", "skip the jobs on the execution hosts")
+def doctor(no_hosts: bool) -> int:
+    """Check the site config against the live Grid Engine, and the shim on every execution host (a
+    tiny job each); name the Slurm release the site follows."""
     from ..admin import commands as impl
 
-    return impl.main(["doctor", *args])
+    return impl.run_doctor(hosts=not no_hosts)
 
 
 def _explain_words(done: list[str], incomplete: str) -> list:
