@@ -99,6 +99,18 @@ class Cluster(_Model):
         "PMI-1/PMI-2 to the tasks and runs Open MPI programs through mpirun; pmix does the same")
 
 
+class Store(_Model):
+    """What each user's records (``<state_dir>/users/<uid>/records/``, docs/store-scale.md) may
+    hold: sbatch's hourly prune drops the oldest 10-minute buckets past either bound, never a
+    record of a job Grid Engine still has or that a live job's --dependency names."""
+
+    max_age_days: int = Field(90, gt=0, description="days of records kept (sacct's horizon for the shim's "
+                              "details: names, partitions, cancels)")
+    max_records: int = Field(5_000_000, gt=0, description="records (files: a submit record and an end event "
+                             "a job, ~4 KB each) a user keeps, the newest: 90 days at up to ~27,000 jobs a day; "
+                             "doctor warns from 90% on")
+
+
 class Submit(_Model):
     method: Literal["qsub", "agent"] = "qsub"
     agent_idle_minutes: float = Field(10.0, gt=0, description="the submit agent exits after this long without requests")
@@ -133,6 +145,7 @@ class SiteConfig(_Model):
     features: dict[str, str] = Field(default_factory=dict, description="--constraint feature -> boolean complex")
     exclusive_complex: str = Field("", description="boolean complex that reserves a whole host (--exclusive)")
     submit: Submit = Submit()
+    store: Store = Store()
     reasons: dict[str, str] = Field(
         default_factory=dict, description="resource quota set (or 'set/rule', by number or name) -> the Slurm "
         "pending reason of the jobs it holds, over the built-in mapping (README: Quotas)")

@@ -20,11 +20,8 @@ def submit(state_dir, job_id, **data):
 
 
 def event(state_dir, job_id, task, kind, age=10.0, **data):
-    state.record_event(str(state_dir), job_id, task, kind, {**data})
-    path = state_dir / "users" / str(os.getuid()) / "events" / f"{job_id}.{'x' if task is None else task}.{kind}.json"
-    d = json.loads(path.read_text())
-    d["t"] = NOW - age
-    path.write_text(json.dumps(d))
+    state.record_event(str(state_dir), job_id, task, kind, {**data, "t": NOW - age})  # (its time bucket: NOW - age)
+    path = state.record_file(str(state_dir), "events", f"{job_id}.{'x' if task is None else task}.{kind}.json")
     os.utime(path, (NOW - age, NOW - age))
 
 

@@ -45,6 +45,11 @@ def _payload_of(script: bytes) -> dict:
     return json.loads(base64.b64decode(body.replace("\n", "")))
 
 
+def _record(sdir: Path, job: int) -> Path:
+    """The submit record sbatch/salloc wrote in the user's directory ``sdir`` (its id shard)."""
+    return sdir / "records" / "jobs" / str(job // 1000) / f"{job}.json"
+
+
 def _read(path) -> str | None:
     try:
         return Path(path).read_text()
@@ -129,7 +134,7 @@ def capture(tmp: Path, monkeypatch) -> dict:
             out["sbatch"].append({
                 "argv": argv, "rc": rc, "qsub": list(call[1:]),
                 "payload": json.dumps(norm.value(payload)),
-                "record": norm.text(_read(sdir / "jobs" / f"{job}.json")),
+                "record": norm.text(_read(_record(sdir, job))),
                 "env_file": norm.text(_read(payload.get("env_file"))),
             })
         from shim.cli import salloc
@@ -154,7 +159,7 @@ def capture(tmp: Path, monkeypatch) -> dict:
             out["salloc"].append({
                 "argv": argv, "job": job_id, "qsub": list(call[1:]),
                 "payload": json.dumps(norm.value(job_payload)),
-                "record": norm.text(_read(sdir / "jobs" / f"{job}.json")),
+                "record": norm.text(_read(_record(sdir, job))),
                 "env_file": norm.text(_read(job_payload.get("env_file"))),
             })
         from shim.runtime import steps

@@ -79,16 +79,23 @@ def test_another_users_listing_stops_at_list_max(top):
     for i in range(100):
         (mine / f"junk{i}").write_text("")
     assert len(state.list_events(str(mine), 0)) == 100
-    assert len(records.Reader(str(top)).event_listing(OTHER)) == 40
+    shard = top / "users" / str(OTHER) / "records" / "events" / "0"  # the new layout's id shard: the same bound
+    shard.mkdir(parents=True)
+    for i in range(100):
+        (shard / f"{i}.x.end.json").write_text("")
+    assert len(state.shard_event_paths(str(top / "users" / str(OTHER)), OTHER, "0")) == 40
+    assert len(state.shard_event_paths(str(top / "users" / str(OTHER)), 0, "0")) == 100
 
 
 def test_prune_bounds_the_count_not_only_the_age(top, monkeypatch):
-    monkeypatch.setattr(state, "PRUNE_KEEP", 5)
+    monkeypatch.setattr(state, "MAX_RECORDS", 5)  # (the site config's store.max_records)
     ev = _dir_of(top, 0)
-    for i in range(8):
-        _end(ev, 100 + i, NOW - 1000 + i, uid=0)
+    for i in range(8):  # the old flat layout, one record a 10-minute bucket: migrated, then cut
+        _end(ev, 100 + i, NOW - 6000 + 600 * i, uid=0)
     assert state.prune(str(top), 90 * 86400, now=NOW) == 3
-    assert sorted(os.listdir(ev)) == [f"{j}.x.end.json" for j in range(103, 108)]
+    assert not ev.exists()
+    assert sorted(p.name for p in (top / "users" / "0" / "records" / "events" / "0").iterdir()) == [
+        f"{j}.x.end.json" for j in range(103, 108)]
 
 
 VICTIM, MALLORY, BYSTANDER = 1012, 1011, 1020

@@ -89,8 +89,8 @@ def _submit(cfg, job, name, *, ncpus=1, mem=None, time_limit=-1, partition="debu
 def _event(cfg, job, task, kind, data):
     """An event as the shim writes it (the tests run as root: root's own directory)."""
     name = f"{job}.{'x' if task is None else task}.{kind}.json"
-    assert state.write_own(cfg, "events", name, data)
-    path = state.own_path(cfg, "events", name)
+    assert state.write_record(cfg, "events", job, name, data)
+    path = state.record_file(cfg, "events", name)
     os.utime(path, (data["t"], data["t"]))  # written when it happened, as the shim writes them
 
 

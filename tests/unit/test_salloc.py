@@ -89,7 +89,7 @@ def test_allocation_job_is_submitted_from_slash_with_a_first_task_pe(monkeypatch
     (key, script), = [c for c in rb.calls if c[0][0] == "qsub"]
     assert key[key.index("-pe") + 1:key.index("-pe") + 3] == ("mpi", "1")
     assert b"hunter2" not in script
-    stored = state.read_json(str(tmp_path / "state" / "users" / str(os.getuid()) / "jobs" / "77.json"), os.getuid())
+    stored = state.read_json(state.record_file(str(tmp_path / "state"), "jobs", "77.json"), os.getuid())
     assert stored["name"] == "al" and stored["interactive"] is True and stored["command"] == "salloc"
     assert "env_file" not in stored and "script" not in stored and "hunter2" not in json.dumps(stored)
     assert base64.b64decode(rec.script).startswith(b"#!/bin/sh\n")

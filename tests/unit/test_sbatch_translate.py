@@ -259,8 +259,8 @@ def test_without_a_private_file_nothing_is_submitted(capsys, monkeypatch):
 
 def test_a_record_that_cannot_be_written_never_fails_an_accepted_job(capsys, monkeypatch, tmp_path):
     _submit(monkeypatch, [])
-    real = state.write_own
-    monkeypatch.setattr(state, "write_own", lambda cfg, sub, *a: sub != "jobs" and real(cfg, sub, *a))
+    real = state.write_record
+    monkeypatch.setattr(state, "write_record", lambda cfg, kind, *a: kind != "jobs" and real(cfg, kind, *a))
     assert sbatch.main(["--parsable"]) == 0
     out, err = capsys.readouterr()
     assert out == "4242\n"
@@ -292,7 +292,7 @@ def test_an_older_jobs_events_with_the_same_id_are_forgotten(capsys, monkeypatch
     cfg = siteconf.get()
     assert state.record_event(cfg, 4242, None, "end", {"exit": 3, "state": "FAILED"})
     old = time.time() - 60  # the older job's, a minute ago (recent: pruning would not take it)
-    os.utime(state.own_path(cfg, "events", "4242.x.end.json"), (old, old))
+    os.utime(state.record_file(cfg, "events", "4242.x.end.json"), (old, old))
     _submit(monkeypatch, [])
     assert sbatch.main([]) == 0
     assert records.Reader(cfg).events(4242, None) == {}
@@ -304,7 +304,7 @@ def test_an_older_arrays_task_events_are_forgotten_by_name(capsys, monkeypatch):
     cfg = siteconf.get()
     for task in (5, 7):
         assert state.record_event(cfg, 4242, task, "end", {"exit": 3, "state": "FAILED"})
-        os.utime(state.own_path(cfg, "events", f"4242.{task}.end.json"), (time.time() - 60,) * 2)
+        os.utime(state.record_file(cfg, "events", f"4242.{task}.end.json"), (time.time() - 60,) * 2)
     assert state.record_event(cfg, 4243, None, "end", {"exit": 1, "state": "FAILED"})
     _submit(monkeypatch, ["--array=5"])
     assert sbatch.main(["--array=5"]) == 0
@@ -321,7 +321,7 @@ def test_the_new_jobs_own_events_are_not_forgotten(capsys, monkeypatch):
 
     cfg = siteconf.get()
     assert state.record_event(cfg, 4242, None, "end", {"exit": 3, "state": "FAILED"})
-    old = state.own_path(cfg, "events", "4242.x.end.json")
+    old = state.record_file(cfg, "events", "4242.x.end.json")
     os.utime(old, (1, 1))
     b = _submit(monkeypatch, [])
     real = b.run

@@ -50,8 +50,8 @@ def scancel(capsys, *argv, qstat=MIXED, qdel="", qmod="", rc=0, monkey_sleep=Non
 
 
 def events(state_dir) -> dict[str, dict]:
-    d = state_dir / "users" / str(os.getuid()) / "events"  # the caller's own records
-    return {p.name: json.loads(p.read_text()) for p in sorted(d.glob("*.json"))} if d.exists() else {}
+    d = state_dir / "users" / str(os.getuid()) / "records" / "events"  # the caller's own records (by id shard)
+    return {p.name: json.loads(p.read_text()) for p in sorted(d.glob("[0-9]*/*.json"), key=lambda p: p.name)}
 
 
 def same_as(case: str, rc, out, err):
@@ -355,7 +355,7 @@ def test_steps_are_not_jobs(capsys):
 def test_ended_job(capsys, site):
     state.record_submit(str(site), 300, {"name": "done", "partition": "debug", "user": "root"})
     state.record_event(str(site), 300, None, "end", {"exit": 0, "signal": 0, "state": "COMPLETED", "node": "vm"})
-    os.utime(site / "users" / str(os.getuid()) / "events" / "300.x.end.json", (NOW - 5, NOW - 5))
+    os.utime(state.record_file(str(site), "events", "300.x.end.json"), (NOW - 5, NOW - 5))
     rc, out, err, calls = scancel(capsys, "300")
     assert (rc, err, calls) == (0, "", [])
     rc, out, err, calls = scancel(capsys, "-v", "300")

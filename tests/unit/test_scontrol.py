@@ -177,7 +177,7 @@ def test_ended_job_is_shown_for_min_job_age(capsys, site):
     state.record_submit(str(site), 300, {"name": "exit7", "partition": "debug", "user": "root", "workdir": "/srv"})
     state.record_event(str(site), 300, None, "end", {"exit": 7, "signal": 0, "state": "FAILED", "node": "vm",
                                                      "start": NOW - 30})
-    os.utime(site / "users" / str(os.getuid()) / "events" / "300.x.end.json", (NOW - 5, NOW - 5))
+    os.utime(state.record_file(str(site), "events", "300.x.end.json"), (NOW - 5, NOW - 5))
     rc, out, err, _ = scontrol(capsys, "show", "job", "300")
     assert "   JobState=FAILED Reason=NonZeroExitCode Dependency=(null)\n" in out
     assert "ExitCode=7:0" in out and "   NodeList=vm\n" in out and "RunTime=00:00:30" in out
@@ -281,7 +281,7 @@ def test_release_of_another_users_job(capsys, monkeypatch):
 def test_suspend_resume_requeue(capsys, site):
     rc, out, err, calls = scontrol(capsys, "suspend", "105")
     assert (rc, err, calls) == (0, "", [["qmod", "-sj", "105"]])
-    assert (site / "users" / str(os.getuid()) / "events" / "105.x.suspend.json").exists()
+    assert os.path.exists(state.record_file(str(site), "events", "105.x.suspend.json"))
     assert scontrol(capsys, "resume", "107")[3] == [["qmod", "-usj", "107"]]
     rc, out, err, calls = scontrol(capsys, "resume", "105")
     assert rc == 1 and calls == []
@@ -340,7 +340,7 @@ def test_an_admins_update_of_a_users_job_is_read_as_roots(capsys, site):
                                                  "t": NOW - 100}), uid=alice)
     rc, out, err, _ = scontrol(capsys, "update", "JobId=106", "Comment=set by the admin")
     assert (rc, err) == (0, "")
-    copy = json.loads((site / "users" / "0" / "jobs" / "106.json").read_text())
+    copy = json.loads(open(state.record_file(str(site), "jobs", "106.json", 0)).read())
     assert (copy["user"], copy["comment"], copy["t"]) == ("alice", "set by the admin", NOW)
     rc, out, err, _ = scontrol(capsys, "show", "job", "106")
     assert "   Comment=set by the admin\n" in out or " Comment=set by the admin" in out

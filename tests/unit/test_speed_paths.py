@@ -279,17 +279,18 @@ def test_atomic_write_replaces_with_a_fresh_exclusive_name(tmp_path, monkeypatch
 
 
 def _listed_event_dirs(monkeypatch):
-    """The events/ directories listed (os.listdir, os.scandir) while the spy is on."""
+    """The directories of events listed (os.listdir, os.scandir) while the spy is on: the old
+    flat events/, an id shard (records/events/<shard>), a time bucket or day (records/events/t/...)."""
     listed = []
     real_listdir, real_scandir = os.listdir, os.scandir
 
     def listdir(p="."):
-        if str(p).endswith("/events"):
+        if str(p).endswith("/events") or "/records/events/" in str(p):
             listed.append(str(p))
         return real_listdir(p)
 
     def scandir(p="."):
-        if str(p).endswith("/events"):
+        if str(p).endswith("/events") or "/records/events/" in str(p):
             listed.append(str(p))
         return real_scandir(p)
 
@@ -360,7 +361,7 @@ def test_an_array_grid_engine_lists_lists_its_owners_and_roots_events_only(capsy
     with monkeypatch.context() as m:
         listed = _listed_event_dirs(m)
         fast = _run(capsys, "squeue", *argv)
-    assert listed == [str(site / "users" / "0" / "events")]  # root's: the owner's and root's, listed once
+    assert listed == [str(site / "users" / "0" / "records" / "events" / "0")]  # root's id shard of 110: listed once
     _whole_listing(monkeypatch)
     assert _run(capsys, "squeue", *argv) == fast
     assert ("110_40 " in fast[1]) == (argv[1] == "110")  # the ended task, from root's events
@@ -375,7 +376,8 @@ def test_an_id_grid_engine_does_not_report_lists_every_users_events_once(capsys,
     with monkeypatch.context() as m:
         listed = _listed_event_dirs(m)
         fast = _squeue(capsys, EMPTY, "-j", "204", "-t", "all")
-    assert sorted(listed) == sorted({str(site / "users" / "0" / "events"), str(other)})
+    assert sorted(listed) == sorted({str(site / "users" / "0" / "records" / "events" / "0"), str(other),
+                                     str(site / "users" / "4242" / "records" / "events" / "0")})  # 204's id shards, once
     _whole_listing(monkeypatch)
     assert _squeue(capsys, EMPTY, "-j", "204", "-t", "all") == fast
     assert "204_3" in fast[1]

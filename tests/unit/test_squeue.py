@@ -447,8 +447,7 @@ def test_submit_records_of_a_long_listing_come_from_one_directory_listing(capsys
     assert ok(capsys, fixture, "-h", "-o", "%i %k", "-S", "i") == want
     assert len(opened) < 150  # a few misses, then only the jobs that have a record
     opened.clear()
-    monkeypatch.setattr(jobs.SubmitRecords, "PER_JOB", 0)  # a directory too large to list: one open per job
-    monkeypatch.setattr(jobs.SubmitRecords, "CHEAP", 0)
+    monkeypatch.setattr(jobs.SubmitRecords, "MISSES", 10 ** 6)  # never listed: one open per job
     assert ok(capsys, fixture, "-h", "-o", "%i %k", "-S", "i") == want
     assert len(opened) == 300
 

@@ -66,8 +66,8 @@ def shim_job(site, job: int = 105) -> None:
 
 
 def own_events(site) -> dict[str, dict]:
-    d = site / "users" / str(os.getuid()) / "events"
-    return {p.name: json.loads(p.read_text()) for p in sorted(d.glob("*.json"))} if d.exists() else {}
+    d = site / "users" / str(os.getuid()) / "records" / "events"  # (by id shard)
+    return {p.name: json.loads(p.read_text()) for p in sorted(d.glob("[0-9]*/*.json"), key=lambda p: p.name)}
 
 
 def requests(site, job: str = "105") -> list[tuple[int, bool, bool]]:
@@ -198,7 +198,7 @@ def test_only_the_owners_or_roots_word_stops_a_job(capsys, site):
 def test_a_stop_of_an_earlier_run_or_an_unreadable_event_counts_not(capsys, site):
     shim_job(site)
     me = os.getuid()
-    ev = site / "users" / str(me) / "events"
+    ev = site / "users" / str(me) / "records" / "events" / "0"  # (job 105's id shard)
     state.record_event(str(site), 105, None, "stop", {"owner": "root", "start": START_105 - 600})
     assert stopped_105(capsys) == "RUNNING\n"  # stamped for another run (a requeued job's first)
     (ev / "105.x.stop.json").unlink()

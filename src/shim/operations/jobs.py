@@ -128,14 +128,17 @@ def start_details(cfg: SiteConfig, ids: set[int], backend: Any = None) -> q.Quer
 def _first_record(cfg: SiteConfig, ids: set[int]) -> tuple[int, str] | None:
     """(uid, path) of the first submit record of any of ``ids`` in any user's directory: an lstat
     per user and id, nothing read (whose job it is, the listing says later)."""
+    from ..store import layout
+
     for uid, d in state.user_dirs(cfg):
         for j in ids:
-            path = os.path.join(d, "jobs", f"{int(j)}.json")
-            try:
-                os.lstat(path)
-            except OSError:
-                continue
-            return uid, path
+            name = f"{int(j)}.json"
+            for path in (layout.id_path(d, "jobs", j, name), os.path.join(layout.old_dir(d, "jobs"), name)):
+                try:
+                    os.lstat(path)
+                except OSError:
+                    continue
+                return uid, path
     return None
 
 
@@ -406,9 +409,9 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
     running = [r for r in records if r.state == "RUNNING"] if stopped else []
     stops: dict[int, dict[int, set[tuple[int | None, str]]]] | None = {} if running else None
     if ended:
-        _add_ended(out, by_job, cfg, now, only, stops)
-    elif running:
-        stops = stop_events(cfg, running)
+        _add_ended(out, by_job, cfg, now, only)
+    if running:
+        stops = stop_events(cfg, running)  # (by the running jobs' ids: no listing of a window's events)
     if stops:
         mark_stopped(running, stops, submits)
     return out
@@ -659,7 +662,7 @@ def recent_events(cfg: SiteConfig, now: float, max_age: int | None = None, only:
     max_age = cfg.cluster.min_job_age if max_age is None else max_age
     out: dict[int, dict[int, set[tuple[int | None, str]]]] = {}
     always = STOP_KINDS if stops is not None else ()
-    listing = reader.event_listing if reader is not None and only is not None else None
+    listing = reader.event_paths if reader is not None and only is not None else None
     for uid, job, task, kind in state.scan_events(cfg, ("end", "cancel"), now - max_age, now, only, always, uids,
                                                   listing):
         into = stops if kind in always else out
@@ -671,20 +674,19 @@ STOP_LOOKUPS = 100  # running jobs whose stop/cont names are looked up one by on
 
 
 def stop_events(cfg: SiteConfig, running: list[JobRecord]) -> dict[int, dict[int, set[tuple[int | None, str]]]]:
-    """What ``recent_events`` finds with ``stops`` (the stop/cont events), for the ``running``
-    jobs, where no ended jobs are asked: in the directories of their owners and root only (who
-    may speak for them); up to STOP_LOOKUPS jobs by name (an lstat of a missing file costs ~2 us,
-    a listing of thousands of events milliseconds), more from a listing of those directories,
-    the names filtered by their ending before they are parsed. Nothing is read here."""
-    from ..store.records import EVENT_NAME
+    """The stop/cont events of the ``running`` jobs: {job: {uid: {(task, kind)}}}, in the
+    directories of their owners and root only (who may speak for them); up to STOP_LOOKUPS jobs
+    by name in their id shards (an lstat of a missing file costs ~2 us), more from one listing of
+    each id shard they fall in (state.event_paths; and of the old flat events/ while it exists).
+    Nothing is read here."""
+    from ..store import layout
 
     out: dict[int, dict[int, set[tuple[int | None, str]]]] = {}
     dirs: dict[int, str | None] = {}
 
-    def events_dir(uid: int) -> str | None:
+    def user(uid: int) -> str | None:
         if uid not in dirs:
-            d = state.user_dir(cfg, uid)
-            dirs[uid] = None if d is None else os.path.join(d, "events")
+            dirs[uid] = state.user_dir(cfg, uid)
         return dirs[uid]
 
     def owner(r: JobRecord) -> int | None:
@@ -697,31 +699,31 @@ def stop_events(cfg: SiteConfig, running: list[JobRecord]) -> dict[int, dict[int
                 continue
             t = "x" if r.array_task is None else str(r.array_task)
             for uid in dict.fromkeys((o, 0)):
-                d = events_dir(uid)
+                d = user(uid)
                 if d is None:
                     continue
+                old = layout.old_dir(d, "events") if layout.has_old(d, "events") else None
                 for kind in STOP_KINDS:
-                    try:
-                        os.lstat(os.path.join(d, f"{r.job_id}.{t}.{kind}.json"))
-                    except OSError:
-                        continue
-                    out.setdefault(r.job_id, {}).setdefault(uid, set()).add((r.array_task, kind))
+                    name = f"{r.job_id}.{t}.{kind}.json"
+                    for path in (layout.id_path(d, "events", r.job_id, name), *((os.path.join(old, name),) if old else ())):
+                        try:
+                            os.lstat(path)
+                        except OSError:
+                            continue
+                        out.setdefault(r.job_id, {}).setdefault(uid, set()).add((r.array_task, kind))
+                        break
         return out
-    wanted = {(r.job_id, "x" if r.array_task is None else str(r.array_task)) for r in running}
+    wanted = {(r.job_id, r.array_task) for r in running}
     owners = {0} | {owner(r) for r in running}
+    ids = {r.job_id for r in running}
     for uid in sorted(u for u in owners if u is not None):
-        d = events_dir(uid)
+        d = user(uid)
         if d is None:
             continue
-        try:
-            names = state.list_events(d, uid)  # (another user's: at most state.LIST_MAX, F-26)
-        except OSError:
-            continue
-        for n in names:
-            if n.endswith(STOP_ENDINGS):
-                m = EVENT_NAME.fullmatch(n)
-                if m is not None and (int(m[1]), m[2]) in wanted:
-                    out.setdefault(int(m[1]), {}).setdefault(uid, set()).add((None if m[2] == "x" else int(m[2]), m[3]))
+        for job, keys in state.event_paths(d, uid, ids).items():  # (another user's: at most state.LIST_MAX, F-26)
+            for task, kind in keys:
+                if kind in STOP_KINDS and (job, task) in wanted:
+                    out.setdefault(job, {}).setdefault(uid, set()).add((task, kind))
     return out
 
 

@@ -28,7 +28,7 @@ import os
 import re
 from datetime import datetime
 
-from . import state
+from . import layout, state
 from ..slurm.request import MISSING, Frozen
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
@@ -348,31 +348,27 @@ def primary_group(uid: int) -> str | None:
 
 class Reader:
     """The submit records and events one command reads. A job without a record (not submitted
-    by the shim) costs a failed open (~5 us); once ``MISSES`` lookups have failed, each user's
-    directory is listed at its next use and the listing answers for the rest, unless it holds
-    far more files than the command has jobs to look up. Root's directory, which can only add to
-    another user's record (an admin's scontrol update), is listed at once when that is cheap.
-    (One shared directory was listed after 64 misses; per-user directories are smaller, so a
-    listing pays sooner, and a queue of several users' jobs opens no more files than before.)"""
+    by the shim) costs a failed open (~5 us); once ``MISSES`` lookups have failed (or at once,
+    ``eager``, for a command that reads most records, and for root's directory, which can only
+    add to another user's record: an admin's scontrol update), the id shard of each job looked
+    up is listed instead, once, and the listing answers for the rest of its ids. Events are
+    found by one listing of their job's id shard (layout.py), kept for the command. The old flat
+    layout is read too while it exists (one listing a user and kind; state.migrate empties it)."""
 
     MISSES = 32
-    PER_JOB = 20
-    ENTRY = 16  # bytes a directory entry takes at least
-    CHEAP = 64 << 10  # a directory this size (bytes) is listed in well under a millisecond
 
     def __init__(self, cfg: SiteConfig | str, jobs: int = 0, eager: bool = False):
         self.cfg = cfg
-        self.jobs = jobs  # how many jobs the command looks at (for the listing heuristic)
-        self.eager = eager  # list every directory at first use (a command that reads most records)
+        self.jobs = jobs  # how many jobs the command looks at (kept for its callers)
+        self.eager = eager  # list each id shard at first use (a command that reads most records)
         self._dirs: dict[int, str | None] = {}
-        self._ids: dict[int, set[int] | None] = {}
+        self._ids: dict[tuple[int, str], set[int]] = {}  # (uid, shard) -> ids with a submit record
+        self._old_ids: dict[int, set[int] | None] = {}  # uid -> the old jobs/'s ids (None: no old jobs/)
         self._misses = 0
-        self._sizes: dict[int, int] = {}
         self._found: dict[tuple[int, int], list[Submitted]] = {}  # (job, owner) -> records read
-        self._events: dict[int, dict[int, dict[tuple[int | None, str], str]]] = {}
-        self._listed: dict[int, list[str]] = {}  # each user's events/ as listed (one listdir per command)
-        self._narrowed: dict[int, dict[int, dict[tuple[int | None, str], str]]] = {}
-        self.narrow: set[int] | None = None  # the command asks about these jobs only (jobs.list_jobs's only)
+        self._shards: dict[tuple[int, str], dict[int, dict[tuple[int | None, str], str]]] = {}
+        self._old_events: dict[int, dict[int, dict[tuple[int | None, str], str]]] = {}
+        self.narrow: set[int] | None = None  # (kept for its callers: every lookup is by id now)
 
     def dir(self, uid: int) -> str | None:
         try:
@@ -401,96 +397,100 @@ class Reader:
                 best = data
         return best
 
+    def _old_jobs(self, d_uid: int, d: str) -> set[int] | None:
+        if d_uid not in self._old_ids:
+            ids = None
+            if layout.has_old(d, "jobs"):
+                try:
+                    names = layout.listing(layout.old_dir(d, "jobs"), state._limit(d_uid))
+                except OSError:
+                    names = []
+                ids = {int(m[1]) for m in map(JOB_NAME.fullmatch, names) if m}
+            self._old_ids[d_uid] = ids
+        return self._old_ids[d_uid]
+
     def _submit_in(self, d_uid: int, job_id: int, owner: int) -> Submitted | None:
         d = self.dir(d_uid)
         if d is None:
             return None
-        ids = self._ids.get(d_uid)
-        if ids is None and d_uid not in self._ids and (self.eager or d_uid != owner or self._misses >= self.MISSES):
-            ids = self._list_jobs(d_uid, d)
-        if ids is not None and job_id not in ids:
-            return None
-        data = clean_submit(state.read_json(os.path.join(d, "jobs", f"{job_id}.json"), d_uid))
+        sh = layout.shard(job_id)
+        ids = self._ids.get((d_uid, sh))
+        if ids is None and (self.eager or d_uid != owner or self._misses >= self.MISSES):
+            ids = self._list_jobs(d_uid, d, sh)
+        old = self._old_jobs(d_uid, d)
+        data = None
+        if ids is None or job_id in ids:
+            data = clean_submit(state.read_json(layout.id_path(d, "jobs", job_id, f"{job_id}.json"), d_uid))
+        if data is None and old and job_id in old:
+            data = clean_submit(state.read_json(os.path.join(layout.old_dir(d, "jobs"), f"{job_id}.json"), d_uid))
         if data is None:
             self._misses += 1
             return None
         return data if speaks_for(data, d_uid, owner, "user") else None
 
-    def _list_jobs(self, d_uid: int, d: str) -> set[int] | None:
-        """The ids of a directory's records, if listing it is cheaper than opening them: it is
-        small (``CHEAP`` bytes, a few thousand names), or not much larger than the command's
-        jobs would need. A directory too large is looked at again only once the command has
-        more jobs."""
-        path = os.path.join(d, "jobs")
-        try:
-            size = self._sizes.get(d_uid)
-            if size is None:
-                size = self._sizes[d_uid] = os.stat(path).st_size
-            if not self.eager and size > max(self.CHEAP, self.ENTRY * self.PER_JOB * self.jobs):
-                return None
-            ids = {int(m[1]) for m in map(JOB_NAME.fullmatch, os.listdir(path)) if m}
-        except OSError:
-            ids = set()  # no directory: no records
-        self._ids[d_uid] = ids
+    def _list_jobs(self, d_uid: int, d: str, sh: str) -> set[int]:
+        """The ids of one id shard's submit records (one listing; another user's: bounded)."""
+        names = layout.shard_names(d, "jobs", sh, state._limit(d_uid))
+        ids = self._ids[(d_uid, sh)] = {int(m[1]) for m in map(JOB_NAME.fullmatch, names) if m}
         return ids
 
     def submitted(self, owner: state.Owner) -> set[int]:
-        """Every id with a record in ``owner``'s directory (one listing)."""
+        """Every id with a record in ``owner``'s directory (a listing of every id shard)."""
         uid = state.uid_of(owner)
         d = None if uid is None else self.dir(uid)
-        if d is None:
+        if d is None or uid is None:
             return set()
-        ids = self._ids.get(uid)  # type: ignore[arg-type]
-        if ids is None:
-            eager, self.eager = self.eager, True
-            try:
-                ids = self._list_jobs(uid, d) or set()  # type: ignore[arg-type]
-            finally:
-                self.eager = eager
-        return ids
+        out = set(self._old_jobs(uid, d) or ())
+        try:
+            shards = [n for n in os.listdir(layout.kind_dir(d, "jobs")) if n.isdigit()]
+        except OSError:
+            shards = []
+        for sh in shards:
+            out |= self._ids.get((uid, sh)) or self._list_jobs(uid, d, sh)
+        return out
 
     # events
 
-    def event_listing(self, uid: int) -> list[str]:
-        """The names in a user's events/ (one listing per command, no stat; [] without one)."""
-        got = self._listed.get(uid)
-        if got is None:
-            d = self.dir(uid)
-            got = []
-            if d is not None:
-                try:
-                    got = state.list_events(os.path.join(d, "events"), uid)  # (another user's: bounded)
-                except OSError:
-                    pass
-            self._listed[uid] = got
-        return got
-
-    def event_names(self, uid: int, jobs: set[int] | None = None) -> dict[int, dict[tuple[int | None, str], str]]:
-        """{job: {(task, kind): file name}} of a user's events (one listing, no stat); ``jobs``:
-        of these jobs only (the other names are passed over by their "<job>." prefix, unparsed:
-        root's directory holds thousands)."""
-        got = self._events.get(uid)
-        if got is not None:
-            return got
-        if jobs is not None:
-            return parse_event_names(self.event_listing(uid), jobs)
-        out = self._events[uid] = parse_event_names(self.event_listing(uid))
+    def event_paths(self, uid: int, jobs: set[int]) -> dict[int, dict[tuple[int | None, str], str]]:
+        """{job: {(task, kind): path}} of the events of ``jobs`` in a user's directory: one
+        listing of each id shard per command (and of the old flat events/ while it exists)."""
+        out: dict[int, dict[tuple[int | None, str], str]] = {}
+        for j in jobs:
+            got = self._names_of(uid, j)
+            if got:
+                out[j] = got
         return out
 
     def _names_of(self, uid: int, job_id: int) -> dict[tuple[int | None, str], str]:
-        """A job's event names in a user's directory: parsed for the ``narrow`` jobs only when the
-        command asks about those (once), else from the whole directory's parse."""
-        narrow = self.narrow
-        if narrow is not None and job_id in narrow and uid not in self._events:
-            got = self._narrowed.get(uid)
-            if got is None:
-                got = self._narrowed[uid] = parse_event_names(self.event_listing(uid), narrow)
-            return got.get(job_id, {})
-        return self.event_names(uid).get(job_id, {})
+        """A job's events in a user's directory: {(task, kind): path}."""
+        d = self.dir(uid)
+        if d is None:
+            return {}
+        sh = layout.shard(job_id)
+        parsed = self._shards.get((uid, sh))
+        if parsed is None:
+            parsed = self._shards[(uid, sh)] = state.shard_event_paths(d, uid, sh)
+        old = self._old_events.get(uid)
+        if old is None:
+            old = self._old_events[uid] = state.old_event_paths(d, uid, None)
+        got = parsed.get(job_id)
+        if job_id in old:
+            return {**old[job_id], **(got or {})}
+        return got or {}
 
     def event(self, d_uid: int, name: str) -> dict[str, Any] | None:
+        """An event of ``d_uid``'s directory by its path (``_names_of``) or its file name (its id
+        shard's, else the old flat directory's)."""
         d = self.dir(d_uid)
-        return None if d is None else clean_event(state.read_json(os.path.join(d, "events", name), d_uid))
+        if d is None:
+            return None
+        if "/" in name:
+            return clean_event(state.read_json(name, d_uid))
+        path = layout.path_of(d, "events", name)
+        data = None if path is None else state.read_json(path, d_uid)
+        if data is None and layout.has_old(d, "events"):
+            data = state.read_json(os.path.join(layout.old_dir(d, "events"), name), d_uid)
+        return clean_event(data)
 
     def events(self, job_id: int, owner: state.Owner, ge_submit: float | None = None
                ) -> dict[tuple[int | None, str], dict[str, Any]]:
@@ -501,8 +501,8 @@ class Reader:
         if uid is None:
             return out
         for d_uid in ((0, uid) if uid != 0 else (0,)):
-            for key, name in self._names_of(d_uid, job_id).items():
-                data = self.event(d_uid, name)
+            for key, path in self._names_of(d_uid, job_id).items():
+                data = self.event(d_uid, path)
                 if data is not None and speaks_for(data, d_uid, uid, "owner") and of_job(data, ge_submit, True):
                     out[key] = data
         return out
@@ -510,18 +510,16 @@ class Reader:
     def ended_owner(self, job_id: int, uids: Iterable[int], me: int | None = None) -> list[int]:
         """Whose job ``job_id`` may be when Grid Engine no longer knows it and the directories of
         ``uids`` hold its events (see ``candidates``)."""
-        root = [self.event(0, n) for n in self._names_of(0, job_id).values()] if 0 in uids else []
+        root = [self.event(0, p) for p in self._names_of(0, job_id).values()] if 0 in uids else []
         return candidates(uids, root, me, lambda u: self._own_word(job_id, u))
 
     def _own_word(self, job_id: int, uid: int) -> bool:
         """Does one of the job's events in ``uid``'s directory speak for a job of ``uid``'s?"""
-        for name in self._names_of(uid, job_id).values():
-            data = self.event(uid, name)
+        for path in self._names_of(uid, job_id).values():
+            data = self.event(uid, path)
             if data is not None and speaks_for(data, uid, uid, "owner"):
                 return True
         return False
-
-
 
 
 def candidates(uids: Iterable[int], root_events: Iterable[dict[str, Any] | None], me: int | None,

@@ -33,6 +33,9 @@ import re
 import stat
 import sys
 import time
+
+from . import layout
+
 TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable, Iterator, Union
@@ -330,9 +333,41 @@ def read_from(cfg: Where, owner: Owner, sub: str, name: str) -> dict[str, Any] |
 # submit records and events
 
 
+def write_record(cfg: Where, kind: str, job_id: int, name: str, data: dict[str, Any]) -> bool:
+    """A submit record or an event into the calling user's ``records/`` (layout.py): one atomic
+    write into its id shard, then one link into the time bucket of ``data["t"]``. False when the
+    record could not be written; a link that cannot be made only hides it from windows (debug)."""
+    rec = own_dir(cfg, layout.ROOT)
+    if rec is None:
+        return False
+    home = os.path.dirname(rec)
+    path = layout.id_path(home, kind, job_id, name)
+    try:
+        text = json.dumps(data, separators=(",", ":"))
+        try:
+            atomic_write(path, text, 0o644)
+        except FileNotFoundError:
+            layout.ensure_dir(os.path.dirname(path), rec)
+            atomic_write(path, text, 0o644)
+    except (OSError, TypeError, ValueError) as e:
+        debug(f"cannot write {path}: {e}")
+        return False
+    t = data.get("t")
+    if not layout.link_into(path, home, kind, layout.bucket_of(t if type(t) in (int, float) else time.time()), name):
+        debug(f"cannot link {path} into its time bucket")
+    if kind == "jobs" and data.get("dependency"):  # prune keeps what a pending dependency needs (deps/)
+        deps = os.path.join(rec, layout.DEPS)
+        layout.ensure_dir(deps, rec)
+        try:
+            os.link(path, os.path.join(deps, name), follow_symlinks=False)
+        except OSError:
+            pass
+    return True
+
+
 def record_submit(cfg: Where, job_id: int, data: dict[str, Any]) -> bool:
     data = {"t": time.time(), **data}
-    return write_own(cfg, "jobs", f"{int(job_id)}.json", data)
+    return write_record(cfg, "jobs", int(job_id), f"{int(job_id)}.json", data)
 
 
 def record_event(cfg: Where, job_id: int, task: int | None, kind: str, data: dict[str, Any]) -> bool:
@@ -341,7 +376,23 @@ def record_event(cfg: Where, job_id: int, task: int | None, kind: str, data: dic
     not be written (the caller warns or carries on)."""
     t = "x" if task is None else str(int(task))
     data = {"t": time.time(), **data}
-    return write_own(cfg, "events", f"{int(job_id)}.{t}.{kind}.json", data)
+    return write_record(cfg, "events", int(job_id), f"{int(job_id)}.{t}.{kind}.json", data)
+
+
+def record_file(cfg: Where, kind: str, name: str, owner: Owner = None) -> str | None:
+    """The file that holds record ``name`` ("jobs": ``<id>.json``, "events": an event's name) of
+    a user (None: the caller) as readers take it: its id shard's (layout.py), else the old flat
+    directory's while that holds it; its id shard's path when neither does. None without the
+    user's directory or for a name that is no record's."""
+    d = user_dir(cfg, owner)
+    if d is None:
+        return None
+    path = layout.path_of(d, kind, name)
+    if path is not None and not os.path.lexists(path) and layout.has_old(d, kind):
+        old = os.path.join(layout.old_dir(d, kind), name)
+        if os.path.lexists(old):
+            return old
+    return path
 
 
 def user_dirs(cfg: Where) -> Iterator[tuple[int, str]]:
@@ -418,42 +469,39 @@ def newest_tasks(found: list, limit: int = ENDED_MAX, where: str = "") -> list:
 
 def scan_events(cfg: Where, kinds: Iterable[str], since: float, now: float, jobs: set[int] | None = None,
                 always: Iterable[str] = (), uids: set[int] | None = None,
-                listing: Callable[[int], list[str]] | None = None) -> Iterator[tuple[int, int, int | None, str]]:
-    """(uid, job, task, kind) of events of the given kinds written in [since, now + 60], and of the
-    kinds ``always`` whenever written (in the same listing): the directory listing only (each file
-    is checked when it is read); ``jobs``: of these job ids only (the others' files are not even
-    stat'ed, their names not parsed); ``uids``: in these users' directories only. ``listing``:
-    where ``jobs`` is given, the names of a user's events/ (a records.Reader's event_listing,
-    which keeps them for its own reads of the same directories). Another user's directory gives
-    at most ENDED_MAX jobs' events of ``kinds``, the newest (list_events, newest_tasks)."""
-    any_age = set(always)
+                listing: Callable[[int, set[int]], dict[int, dict[tuple[int | None, str], str]]] | None = None
+                ) -> Iterator[tuple[int, int, int | None, str]]:
+    """(uid, job, task, kind) of events of the given kinds written in [since, now + 60]: nothing
+    read, each file lstat'ed (a regular file, its mtime in the window; each file is checked again
+    when it is read). ``jobs``: of these job ids only, by their id shards (``event_paths``), and
+    then also of the kinds ``always`` whenever written; without ``jobs``, the time buckets the
+    window overlaps (``window_events``). ``uids``: in these users' directories only.
+    ``listing``: where ``jobs`` is given, a records.Reader's ``event_paths`` (which keeps the
+    shards' names for its own reads). Another user's directory gives at most ENDED_MAX jobs'
+    events of ``kinds``, the newest (LIST_MAX names listed, newest_tasks)."""
+    any_age = set(always) if jobs is not None else set()
     want = set(kinds) | any_age
     for uid, d in user_dirs(cfg):
         if uids is not None and uid not in uids:
             continue
-        events = os.path.join(d, "events")
+        found: list[tuple[float, int, int | None, str]] = []
         if jobs is not None:
-            found = list(_scan_named(uid, events, jobs, want, any_age, since, now, listing))
+            paths = listing(uid, jobs) if listing is not None else event_paths(d, uid, jobs)
+            for job, keys in paths.items():
+                for (task, kind), path in keys.items():
+                    if kind not in want:
+                        continue
+                    try:
+                        st = os.lstat(path)
+                    except OSError:
+                        continue
+                    if stat.S_ISREG(st.st_mode) and (kind in any_age or since <= st.st_mtime <= now + 60):
+                        found.append((st.st_mtime, job, task, kind))
         else:
-            try:
-                names = list_events(events, uid)
-            except OSError:
-                continue
-            found = []
-            for n in names:
-                m = EVENT_NAME.fullmatch(n)
-                if m is None or m[3] not in want:
-                    continue
-                try:
-                    st = os.lstat(os.path.join(events, n))
-                except OSError:
-                    continue
-                if not stat.S_ISREG(st.st_mode) or (m[3] not in any_age and not since <= st.st_mtime <= now + 60):
-                    continue
-                found.append((st.st_mtime, int(m[1]), None if m[2] == "x" else int(m[2]), m[3]))
+            found = [f[:4] for f in window_events(d, uid, want, since, now + 60)]
         if bounded(uid):
             timed = [f for f in found if f[3] not in any_age]
-            kept = {id(f) for f in newest_tasks(timed, ENDED_MAX, events)}
+            kept = {id(f) for f in newest_tasks(timed, ENDED_MAX, d)}
             found = [f for f in found if f[3] in any_age or id(f) in kept]
         for _t, job, task, kind in found:
             yield uid, job, task, kind
@@ -480,46 +528,98 @@ def parse_event_names(names: Iterable[str], jobs: set[int] | None = None
     return out
 
 
-def _scan_named(uid: int, events: str, jobs: set[int], want: set[str], any_age: set[str], since: float, now: float,
-                listing: Callable[[int], list[str]] | None) -> Iterator[tuple[float, int, int | None, str]]:
-    """scan_events in one directory for some jobs: the names listed, those of the jobs picked by
-    their prefix (parse_event_names), only those lstat'ed: (mtime, job, task, kind)."""
-    if listing is not None:
-        names = listing(uid)
-    else:
+def _limit(uid: int) -> int | None:
+    return LIST_MAX if bounded(uid) else None
+
+
+def old_event_paths(d: str, uid: int, jobs: set[int] | None) -> dict[int, dict[tuple[int | None, str], str]]:
+    """The old flat layout's events (``events/<name>``) of ``jobs`` (None: all): {job: {(task,
+    kind): path}}, from one listing (another user's: at most LIST_MAX names); {} once migrated."""
+    if not layout.has_old(d, "events"):
+        return {}
+    old = layout.old_dir(d, "events")
+    try:
+        names = layout.listing(old, _limit(uid))
+    except OSError:
+        return {}
+    return {j: {k: os.path.join(old, n) for k, n in keys.items()} for j, keys in parse_event_names(names, jobs).items()}
+
+
+def shard_event_paths(d: str, uid: int, shard: str, jobs: set[int] | None = None
+                      ) -> dict[int, dict[tuple[int | None, str], str]]:
+    """{job: {(task, kind): path}} of the events in one id shard of ``d``'s records (one listing;
+    another user's at most LIST_MAX names); ``jobs``: of these only."""
+    names = layout.shard_names(d, "events", shard, _limit(uid))
+    base = os.path.join(layout.kind_dir(d, "events"), shard)
+    return {j: {k: os.path.join(base, n) for k, n in keys.items()} for j, keys in parse_event_names(names, jobs).items()}
+
+
+def event_paths(d: str, uid: int, jobs: set[int]) -> dict[int, dict[tuple[int | None, str], str]]:
+    """{job: {(task, kind): path}} of the events of ``jobs`` in the user directory ``d``: one
+    listing of each id shard they fall in (and of the old flat directory while it exists; a name
+    in both is the shard's). Nothing is stat'ed or read here."""
+    out = old_event_paths(d, uid, jobs)
+    for sh in sorted({layout.shard(j) for j in jobs}):
+        for j, keys in shard_event_paths(d, uid, sh, jobs).items():
+            out.setdefault(j, {}).update(keys)
+    return out
+
+
+def window_events(d: str, uid: int, kinds: Iterable[str], since: float | None, until: float | None
+                  ) -> list[tuple[float, int, int | None, str, str]]:
+    """(mtime, job, task, kind, path) of the events of ``kinds`` in the user directory ``d``
+    whose file was last written in [since, until] (None: open): the names of the time buckets
+    the window overlaps (layout.window: widened by SKEW for the writers' clocks), each one's
+    shard file lstat'ed (a regular file, its own mtime in the window); and the old flat
+    directory's while it exists. Another user's: at most LIST_MAX names in all, the newest
+    buckets first (F-26). Nothing is read here."""
+    kinds = set(kinds)
+    limit = _limit(uid)
+    seen: set[str] = set()
+    found: list[tuple[float, int, int | None, str, str]] = []
+
+    def take(n: str, path: str) -> None:
+        m = EVENT_NAME.fullmatch(n)
+        if m is None or m[3] not in kinds:
+            return
         try:
-            names = list_events(events, uid)
+            st = os.lstat(path)
         except OSError:
             return
-    for job, keys in parse_event_names(names, jobs).items():
-        for (task, kind), name in keys.items():
-            if kind not in want:
-                continue
-            try:
-                st = os.lstat(os.path.join(events, name))
-            except OSError:
-                continue
-            if not stat.S_ISREG(st.st_mode) or (kind not in any_age and not since <= st.st_mtime <= now + 60):
-                continue
-            yield st.st_mtime, job, task, kind
+        if not stat.S_ISREG(st.st_mode) or (since is not None and st.st_mtime < since) or (
+                until is not None and st.st_mtime > until):
+            return
+        found.append((st.st_mtime, int(m[1]), None if m[2] == "x" else int(m[2]), m[3], path))
+
+    listed = 0
+    for _b, n in layout.window(d, "events", since, until, limit):
+        listed += 1
+        if n not in seen:
+            seen.add(n)
+            path = layout.path_of(d, "events", n)
+            if path is not None:
+                take(n, path)
+    if layout.has_old(d, "events"):
+        old = layout.old_dir(d, "events")
+        try:
+            names = layout.listing(old, None if limit is None else max(0, limit - listed))
+        except OSError:
+            names = []
+        for n in names:
+            if n not in seen:
+                take(n, os.path.join(old, n))
+    return found
 
 
 def named_events(d: str, jobs: set[int], kinds: Iterable[str], min_mtime: float | None = None, uid: int | None = None
                  ) -> Iterator[tuple[int, tuple[int | None, str], str]]:
     """(job, (task, kind), path) of the events of ``jobs`` of the given kinds in the user
-    directory ``d`` (written since ``min_mtime``): one listing, the names of these jobs picked by
-    their prefix before they are parsed (parse_event_names), only those stat'ed (and only
+    directory ``d`` (written since ``min_mtime``): ``event_paths``, only those stat'ed (and only
     with ``min_mtime``). Nothing is read here."""
-    events = os.path.join(d, "events")
-    try:
-        names = os.listdir(events) if uid is None else list_events(events, uid)
-    except OSError:
-        return
-    for job, keys in parse_event_names(names, jobs).items():
-        for key, name in keys.items():
+    for job, keys in event_paths(d, os.getuid() if uid is None else uid, jobs).items():
+        for key, path in keys.items():
             if key[1] not in kinds:
                 continue
-            path = os.path.join(events, name)
             if min_mtime is not None:
                 try:
                     if os.lstat(path).st_mtime < min_mtime:
@@ -532,28 +632,16 @@ def named_events(d: str, jobs: set[int], kinds: Iterable[str], min_mtime: float 
 def job_of_submission(cfg: Where, sub: float, since: float) -> int | None:
     """The id of the calling user's job whose job wrapper recorded sbatch's clock ``sub`` (every
     event carries it as "sub") in an event written since ``since``; None if none did. For the
-    submit agent's lookup of a job that ended before it looked (agent.resolve)."""
+    submit agent's lookup of a job that ended before it looked (agent.resolve): the time buckets
+    since then only."""
     d = user_dir(cfg, None)
     if d is None:
         return None
     uid = os.getuid()
-    try:
-        it = os.scandir(os.path.join(d, "events"))
-    except OSError:
-        return None
-    with it:
-        for e in it:
-            m = EVENT_NAME.fullmatch(e.name)
-            if m is None or m[3] not in ("start", "end"):
-                continue
-            try:
-                if e.stat(follow_symlinks=False).st_mtime < since:
-                    continue
-            except OSError:
-                continue
-            data = read_json(e.path, uid)
-            if data is not None and data.get("sub") == sub:
-                return int(m[1])
+    for _mtime, job, _task, _kind, path in window_events(d, uid, ("start", "end"), since, None):
+        data = read_json(path, uid)
+        if data is not None and data.get("sub") == sub:
+            return job
     return None
 
 
@@ -857,40 +945,322 @@ def gpu_dir(cfg: Where) -> str | None:
 
 def forget(cfg: Where, job_id: int, before: float | None = None, tasks: Iterable[int] = ()) -> None:
     """Remove the calling user's events of an older job with this id (sbatch, after Grid Engine
-    handed the id out again): the job's own and those of ``tasks`` (its array indices), by name,
-    so the cost does not grow with the directory. With ``before``, only files last written before
-    that time (the new job may already have started and written its own). Readers also tie every
-    event to the job by its ``sub`` stamp; this keeps the user's directory from speaking of two jobs."""
+    handed the id out again): the job's own and those of ``tasks`` (its array indices), by name
+    in its id shard (and in the old flat directory while it exists), so the cost does not grow
+    with the store. With ``before``, only files last written before that time (the new job may
+    already have started and written its own). Their names in the time buckets stay until prune
+    (a reader reads the shard's file, and finds none). Readers also tie every event to the job by
+    its ``sub`` stamp; this keeps the user's directory from speaking of two jobs."""
     d = user_dir(cfg, None)
     if d is None:
         return
-    ev = os.path.join(d, "events")
-    for t in ("x", *(str(int(i)) for i in tasks)):
-        for kind in EVENT_KINDS:
-            path = os.path.join(ev, f"{int(job_id)}.{t}.{kind}.json")
+    dirs = [os.path.join(layout.kind_dir(d, "events"), layout.shard(job_id))]
+    if layout.has_old(d, "events"):
+        dirs.append(layout.old_dir(d, "events"))
+    for ev in dirs:
+        for t in ("x", *(str(int(i)) for i in tasks)):
+            for kind in EVENT_KINDS:
+                path = os.path.join(ev, f"{int(job_id)}.{t}.{kind}.json")
+                try:
+                    if before is None or os.lstat(path).st_mtime < before:
+                        os.unlink(path)
+                except OSError:
+                    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# migration of the old flat layout (jobs/<id>.json, events/<name>) into records/ (layout.py)
+
+MIGRATE_BATCH = 2000  # old files moved per sbatch (each: a link, a link, an unlink; ~30 us)
+OLD_NAMES = {"jobs": re.compile(r"[0-9]{1,12}\.json"), "events": EVENT_NAME}
+
+
+def migrate(cfg: Where, budget: int = MIGRATE_BATCH) -> int:
+    """Move up to ``budget`` of the calling user's records from the old flat directories into
+    ``records/``: each linked to its id shard's name (a newer record already there is kept),
+    linked into the time bucket of its mtime, then unlinked from the old directory; an old
+    directory left empty is removed. Idempotent and safe while commands run (readers read both
+    layouts; at every moment one of the two names holds the record; two migrations at once
+    each find the other's links there). Returns how many files were moved."""
+    d = user_dir(cfg, None)
+    if d is None:
+        return 0
+    moved = 0
+    if not (layout.has_old(d, "jobs") or layout.has_old(d, "events")) or own_dir(cfg, layout.ROOT) is None:
+        return 0
+    for kind in layout.KINDS:
+        if moved >= budget or not layout.has_old(d, kind):
+            continue
+        old = layout.old_dir(d, kind)
+        try:
+            names = layout.listing(old, budget - moved + 64)
+        except OSError:
+            continue
+        for n in names:
+            if moved >= budget:
+                break
+            moved += _move_old(d, kind, old, n)
+        try:
+            os.rmdir(old)  # (only once empty)
+        except OSError:
+            pass
+    return moved
+
+
+def _move_old(d: str, kind: str, old: str, n: str) -> int:
+    src = os.path.join(old, n)
+    try:
+        st = os.lstat(src)
+    except OSError:
+        return 0
+    if not OLD_NAMES[kind].fullmatch(n) or not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+        if time.time() - st.st_mtime > 86400 and not stat.S_ISDIR(st.st_mode):
             try:
-                if before is None or os.lstat(path).st_mtime < before:
-                    os.unlink(path)
+                os.unlink(src)  # a temporary name of a writer that died, or nothing of the store's
             except OSError:
                 pass
+        return 0
+    dst = layout.path_of(d, kind, n)
+    if dst is None:
+        return 0
+    rec = layout.records_dir(d)
+    for _ in range(2):
+        try:
+            os.link(src, dst, follow_symlinks=False)
+            break
+        except FileExistsError:
+            try:
+                if os.lstat(dst).st_mtime < st.st_mtime:
+                    os.rename(src, dst)  # the old one is newer (an old shim wrote it since): it wins
+            except OSError:
+                pass
+            break
+        except FileNotFoundError:
+            layout.ensure_dir(os.path.dirname(dst), rec)
+        except OSError:
+            return 0
+    layout.link_into(dst, d, kind, layout.bucket_of(st.st_mtime), n)
+    try:
+        os.unlink(src)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return 0
+    return 1
 
 
 # ---------------------------------------------------------------------------------------------
 # pruning
 
 PRUNE_EVERY = 3600
+MAX_RECORDS = 5_000_000   # store.max_records' default: records (files) a user keeps (docs/store-scale.md)
+MAX_AGE_DAYS = 90         # store.max_age_days' default: sacct's documented horizon
+NEAR = 0.9                # doctor warns from this fraction of the bound on
+FLOOR_BUCKETS = 2         # the newest buckets are never dropped for the count (min_job_age's jobs)
+
+
+def store_bounds(cfg: Where, max_age: float | None = None) -> tuple[float, int]:
+    """(seconds, records): what a user's store may hold, from the site config's ``[store]``
+    (``max_age_days``, ``max_records``), else ``max_age`` and the defaults."""
+    st = None if isinstance(cfg, str) else getattr(cfg, "store", None)
+    days = getattr(st, "max_age_days", None)
+    count = getattr(st, "max_records", None)
+    age = days * 86400 if type(days) in (int, float) and days > 0 else (
+        max_age if max_age is not None else MAX_AGE_DAYS * 86400)
+    return float(age), int(count) if type(count) is int and count > 0 else MAX_RECORDS
+
+
+def bucket_counts(d: str, uid: int, write: bool = False) -> dict[tuple[str, int], int]:
+    """{(kind, bucket): names in it} of a user's records: one lstat of each bucket (90 days:
+    12,960 of each kind), a listing only of those changed since the owner's last count (the
+    cache ``records/.counts.<kind>.json``: [bucket, mtime_ns, count] each; another user's is
+    read as hers, checked; ``write``: the owner's cache written anew)."""
+    out: dict[tuple[str, int], int] = {}
+    for kind in layout.KINDS:
+        cache_path = os.path.join(layout.records_dir(d), f".counts.{kind}.json")
+        got = read_json(cache_path, uid) or {}
+        cached = {}
+        rows = got.get("b")
+        if type(rows) is list:
+            for row in rows:
+                if type(row) is list and len(row) == 3 and all(type(x) is int for x in row):
+                    cached[row[0]] = (row[1], row[2])
+        fresh = []
+        for b in layout.buckets(d, kind):
+            p = layout.bucket_dir(d, kind, b)
+            try:
+                mt = os.lstat(p).st_mtime_ns
+            except OSError:
+                continue
+            hit = cached.get(b)
+            if hit is not None and hit[0] == mt:
+                n = hit[1]
+            else:
+                try:
+                    n = len(os.listdir(p))
+                except OSError:
+                    continue
+            out[(kind, b)] = n
+            fresh.append([b, mt, n])
+        if write and fresh != rows:
+            write_json(cache_path, {"b": fresh}, 0o644)
+    return out
+
+
+def _needed_by_deps(d: str, uid: int, alive: Callable[[list[int]], set[int] | None] | None) -> set[int] | None:
+    """The job ids a live job of the user's depends on (``records/deps/``: the submit records of
+    jobs submitted with --dependency, read from their id shard); the entries of jobs Grid Engine
+    no longer has are removed. None when Grid Engine would not say."""
+    deps = os.path.join(layout.records_dir(d), layout.DEPS)
+    try:
+        names = [n for n in os.listdir(deps) if OLD_NAMES["jobs"].fullmatch(n)]
+    except OSError:
+        return set()
+    if not names:
+        return set()
+    ids = sorted({int(n[:-5]) for n in names})
+    live = alive(ids) if alive is not None else set()
+    if live is None:
+        return None
+    needed: set[int] = set()
+    for n in names:
+        j = int(n[:-5])
+        if j not in live:
+            try:
+                os.unlink(os.path.join(deps, n))
+            except OSError:
+                pass
+            continue
+        data = read_json(layout.id_path(d, "jobs", j, n), uid)
+        dep = data.get("dependency") if data else None
+        if type(dep) is str:
+            needed.update(int(x) for x in re.findall(r":([0-9]{1,12})", dep))
+    return needed
+
+
+def _drop_bucket(d: str, kind: str, b: int, keep: Callable[[list[int]], set[int] | None], now: float) -> int:
+    """Remove one time bucket: each name's shard file where it is still the same record (not
+    rewritten since), unless ``keep`` claims its job (then it is linked into the current bucket,
+    to be looked at again later), the bucket's names, the bucket. Returns the records removed."""
+    bd = layout.bucket_dir(d, kind, b)
+    try:
+        names = os.listdir(bd)
+    except OSError:
+        return 0
+    ids = sorted({int(m[1]) for m in map(layout.ID_OF.match, names) if m})
+    kept = keep(ids)
+    if kept is None:
+        return 0
+    gone = 0
+    now_b = layout.bucket_of(now)
+    for n in names:
+        bp = os.path.join(bd, n)
+        ip = layout.path_of(d, kind, n)
+        try:
+            bst = os.lstat(bp)
+            ist = os.lstat(ip) if ip is not None else None
+        except OSError:
+            ist = None
+        m = layout.ID_OF.match(n)
+        if ist is not None and layout.same_file(bst, ist) and m is not None:
+            if int(m[1]) in kept:
+                layout.link_into(ip, d, kind, now_b, n)
+            else:
+                try:
+                    os.unlink(ip)
+                    gone += 1
+                except OSError:
+                    pass
+        try:
+            os.unlink(bp)
+        except OSError:
+            pass
+    for p in (bd, os.path.dirname(bd)):
+        try:
+            os.rmdir(p)
+        except OSError:
+            break
+    return gone
+
+
+def prune_records(cfg: Where, now: float, max_age: float, max_records: int,
+                  alive: Callable[[list[int]], set[int] | None] | None = None) -> int:
+    """Drop the calling user's records by time bucket: every bucket older than ``max_age``, then
+    the oldest while the user holds more than ``max_records`` (never the newest FLOOR_BUCKETS).
+    The cost is what goes (and an lstat a bucket, for the count). A record whose job Grid Engine
+    still has (``alive``), or that a live job's --dependency names (``records/deps/``), is kept
+    whatever its age; when Grid Engine would not say, nothing is dropped. Returns how many
+    records went."""
+    d = user_dir(cfg, None)
+    if d is None or not os.path.isdir(layout.records_dir(d)):
+        return 0
+    uid = os.getuid()
+    needed = _needed_by_deps(d, uid, alive)
+    if needed is None:
+        return 0
+
+    def keep(ids: list[int]) -> set[int] | None:
+        live = alive(ids) if alive is not None and ids else set()
+        return None if live is None else set(live) | needed
+
+    counts = bucket_counts(d, uid, write=True)
+    cutoff = layout.bucket_of(now - max_age)
+    floor = layout.bucket_of(now) - FLOOR_BUCKETS + 1
+    order = sorted(counts, key=lambda k: (k[1], k[0]))
+    total = sum(counts.values())
+    drop = []
+    for k in order:
+        if k[1] < cutoff or (total > max_records and k[1] < floor):
+            drop.append(k)
+            total -= counts[k]
+    gone = sum(_drop_bucket(d, kind, b, keep, now) for kind, b in drop)
+    if drop:
+        bucket_counts(d, uid, write=True)
+    return gone
+
+
+def usage(cfg: Where, owner: Owner = None) -> dict[str, Any] | None:
+    """What a user's store holds against its bounds: {"uid", "records", "max_records",
+    "oldest" (seconds ago), "max_age"}; None without a store. Counts as prune does
+    (``bucket_counts``); the owner's own count cache is brought up to date."""
+    uid = uid_of(owner)
+    d = None if uid is None else user_dir(cfg, uid)
+    if d is None:
+        return None
+    counts = bucket_counts(d, uid, write=uid == os.getuid())  # type: ignore[arg-type]
+    max_age, max_records = store_bounds(cfg)
+    oldest = min((b for _k, b in counts), default=None)
+    return {"uid": uid, "records": sum(counts.values()), "max_records": max_records, "max_age": max_age,
+            "oldest": None if oldest is None else max(0.0, time.time() - oldest * layout.BUCKET)}
+
+
+def near_bound(cfg: Where, owner: Owner = None, fraction: float = NEAR) -> str | None:
+    """doctor's line when a user's store is near its count bound (``fraction`` of
+    ``store.max_records``), else None: past the bound, prune drops the oldest records and sacct
+    no longer reaches back ``store.max_age_days``."""
+    u = usage(cfg, owner)
+    if u is None or u["records"] < fraction * u["max_records"]:
+        return None
+    days = (u["oldest"] or 0) / 86400
+    return (f"the records of uid {u['uid']} hold {u['records']:,} files, {100 * u['records'] / u['max_records']:.0f}% "
+            f"of store.max_records = {u['max_records']:,}: past it, prune drops the oldest (now {days:.1f} days "
+            f"old; store.max_age_days keeps {u['max_age'] / 86400:.0f})")
 
 
 def prune(cfg: Where, max_age: float, now: float | None = None,
           alive: Callable[[list[int]], set[int] | None] | None = None) -> int:
-    """Remove the calling user's records older than ``max_age`` seconds, and the oldest beyond
-    PRUNE_KEEP files of a directory, and (with ``alive``,
-    prune_env) the private files of jobs Grid Engine no longer has, at most once an hour (a stamp
-    file's mtime says when it last ran). Returns how many files went."""
+    """Every sbatch: a batch of the old layout migrated (``migrate``, while it exists). At most
+    once an hour (a stamp file's mtime says when it last ran): the calling user's records
+    dropped by time bucket (``prune_records``: the site config's ``[store]`` bounds, else
+    ``max_age``), the other directories' files older than the age bound (signals/ at most
+    PRUNE_KEEP), and (with ``alive``, prune_env) the private files of jobs Grid Engine no longer
+    has. Returns how many files went."""
     now = time.time() if now is None else now
     d = user_dir(cfg, None)
     if d is None:
         return 0
+    if layout.has_old(d, "jobs") or layout.has_old(d, "events"):
+        migrate(cfg)
     stamp = os.path.join(d, ".pruned")
     try:
         if now - os.lstat(stamp).st_mtime < PRUNE_EVERY:
@@ -903,37 +1273,43 @@ def prune(cfg: Where, max_age: float, now: float | None = None,
         os.utime(stamp, (now, now), follow_symlinks=False)
     except OSError:
         return 0
-    gone = 0
-    for sub in PUBLIC + PRIVATE:
-        p = os.path.join(d, sub)
-        try:
-            it = os.scandir(p)
-        except OSError:
-            continue
-        kept: list[tuple[float, str]] = []
-        with it:
-            for e in it:
-                try:
-                    mtime = e.stat(follow_symlinks=False).st_mtime
-                    if now - mtime > max_age:
-                        os.unlink(e.path)
-                        gone += 1
-                    else:
-                        kept.append((mtime, e.path))
-                except OSError:
-                    pass
-        if sub in PUBLIC and len(kept) > PRUNE_KEEP:  # and the count: other users' commands list at most LIST_MAX (F-26)
-            kept.sort()
-            for _m, path in kept[:len(kept) - PRUNE_KEEP]:
-                try:
-                    os.unlink(path)
-                    gone += 1
-                except OSError:
-                    pass
+    max_age, max_records = store_bounds(cfg, max_age)
+    gone = prune_records(cfg, now, max_age, max_records, alive)
+    for sub in ("signals",) + PRIVATE:
+        gone += _prune_flat(os.path.join(d, sub), now, max_age, sub in PUBLIC)
     if alive is not None:
         gone += prune_env(cfg, alive, now)
     return gone
 
+
+def _prune_flat(p: str, now: float, max_age: float, public: bool) -> int:
+    """A flat directory's files older than ``max_age``; a public one's oldest beyond PRUNE_KEEP."""
+    gone = 0
+    try:
+        it = os.scandir(p)
+    except OSError:
+        return 0
+    kept: list[tuple[float, str]] = []
+    with it:
+        for e in it:
+            try:
+                mtime = e.stat(follow_symlinks=False).st_mtime
+                if now - mtime > max_age:
+                    os.unlink(e.path)
+                    gone += 1
+                else:
+                    kept.append((mtime, e.path))
+            except OSError:
+                pass
+    if public and len(kept) > PRUNE_KEEP:  # and the count: other users' commands list at most LIST_MAX (F-26)
+        kept.sort()
+        for _m, path in kept[:len(kept) - PRUNE_KEEP]:
+            try:
+                os.unlink(path)
+                gone += 1
+            except OSError:
+                pass
+    return gone
 
 
 # ---------------------------------------------------------------------------------------------

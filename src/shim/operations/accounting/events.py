@@ -9,7 +9,6 @@ and names U. Nothing else of sacct opens a file in the state directory.
 
 from __future__ import annotations
 
-import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,34 +18,20 @@ if TYPE_CHECKING:
 def _scan_events(d: str, uid: int, jobs: set[int] | None, min_mtime: float | None,
                  out: dict[int, dict[tuple[int | None, str], dict[int, str]]]) -> None:
     """Add one user's end, cancel and start events to ``out`` ({job: {(task, kind): {uid:
-    path}}}): one listing (at most state.LIST_MAX names of another user's: what her records cost
-    root's sacct is bounded, F-26); with ``min_mtime``, only events written since then. Nothing
-    is read here: Events.get reads and checks a file when it is needed."""
+    path}}}): with ``jobs``, by their id shards (state.event_paths: one listing a shard); else
+    the time buckets since ``min_mtime`` (state.window_events: the cost follows the window's
+    events, not the store's; at most state.LIST_MAX names of another user's: what her records
+    cost root's sacct is bounded, F-26); with ``min_mtime``, only events written since then.
+    Nothing is read here: Events.get reads and checks a file when it is needed."""
     from ...store import state
-    from ...store.records import EVENT_NAME
 
     kinds = ("end", "cancel", "start")
     found: list[tuple[int, tuple[int | None, str], str]] = []
-    if jobs is not None:  # (sacct -j: the names of these jobs picked by their prefix, only theirs stat'ed)
+    if jobs is not None:
         found = list(state.named_events(d, jobs, kinds, min_mtime, uid))
     else:
-        events = os.path.join(d, "events")
-        try:
-            names = state.list_events(events, uid)  # (another user's: at most state.LIST_MAX)
-        except OSError:
-            return
-        for n in names:
-            m = EVENT_NAME.fullmatch(n)
-            if m is None or m[3] not in kinds:
-                continue
-            path = os.path.join(events, n)
-            if min_mtime is not None:
-                try:
-                    if os.lstat(path).st_mtime < min_mtime:
-                        continue
-                except OSError:
-                    continue
-            found.append((int(m[1]), (None if m[2] == "x" else int(m[2]), m[3]), path))
+        found = [(job, (task, kind), path) for _t, job, task, kind, path in
+                 state.window_events(d, uid, kinds, min_mtime, None)]
     for job, key, path in found:
         out.setdefault(job, {}).setdefault(key, {})[uid] = path
 
