@@ -1,4 +1,5 @@
-"""The submit agent against the live Grid Engine: sbatch with ``[submit] method = "agent"``.
+"""DRMAA submissions through the user's daemon against the live Grid Engine: sbatch with
+``[submit] method = "agent"`` (the daemon is still "the agent" in these tests' names).
 
 Each test has its own agent directory (``SLURM_SHIM_AGENT_DIR``) and a site config that differs
 from the cluster's only by the submit method, and stops its agents at the end. Jobs that need not
@@ -122,7 +123,7 @@ def test_first_call_starts_the_agent_next_calls_use_it(workdir, setups, cleanup)
     ping = s.ready()
     assert ping["served"] == 0
     second = s.submit("-J", "agent-hello", "hello.sh")
-    assert s.agent()["served"] == 1
+    assert s.agent()["submitted"] == 1
     for job in (first, second):
         out = workdir / f"slurm-{job}.out"
         wait_until(lambda: out.exists() and "hello" in out.read_text(), 90, f"output of job {job}")
@@ -168,7 +169,7 @@ def test_plain_user_gets_a_private_agent(workdir, setups, cleanup):
     st = s.agent_dir.stat()
     assert st.st_mode & 0o777 == 0o700 and str(st.st_uid) == uid
     second = s.submit("-J", name, "hello.sh")
-    assert s.agent()["served"] == 1
+    assert s.agent()["submitted"] == 1
     for job in (first, second):
         out = workdir / f"slurm-{job}.out"
         wait_until(lambda: out.exists() and "hello" in out.read_text(), 90, f"output of job {job}")
@@ -184,7 +185,7 @@ def test_plain_user_gets_a_private_agent(workdir, setups, cleanup):
 
 DIE_HOOK = """
 import os, signal
-from shim.gridengine import agent
+from shim.gridengine import submitter
 
 MOMENT = os.environ["AGENT_DIE_AT"]
 
@@ -193,7 +194,7 @@ def _die():
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-_run_job, _send = agent.Agent.run_job, agent._send
+_run_job, _send = submitter.Submitter.run_job, submitter._send
 
 
 def run_job(self, native, bulk, path):
@@ -218,7 +219,7 @@ def send(sock, obj, data=b""):
     return _send(sock, obj, data)
 
 
-agent.Agent.run_job, agent._send = run_job, send
+submitter.Submitter.run_job, submitter._send = run_job, send
 """
 
 
@@ -233,13 +234,14 @@ def start_dying_agent(s: "Setup", moment: str, tmp: Path) -> int:
     (hook / "die_hook.py").write_text(DIE_HOOK)
     src = str(Path(__file__).resolve().parents[2] / "src")
     code = (f"import sys; sys.path[:0] = [{str(hook)!r}, {src!r}]; import die_hook; "
-            "from shim.gridengine.agent import main; sys.exit(main(['serve']))")
+            "from shim.service.server import serve; from shim.store.rundir import service_dir; "
+            "sys.exit(serve(service_dir()))")  # (serve: no start_env re-exec, the hook's variables stay)
     import tomllib
 
     ge = tomllib.loads(SITE.read_text()).get("gridengine", {})
     env = {**shim_env(), **s.env, "AGENT_DIE_AT": moment,  # (the selected cell's SGE_ROOT, SGE_CELL, ports)
            "AGENT_QSTAT": os.path.join(ge.get("bin_dir", ""), "qstat"),
-           "GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=4096", "SLURM_SHIM_AGENT_IDLE": "120"}
+           "GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=4096", "SLURM_SHIM_SERVICE_IDLE": "120"}
     if ge.get("drmaa_library"):  # as sbatch starts the agent: the cell's own libdrmaa
         env["DRMAA_LIBRARY_PATH"] = ge["drmaa_library"]
     for key, port in (("SGE_QMASTER_PORT", ge.get("qmaster_port")), ("SGE_EXECD_PORT", ge.get("execd_port"))):
@@ -248,7 +250,7 @@ def start_dying_agent(s: "Setup", moment: str, tmp: Path) -> int:
         else:
             env.pop(key, None)
     s.agent_dir.mkdir(mode=0o700, exist_ok=True)
-    with open(s.agent_dir / "agent.log", "ab") as log:
+    with open(s.agent_dir / "service.log", "ab") as log:
         subprocess.Popen([sys.executable, "-I", "-c", code], env=env, cwd="/", stdin=subprocess.DEVNULL,
                          stdout=log, stderr=log, start_new_session=True)
     return s.ready()["pid"]
@@ -313,7 +315,7 @@ def test_array_through_the_agent(workdir, setups, cleanup):
     s.submit("-J", name, "--wrap=true")
     s.ready()
     job = s.submit("-J", name, "--array=1-5%2", "--wrap=true")
-    assert s.agent()["served"] == 1
+    assert s.agent()["submitted"] == 1
     assert job_array(job) == ((1, 5, 1), 2)
 
 
@@ -322,10 +324,10 @@ def test_idle_agent_exits_then_restarts(workdir, setups, cleanup):
     setups.append(s)
     name = f"idle-{uuid.uuid4().hex[:6]}"
     cleanup.append(name)
-    s.submit("-J", name, "--wrap=true", env={"SLURM_SHIM_AGENT_IDLE": "2"})
+    s.submit("-J", name, "--wrap=true", env={"SLURM_SHIM_SERVICE_IDLE": "2"})
     pid = s.ready()["pid"]
     wait_until(lambda: not _alive(pid), 30, "the idle agent to exit")
-    assert not (s.agent_dir / "agent.sock").exists()
+    assert not (s.agent_dir / "service.sock").exists()
     s.submit("-J", name, "--wrap=true")
     assert s.ready()["pid"] != pid
     assert len(jobs_named(name)) == 2

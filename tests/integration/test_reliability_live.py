@@ -117,7 +117,7 @@ def test_concurrent_sbatch_lose_and_double_nothing(held_dir, named, path):
         cp = run("sbatch", "--hold", "-J", named, "--wrap=true", cwd=held_dir, env=env)
         assert cp.returncode == 0, cp.stderr
         warmup = {int(cp.stdout.split()[-1])}
-        served0 = wait_until(lambda: agent_ping(env), 30, "the agent")["served"]
+        served0 = wait_until(lambda: agent_ping(env), 30, "the agent")["submitted"]
     try:
         argv = ["sbatch", "--hold", "-J", named, "--wrap=true"]  # sbatch ignores a cwd .sge_request (F-8)
         if path == "agent-killed":
@@ -125,7 +125,7 @@ def test_concurrent_sbatch_lose_and_double_nothing(held_dir, named, path):
             e = shim_env(env)
             procs = [subprocess.Popen(argv, cwd=held_dir, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                      for _ in range(N)]
-            wait_until(lambda: (agent_ping(env) or {"served": 10**9})["served"] - served0 >= 10, 120,
+            wait_until(lambda: (agent_ping(env) or {"submitted": 10**9})["submitted"] - served0 >= 10, 120,
                        "the agent to serve some of the burst")
             os.kill(pid, signal.SIGKILL)
             results = []
@@ -143,7 +143,7 @@ def test_concurrent_sbatch_lose_and_double_nothing(held_dir, named, path):
         assert set(queued) == expected, f"lost: {expected - set(queued)}, extra: {set(queued) - expected}"
         assert set(queued.values()) == {"hqw"}
         if path == "agent":
-            assert agent_ping(env)["served"] - served0 == N  # really all through the agent
+            assert agent_ping(env)["submitted"] - served0 == N  # really all through the agent
         if path == "agent-killed":
             assert not _alive(pid)
     finally:
@@ -433,10 +433,10 @@ def test_qmaster_down_fails_fast_and_recovers(held_dir, named):
 
     try:
         wait_until(works, 60, "squeue and sbatch to work again after qmaster's restart")
-        served = wait_until(lambda: agent_ping(agent_env), 30, "a fresh agent after the outage")["served"]
+        served = wait_until(lambda: agent_ping(agent_env), 30, "a fresh agent after the outage")["submitted"]
         cp = run("sbatch", "--hold", "-J", named, "job.sh", cwd=held_dir, env=agent_env)
         assert cp.returncode == 0, cp.stderr
-        assert agent_ping(agent_env)["served"] == served + 1  # submitted through the fresh agent
+        assert agent_ping(agent_env)["submitted"] == served + 1  # submitted through the fresh agent
     finally:
         stop_agent(agent_env)
     assert problems == [], "\n".join(problems) + "\n" + json.dumps(

@@ -673,9 +673,9 @@ print("ok")
                      "shim.agent", "ping")
         return json.loads(cp.stdout) if cp.returncode == 0 else None
     try:
-        served = wait_until(ping, 30, "the victim's submit agent")["served"]
+        served = wait_until(ping, 30, "the victim's submit agent")["submitted"]
         second = submit(victim, "--wrap", script, cwd=shared_dir, env=env)
-        assert ping()["served"] == served + 1  # this one went through the agent
+        assert ping()["submitted"] == served + 1  # this one went through the agent
         for job in (first, second):
             assert wait_text(shared_dir / f"slurm-{job}.out", "MARK=").strip() == "MARK=none"
         info = run("qstat", "-j", str(second)).stdout

@@ -370,10 +370,10 @@ def test_no_service_runs_in_process_and_starts_one(cbin, world):
 
 def test_each_site_config_has_a_directory_and_a_service_of_its_own(cbin, world):
     """A service serves one site config (the cell it was started for). With SLURM_SHIM_CONFIG set,
-    the C client and service_dir (the service's and the submit agent's rule) agree on a subdirectory
+    the C client and service_dir (the daemon's one rule, sbatch's submissions' too) agree on a subdirectory
     of the user's private directory named for that config, so the commands of two cells (Debian's
-    and OCS's) each get their own warm service instead of one refusing the other's."""
-    from shim.gridengine import agent
+    and OCS's) each get their own daemon instead of one refusing the other's."""
+    from shim.gridengine import submitter
 
     rt = world / "rt-cells"
     rt.mkdir(mode=0o700)
@@ -388,7 +388,7 @@ def test_each_site_config_has_a_directory_and_a_service_of_its_own(cbin, world):
             assert (cp.returncode, cp.stdout) == (42, b"fallback squeue exit 0\n")  # in-process; starts one
             got = wait_for(lambda: service.info(str(want)), timeout=60, what=f"the service of {conf}")
             started.append(got[0])
-            assert service.service_dir(e) == agent.agent_dir(e) == str(want)
+            assert service.service_dir(e) == submitter.service_dir(e) == str(want)
             assert want.stat().st_mode & 0o777 == 0o700
         assert len(set(started)) == 2
         assert service.service_dir(env) == str(rt / "slurm-shim")  # no config named: the directory itself
@@ -651,11 +651,11 @@ def test_the_service_exits_when_idle(world):
 
 
 def test_the_private_directory_rules(tmp_path):
-    """The service's directory and the submit agent's are one rule (agent.agent_dir is
-    service.service_dir): the user's own directory, mode 0700, not a link."""
-    from shim.gridengine import agent
+    """One rule for every caller of the daemon (sbatch's DRMAA submissions use service.service_dir
+    too): the user's own directory, mode 0700, not a link."""
+    from shim.gridengine import submitter
 
-    assert agent.agent_dir is service.service_dir
+    assert submitter.service_dir is service.service_dir
     good = tmp_path / "good"
     cases = {"SLURM_SHIM_AGENT_DIR": str(good)}
     assert service.service_dir(cases) == str(good) and good.stat().st_mode & 0o777 == 0o700

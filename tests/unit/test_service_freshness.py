@@ -97,7 +97,8 @@ def test_service_start_passes_only_the_start_environment(world):  # noqa: F811
     d.mkdir(mode=0o700)
     caller = {"PATH": "/usr/bin:/bin", "LD_PRELOAD": LIBM, "PYTHONPATH": "/var/tmp/evil", "W1_SECRET": "x",
               "LANG": os.environ.get("LANG", "C.UTF-8"), "SLURM_SHIM_SERVICE_IDLE": "30"}
-    assert service.start_env(caller) == {"PATH": "/usr/bin:/bin", "LANG": caller["LANG"], "SLURM_SHIM_SERVICE_IDLE": "30"}
+    assert service.start_env(caller) == {"PATH": "/usr/bin:/bin", "LANG": caller["LANG"], "SLURM_SHIM_SERVICE_IDLE": "30",
+                                         "GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=4096"}  # (libdrmaa's)
     assert service.start(str(d), caller)
     pid = wait_for(lambda: (service.info(str(d)) or (None,))[0], timeout=60, what="the started service")
     try:

@@ -1,6 +1,7 @@
-"""How sbatch finds a job whose submission it could not confirm (the agent's answer was lost) when
+"""How sbatch finds a job whose submission it could not confirm (the daemon's answer was lost) when
 the job already ran and left qstat: the job wrapper's records carry sbatch's clock ("sub"), and
-``state.job_of_submission`` finds the job by it. sbatch's path hands that lookup to the agent."""
+``state.job_of_submission`` finds the job by it. sbatch's path hands that lookup to the DRMAA
+submission (gridengine/submitter.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from shim.gridengine import backends
 from shim import siteconf
 from shim.store import state
 from shim.operations import submit
-from shim.gridengine import agent, process
+from shim.gridengine import process, submitter
 
 
 def test_the_wrappers_record_names_the_submission(monkeypatch, tmp_path):
@@ -48,7 +49,7 @@ def test_sbatch_hands_the_lookup_to_the_agent(monkeypatch, tmp_path):
         got.append(seen())
         return 4715
 
-    monkeypatch.setattr(agent, "submit", agent_submit)
+    monkeypatch.setattr(submitter, "submit", agent_submit)
 
     class GE(process.GridEngineBackend):
         def __init__(self, cfg):

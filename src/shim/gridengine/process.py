@@ -42,14 +42,14 @@ class GridEngineBackend(GridEngine):
         return silence(self, tool)
 
     def submit_by_agent(self, args: list[str], script: str | bytes, seen=None) -> int | None:
-        """Through the per-user DRMAA submit agent, where the site uses one (``[submit] method =
-        "agent"``): the job id, or None when the agent did not submit (then qsub)."""
+        """Through the DRMAA session of the user's daemon, where the site uses it (``[submit]
+        method = "agent"``): the job id, or None when the daemon did not submit (then qsub)."""
         if getattr(getattr(self.cfg, "submit", None), "method", "qsub") != "agent":
             return None
-        from . import agent
+        from . import submitter
 
-        return agent.submit(args, script if isinstance(script, bytes) else script.encode(), self.cfg, self,
-                            seen=seen)
+        return submitter.submit(args, script if isinstance(script, bytes) else script.encode(), self.cfg, self,
+                                seen=seen)
 
     def argv(self, tool: str, args: Sequence[str]) -> list[str]:
         exe = os.path.join(self.bin_dir, tool) if self.bin_dir else tool

@@ -1,10 +1,18 @@
-"""The warm per-user service: a process that has every served command imported and runs each
-request in a forked child, so a command costs a socket round trip and a fork instead of an
-interpreter start and its imports (issue 19). docs/service.md has the design; in short:
+"""The per-user daemon: one process per user and cell that answers the user's commands over one
+socket (store/rundir.py: the directory, the start, the framing, the peer check). Its requests:
+
+* ``run`` (tag ``SHM1``): a served command, run in a forked child with the caller's process
+  state, so a command costs a socket round trip and a fork instead of an interpreter start and
+  its imports (issue 19);
+* ``submit`` (a JSON request): a DRMAA submission of sbatch's (gridengine/submitter.py), in a
+  thread of this process, where the one DRMAA session lives (issue 28: the former submit agent);
+* ``ping``, ``info``, ``stop`` (JSON): its state, and a stop.
+
+docs/service.md has the design; the run request in short:
 
 * A thin client (``src/shim/client/client.c``, compiled at install; ``client()`` below is the same
   protocol in Python, for measurement) connects to ``service.sock`` in the user's private
-  directory (the submit agent's, with the same rules: the user's own, mode 0700, no link), checks
+  directory (rundir.service_dir: the user's own, mode 0700, no link), checks
   the service's uid with SO_PEERCRED and sends one request: argv, environment, umask, its open
   file descriptors (SCM_RIGHTS, each with its number) and its working directory as a descriptor.
 * The service (same uid, checked with SO_PEERCRED) answers ``O`` (will run it) or ``R`` (refused:
@@ -32,13 +40,8 @@ from __future__ import annotations
 import os
 import sys
 
-SOCKET = "service.sock"
-LOCK = "service.lock"
-LOG = "service.log"
-STARTING = "service.starting"
-STARTING_FRESH = 10.0
 SERVED = ("sbatch", "squeue", "scancel", "sacct", "sinfo", "scontrol", "sprio", "sshare", "sacctmgr", "sreport")
-MAGIC = b"SHM1"
+MAGIC = TAG_RUN = b"SHM1"  # (rundir.TAG_RUN)
 HEADER = "=4sIIIIIIIIIQQ"  # magic, body length, argc, envc, nfds, ngroups, umask, uid, gid, flags, ignored, blocked
 NLIMITS = 16  # RLIMIT_CPU .. RLIMIT_RTTIME
 MAX_BODY = 8 << 20  # argv + environment: Linux's own default ARG_MAX is 2 MiB
@@ -52,12 +55,14 @@ REFUSAL_WORDS = {R_BAD: "a bad request", R_STALE: "the package changed",
                  R_IDENTITY: "another identity, mount namespace or site config",
                  R_LIMITS: "other resource limits", R_LOCALE: "another locale", R_BUSY: "too many at once",
                  R_STOPPING: "stopping"}
-LOCALE_VARS = ("LC_ALL", "LC_CTYPE", "LANG")
+MAX_SUBMITTING = 64  # submission threads at once (more: refused, qsub); runJob is one at a time anyway
+SUBMIT_TIMEOUT = 30.0  # a submission's client has this long to send its script
 
 
-# Where it lives: the user's private directory, the submit agent's too (store/rundir.py: one rule)
-from ..store.rundir import (SOCKET_ROOM, SUN_PATH, _fallback_base, _owned, _private, cell_name,  # noqa: F401
-                            service_dir, squatted_tmp)
+# Where it lives, how it starts, how one talks to it: store/rundir.py (one rule for every caller)
+from ..store.rundir import (LOCALE_VARS, LOCK, LOG, SOCKET, SOCKET_ROOM, START_ENV,  # noqa: F401
+                            START_ENV_PREFIXES, STARTING, STARTING_FRESH, SUN_PATH, TAG_JSON, _fallback_base,
+                            _owned, _private, cell_name, serve_argv, service_dir, squatted_tmp, start, start_env)
 
 
 def enabled(environ=None) -> bool:
@@ -131,44 +136,7 @@ def code_stamp(root: str | None = None, mapped: list[str] | None = None) -> int:
     return hash(tuple(items))
 
 
-# --------------------------------------------------------------------------------------------
-# Starting one (what a client does when there is none)
-
-
-def serve_argv() -> list[str]:
-    from .. import proc
-
-    return proc.shim_python("service", "main", "sys.exit(main(['serve']))")
-
-
-# What a service starts with of its first caller's environment (client.c's start_service keeps the
-# same): the shim's and the cell's settings, the locale, who and where the user is. Never
-# LD_PRELOAD, LD_LIBRARY_PATH, PYTHON* or anything else that would stay in the one process every
-# later request of the user forks from (each request runs with its own environment).
-START_ENV = ("PATH", "HOME", "USER", "LOGNAME", "TZ", "LANG", "LANGUAGE", "SGE_ROOT", "SGE_CELL",
-             "SGE_QMASTER_PORT", "SGE_EXECD_PORT")
-START_ENV_PREFIXES = ("LC_", "SLURM_SHIM_")
 LIFETIME = 24 * 3600.0  # seconds a service serves at most (then it leaves after its current requests)
-
-
-def start_env(environ) -> dict:
-    """The environment a service starts with: START_ENV's variables of ``environ`` only."""
-    return {k: v for k, v in environ.items() if k in START_ENV or k.startswith(START_ENV_PREFIXES)}
-
-
-def start(d: str, environ=None) -> bool:
-    """Start a service for directory d, detached, unless one is starting; never from inside a Grid
-    Engine job (its execd kills what a job leaves behind). The caller runs its command itself.
-    The service gets ``start_env`` of the caller's environment, nothing else."""
-    env = dict(os.environ if environ is None else environ)
-    if "JOB_ID" in env and env.get("ENVIRONMENT") == "BATCH":
-        return False
-    env = start_env(env)
-    env["SLURM_SHIM_AGENT_DIR"] = d
-    env["SLURM_SHIM_SERVICE_LOCALE"] = "\x1f".join(env.get(k, "") for k in LOCALE_VARS)
-    from .. import proc
-
-    return proc.start_once(d, STARTING, STARTING_FRESH, serve_argv(), env, LOG)
 
 
 # --------------------------------------------------------------------------------------------
@@ -319,12 +287,17 @@ def warm() -> None:
 
 
 class Service:
+    """The daemon: ``serve`` is its life, ``accept`` reads each connection's kind, ``go``/``hand``/
+    ``child`` run a served command, ``submit`` a DRMAA submission (``self.submitter``)."""
+
     def __init__(self, d: str, idle: float, lifetime: float = LIFETIME):
+        import threading
         import time
 
         self.d, self.idle, self.lifetime = d, idle, lifetime
         self.path = os.path.join(d, SOCKET)
         self.last = self.born = time.monotonic()
+        self.started = time.time()
         self.stopping = False
         self.jobs: dict[int, list] = {}  # pidfd -> [conn, pid]
         self.conns: dict[int, int] = {}  # conn fd -> pidfd
@@ -333,6 +306,9 @@ class Service:
         self.refused: dict[int, int] = {}  # refusals by reason (the first of each is logged)
         self.spare = None
         self.spare_after = 0.0
+        self.guard = threading.Lock()  # held around a fork, and by threads while they change process state
+        self.submitting: list = []  # the submission threads
+        self.submitter = None  # gridengine.submitter.Submitter, made by the first submission
         loc = os.environ.get("SLURM_SHIM_SERVICE_LOCALE")
         self.locale = tuple(loc.split("\x1f")) if loc is not None else tuple(os.environ.get(k, "") for k in LOCALE_VARS)
         self.coerced = os.environ.get("LC_CTYPE") if self.locale[1] != os.environ.get("LC_CTYPE", "") else None
@@ -342,21 +318,28 @@ class Service:
         import time
 
         try:
-            sys.stderr.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} service[{os.getpid()}]: {msg}\n")
-            sys.stderr.flush()
+            with self.guard:  # (a thread's line is never half-written when the main thread forks)
+                sys.stderr.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} service[{os.getpid()}]: {msg}\n")
+                sys.stderr.flush()
         except (OSError, ValueError):
             pass
 
     def serve(self) -> int:
-        """The warm service's loop, from start to exit (0). Start: take the directory's lock (an
-        old service whose code went stale has 5 s to leave; another live one keeps it, and this
-        one exits), preload every served command, stamp the code and the caller-visible process
-        state requests must match, bind the 0600 socket, freeze the preloaded heap. Loop (one
-        poll over the socket, the requests and the children): accept every waiting connection
-        with one code stamp, start each accepted request's forked child on its go, reap ended
-        children, fork a spare child while nothing waits. Leave, when idle for ``idle`` s, after
-        ``lifetime`` s, on SIGTERM, or when the socket is no longer its own: stop listening
-        (``_leave``), finish the requests already taken, log what it served and refused."""
+        """The daemon's life, from start to exit (0). ``_begin``: take the directory's lock (an old
+        daemon whose code went stale has 5 s to leave; another live one keeps it, and this one
+        exits), preload every served command, stamp the code and the caller-visible process state
+        requests must match, bind the 0600 socket, freeze the preloaded heap. ``_loop``: one poll
+        over the socket, the served commands' connections and their children, until it leaves.
+        ``_end``: wait for the submissions still running, close the DRMAA session (5 s at most: with
+        qmaster gone drmaa_exit can block), log what it served and refused."""
+        begun = self._begin()
+        if begun is None:
+            return 0  # another daemon serves this directory
+        self._loop(*begun)
+        return self._end()
+
+    def _begin(self):
+        """(the socket's inode, the lock's descriptor), or None when another daemon holds the lock."""
         import fcntl
         import gc
         import select
@@ -365,7 +348,7 @@ class Service:
         import time
 
         lockf = os.open(os.path.join(self.d, LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        deadline = time.monotonic() + 5  # an old service that found its code stale is leaving
+        deadline = time.monotonic() + 5  # an old daemon that found its code stale is leaving
         while True:
             try:
                 fcntl.flock(lockf, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -373,7 +356,8 @@ class Service:
             except OSError:
                 if time.monotonic() > deadline:
                     _unlink(os.path.join(self.d, STARTING))
-                    return 0  # another service serves this directory
+                    os.close(lockf)
+                    return None
                 time.sleep(0.02)
         try:
             if os.fstat(2).st_size > (1 << 20):
@@ -404,72 +388,116 @@ class Service:
         gc.freeze()  # the children do not walk (and so copy) the preloaded objects
         self.poll = select.poll()
         self.poll.register(lsock.fileno(), select.POLLIN)
+        return ino, lockf
+
+    def busy(self) -> bool:
+        """A served command or a submission is under way."""
+        self.submitting = [t for t in self.submitting if t.is_alive()]
+        return bool(self.jobs or self.pending or self.submitting)
+
+    def _loop(self, ino, lockf) -> None:
+        """Accept every waiting connection with one code stamp, start each accepted command's
+        forked child on its go, reap ended children, fork a spare child while nothing waits. Leave
+        (``_leave``: stop listening, refuse who already connected, free the lock) when idle for
+        ``idle`` s, after ``lifetime`` s, on SIGTERM or a ``stop``, after a submission whose answer
+        may be lost, or when the socket is no longer its own; return once the commands already
+        taken have ended."""
+        import time
+
         listening = True
         while True:
             now = time.monotonic()
             if listening:
                 if now - self.born >= self.lifetime and not self.stopping:
-                    self.log(f"served {self.lifetime:g} s: leaving")  # (a busy user's service too)
+                    self.log(f"served {self.lifetime:g} s: leaving")  # (a busy user's daemon too)
                     self.stopping = True
-                if self.stopping or (not self.jobs and not self.pending and now - self.last >= self.idle):
+                if self.stopping or (not self.busy() and now - self.last >= self.idle):
                     listening = False
                     self._leave(ino, lockf)
                     continue
-                try:
-                    if os.stat(self.path).st_ino != ino:
-                        self.log("socket replaced: leaving")
-                        ino = None
-                        self.stopping = True
-                        continue
-                except OSError:
-                    self.log("socket removed: leaving")
-                    ino = None
-                    self.stopping = True
+                ino = self._still_ours(ino)
+                if ino is None:
                     continue
             elif not self.jobs and not self.pending:
-                break
-            wait = 1000 if self.jobs or self.pending or not listening else max(50, min(1000, int((self.idle - (now - self.last)) * 1000)))
-            want_spare = listening and self.spare is None and now >= self.spare_after
+                return
+            busy = self.jobs or self.pending or self.submitting or not listening
+            wait = 1000 if busy else max(50, min(1000, int((self.idle - (now - self.last)) * 1000)))
             try:
-                events = self.poll.poll(0 if want_spare else wait)
-                if not events and want_spare:
-                    try:
-                        self.fork_spare()  # nothing waiting: now the fork costs no one anything
-                    except OSError as e:
-                        self.log(f"no spare child ({e}); again in 1 s")
-                        self.spare_after = time.monotonic() + 1
-                    events = self.poll.poll(wait)
+                events = self._wait(listening, now, wait)
             except InterruptedError:
                 continue
             if self.pending:
                 self.expire()
-            for fd, ev in events:
+            for fd, _ev in events:
                 try:
-                    if listening and fd == lsock.fileno():
-                        # every connection waiting now, one stamp of the package for them all
-                        lsock.setblocking(False)
-                        stamp = None
-                        for _ in range(64):
-                            try:
-                                conn, _ = lsock.accept()
-                            except OSError:
-                                break
-                            conn.setblocking(True)
-                            self.last = time.monotonic()
-                            stamp = self.accept(conn, stamp)
-                            if self.stopping:
-                                break
+                    if listening and fd == self.lsock.fileno():
+                        self._accept_all()
                     elif fd in self.pending:
                         self.go(fd)
                     elif fd in self.jobs:
                         self.reap(fd)
                     elif fd in self.conns:
                         self.message(fd)
-                except Exception as e:  # a bad request or a failed fork must never take the service down
+                except Exception as e:  # a bad request or a failed fork must never take the daemon down
                     self.log(f"request dropped: {type(e).__name__}: {e}")
+
+    def _still_ours(self, ino):
+        """The socket's inode while the socket file is still the one it bound; else stop (None)."""
+        try:
+            if os.stat(self.path).st_ino == ino:
+                return ino
+            self.log("socket replaced: leaving")
+        except OSError:
+            self.log("socket removed: leaving")
+        self.stopping = True
+        return None
+
+    def _wait(self, listening: bool, now: float, wait: int) -> list:
+        """The poll's events; a spare child is forked first when nothing is waiting."""
+        import time
+
+        want_spare = listening and self.spare is None and now >= self.spare_after
+        events = self.poll.poll(0 if want_spare else wait)
+        if not events and want_spare:
+            try:
+                self.fork_spare()  # nothing waiting: now the fork costs no one anything
+            except OSError as e:
+                self.log(f"no spare child ({e}); again in 1 s")
+                self.spare_after = time.monotonic() + 1
+            events = self.poll.poll(wait)
+        return events
+
+    def _accept_all(self) -> None:
+        """Every connection waiting now, one stamp of the package for them all."""
+        import time
+
+        self.lsock.setblocking(False)
+        stamp = None
+        for _ in range(64):
+            try:
+                conn, _ = self.lsock.accept()
+            except OSError:
+                break
+            conn.setblocking(True)
+            self.last = time.monotonic()
+            stamp = self.accept(conn, stamp)
+            if self.stopping:
+                break
+
+    def _end(self) -> int:
+        for t in self.submitting:
+            t.join(30)
+        sub = self.submitter
         refused = ", ".join(f"{REFUSAL_WORDS.get(k, k)} {n}" for k, n in sorted(self.refused.items()))
-        self.log(f"exit after {self.served} requests" + (f" (refused: {refused})" if refused else ""))
-        return 0
+        self.log(f"exit after {self.served} requests" + (f", {sub.served} submissions" if sub else "")
+                 + (f" (refused: {refused})" if refused else ""))
+        if sub is None or sub.session is None:
+            return 0
+        sub.close(5.0)
+        try:
+            sys.stderr.flush()
+        finally:
+            os._exit(0)  # not libdrmaa's atexit, which may block on a qmaster that is gone
 
     def _leave(self, ino, lockf) -> None:
         """Stop being found, refuse whoever already connected, let a new service start."""
@@ -486,11 +514,28 @@ class Service:
             except (BlockingIOError, InterruptedError, OSError):
                 break
             conn.setblocking(True)
-            self.refuse(conn, R_STOPPING)
+            self._turn_away(conn)
         self.poll.unregister(self.lsock.fileno())
         self.lsock.close()
         self.drop_spare()
         os.close(lockf)
+
+    def _turn_away(self, conn) -> None:
+        """A connection that came while the daemon was leaving: refused in its own kind's words."""
+        import socket
+
+        from ..store.rundir import send_json
+
+        conn.settimeout(REQUEST_TIMEOUT)
+        try:
+            if conn.recv(4, socket.MSG_PEEK) == TAG_JSON:
+                send_json(conn, {"status": "refused", "reason": "stopping"}, tag=b"")
+                conn.close()
+                return
+        except OSError:
+            conn.close()
+            return
+        self.refuse(conn, R_STOPPING)
 
     def refuse(self, conn, reason: int) -> None:
         import struct
@@ -530,33 +575,33 @@ class Service:
         return 0
 
     def accept(self, conn, stamp: int | None) -> int | None:
-        """Read one request and answer O or R; an O waits (in the poll, not here) for the go.
-        stamp: the package's stamp taken for this batch of connections (None: not yet taken);
-        returns it."""
+        """The one peer check (another uid's process: closed without a word), then the request's
+        kind by its tag: a JSON request (``json_request``), else a served command, answered O or R
+        (an O waits, in the poll, not here, for the go). stamp: the package's stamp taken for this
+        batch of connections (None: not yet taken); returns it."""
         import select
         import socket
         import struct
 
+        from ..store.rundir import peer
+
         conn.settimeout(REQUEST_TIMEOUT)
         try:
-            _pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+            _pid, uid, gid = peer(conn)
+            if uid != os.getuid():
+                conn.close()  # another user's process: not a word
+                return stamp
+            tag = conn.recv(4, socket.MSG_PEEK)
         except OSError:
             conn.close()
-            return
-        if uid != os.getuid():
-            conn.close()  # another user's process: not a word
-            return
-        try:
-            if conn.recv(4, socket.MSG_PEEK) == b"INFO":  # info(): how many requests it ran
-                conn.sendall(struct.pack("=IiIi", ord("I"), self.served, ord("P"), os.getpid()))
-                conn.close()
-                return
-        except OSError:
-            conn.close()
-            return
+            return stamp
+        if tag == TAG_JSON:
+            conn.recv(4)
+            self.json_request(conn)
+            return stamp
         if stamp is None:
             stamp = code_stamp(mapped=self.mapped)
-        if stamp != self.stamp:  # first: a stale service may not even read today's frames
+        if stamp != self.stamp:  # first: a stale daemon may not even read today's frames
             self.log("the package changed: refusing, leaving")
             self.stopping = True
             self.refuse(conn, R_STALE)
@@ -586,6 +631,72 @@ class Service:
         self.pending[conn.fileno()] = (conn, r, time.monotonic() + REQUEST_TIMEOUT)
         self.poll.register(conn.fileno(), select.POLLIN)
         return stamp
+
+    def json_request(self, conn) -> None:
+        """ping, info, stop: answered at once; submit: handed to a thread of its own (the session's
+        calls never hold up the poll). A malformed request is closed without an answer."""
+        import threading
+
+        from ..store.rundir import recv_json, send_json
+
+        try:
+            req = recv_json(conn)
+        except (OSError, EOFError, ValueError) as e:
+            if not isinstance(e, EOFError):
+                self.log(f"request dropped: {e}")
+            conn.close()
+            return
+        kind = req.get("kind")
+        if kind == "submit" and not self.stopping and len([t for t in self.submitting if t.is_alive()]) < MAX_SUBMITTING:
+            t = threading.Thread(target=self.submit, args=(conn, req), daemon=True)
+            self.submitting.append(t)
+            t.start()
+            return
+        sub = self.submitter
+        if kind in ("ping", "info"):
+            reply = {"status": "ok", "pid": os.getpid(), "served": self.served, "started": self.started,
+                     "idle": self.idle, "submitted": sub.served if sub else 0,
+                     "run_seconds": round(sub.run_seconds, 6) if sub else 0.0,
+                     "drmaa": bool(sub and sub.session is not None)}
+        elif kind == "stop":
+            self.stopping = True
+            reply = {"status": "ok", "pid": os.getpid()}
+        elif kind == "submit":  # (leaving, or too many at once): not submitted, the client uses qsub
+            reply = {"status": "refused", "reason": "stopping" if self.stopping else "too many at once"}
+        else:
+            reply = {"status": "refused", "reason": f"unknown kind {kind!r}"}
+        try:
+            send_json(conn, reply, tag=b"")
+        except OSError:
+            pass
+        conn.close()
+
+    def submit(self, conn, req: dict) -> None:
+        """A submission, in its own thread: gridengine/submitter.py's Submitter holds the session."""
+        import time
+
+        try:
+            conn.settimeout(SUBMIT_TIMEOUT)
+            if self.submitter is None:
+                with self.guard:  # (made once; the guard orders the first two submissions)
+                    if self.submitter is None:
+                        from ..gridengine.submitter import Submitter
+
+                        self.submitter = Submitter(self.d, self.guard, self.log, self.retire)
+            self.submitter.handle(conn, req)
+        except (OSError, EOFError, ValueError) as e:
+            if not isinstance(e, EOFError):
+                self.log(f"submission dropped: {e}")
+        except Exception as e:  # a malformed request must never take the daemon down
+            self.log(f"submission dropped: {type(e).__name__}: {e}")
+        finally:
+            conn.close()
+            self.last = time.monotonic()
+
+    def retire(self) -> None:
+        """A submission's answer may have been lost (a qmaster restarted under the session): this
+        daemon leaves once its work is done, and the next call starts a fresh one."""
+        self.stopping = True
 
     def go(self, fd: int) -> None:
         """The client's answer to O: G (run it) or anything else, an end of file included (not)."""
@@ -668,7 +779,8 @@ class Service:
                     pass
         from .. import proc
 
-        pid = proc.fork()
+        with self.guard:  # no submission thread is halfway through a change of the process's state
+            pid = proc.fork()
         if pid == 0:
             try:
                 self.child(r, conn.fileno())
@@ -686,7 +798,8 @@ class Service:
         from .. import proc
 
         a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        pid = proc.fork()
+        with self.guard:  # (as hand's)
+            pid = proc.fork()
         if pid == 0:
             try:
                 import signal
@@ -1038,28 +1151,39 @@ def pid_of(d: str) -> int | None:
 
 
 def info(d: str, timeout: float = 5.0) -> tuple[int, int] | None:
-    """(pid, requests run) of the service of d, or None when none answers (tests, bench)."""
-    import socket
-    import struct
+    """(pid, commands run) of the daemon of d, or None when none answers (tests, bench)."""
+    from ..store.rundir import ask
 
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        s.settimeout(timeout)
-        s.connect(os.path.join(d, SOCKET))
-        _pid, uid, _gid = struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-        if uid != os.getuid():
-            return None
-        s.sendall(b"INFO")
-        kind, served, kind2, pid = struct.unpack("=IiIi", _recv_exact(s, 16))
-        return (pid, served) if kind == ord("I") else None
-    except (OSError, EOFError, struct.error):
+        got = ask(d, "info", timeout)
+        return int(got["pid"]), int(got["served"])
+    except (OSError, KeyError, TypeError, ValueError):
         return None
-    finally:
-        s.close()
+
+
+def serve(d: str) -> int:
+    """Be the daemon of d in this process (``main(['serve'])`` after its checks of the environment)."""
+    os.chdir("/")
+    idle = os.environ.get("SLURM_SHIM_SERVICE_IDLE")
+    if not idle:
+        from .. import siteconf
+
+        try:
+            idle = float(siteconf.get().submit.service_idle_minutes) * 60
+        except Exception:  # no config, or one without the key: the default
+            idle = 600
+        finally:
+            siteconf.reset()  # each child reads the config as a fresh process does
+    return Service(d, float(idle)).serve()
+
+
+USAGE = "usage: python -m shim.service serve|ping|info|status|stop"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """python -m shim.service serve|info|status|stop"""
+    """``python -m shim.service serve|ping|info|status|stop`` (``python -m shim.agent`` too): serve
+    is what a client starts; ping prints the daemon's state as JSON, info its pid and commands run,
+    status its pid (from its lock), stop asks it to leave (SIGTERM when it does not answer)."""
     args = sys.argv[1:] if argv is None else argv
     cmd = args[0] if args else "status"
     d = service_dir()
@@ -1069,42 +1193,51 @@ def main(argv: list[str] | None = None) -> int:
     if cmd == "serve":
         clean = start_env(os.environ)
         if clean != dict(os.environ) and getattr(sys, "orig_argv", None):
-            # started by a client that passed more (one installed before F-33): again, with only that
+            # started with more than start_env (by a client installed before F-33), or without
+            # the static TLS room libdrmaa needs: again, with exactly that
             from .. import proc
 
             proc.reexec(sys.orig_argv, clean)
-        os.chdir("/")
-        idle = os.environ.get("SLURM_SHIM_SERVICE_IDLE")
-        if not idle:
-            try:
-                from .. import siteconf
+        return serve(d)
+    if cmd in ("ping", "info"):
+        import json
 
-                idle = float(siteconf.get().submit.service_idle_minutes) * 60
-            except Exception:  # no config, or one without the key: the default
-                idle = 600
-            finally:
-                siteconf.reset()  # each child reads the config as a fresh process does
-        return Service(d, float(idle)).serve()
-    if cmd == "info":
-        got = info(d)
-        if got is None:
-            print("slurm-shim service: not running", file=sys.stderr)
+        from ..store.rundir import ask
+
+        try:
+            got = ask(d, "ping")
+        except OSError as e:
+            print(f"slurm-shim service: not running ({e})", file=sys.stderr)
             return 1
-        print(f"pid {got[0]} served {got[1]}")
+        print(json.dumps(got) if cmd == "ping" else f"pid {got['pid']} served {got['served']}")
         return 0
     if cmd in ("status", "stop"):
-        pid = pid_of(d)
-        if pid is None:
-            print("slurm-shim service: not running", file=sys.stderr)
-            return 1
-        if cmd == "stop":
-            import signal
-
-            os.kill(pid, signal.SIGTERM)
-        print(pid)
-        return 0
-    print("usage: python -m shim.service serve|status|stop", file=sys.stderr)
+        return _status(d, cmd)
+    print(USAGE, file=sys.stderr)
     return 2
+
+
+def _status(d: str, cmd: str) -> int:
+    import json
+
+    from ..store.rundir import ask
+
+    if cmd == "stop":
+        try:
+            print(json.dumps(ask(d, "stop")))
+            return 0
+        except OSError:
+            pass
+    pid = pid_of(d)
+    if pid is None:
+        print("slurm-shim service: not running", file=sys.stderr)
+        return 1
+    if cmd == "stop":
+        import signal
+
+        os.kill(pid, signal.SIGTERM)
+    print(pid)
+    return 0
 
 
 # --------------------------------------------------------------------------------------------

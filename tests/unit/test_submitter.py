@@ -1,6 +1,6 @@
-"""The submit agent without Grid Engine: a real agent process over a real unix socket, with a stub
+"""DRMAA submissions without Grid Engine: a real daemon process over its real unix socket, with a stub
 ``drmaa`` module that records what it was asked to submit. The failure modes of the no-loss /
-no-double protocol (agent dies before or after runJob, before or after its journal, hangs, refuses)
+no-double protocol (the daemon dies before or after runJob, before or after its journal, hangs, refuses)
 are driven deterministically, and the fake backend answers the qstat token lookup from the stub's
 record of what was "submitted"."""
 
@@ -18,17 +18,21 @@ import pytest
 
 from conftest import wait_until
 from shim import proc, siteconf
-from shim.gridengine import agent
+from shim.gridengine import submitter
+from shim.service import server
+from shim.store import rundir
 from shim.gridengine.engine import GridEngine
 from shim.errors import BackendUnavailable
 from shim.proc import Result
 
 STUB = textwrap.dedent('''
     """A stand-in for the drmaa package: each runJob appends {id, native, script, cwd, env} to $STUB_LOG.
-    $STUB_DIE makes the agent die at one moment of a request (SIGKILL): before runJob reaches
+    $STUB_DIE makes the daemon die at one moment of a request (SIGKILL): before runJob reaches
     qmaster, after qmaster took the job (before the agent's journal), or after the journal (before
-    the reply). The agent itself has no such hook: the stub reaches into it from here."""
+    the reply). The daemon itself has no such hook: the stub reaches into it from here."""
     import json, os, signal, sys, time
+
+    STUB_LOG = os.environ.get("STUB_LOG") or __STUB_LOG__  # (a daemon a client started has no STUB_LOG)
 
     _DIE = os.environ.get("STUB_DIE", "")
 
@@ -36,7 +40,7 @@ STUB = textwrap.dedent('''
         os.kill(os.getpid(), signal.SIGKILL)
 
     if _DIE == "after_journal":
-        _agent = sys.modules["shim.gridengine.agent"]
+        _agent = sys.modules["shim.gridengine.submitter"]
         _orig_send = _agent._send
 
         def _send(sock, obj, data=b""):
@@ -83,7 +87,7 @@ STUB = textwrap.dedent('''
                 time.sleep(30)
             if _DIE == "before_submit":
                 _die()
-            log = os.environ["STUB_LOG"]
+            log = STUB_LOG
             try:
                 n = 100 + len(open(log).read().splitlines())
             except FileNotFoundError:
@@ -91,7 +95,7 @@ STUB = textwrap.dedent('''
             with open(jt.remoteCommand, "rb") as f:
                 script = f.read().decode()
             rec = {"id": n, "native": jt.nativeSpecification, "script": script, "cwd": os.getcwd(),
-                   "path": os.environ.get("PATH"), "file": jt.remoteCommand}
+                   "path": os.environ.get("PATH"), "file": jt.remoteCommand, "pid": os.getpid()}
             with open(log, "a") as f:
                 f.write(json.dumps(rec) + "\\n")
             if _DIE == "after_submit":
@@ -163,7 +167,7 @@ class FakeBackend(GridEngine):  # the real operations (user_job_ids, detail_text
 def env(tmp_path, monkeypatch):
     stub = tmp_path / "stub"
     stub.mkdir()
-    (stub / "drmaa.py").write_text(STUB)
+    (stub / "drmaa.py").write_text(STUB.replace("__STUB_LOG__", repr(str(tmp_path / "jobs.log"))))
     (stub / "libdrmaa.so.1.0").write_bytes(b"")  # what the agent finds before it imports drmaa (the stub's)
     d = tmp_path / "agent"
     d.mkdir(mode=0o700)
@@ -171,10 +175,10 @@ def env(tmp_path, monkeypatch):
         "SLURM_SHIM_AGENT_DIR": str(d),
         "STUB_LOG": str(tmp_path / "jobs.log"),
         "PYTHONPATH": str(stub),
-        "GLIBC_TUNABLES": agent.STATIC_TLS,
+        "GLIBC_TUNABLES": rundir.STATIC_TLS,
         "SGE_ROOT": "/var/lib/gridengine",
         "SGE_CELL": "default",
-        "SLURM_SHIM_AGENT_IDLE": "60",
+        "SLURM_SHIM_SERVICE_IDLE": "60",
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "DRMAA_LIBRARY_PATH": str(stub / "libdrmaa.so.1.0"),  # (no libdrmaa needed on the machine)
     }
@@ -184,7 +188,7 @@ def env(tmp_path, monkeypatch):
     procs = []
     yield {"dir": d, "log": tmp_path / "jobs.log", "env": e, "procs": procs, "tmp": tmp_path}
     try:
-        agent.request(str(d), {"op": "stop"}, timeout=2)
+        rundir.ask(str(d), "stop", timeout=2)
     except OSError:
         pass
     for p in procs:
@@ -196,9 +200,11 @@ def env(tmp_path, monkeypatch):
 
 
 def stub_serve_argv(env) -> list[str]:
-    """agent.serve_argv() with the stub drmaa first on sys.path (the agent runs isolated, -I, so
-    PYTHONPATH cannot bring it in)."""
-    return _stub_argv(agent.serve_argv(), env)
+    """A daemon (server.serve: without main's start_env re-exec, so the stub's variables stay)
+    with the stub drmaa first on sys.path (it runs isolated, -I, so PYTHONPATH cannot bring it in)."""
+    argv = proc.shim_python("service.server", "serve",
+                            "from shim.store.rundir import service_dir; sys.exit(serve(service_dir()))")
+    return _stub_argv(argv, env)
 
 
 def _stub_argv(argv, env) -> list[str]:
@@ -208,20 +214,20 @@ def _stub_argv(argv, env) -> list[str]:
 
 
 def serve(env, **extra) -> proc.Popen:
-    """Run an agent process on the fixture's directory and wait until it answers."""
+    """Run a daemon on the fixture's directory and wait until it answers."""
     e = {**os.environ, **env["env"], **extra}
     p = proc.popen(stub_serve_argv(env), env=e, stdin=proc.DEVNULL, stdout=proc.DEVNULL, stderr=proc.DEVNULL)
     env["procs"].append(p)
 
     def answers() -> bool:
         try:
-            agent.request(str(env["dir"]), {"op": "ping"}, timeout=2)
+            rundir.ask(str(env["dir"]), "ping", timeout=2)
             return True
         except OSError:
-            assert p.poll() is None, (env["dir"] / agent.LOG).read_text()
+            assert p.poll() is None, (env["dir"] / rundir.LOG).read_text()
             return False
 
-    wait_until(answers, 20, "the agent to answer", delay=0.02, cap=0.2)
+    wait_until(answers, 30, "the daemon to answer", delay=0.02, cap=0.2)
     return p
 
 
@@ -241,38 +247,38 @@ ARGV = ["-terse", "-q", "debug", "-N", "job", "-o", "/dev/null", "-j", "y", "-wd
 
 
 def test_native_spec_is_the_qsub_argv_minus_terse_plus_token():
-    native, bulk = agent.native_spec(ARGV, "abc")
+    native, bulk = submitter.native_spec(ARGV, "abc")
     assert native.startswith("-w n -shell yes -q debug -N job ")
     assert native.endswith("-notify -b n -ac slurm_shim_token=abc")
     assert "-terse" not in native and bulk is None
 
 
 def test_native_spec_takes_the_task_range_out_for_run_bulk_jobs():
-    native, bulk = agent.native_spec(["-t", "1-7", "-tc", "2"], "t")
+    native, bulk = submitter.native_spec(["-t", "1-7", "-tc", "2"], "t")
     assert bulk == (1, 7, 1) and "-t " not in native and "-tc 2" in native
-    assert agent.native_spec(["-t", "3"], "t")[1] == (3, 3, 1)
-    assert agent.native_spec(["-t", "2-10:4"], "t")[1] == (2, 10, 4)
+    assert submitter.native_spec(["-t", "3"], "t")[1] == (3, 3, 1)
+    assert submitter.native_spec(["-t", "2-10:4"], "t")[1] == (2, 10, 4)
 
 
 @pytest.mark.parametrize("argv", [["-N", "a b"], ["-M", "x'y"], ["-A", ""], ["-sync", "y"], ["-t", "5-1"]])
 def test_native_spec_refuses_what_qsub_would_read_differently(argv):
     with pytest.raises(ValueError):
-        agent.native_spec(argv, "t")
+        submitter.native_spec(argv, "t")
 
 
 def test_native_spec_gives_cwd_as_an_explicit_directory():
     """The agent submits from "/": -cwd (the client's directory) becomes -wd <that directory>."""
-    native, _ = agent.native_spec(["-cwd", "-N", "j"], "t", "/home/alice/proj")
+    native, _ = submitter.native_spec(["-cwd", "-N", "j"], "t", "/home/alice/proj")
     assert " -wd /home/alice/proj -N j " in native and "-cwd" not in native
     with pytest.raises(ValueError):
-        agent.native_spec(["-cwd"], "t", None)
+        submitter.native_spec(["-cwd"], "t", None)
     with pytest.raises(ValueError):
-        agent.native_spec(["-cwd"], "t", "/a dir")
+        submitter.native_spec(["-cwd"], "t", "/a dir")
 
 
 def test_the_agent_has_no_test_hook():
     """F-19: nothing in the agent lets a variable kill it (the tests' dying agent is the stub's)."""
-    text = Path(agent.__file__).read_text()
+    text = Path(submitter.__file__).read_text()
     assert "TEST_DIE" not in text and "_die" not in text
 
 
@@ -280,29 +286,29 @@ def test_parse_contexts():
     text = ("==============================================================\njob_number:                 7\n"
             "context:                    a=b,slurm_shim_token=xyz\n"
             "==============================================================\njob_number:                 8\n")
-    assert agent.parse_contexts(text) == [(7, ["a=b", "slurm_shim_token=xyz"]), (8, [])]
+    assert submitter.parse_contexts(text) == [(7, ["a=b", "slurm_shim_token=xyz"]), (8, [])]
 
 
 def test_agent_dir_must_be_private(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
     d = tmp_path / "a"
-    assert agent.agent_dir({"SLURM_SHIM_AGENT_DIR": str(d)}) == str(d)
+    assert rundir.service_dir({"SLURM_SHIM_AGENT_DIR": str(d)}) == str(d)
     assert d.stat().st_mode & 0o777 == 0o700
     d.chmod(0o755)
-    assert agent.agent_dir({"SLURM_SHIM_AGENT_DIR": str(d)}) is None
+    assert rundir.service_dir({"SLURM_SHIM_AGENT_DIR": str(d)}) is None
     if os.getuid() == 0:
         d.chmod(0o700)
         os.chown(d, 65534, 65534)
-        assert agent.agent_dir({"SLURM_SHIM_AGENT_DIR": str(d)}) is None
+        assert rundir.service_dir({"SLURM_SHIM_AGENT_DIR": str(d)}) is None
     link = tmp_path / "link"
     link.symlink_to(tmp_path)
-    assert agent.agent_dir({"SLURM_SHIM_AGENT_DIR": str(link)}) is None
+    assert rundir.service_dir({"SLURM_SHIM_AGENT_DIR": str(link)}) is None
 
 
 def test_agent_dir_prefers_the_users_runtime_dir(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    assert agent.agent_dir({"XDG_RUNTIME_DIR": str(run)}) == str(run / "slurm-shim")
+    assert rundir.service_dir({"XDG_RUNTIME_DIR": str(run)}) == str(run / "slurm-shim")
 
 
 def test_find_token_scans_the_users_jobs_newest_first(tmp_path):
@@ -310,13 +316,13 @@ def test_find_token_scans_the_users_jobs_newest_first(tmp_path):
     log.write_text("".join(json.dumps({"id": 100 + i, "native": f"-ac slurm_shim_token=t{i}"}) + "\n"
                            for i in range(60)))
     b = FakeBackend(log)
-    assert agent.find_token("t59", b, "root") == 159
+    assert submitter.find_token("t59", b, "root") == 159
     assert [c[1][0] for c in b.calls] == ["-u", "-j"]
     assert b.calls[1][1][1].split(",")[0] == "159"
-    assert agent.find_token("t0", b, "root") == 100
-    assert agent.find_token("nope", b, "root") is None
-    with pytest.raises(agent.Unresolved):
-        agent.find_token("t1", FakeBackend(log, down=True), "root")
+    assert submitter.find_token("t0", b, "root") == 100
+    assert submitter.find_token("nope", b, "root") is None
+    with pytest.raises(submitter.Unresolved):
+        submitter.find_token("t1", FakeBackend(log, down=True), "root")
 
 
 # --------------------------------------------------------------------------------------------
@@ -327,7 +333,7 @@ def test_submit_through_the_agent(env, tmp_path, monkeypatch):
     serve(env)
     monkeypatch.chdir(tmp_path)
     b = FakeBackend(env["log"])
-    job = agent.submit(ARGV, b"#!/bin/sh\necho hi\n", Cfg, b)
+    job = submitter.submit(ARGV, b"#!/bin/sh\necho hi\n", Cfg, b)
     [rec] = jobs(env)
     assert job == rec["id"] == 100
     assert rec["script"] == "#!/bin/sh\necho hi\n"
@@ -341,13 +347,13 @@ def test_submit_through_the_agent(env, tmp_path, monkeypatch):
 
 def test_array_goes_through_run_bulk_jobs(env):
     serve(env)
-    assert agent.submit(["-t", "1-3", *ARGV], b"#!/bin/sh\n", Cfg, FakeBackend(env["log"])) == 100
+    assert submitter.submit(["-t", "1-3", *ARGV], b"#!/bin/sh\n", Cfg, FakeBackend(env["log"])) == 100
 
 
 def test_refused_means_qsub(env):
     serve(env)
-    assert agent.submit(["-N", "a b"], b"#!/bin/sh\n", Cfg, FakeBackend(env["log"])) is None
-    assert agent.submit(["-q", "nosuch"], b"#!/bin/sh\n", Cfg, FakeBackend(env["log"])) is None
+    assert submitter.submit(["-N", "a b"], b"#!/bin/sh\n", Cfg, FakeBackend(env["log"])) is None
+    assert submitter.submit(["-q", "nosuch"], b"#!/bin/sh\n", Cfg, FakeBackend(env["log"])) is None
     assert jobs(env) == []
 
 
@@ -355,7 +361,7 @@ def test_refused_means_qsub(env):
 def test_agent_killed_mid_request_never_loses_or_doubles(env, moment):
     p = serve(env, STUB_DIE=moment)
     b = FakeBackend(env["log"])
-    job = agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b)
+    job = submitter.submit(ARGV, b"#!/bin/sh\n", Cfg, b)
     p.wait(10)
     assert p.returncode == -9
     if moment == "before_submit":  # nothing submitted: two looks say so, and sbatch will use qsub
@@ -376,7 +382,7 @@ def test_a_job_that_already_ended_is_found_by_its_wrappers_record(env, monkeypat
     ``true``) had run and left qstat. Its job wrapper's record of the submission (``seen``) finds
     it, at the first look or at the second (SETTLE later); only when neither look finds it does
     sbatch use qsub."""
-    monkeypatch.setattr(agent, "SETTLE", 0.05)
+    monkeypatch.setattr(submitter, "SETTLE", 0.05)
     p = serve(env, STUB_DIE="after_submit")
     b = FakeBackend(env["log"], ended=True)
     looks, events = [], []
@@ -392,9 +398,9 @@ def test_a_job_that_already_ended_is_found_by_its_wrappers_record(env, monkeypat
         events.append(s)
         real_sleep(s)
 
-    monkeypatch.setattr(agent.time, "sleep", sleep)
-    job = agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b, seen=seen)
-    monkeypatch.setattr(agent.time, "sleep", real_sleep)
+    monkeypatch.setattr(submitter.time, "sleep", sleep)
+    job = submitter.submit(ARGV, b"#!/bin/sh\n", Cfg, b, seen=seen)
+    monkeypatch.setattr(submitter.time, "sleep", real_sleep)
     p.wait(10)
     [rec] = jobs(env)
     assert job == (None if found_at is None else rec["id"])
@@ -407,7 +413,7 @@ def test_a_job_that_already_ended_is_found_by_its_wrappers_record(env, monkeypat
 def test_uncertain_drmaa_error_is_resolved_before_falling_back(env):
     serve(env)
     b = FakeBackend(env["log"])
-    assert agent.submit(["-q", "flaky"], b"#!/bin/sh\n", Cfg, b) is None
+    assert submitter.submit(["-q", "flaky"], b"#!/bin/sh\n", Cfg, b) is None
     assert [c[0] for c in b.calls] == ["qstat", "qstat"]
 
 
@@ -416,7 +422,7 @@ def test_an_uncertain_answer_retires_the_agents_session(env):
     to be trusted again: the agent exits once it has answered, and the next client starts afresh."""
     p = serve(env)
     b = FakeBackend(env["log"])
-    assert agent.submit(["-q", "flaky"], b"#!/bin/sh\n", Cfg, b) is None
+    assert submitter.submit(["-q", "flaky"], b"#!/bin/sh\n", Cfg, b) is None
     assert p.wait(10) == 0
 
 
@@ -424,7 +430,7 @@ def test_unresolvable_outcome_is_a_slurm_error_not_a_fallback(env):
     p = serve(env, STUB_DIE="after_submit")
     b = FakeBackend(env["log"], down=True)
     with pytest.raises(BackendUnavailable) as ei:
-        agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b)
+        submitter.submit(ARGV, b"#!/bin/sh\n", Cfg, b)
     p.wait(10)
     assert ei.value.lines[0] == ("sbatch: error: Batch job submission failed: "
                                  "Unable to contact slurm controller (connect failure)")
@@ -439,26 +445,25 @@ def test_hung_agent_is_killed_then_resolved(env, monkeypatch):
             timeout = 1.0
 
     b = FakeBackend(env["log"])
-    assert agent.submit(["-q", "slow"], b"#!/bin/sh\n", Quick, b) is None
+    assert submitter.submit(["-q", "slow"], b"#!/bin/sh\n", Quick, b) is None
     p.wait(5)
     assert p.returncode == -9  # killed after the site's timeout, not waited for
     assert [c[0] for c in b.calls] == ["qstat", "qstat"]
 
 
 def test_no_agent_starts_one_and_uses_qsub(env, monkeypatch):
-    monkeypatch.delenv("SLURM_SHIM_AGENT_IDLE")  # then the site config's agent_idle_minutes counts
     started = []
     monkeypatch.setattr(proc, "popen", lambda argv, **kw: started.append((argv, kw)))
     b = FakeBackend(env["log"])
-    assert agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None
-    assert agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None  # one is starting: no second start
+    assert submitter.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None
+    assert submitter.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None  # one is starting: no second start
     [(argv, kw)] = started
-    assert argv == agent.serve_argv() and kw["start_new_session"] is True and kw["cwd"] == "/"
+    assert argv == rundir.serve_argv() and kw["start_new_session"] is True and kw["cwd"] == "/"
     assert kw["env"]["SLURM_SHIM_AGENT_DIR"] == str(env["dir"])
     assert "optional_static_tls" in kw["env"]["GLIBC_TUNABLES"]
-    assert kw["env"]["SLURM_SHIM_AGENT_IDLE"] == "600.0"
-    os.utime(env["dir"] / agent.STARTING, (time.time() - 60, time.time() - 60))  # a start that died
-    assert agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None
+    assert "STUB_LOG" not in kw["env"] and "PYTHONPATH" not in kw["env"]  # rundir.start_env's only
+    os.utime(env["dir"] / rundir.STARTING, (time.time() - 60, time.time() - 60))  # a start that died
+    assert submitter.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None
     assert len(started) == 2
 
 
@@ -466,64 +471,68 @@ def test_no_agent_is_started_inside_a_grid_engine_job(env, monkeypatch):
     started = []
     monkeypatch.setattr(proc, "popen", lambda argv, **kw: started.append(argv))
     e = dict(os.environ, JOB_ID="42", ENVIRONMENT="BATCH")
-    assert agent.submit(ARGV, b"#!/bin/sh\n", Cfg, FakeBackend(env["log"]), environ=e) is None
+    assert submitter.submit(ARGV, b"#!/bin/sh\n", Cfg, FakeBackend(env["log"]), environ=e) is None
     assert started == []
 
 
 def test_started_agent_serves_the_next_call(env, monkeypatch):
-    real_serve_argv = agent.serve_argv()
-    monkeypatch.setattr(agent, "serve_argv", lambda: _stub_argv(real_serve_argv, env))
+    real_serve_argv = rundir.serve_argv()
+    monkeypatch.setattr(rundir, "serve_argv", lambda: _stub_argv(real_serve_argv, env))
     b = FakeBackend(env["log"])
-    assert agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None
-    wait_until((env["dir"] / agent.SOCKET).exists, 20,
-               lambda: f"the started agent's socket: {(env['dir'] / agent.LOG).read_text()}", delay=0.05, cap=0.2)
-    assert agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b) == 100
-    assert not (env["dir"] / agent.STARTING).exists()
+    assert submitter.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None
+    wait_until((env["dir"] / rundir.SOCKET).exists, 20,
+               lambda: f"the started agent's socket: {(env['dir'] / rundir.LOG).read_text()}", delay=0.05, cap=0.2)
+    assert submitter.submit(ARGV, b"#!/bin/sh\n", Cfg, b) == 100
+    assert not (env["dir"] / rundir.STARTING).exists()
 
 
-def test_drmaa_failure_disables_the_agent_for_a_while(env, monkeypatch):
-    e = dict(os.environ, **env["env"], STUB_INIT_FAIL="1")
-    p = proc.popen(stub_serve_argv(env), env=e, stdin=proc.DEVNULL, stdout=proc.DEVNULL, stderr=proc.DEVNULL)
-    assert p.wait(20) == 1
-    assert (env["dir"] / agent.DISABLED).exists()
-    started = []
+def test_drmaa_failure_sends_submissions_to_qsub_for_a_while(env, monkeypatch):
+    """DRMAA cannot start: the submission is refused (qsub), the daemon goes on serving, and until
+    the time it wrote in submit.disabled sbatch does not even ask it (nor start one)."""
+    serve(env, STUB_INIT_FAIL="1")
+    b = FakeBackend(env["log"])
+    assert submitter.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None
+    assert (env["dir"] / rundir.DISABLED).exists() and b.calls == []  # refused: no lookup needed
+    assert rundir.ask(str(env["dir"]), "ping")["drmaa"] is False
+    asked, started = [], []
+    monkeypatch.setattr(rundir, "connect", lambda *a: asked.append(a))
     monkeypatch.setattr(proc, "popen", lambda argv, **kw: started.append(argv))
-    assert agent.submit(ARGV, b"#!/bin/sh\n", Cfg, FakeBackend(env["log"])) is None
-    assert started == []
+    assert submitter.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None
+    assert asked == started == [] and jobs(env) == []
+    monkeypatch.undo()  # (the fixture's teardown stops the daemon through the real connect)
 
 
-def test_one_agent_per_directory(env):
+def test_one_daemon_per_directory(env):
     serve(env)
     e = dict(os.environ, **env["env"])
     second = proc.popen(stub_serve_argv(env), env=e, stdin=proc.DEVNULL, stdout=proc.DEVNULL, stderr=proc.DEVNULL)
     assert second.wait(20) == 0
-    assert agent.request(str(env["dir"]), {"op": "ping"})["status"] == "ok"
+    assert rundir.ask(str(env["dir"]), "ping")["status"] == "ok"
 
 
-def test_idle_agent_exits_and_removes_its_socket(env):
-    p = serve(env, SLURM_SHIM_AGENT_IDLE="0.5")
+def test_idle_daemon_exits_and_removes_its_socket(env):
+    p = serve(env, SLURM_SHIM_SERVICE_IDLE="0.5")
     assert p.wait(15) == 0
-    assert not (env["dir"] / agent.SOCKET).exists()
+    assert not (env["dir"] / rundir.SOCKET).exists()
 
 
-def test_agent_exits_even_when_drmaa_exit_hangs(env):
-    """drmaa_exit blocks while qmaster is unreachable: the agent still ends, lock released first."""
-    p = serve(env, SLURM_SHIM_AGENT_IDLE="0.3", STUB_EXIT_HANG="1")
-    assert p.wait(20) == 0
+def test_daemon_exits_even_when_drmaa_exit_hangs(env):
+    """drmaa_exit blocks while qmaster is unreachable: the daemon still ends, lock released first."""
+    p = serve(env, SLURM_SHIM_SERVICE_IDLE="2", STUB_EXIT_HANG="1")
+    assert submitter.submit(ARGV, b"#!/bin/sh\n", Cfg, FakeBackend(env["log"])) == 100  # a session to close
+    assert p.wait(30) == 0
     serve(env)  # the lock is free again
-    assert agent.request(str(env["dir"]), {"op": "ping"})["status"] == "ok"
+    assert rundir.ask(str(env["dir"]), "ping")["status"] == "ok"
 
 
-@pytest.mark.parametrize("serial", ["0", "1"])
-def test_concurrent_clients_get_distinct_jobs(env, serial):
+def test_concurrent_clients_get_distinct_jobs(env):
     import threading
 
-    serve(env, SLURM_SHIM_AGENT_SERIAL=serial)
-    assert agent.request(str(env["dir"]), {"op": "ping"})["serial"] is (serial == "1")
+    serve(env)
     out, b = [], FakeBackend(env["log"])
 
     def one():
-        out.append(agent.submit(ARGV, b"#!/bin/sh\n", Cfg, b))
+        out.append(submitter.submit(ARGV, b"#!/bin/sh\n", Cfg, b))
 
     threads = [threading.Thread(target=one) for _ in range(30)]
     for t in threads:
@@ -532,6 +541,7 @@ def test_concurrent_clients_get_distinct_jobs(env, serial):
         t.join()
     assert sorted(out) == list(range(100, 130))
     assert b.calls == []
+    assert rundir.ask(str(env["dir"]), "ping")["submitted"] == 30
 
 
 def test_other_users_are_turned_away(env):
@@ -544,7 +554,7 @@ def test_other_users_are_turned_away(env):
         if str(parent) in ("/", "/tmp"):
             break
         parent.chmod(parent.stat().st_mode | 0o711)
-    os.chmod(env["dir"] / agent.SOCKET, 0o777)
+    os.chmod(env["dir"] / rundir.SOCKET, 0o777)
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child becomes nobody and tries
@@ -553,9 +563,9 @@ def test_other_users_are_turned_away(env):
             os.setuid(65534)
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.settimeout(5)
-            s.connect(str(env["dir"] / agent.SOCKET))
+            s.connect(str(env["dir"] / rundir.SOCKET))
             try:
-                agent._send(s, {"op": "ping"})
+                rundir.send_json(s, {"kind": "ping"})
                 msg = s.recv(100)
             except (BrokenPipeError, ConnectionResetError):
                 msg = b""
@@ -573,30 +583,29 @@ def test_other_users_are_turned_away(env):
 def _raw_request(env, header: dict, script: bytes = b"") -> dict | None:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(10)
-    s.connect(str(env["dir"] / agent.SOCKET))
+    s.connect(str(env["dir"] / rundir.SOCKET))
     try:
-        agent._send(s, header, script)
+        rundir.send_json(s, header, script)
         try:
-            return agent._recv(s)
+            return rundir.recv_json(s)
         except (EOFError, ConnectionResetError):
             return None  # dropped without an answer
     finally:
         s.close()
 
 
-@pytest.mark.parametrize("serial", ["0", "1"])
-def test_malformed_requests_leave_nothing_behind(env, serial):
+def test_malformed_requests_leave_nothing_behind(env):
     """F-19: a request whose fields have the wrong types is refused before the agent writes or
     changes anything (no spool file left, no directory change); the agent goes on serving."""
-    p = serve(env, SLURM_SHIM_AGENT_SERIAL=serial)
-    base = {"op": "submit", "token": "abc123", "argv": ["-N", "j"], "env": {}, "cwd": "/tmp",
+    p = serve(env)
+    base = {"kind": "submit", "token": "abc123", "argv": ["-N", "j"], "env": {}, "cwd": "/tmp",
             "sge_root": "/var/lib/gridengine", "sge_cell": "default", "script_len": 3}
     for bad in ({"env": "PATH=/x"}, {"env": {"PATH": 5}}, {"argv": "-N j"}, {"argv": [1]}, {"cwd": 7},
                 {"token": ["x"]}, {"script_len": [3]}):
         reply = _raw_request(env, {**base, **bad}, b"#!\n")
         assert reply is None or reply["status"] == "refused", (bad, reply)
         assert os.listdir(env["dir"] / "spool") == []
-    assert agent.request(str(env["dir"]), {"op": "ping"})["status"] == "ok"
+    assert rundir.ask(str(env["dir"]), "ping")["status"] == "ok"
     assert os.readlink(f"/proc/{p.pid}/cwd") == "/"
     assert jobs(env) == []
 
@@ -616,7 +625,7 @@ def test_sbatch_routes_through_the_agent_only_when_configured(monkeypatch, tmp_p
     from shim.gridengine import process
 
     calls = []
-    monkeypatch.setattr(agent, "submit", lambda argv, script, cfg, backend, **kw: calls.append(argv) or 4242)
+    monkeypatch.setattr(submitter, "submit", lambda argv, script, cfg, backend, **kw: calls.append(argv) or 4242)
 
     class GE(process.GridEngineBackend):
         def __init__(self, cfg):
@@ -635,14 +644,14 @@ def test_sbatch_routes_through_the_agent_only_when_configured(monkeypatch, tmp_p
     assert GE(NS()).submit(["-terse"], b"#!/bin/sh\n", agent=True) == 77  # an old cached config
     assert calls == ["qsub", "qsub", "qsub"]
     calls.clear()
-    monkeypatch.setattr(agent, "submit", lambda *a, **kw: None)  # the agent did not submit: qsub
+    monkeypatch.setattr(submitter, "submit", lambda *a, **kw: None)  # the agent did not submit: qsub
     assert GE(agent_cfg).submit(["-terse"], b"#!/bin/sh\n", agent=True) == 77
     assert calls == ["qsub"]
     # sbatch's path asks for the agent; a transport without one (replay) just runs qsub
     calls.clear()
     backends.use(GE(agent_cfg))
     try:
-        monkeypatch.setattr(agent, "submit", lambda argv, script, cfg, backend, **kw: calls.append("agent") or 4243)
+        monkeypatch.setattr(submitter, "submit", lambda argv, script, cfg, backend, **kw: calls.append("agent") or 4243)
         assert submit.queue("sbatch", submit.FAILED, ["-terse"], b"#!/bin/sh\n", agent_cfg, {}, agent=True) == 4243
         assert submit.queue("salloc", "x", ["-terse"], b"#!/bin/sh\n", agent_cfg, {}) == 77
         assert calls == ["agent", "qsub"]
@@ -661,7 +670,7 @@ def test_client_path_imports_stay_light():
     """sbatch pays for the client only: no drmaa, threading or pwd until a lookup is needed."""
     # what the interpreter loads by itself (a site hook may import threading) and the backend
     # sbatch has loaded already (its process transport) do not count
-    code = ("import sys, shim.gridengine.process; base = set(sys.modules); import shim.gridengine.agent; "
+    code = ("import sys, shim.gridengine.process; base = set(sys.modules); import shim.gridengine.submitter; "
             "bad = {'drmaa', 'threading', 'fcntl', 'glob'} & (set(sys.modules) - base); print(sorted(bad))")
-    out = proc.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(Path(agent.__file__).parents[2])))
+    out = proc.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(Path(submitter.__file__).parents[2])))
     assert out.stdout.strip() == "[]", out
