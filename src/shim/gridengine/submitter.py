@@ -368,6 +368,7 @@ class Submitter:
             if why:
                 return _send(conn, {"status": "refused", "reason": why})
             job, error = self._submit(native, bulk, script, token, env)
+            self.served += error is None
         if error is not None:
             definite = isinstance(error, OSError) or self.definite(error)
             self.log(f"runJob failed ({'rejected' if definite else 'outcome unknown'}): {type(error).__name__}: {error}")
@@ -375,7 +376,6 @@ class Submitter:
             if not definite or isinstance(error, self.drmaa.errors.NoActiveSessionException):
                 self.retire()  # an answer lost on its way (a qmaster restarted under the session, ...)
             return None
-        self.served += 1
         _send(conn, {"status": "ok", "job": job})  # if this fails the journal stays for sbatch to read
         _unlink(os.path.join(self.d, "tokens", token))
         return None
