@@ -62,7 +62,8 @@ SUBMIT_TIMEOUT = 30.0  # a submission's client has this long to send its script
 # Where it lives, how it starts, how one talks to it: store/rundir.py (one rule for every caller)
 from ..store.rundir import (LOCALE_VARS, LOCK, LOG, SOCKET, SOCKET_ROOM, START_ENV,  # noqa: F401
                             START_ENV_PREFIXES, STARTING, STARTING_FRESH, SUN_PATH, TAG_JSON, _fallback_base,
-                            _owned, _private, cell_name, serve_argv, service_dir, squatted_tmp, start, start_env)
+                            _owned, _private, cell_name, peer, recv_exact, serve_argv, service_dir, squatted_tmp,
+                            start, start_env)
 
 
 def enabled(environ=None) -> bool:
@@ -143,16 +144,6 @@ LIFETIME = 24 * 3600.0  # seconds a service serves at most (then it leaves after
 # The service
 
 
-def _recv_exact(sock, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise EOFError("connection closed")
-        buf += chunk
-    return bytes(buf)
-
-
 class Request:
     __slots__ = ("cmd", "argv", "env", "targets", "fds", "cwd_fd", "umask", "uid", "gid", "groups", "limits",
                  "ignored", "blocked", "mntns")
@@ -172,11 +163,11 @@ def read_request(sock) -> tuple[Request | None, int]:
             if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
                 fds += struct.unpack(f"={len(data) // 4}i", data[: len(data) - len(data) % 4])
         if len(msg) < hsize:
-            msg += _recv_exact(sock, hsize - len(msg))
+            msg += recv_exact(sock, hsize - len(msg))
         magic, blen, argc, envc, nfds, ngroups, umask, uid, gid, _flags2, ignored, blocked = struct.unpack(HEADER, msg)
         if magic != MAGIC or blen > MAX_BODY or nfds > MAX_FDS or ngroups > 65536 or len(fds) != nfds + 1:
             raise ValueError("bad header")
-        body = _recv_exact(sock, blen)
+        body = recv_exact(sock, blen)
         r = Request()
         off = 0
         r.targets = list(struct.unpack_from(f"={nfds}i", body, off))
@@ -582,8 +573,6 @@ class Service:
         import select
         import socket
         import struct
-
-        from ..store.rundir import peer
 
         conn.settimeout(REQUEST_TIMEOUT)
         try:
@@ -1275,7 +1264,7 @@ def _through(cmd: str, args: list[str]) -> int | None:
         except OSError:
             return None
         try:
-            _pid, uid, _gid = struct.unpack("3i", s.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12))
+            _pid, uid, _gid = peer(s)
         except OSError:
             return None
         if uid != os.getuid():
@@ -1325,7 +1314,7 @@ def _through(cmd: str, args: list[str]) -> int | None:
             sent = s.sendmsg([head, body], anc)
             if sent < len(head) + len(body):
                 s.sendall((head + body)[sent:])
-            rec = _recv_exact(s, 8)
+            rec = recv_exact(s, 8)
         except (OSError, EOFError):
             return None
         finally:
@@ -1352,7 +1341,7 @@ def _through(cmd: str, args: list[str]) -> int | None:
                 signal.signal(sig, relay)
         while True:
             try:
-                rec = _recv_exact(s, 8)
+                rec = recv_exact(s, 8)
             except InterruptedError:
                 continue
             except (OSError, EOFError):

@@ -191,11 +191,12 @@ def start(d: str, environ=None) -> bool:
 
 
 def peer(sock) -> tuple[int, int, int]:
-    """(pid, uid, gid) of the process at the other end (SO_PEERCRED)."""
-    import socket
+    """(pid, uid, gid) of the process at the other end (SO_PEERCRED): the one peer check's reading,
+    for every client and the daemon. (``_socket``: the Python thin client does without ``socket``.)"""
+    import _socket
     import struct
 
-    return struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    return struct.unpack("3i", sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12))
 
 
 def connect(d: str, timeout: float):
