@@ -47,7 +47,9 @@ def _payload_of(script: bytes) -> dict:
 
 def _record(sdir: Path, job: int) -> Path:
     """The submit record sbatch/salloc wrote in the user's directory ``sdir`` (its id shard)."""
-    return sdir / "records" / "jobs" / str(job // 1000) / f"{job}.json"
+    from shim.store import layout
+
+    return Path(layout.id_path(str(sdir), "jobs", job, f"{job}.json"))
 
 
 def _read(path) -> str | None:

@@ -26,7 +26,7 @@ from listing_replay import ListingReplay
 from shim.gridengine import backends
 from shim.operations import jobs
 from shim import siteconf
-from shim.store import records, state
+from shim.store import layout, records, state
 from shim.__main__ import dispatch
 from shim.slurm.model import JobRecord, shown_state
 
@@ -198,7 +198,7 @@ def test_only_the_owners_or_roots_word_stops_a_job(capsys, site):
 def test_a_stop_of_an_earlier_run_or_an_unreadable_event_counts_not(capsys, site):
     shim_job(site)
     me = os.getuid()
-    ev = site / "users" / str(me) / "records" / "events" / "0"  # (job 105's id shard)
+    ev = site / "users" / str(me) / "records" / "events" / layout.shard(105)  # (job 105's id shard)
     state.record_event(str(site), 105, None, "stop", {"owner": "root", "start": START_105 - 600})
     assert stopped_105(capsys) == "RUNNING\n"  # stamped for another run (a requeued job's first)
     (ev / "105.x.stop.json").unlink()

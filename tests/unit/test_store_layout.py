@@ -10,6 +10,7 @@ import json
 import multiprocessing
 import os
 import time
+from unittest import mock
 
 import pytest
 
@@ -33,7 +34,8 @@ def _home(top) -> str:
 
 def _end(top, job: int, t: float, task: int | None = None, kind: str = "end", **data) -> str:
     """An event as the job wrapper writes it at time ``t`` (its clock, and the file's mtime)."""
-    assert state.record_event(str(top), job, task, kind, {"t": t, "exit": 0, "state": "COMPLETED", **data})
+    with mock.patch("time.time", return_value=t):
+        assert state.record_event(str(top), job, task, kind, {"exit": 0, "state": "COMPLETED", **data})
     path = state.record_file(str(top), "events", f"{job}.{'x' if task is None else task}.{kind}.json")
     os.utime(path, (t, t))
     return path
@@ -50,12 +52,13 @@ def _window(top, since: float, until: float = NOW) -> set[tuple[int, int | None,
 def test_a_record_lives_in_its_id_shard_and_is_linked_into_its_time_bucket(top):
     path = _end(top, 12345, NOW - 30)
     home = _home(top)
-    assert path == os.path.join(home, "records", "events", "12", "12345.x.end.json")
+    assert path == os.path.join(home, "records", "events", str(12345 // layout.SHARD), "12345.x.end.json")
     b = layout.bucket_of(NOW - 30)
     linked = os.path.join(layout.bucket_dir(home, "events", b), "12345.x.end.json")
     assert os.path.samefile(path, linked)
-    assert state.record_submit(str(top), 12345, {"name": "a", "t": NOW - 40})
-    sub = os.path.join(home, "records", "jobs", "12", "12345.json")
+    with mock.patch("time.time", return_value=NOW - 40):
+        assert state.record_submit(str(top), 12345, {"name": "a"})
+    sub = os.path.join(home, "records", "jobs", str(12345 // layout.SHARD), "12345.json")
     assert os.path.samefile(sub, os.path.join(layout.bucket_dir(home, "jobs", layout.bucket_of(NOW - 40)), "12345.json"))
     assert records.Reader(str(top)).submit(12345, 0).name == "a"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from unittest import mock
 
 import pytest
 
@@ -25,9 +26,10 @@ def top(tmp_path):
 
 
 def _job(top, job: int, t: float, **submit) -> None:
-    """A job's submit record and end event, written at ``t``."""
-    assert state.record_submit(str(top), job, {"t": t, "name": f"j{job}", **submit})
-    assert state.record_event(str(top), job, None, "end", {"t": t, "exit": 0, "state": "COMPLETED"})
+    """A job's submit record and end event, written at ``t`` (the writer's clock)."""
+    with mock.patch("time.time", return_value=t):
+        assert state.record_submit(str(top), job, {"name": f"j{job}", **submit})
+        assert state.record_event(str(top), job, None, "end", {"exit": 0, "state": "COMPLETED"})
     for kind, name in (("jobs", f"{job}.json"), ("events", f"{job}.x.end.json")):
         os.utime(state.record_file(str(top), kind, name), (t, t))
 
@@ -74,20 +76,23 @@ def test_the_count_bound_drops_the_oldest_buckets_but_never_the_newest(top):
 
 def test_a_prune_lists_only_the_buckets_that_go_or_changed(top, monkeypatch):
     for i in range(40):
-        _job(top, 400 + i, NOW - DAY * i - 100)
-    state.prune(_cfg(top, max_age_days=30), 90 * DAY, now=NOW)  # counts every bucket once (its cache)
-    _job(top, 500, NOW - 50)
-    _job(top, 501, NOW - 31 * DAY)  # one that will go (an old shim's late record)
+        _job(top, 400 + i, NOW - DAY * (i + 0.2))
+    cfg = _cfg(top, max_age_days=30)
+    assert state.prune(cfg, 90 * DAY, now=NOW) == 2 * 10  # 430..439 go; every bucket counted (the cache)
+    later = NOW + 0.9 * DAY  # 429 is now past 30 days
+    _job(top, 500, later - 50)
     listed = []
     real = os.listdir
     monkeypatch.setattr(os, "listdir", lambda p=".": listed.append(str(p)) or real(p))
-    os.utime(top / "users" / "0" / ".pruned", (NOW - 7200, NOW - 7200))
-    assert state.prune(_cfg(top, max_age_days=30), 90 * DAY, now=NOW) == 2
+    os.utime(top / "users" / "0" / ".pruned", (NOW, NOW))
+    assert state.prune(cfg, 90 * DAY, now=later) == 2
     home = str(top / "users" / "0")
     touched = {(p.split("/records/")[1].split("/")[0], int(p.rsplit("/", 1)[1])) for p in listed
                if "/records/" in p and "/t/" in p and p.count("/") - home.count("/") == 5}
-    assert touched == {("jobs", layout.bucket_of(NOW - 50)), ("events", layout.bucket_of(NOW - 50)),
-                       ("jobs", layout.bucket_of(NOW - 31 * DAY)), ("events", layout.bucket_of(NOW - 31 * DAY))}
+    went = layout.bucket_of(NOW - DAY * 29.2)
+    assert touched == {("jobs", layout.bucket_of(later - 50)), ("events", layout.bucket_of(later - 50)),
+                       ("jobs", went), ("events", went)}
+    assert _kept(top) == set(range(400, 429)) | {500}
 
 
 def test_a_job_grid_engine_still_has_keeps_its_records_whatever_their_age(top):

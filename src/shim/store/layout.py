@@ -39,11 +39,13 @@ if TYPE_CHECKING:
 
 ROOT = "records"
 KINDS = ("jobs", "events")
-SHARD = 1000          # ids per shard (bench/store_layouts.py: a shard of a swarm holds <= ~3000 names)
+SHARD = 100           # ids per shard: a swarm's shard holds ~300 names (start, end, cancel), listed in ~60 us
+                      # on tmpfs; 1000 ids' ~3000 names take ~0.6 ms, a whole squeue -j's time (docs/store-scale.md)
 BUCKET = 600          # seconds per time bucket (min_job_age's 300 s spans at most 2)
 PER_DAY = 86400 // BUCKET
 SKEW = 300            # seconds a writer's clock may differ from a reader's (state.SKEW)
 TIME = "t"
+NARROW = 12           # buckets (2 hours) a window names rather than looks up in its days' listings
 DEPS = "deps"
 COUNTS = ".counts.json"
 _DIGITS = re.compile(r"[0-9]{1,12}")
@@ -115,9 +117,14 @@ def _numbers(path: str) -> list[int]:
 
 def buckets(home: str, kind: str, lo: int | None = None, hi: int | None = None,
             newest_first: bool = False) -> list[int]:
-    """The buckets of ``kind`` that exist in [lo, hi] (None: open): one listing of ``t/`` where
-    the range is open, else of each day it spans; never a listing of a bucket."""
+    """The buckets of ``kind`` in [lo, hi] (None: open) that exist: one listing of ``t/`` where
+    the range is open, else of each day it spans; never a listing of a bucket. A range of fewer
+    than NARROW buckets is given whole (the caller's listing of one that does not exist fails
+    in ~2 us: cheaper than listing its day)."""
     t = os.path.join(home, ROOT, kind, TIME)
+    if lo is not None and hi is not None and hi - lo < NARROW:  # a few buckets: named, not looked for
+        out = list(range(lo, hi + 1))
+        return out[::-1] if newest_first else out
     if lo is None or hi is None or hi // PER_DAY - lo // PER_DAY > 400:
         days = [d for d in _numbers(t) if (lo is None or d >= lo // PER_DAY) and (hi is None or d <= hi // PER_DAY)]
     else:

@@ -366,7 +366,8 @@ class Reader:
         self._old_ids: dict[int, set[int] | None] = {}  # uid -> the old jobs/'s ids (None: no old jobs/)
         self._misses = 0
         self._found: dict[tuple[int, int], list[Submitted]] = {}  # (job, owner) -> records read
-        self._shards: dict[tuple[int, str], dict[int, dict[tuple[int | None, str], str]]] = {}
+        self._shards: dict[tuple[int, str], list[str]] = {}  # (uid, shard) -> the names of its events
+        self._parsed: dict[tuple[int, int], dict[tuple[int | None, str], str]] = {}  # (uid, job) -> {key: path}
         self._old_events: dict[int, dict[int, dict[tuple[int | None, str], str]]] = {}
         self.narrow: set[int] | None = None  # (kept for its callers: every lookup is by id now)
 
@@ -467,13 +468,18 @@ class Reader:
         if d is None:
             return {}
         sh = layout.shard(job_id)
-        parsed = self._shards.get((uid, sh))
-        if parsed is None:
-            parsed = self._shards[(uid, sh)] = state.shard_event_paths(d, uid, sh)
+        names = self._shards.get((uid, sh))
+        if names is None:
+            names = self._shards[(uid, sh)] = layout.shard_names(d, "events", sh, state._limit(uid))
+        parsed = self._parsed.get((uid, job_id))
+        if parsed is None:  # (this job's names only, picked by their prefix: a shard holds 100 ids')
+            base = os.path.join(layout.kind_dir(d, "events"), sh)
+            parsed = {k: os.path.join(base, n) for k, n in parse_event_names(names, {job_id}).get(job_id, {}).items()}
+            self._parsed[(uid, job_id)] = parsed
         old = self._old_events.get(uid)
         if old is None:
             old = self._old_events[uid] = state.old_event_paths(d, uid, None)
-        got = parsed.get(job_id)
+        got = parsed
         if job_id in old:
             return {**old[job_id], **(got or {})}
         return got or {}

@@ -335,7 +335,7 @@ def read_from(cfg: Where, owner: Owner, sub: str, name: str) -> dict[str, Any] |
 
 def write_record(cfg: Where, kind: str, job_id: int, name: str, data: dict[str, Any]) -> bool:
     """A submit record or an event into the calling user's ``records/`` (layout.py): one atomic
-    write into its id shard, then one link into the time bucket of ``data["t"]``. False when the
+    write into its id shard, then one link into the time bucket of the writer's clock. False when the
     record could not be written; a link that cannot be made only hides it from windows (debug)."""
     rec = own_dir(cfg, layout.ROOT)
     if rec is None:
@@ -352,8 +352,7 @@ def write_record(cfg: Where, kind: str, job_id: int, name: str, data: dict[str, 
     except (OSError, TypeError, ValueError) as e:
         debug(f"cannot write {path}: {e}")
         return False
-    t = data.get("t")
-    if not layout.link_into(path, home, kind, layout.bucket_of(t if type(t) in (int, float) else time.time()), name):
+    if not layout.link_into(path, home, kind, layout.bucket_of(time.time()), name):
         debug(f"cannot link {path} into its time bucket")
     if kind == "jobs" and data.get("dependency"):  # prune keeps what a pending dependency needs (deps/)
         deps = os.path.join(rec, layout.DEPS)
@@ -517,8 +516,9 @@ def parse_event_names(names: Iterable[str], jobs: set[int] | None = None
     if jobs is not None:
         if not jobs:
             return out
-        prefixes = tuple(f"{j}." for j in jobs)  # (as the pattern reads them: leading zeros are no part of a number)
-        names = [n for n in names if n.lstrip("0").startswith(prefixes)]
+        if len(jobs) <= 16:  # (a few jobs: their names picked by prefix; many: each name parsed once)
+            prefixes = tuple(f"{j}." for j in jobs)  # (as the pattern reads them: leading zeros are no part of a number)
+            names = [n for n in names if n.lstrip("0").startswith(prefixes)]
     for n in names:
         m = match(n)
         if m is not None:
@@ -559,8 +559,11 @@ def event_paths(d: str, uid: int, jobs: set[int]) -> dict[int, dict[tuple[int | 
     listing of each id shard they fall in (and of the old flat directory while it exists; a name
     in both is the shard's). Nothing is stat'ed or read here."""
     out = old_event_paths(d, uid, jobs)
-    for sh in sorted({layout.shard(j) for j in jobs}):
-        for j, keys in shard_event_paths(d, uid, sh, jobs).items():
+    by_shard: dict[str, set[int]] = {}
+    for j in jobs:
+        by_shard.setdefault(layout.shard(j), set()).add(j)
+    for sh, some in sorted(by_shard.items()):
+        for j, keys in shard_event_paths(d, uid, sh, some).items():
             out.setdefault(j, {}).update(keys)
     return out
 
@@ -1070,12 +1073,23 @@ def store_bounds(cfg: Where, max_age: float | None = None) -> tuple[float, int]:
     return float(age), int(count) if type(count) is int and count > 0 else MAX_RECORDS
 
 
-def bucket_counts(d: str, uid: int, write: bool = False) -> dict[tuple[str, int], int]:
-    """{(kind, bucket): names in it} of a user's records: one lstat of each bucket (90 days:
-    12,960 of each kind), a listing only of those changed since the owner's last count (the
-    cache ``records/.counts.<kind>.json``: [bucket, mtime_ns, count] each; another user's is
-    read as hers, checked; ``write``: the owner's cache written anew)."""
+SEALED = 3  # buckets: one older than the current bucket by this many gets no new names (clocks within SKEW)
+
+
+def bucket_counts(d: str, uid: int, write: bool = False, now: float | None = None,
+                  dropped: Iterable[tuple[str, int]] = ()) -> dict[tuple[str, int], int]:
+    """{(kind, bucket): names in it} of a user's records, from the owner's count cache
+    (``records/.counts.<kind>.json``: [bucket, mtime_ns, count] each; another user's is read as
+    hers, checked) where a bucket is sealed (SEALED buckets old: no writer adds to it; prune
+    removes it whole) and no old flat layout is being migrated into the buckets; the days of the
+    rest listed, each of their buckets lstat'ed and listed only where its mtime changed since the
+    count, and once a day all of them. ``write``: the owner's cache written anew; ``dropped``:
+    buckets prune has just removed."""
     out: dict[tuple[str, int], int] = {}
+    now = time.time() if now is None else now
+    migrating = layout.has_old(d, "jobs") or layout.has_old(d, "events")
+    now_b = layout.bucket_of(now)
+    gone = set(dropped)
     for kind in layout.KINDS:
         cache_path = os.path.join(layout.records_dir(d), f".counts.{kind}.json")
         got = read_json(cache_path, uid) or {}
@@ -1086,7 +1100,13 @@ def bucket_counts(d: str, uid: int, write: bool = False) -> dict[tuple[str, int]
                 if type(row) is list and len(row) == 3 and all(type(x) is int for x in row):
                     cached[row[0]] = (row[1], row[2])
         fresh = []
-        for b in layout.buckets(d, kind):
+        at, full = got.get("at"), got.get("full")
+        whole = migrating or not cached or type(at) is not int or type(full) is not int or now_b - full > layout.PER_DAY
+        sealed = -1 if whole else min(now_b, at) - SEALED  # (at: the bucket the cache was counted in)
+        for b in sorted(b for b in cached if b < sealed and (kind, b) not in gone):
+            out[(kind, b)] = cached[b][1]
+            fresh.append([b, *cached[b]])
+        for b in layout.buckets(d, kind, None if whole else sealed, None):
             p = layout.bucket_dir(d, kind, b)
             try:
                 mt = os.lstat(p).st_mtime_ns
@@ -1102,8 +1122,8 @@ def bucket_counts(d: str, uid: int, write: bool = False) -> dict[tuple[str, int]
                     continue
             out[(kind, b)] = n
             fresh.append([b, mt, n])
-        if write and fresh != rows:
-            write_json(cache_path, {"b": fresh}, 0o644)
+        if write and (fresh != rows or whole or at != now_b):
+            write_json(cache_path, {"at": now_b, "full": now_b if whole else full, "b": fresh}, 0o644)
     return out
 
 
@@ -1152,6 +1172,7 @@ def _drop_bucket(d: str, kind: str, b: int, keep: Callable[[list[int]], set[int]
     if kept is None:
         return 0
     gone = 0
+    emptied: set[str] = set()
     now_b = layout.bucket_of(now)
     for n in names:
         bp = os.path.join(bd, n)
@@ -1169,13 +1190,20 @@ def _drop_bucket(d: str, kind: str, b: int, keep: Callable[[list[int]], set[int]
                 try:
                     os.unlink(ip)
                     gone += 1
+                    emptied.add(os.path.dirname(ip))
                 except OSError:
                     pass
         try:
             os.unlink(bp)
         except OSError:
             pass
-    for p in (bd, os.path.dirname(bd)):
+    for p in (*sorted(emptied), bd, os.path.dirname(bd)):  # (an id shard only once empty)
+        if p in emptied:
+            try:
+                os.rmdir(p)
+            except OSError:
+                pass
+            continue
         try:
             os.rmdir(p)
         except OSError:
@@ -1203,7 +1231,7 @@ def prune_records(cfg: Where, now: float, max_age: float, max_records: int,
         live = alive(ids) if alive is not None and ids else set()
         return None if live is None else set(live) | needed
 
-    counts = bucket_counts(d, uid, write=True)
+    counts = bucket_counts(d, uid, write=True, now=now)
     cutoff = layout.bucket_of(now - max_age)
     floor = layout.bucket_of(now) - FLOOR_BUCKETS + 1
     order = sorted(counts, key=lambda k: (k[1], k[0]))
@@ -1215,7 +1243,7 @@ def prune_records(cfg: Where, now: float, max_age: float, max_records: int,
             total -= counts[k]
     gone = sum(_drop_bucket(d, kind, b, keep, now) for kind, b in drop)
     if drop:
-        bucket_counts(d, uid, write=True)
+        bucket_counts(d, uid, write=True, now=now, dropped=drop)
     return gone
 
 

@@ -56,7 +56,11 @@ def collect(qy: Selection, *, accounting: str | None = None, cfg: Any = None, ba
     job_ids = {s.job for s in qy.jobs} if qy.jobs is not None else None
     # the shim's end and cancel events (one directory listing), and the qstat this will likely
     # need, started now to run while the file is read (-j looks at the events first)
-    since = (qy.start - qacct.SLACK) if (qy.window and qy.start) else None
+    # (a job shown ended at or after the window's start: its end or cancel event was written since
+    # then, give or take the writers' clocks; its older events are read by its id, events.py)
+    from ...store.state import SKEW
+
+    since = (qy.start - SKEW) if (qy.window and qy.start) else None
     uids = _uids_of(qy.users)
     # -j: the caller's and root's events first, others' as their owners become known
     ev = Events(cfg, job_ids, since, uids, first=(ctx.me, 0)) if job_ids is not None else None

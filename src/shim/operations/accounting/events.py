@@ -9,6 +9,8 @@ and names U. Nothing else of sacct opens a file in the state directory.
 
 from __future__ import annotations
 
+import os
+
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,21 +21,36 @@ def _scan_events(d: str, uid: int, jobs: set[int] | None, min_mtime: float | Non
                  out: dict[int, dict[tuple[int | None, str], dict[int, str]]]) -> None:
     """Add one user's end, cancel and start events to ``out`` ({job: {(task, kind): {uid:
     path}}}): with ``jobs``, by their id shards (state.event_paths: one listing a shard); else
-    the time buckets since ``min_mtime`` (state.window_events: the cost follows the window's
-    events, not the store's; at most state.LIST_MAX names of another user's: what her records
-    cost root's sacct is bounded, F-26); with ``min_mtime``, only events written since then.
-    Nothing is read here: Events.get reads and checks a file when it is needed."""
+    the jobs with an event in the time buckets since ``min_mtime`` (state.window_events: the
+    cost follows the window's events, not the store's; at most state.LIST_MAX names of another
+    user's: what her records cost root's sacct is bounded, F-26). With ``min_mtime``, the jobs
+    with an event written since then, each with all its events (its older start or cancel read
+    by its id). Nothing is read here: Events.get reads and checks a file when it is needed."""
     from ...store import state
 
     kinds = ("end", "cancel", "start")
     found: list[tuple[int, tuple[int | None, str], str]] = []
-    if jobs is not None:
-        found = list(state.named_events(d, jobs, kinds, min_mtime, uid))
+    if jobs is not None:  # (-j: these jobs' events by id; with a window, of those with one written in it)
+        found = list(state.named_events(d, jobs, kinds, None, uid))
+        if min_mtime is not None:
+            recent = {job for job, _key, path in found if _since(path, min_mtime)}
+            found = [f for f in found if f[0] in recent]
     else:
         found = [(job, (task, kind), path) for _t, job, task, kind, path in
                  state.window_events(d, uid, kinds, min_mtime, None)]
+        if found and min_mtime is not None:  # the window's jobs' older events (a start, a cancel), by id
+            have = {(job, key) for job, key, _p in found}
+            for job, keys in state.event_paths(d, uid, {job for job, _k, _p in found}).items():
+                found += [(job, key, path) for key, path in keys.items() if key[1] in kinds and (job, key) not in have]
     for job, key, path in found:
         out.setdefault(job, {}).setdefault(key, {})[uid] = path
+
+
+def _since(path: str, t: float) -> bool:
+    try:
+        return os.lstat(path).st_mtime >= t
+    except OSError:
+        return False
 
 
 class Events:
