@@ -279,10 +279,11 @@ def test_a_squatted_directory_costs_the_victim_no_secret_and_no_record(squatted_
         assert cp.stdout == f"squatted {VICTIM}\n", cp.stderr
         wait_until(lambda: "M=" in _text(c["out"] / "o.out"), 90, "the job's output")
         assert _text(c["out"] / "o.out") == "M=sq-env-hunter2 T=sq-export-tok D=sq-script-pw A=--token=sq-arg-secret\n"
-        assert (mine[0] / "jobs" / f"{job}.json").stat().st_uid == uid(VICTIM)  # the record, in her own directory
+        rec = mine[0] / "records"  # (store/layout.py: id shards)
+        assert (rec / "jobs" / str(job // 100) / f"{job}.json").stat().st_uid == uid(VICTIM)  # in her own directory
         # F-31: the private file goes with the job
         wait_until(lambda: not env_files[0].exists(), 60, "the job's private file to go")
-        assert (mine[0] / "events" / f"{job}.x.end.json").exists()
+        assert (rec / "events" / str(job // 100) / f"{job}.x.end.json").exists()
         wait_until(lambda: "COMPLETED" in as_user(VICTIM, "sacct", "-j", str(job), "-X", "-n", "-P", "-o", "State",
                                                   env=c["env"], timeout=CMD_TIMEOUT).stdout, 60, "sacct's COMPLETED")
     finally:
@@ -305,7 +306,8 @@ def test_srun_and_salloc_work_in_a_squatted_state_directory(squatted_cell):
 
 def test_an_array_s_private_file_goes_with_its_last_task_live(squatted_cell):
     c = squatted_cell
-    cp = as_user(VICTIM, "sbatch", "--parsable", "-a", "1-3", "-o", str(c["out"] / "a.%a"), "--wrap",
+    # held until the private file has been seen: the three echoes could all end before the listing
+    cp = as_user(VICTIM, "sbatch", "--parsable", "-H", "-a", "1-3", "-o", str(c["out"] / "a.%a"), "--wrap",
                  'echo "M=$MYSECRET"', env={**c["env"], "MYSECRET": "sq-array"}, timeout=CMD_TIMEOUT)
     assert (cp.returncode, cp.stderr) == (0, ""), cp.stderr
     job = int(cp.stdout.strip())
@@ -313,6 +315,8 @@ def test_an_array_s_private_file_goes_with_its_last_task_live(squatted_cell):
         mine, = [p for p in (c["state"] / "users").iterdir() if p.name.startswith(f"{uid(VICTIM)}@")]
         names = sorted(p.suffix for p in (mine / "env").iterdir())
         assert names == [".job", ".json", ".tasks"], names
+        cp = as_user(VICTIM, "scontrol", "release", str(job), env=c["env"], timeout=CMD_TIMEOUT)
+        assert cp.returncode == 0, cp.stderr
         wait_until(lambda: all(_text(c["out"] / f"a.{i}") == "M=sq-array\n" for i in (1, 2, 3)), 90, "the tasks' output")
         wait_until(lambda: list((mine / "env").iterdir()) == [], 60, "the array's private file to go with its last task")
     finally:
