@@ -59,7 +59,7 @@ def test_env_and_messages_equal_slurms(workdir):
     assert got["SLURM_JOB_ID"] == got["SLURM_JOBID"] == str(job) and got["SLURM_JOB_NODELIST"] == HOST
     assert got["SLURM_SUBMIT_DIR"] == str(workdir)
     wait_until(lambda: gone(job), 30, "the allocation to be released")
-    end = json.loads((MINE / "events" / f"{job}.x.end.json").read_text())
+    end = json.loads((MINE / "records" / "events" / str(job // 100) / f"{job}.x.end.json").read_text())
     assert (end["exit"], end["state"]) == (0, "COMPLETED")
 
 
@@ -93,7 +93,7 @@ def test_exit_code_and_release(workdir):
     assert cp.stdout == "step=3\n"
     assert f"srun: error: {HOST}: task 0: Exited with exit code 3" in cp.stderr
     wait_until(lambda: gone(job), 30, "the allocation to be released")
-    end = json.loads((MINE / "events" / f"{job}.x.end.json").read_text())
+    end = json.loads((MINE / "records" / "events" / str(job // 100) / f"{job}.x.end.json").read_text())
     assert end["exit"] == 7
 
 

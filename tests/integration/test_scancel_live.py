@@ -24,7 +24,8 @@ def cancel_event(jid: str, task: str = "x", user: str = "root") -> dict:
     """The cancel event ``user``'s scancel wrote (in that user's own record directory)."""
     import pwd
 
-    path = STATE_DIR / "users" / str(pwd.getpwnam(user).pw_uid) / "events" / f"{jid}.{task}.cancel.json"
+    home = STATE_DIR / "users" / str(pwd.getpwnam(user).pw_uid)
+    path = home / "records" / "events" / str(int(jid) // 100) / f"{jid}.{task}.cancel.json"  # its id shard
     return json.loads(path.read_text())
 
 

@@ -172,8 +172,8 @@ def test_job_is_recorded_with_its_real_exit_code(workdir):
     cp = run("srun", "-J", "rec-100", "bash", "-c", "echo $SLURM_JOB_ID; exit 100", cwd=workdir)
     assert cp.returncode == 100  # Grid Engine never sees 100 (an error state); srun still reports it
     job = int(cp.stdout.strip())
-    rec = __import__("json").loads((MINE / "jobs" / f"{job}.json").read_text())
-    end = __import__("json").loads((MINE / "events" / f"{job}.x.end.json").read_text())
+    rec = __import__("json").loads((MINE / "records" / "jobs" / str(job // 100) / f"{job}.json").read_text())
+    end = __import__("json").loads((MINE / "records" / "events" / str(job // 100) / f"{job}.x.end.json").read_text())
     assert rec["name"] == "rec-100" and (end["exit"], end["state"]) == (100, "FAILED")
     wait_until(lambda: gone(job), 30, f"job {job} to leave Grid Engine")
     assert "Eqw" not in run("qstat", "-u", "*").stdout

@@ -110,7 +110,7 @@ os.mkdir({str(loot)!r}, 0o777)
 d = os.path.join(sd, "users", str(v))
 os.mkdir(d)
 os.chmod(d, 0o777)
-for n in ("jobs", "events"):
+for n in ("jobs", "events", "records", "records/jobs", "records/events"):  # the old layout's and the new's
     os.mkdir(os.path.join(d, n))
     os.chmod(os.path.join(d, n), 0o777)
 os.symlink({str(loot)!r}, os.path.join(d, "steps"))
@@ -123,7 +123,9 @@ print(json.dumps(refused))
     job = submit_failing_job(conf, workdir, qdel_after)
     forged = mallory_python(f"""
 import json, os, time
-p = os.path.join({str(sd)!r}, "users", "{v}", "events", "{job}.x.end.json")
+s = os.path.join({str(sd)!r}, "users", "{v}", "records", "events", "{job // 100}")  # the job's id shard (store/layout.py)
+os.mkdir(s)
+p = os.path.join(s, "{job}.x.end.json")
 json.dump({{"t": time.time(), "exit": 0, "signal": 0, "state": "COMPLETED"}}, open(p, "w"))
 """)
     assert forged.returncode == 0, forged.stderr
@@ -134,9 +136,11 @@ json.dump({{"t": time.time(), "exit": 0, "signal": 0, "state": "COMPLETED"}}, op
     own = re.compile(rf"users/{v}@[0-9a-f]{{16}}(/.*)?")
     hers = {p: u for p, u in new.items() if own.fullmatch(p)}
     assert set(hers.values()) == {v}  # the victim's own directory beside the squat, all hers
-    assert {p.split("/", 2)[-1] for p in hers} >= {f"jobs/{job}.json", f"events/{job}.x.end.json"}
-    assert {p: u for p, u in new.items() if p not in hers} == \
-        {f"users/{v}/events/{job}.x.end.json": uid(MALLORY)}  # in the squat, only her own forgery
+    shard = job // 100
+    assert {p.split("/", 2)[-1] for p in hers} >= {f"records/jobs/{shard}/{job}.json",
+                                                    f"records/events/{shard}/{job}.x.end.json"}
+    assert {p: u for p, u in new.items() if p not in hers} == {  # in the squat, only her own forgery
+        f"users/{v}/records/events/{shard}": uid(MALLORY), f"users/{v}/records/events/{shard}/{job}.x.end.json": uid(MALLORY)}
     assert os.listdir(loot) == []
     assert f"users/{v} belongs to uid {uid(MALLORY)}, not {v}" in doctor(conf, VICTIM)
 
@@ -191,7 +195,7 @@ def test_the_victims_records_go_to_her_own_directory_once_the_layout_is_root_s(v
     assert wait_until(lambda: sacct_state(VICTIM, job, conf), 120, f"job {job} to end") == "FAILED|5:0"
     v = uid(VICTIM)
     mine = files_under(sd / "users" / str(v))
-    assert f"jobs/{job}.json" in mine and f"events/{job}.x.end.json" in mine
+    assert f"records/jobs/{job // 100}/{job}.json" in mine and f"records/events/{job // 100}/{job}.x.end.json" in mine
     assert set(mine.values()) == {v}
     st = os.lstat(sd / "users" / str(v))
     assert st.st_uid == v and not st.st_mode & 0o022

@@ -70,7 +70,7 @@ def test_a_digits_name_is_never_taken_for_a_uid(digit_users, jobs, tmp_path_fact
                                                "node": "vm", "owner": DIGITS})},
            {"path": f"jobs/{a}.json", "data": json.dumps({"t": now, "user": DIGITS, "name": "forged"})}],
           user=HOLDER)
-    assert (USERS / DIGITS / "events" / f"{a}.x.cancel.json").stat().st_uid == int(DIGITS)
+    assert (USERS / DIGITS / "records" / "events" / str(a // 100) / f"{a}.x.cancel.json").stat().st_uid == int(DIGITS)
     # scancel's owner check: the holder is not the job's owner
     cp = as_user(HOLDER, "scancel", str(a), timeout=CMD_TIMEOUT)
     assert (cp.returncode, cp.stderr) == (210, f"scancel: error: Kill job error on job id {a}: Access/permission denied\n")
@@ -101,15 +101,21 @@ def test_one_users_flood_of_records_is_bounded_in_everyone_elses_view(victim, ma
     code = f"""
 import json, os, time
 d = os.path.join({str(USERS)!r}, str(os.getuid()))
-for sub in ("", "events"):
-    os.makedirs(os.path.join(d, sub), 0o755, exist_ok=True)
-ev = os.path.join(d, "events")
-before = set(os.listdir(ev))  # (what earlier tests left in her directory is not counted)
+rec = os.path.join(d, "records", "events")  # the store's layout (store/layout.py): id shards, 10-minute buckets
 now = time.time()
+b = int(now // 600)
+ev = os.path.join(rec, "t", str(b // 144), str(b))  # the bucket every window of now lists
+os.makedirs(ev, 0o755, exist_ok=True)
+before = set(os.listdir(ev))  # (what earlier tests left in her directory is not counted)
 body = json.dumps({{"t": now, "exit": 0, "signal": 0, "state": "COMPLETED", "node": "vm", "name": "flood"}})
 for i in range({FLOOD}):
-    with open(os.path.join(ev, f"{{{FIRST} + i}}.x.end.json"), "w") as f:
+    j = {FIRST} + i
+    shard = os.path.join(rec, str(j // 100))
+    os.makedirs(shard, 0o755, exist_ok=True)
+    p = os.path.join(shard, f"{{j}}.x.end.json")
+    with open(p, "w") as f:
         f.write(body)
+    os.link(p, os.path.join(ev, f"{{j}}.x.end.json"))
 for i in range({JUNK}):
     open(os.path.join(ev, f"junk-{{i}}"), "w").close()
 print(len(set(os.listdir(ev)) - before))

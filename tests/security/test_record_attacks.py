@@ -145,20 +145,33 @@ def plant(items: list[dict], user: str = MALLORY) -> dict:
     """As mallory: make her own record directory (as any shim command of hers would) and put the
     given files in it; try the victim's and root's directories too. Each item: {"path": relative
     to her directory or absolute, "kind": file|fifo|symlink|dir, "data": text, "mtime": float}.
+    A relative ``jobs/<name>`` or ``events/<name>`` goes where the shim keeps records (store/layout.py):
+    its id shard ``records/<kind>/<id // 100>/`` (a name without an id: shard 0), hard-linked into the
+    10-minute time bucket of its mtime (else now), so that readers by id and by window both meet it.
     Returns what the attempts on other users' directories gave."""
     code = f"""
-import json, os
+import json, os, re, time
 items = json.loads({json.dumps(json.dumps(items))})
 users = {json.dumps(_state_dir(SITE_CONFIG) + "/users")}
 me = os.getuid()
 mine = os.path.join(users, str(me))
-for sub in ("", "jobs", "events"):
+for sub in ("", "records"):
     try:
         os.mkdir(os.path.join(mine, sub), 0o755)
     except FileExistsError:
         pass
+
+def place(rel):
+    m = re.fullmatch(r"(jobs|events)/(.*)", rel)
+    if m is None:
+        return os.path.join(mine, rel), None
+    j = re.match(r"([0-9]{{1,12}})[.]", m[2])
+    d = os.path.join(mine, "records", m[1], str(int(j[1]) // 100) if j else "0")
+    os.makedirs(d, 0o755, exist_ok=True)
+    return os.path.join(d, m[2]), m[1]
+
 for it in items:
-    p = it["path"] if it["path"].startswith("/") else os.path.join(mine, it["path"])
+    p, kind = (it["path"], None) if it["path"].startswith("/") else place(it["path"])
     k = it.get("kind", "file")
     if os.path.lexists(p) and not os.path.isdir(p):
         os.unlink(p)
@@ -174,9 +187,17 @@ for it in items:
         os.chmod(p, 0o777)
     if "mtime" in it:
         os.utime(p, (it["mtime"], it["mtime"]), follow_symlinks=False)
+    if kind is not None and k != "dir":
+        b = int(it.get("mtime", time.time()) // 600)
+        t = os.path.join(mine, "records", kind, "t", str(b // 144), str(b))
+        os.makedirs(t, 0o755, exist_ok=True)
+        try:
+            os.link(p, os.path.join(t, os.path.basename(p)), follow_symlinks=False)
+        except FileExistsError:
+            pass
 others = {{}}
 for who in ({uid(VICTIM)}, 0):
-    p = os.path.join(users, str(who), "events", "1.x.end.json")
+    p = os.path.join(users, str(who), "records", "events", "0", "1.x.end.json")
     try:
         with open(p, "w") as f:
             f.write("{{}}")
@@ -328,7 +349,7 @@ def f6_items(victim_job: int) -> list[dict]:
         {"path": ev(999998), "kind": "fifo", "mtime": far},  # an open() would block for ever
         {"path": ev(victim_job, "cancel"), "kind": "fifo", "mtime": far},
         {"path": f"jobs/{victim_job + 1}.json", "kind": "fifo"},
-        {"path": ev(999996), "kind": "symlink", "data": f"{users}/{uid(VICTIM)}/jobs/{victim_job}.json"},
+        {"path": ev(999996), "kind": "symlink", "data": f"{users}/{uid(VICTIM)}/records/jobs/{victim_job // 100}/{victim_job}.json"},
         {"path": ev(999995), "data": "{" + " " * 1024 + "}", "repeat": 1, "mtime": time.time()},
         {"path": ev(999994), "data": " " * 4096, "repeat": 600},  # 2.4 MB
         {"path": ev(999993), "data": '{"t": 1e999, "exit": "x", "signal": NaN, "state": 7, "start": -1}'},
@@ -386,7 +407,7 @@ def test_secrets_are_readable_only_by_the_job(victim, mallory, jobs, tmp_path_fa
     j3 = jobs.sbatch(VICTIM, "--hold", "--export=ALL,API_TOKEN=tok-123", "-o", "/dev/null", "--wrap", show, env=env)
     wait_until(lambda: running(j1) and running(j2), 60, "both jobs to run")
     state = _state_dir(SITE_CONFIG)
-    paths = [f"{state}/users/{uid(VICTIM)}/jobs/{j}.json" for j in (j1, j2, j3)]
+    paths = [f"{state}/users/{uid(VICTIM)}/records/jobs/{j // 100}/{j}.json" for j in (j1, j2, j3)]
     paths += [p for j in (j1, j2, j3) for pat in SPOOLS for p in glob.glob(pat.format(id=j))]
     paths += glob.glob(f"{state}/users/{uid(VICTIM)}/env/*")
     # a classically spooled qmaster (the OCS cell's) keeps each job, its environment included, in
@@ -502,12 +523,13 @@ def test_roots_cancel_and_update_of_the_victims_job_are_read_as_roots(victim, jo
     cp = run("scontrol", "update", f"JobId={job}", "Comment=set-by-root", timeout=CMD_TIMEOUT)
     assert (cp.returncode, cp.stderr) == (0, "")
     state = Path(_state_dir(SITE_CONFIG))
-    assert json.loads((state / "users" / "0" / "jobs" / f"{job}.json").read_text())["comment"] == "set-by-root"
+    assert json.loads((state / "users" / "0" / "records" / "jobs" / str(job // 100) / f"{job}.json").read_text(
+    ))["comment"] == "set-by-root"
     cp = as_user(VICTIM, "squeue", "-j", str(job), "-h", "-o", "%i %k", timeout=CMD_TIMEOUT)
     assert cp.stdout == f"{job} set-by-root\n"
     cp = run("scancel", str(job), timeout=CMD_TIMEOUT)
     assert (cp.returncode, cp.stderr) == (0, "")
-    assert (state / "users" / "0" / "events" / f"{job}.x.cancel.json").exists()
+    assert (state / "users" / "0" / "records" / "events" / str(job // 100) / f"{job}.x.cancel.json").exists()
     wait_until(lambda: not in_ge(job), 30, "the job to go")
     cp = as_user(VICTIM, "squeue", "-t", "all", "-j", str(job), "-h", "-o", "%i %T %u", timeout=CMD_TIMEOUT)
     assert cp.stdout == f"{job} CANCELLED {VICTIM}\n"
@@ -581,6 +603,6 @@ def test_mallorys_stop_hold_and_suspend_of_the_victims_job_are_refused(victim, m
     assert (cp.returncode, cp.stderr) == (210, f"scancel: error: Kill job error on job id {job}: "
                                                "Access/permission denied\n")
     assert running(job)  # Grid Engine's state is still exactly "r": not suspended, held or deleted
-    assert sorted(p.name for p in (mallory_dir / "events").glob(f"{job}.*")) == []
+    assert sorted(p.name for p in (mallory_dir / "records" / "events").glob(f"*/{job}.*")) == []
     cp = as_user(VICTIM, "squeue", "-h", "-j", str(job), "-o", "%T", timeout=CMD_TIMEOUT)
     assert cp.stdout == "RUNNING\n"

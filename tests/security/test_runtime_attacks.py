@@ -48,7 +48,7 @@ def submit(user: str | None, *argv: str, cwd: Path, env: dict | None = None) -> 
 
 
 def end_event(user: str | None, job: int, timeout: float = 120) -> dict:
-    path = user_dir(user) / "events" / f"{job}.x.end.json"
+    path = user_dir(user) / "records" / "events" / str(job // 100) / f"{job}.x.end.json"  # (store/layout.py)
     wait_until(path.exists, timeout, f"the end record of job {job}")
     return json.loads(path.read_text())
 
@@ -279,13 +279,13 @@ def test_wrapper_failure_is_recorded_in_the_configured_state_dir(victim, workdir
                  cwd=workdir, input=wrapper_script(payload))
     assert cp.returncode == 0, cp.stderr
     job = int(cp.stdout.strip().split(".")[0])
-    path = sdir / "users" / str(uid(victim)) / "events" / f"{job}.x.end.json"
+    path = sdir / "users" / str(uid(victim)) / "records" / "events" / str(job // 100) / f"{job}.x.end.json"
     wait_until(path.exists, 90, f"the last-resort end record of job {job} in {sdir}")
     end = json.loads(path.read_text())
     assert (end["state"], end["reason"], end["exit"]) == ("FAILED", "JobLaunchFailure", 1)
     assert end.get("sub") == payload["sub"]
-    assert not (user_dir(victim) / "events" / f"{job}.x.end.json").exists()
-    assert not (STATE / "events").exists()
+    assert not (user_dir(victim) / "records" / "events" / str(job // 100) / f"{job}.x.end.json").exists()
+    assert not (STATE / "events").exists() and not (STATE / "records").exists()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -301,7 +301,7 @@ base = {str(STATE / "users")!r}
 me = str(os.getuid())
 out = []
 for owner in (me, {str(user_uid)!r}, "0"):
-    d = os.path.join(base, owner, "events")
+    d = os.path.join(base, owner, "records", "events", str({job} // 100))  # the job's id shard (store/layout.py)
     try:
         os.makedirs(d, exist_ok=True)
     except OSError as e:
@@ -338,7 +338,7 @@ def test_dependency_check_ignores_records_mallory_forged(victim, mallory, workdi
     assert end_event(victim, a_bad)["state"] == "FAILED"
     end = end_event(victim, b_bad)
     assert (end["state"], end["reason"]) == ("CANCELLED", "DependencyNeverSatisfied")
-    assert (user_dir(victim) / "events" / f"{b_bad}.x.cancel.json").exists()
+    assert (user_dir(victim) / "records" / "events" / str(b_bad // 100) / f"{b_bad}.x.cancel.json").exists()
     assert not (workdir / f"slurm-{b_bad}.out").exists()  # its script never ran
     assert wait_text(workdir / f"slurm-{b_good}.out", "B2-RAN")
     assert end_event(victim, b_good)["state"] == "COMPLETED"
