@@ -302,6 +302,8 @@ ONE_PATH_TESTS = {  # single tests of a service-path file, by file::name (a para
         "where the warm service lives: with SLURM_SHIM_SERVICE=off there is none to find",
     "test_releases_live.py::test_sruns_own_job_has_the_releases_variables":
         "srun's own job: srun is never served",
+    "test_sbatch_semantics_live.py::test_time_limit_sends_sigterm_first":
+        "the job's runtime at its limit (a minute: Slurm's least); sbatch's path is every other test's here",
 }
 
 
