@@ -22,7 +22,7 @@ Rows:
   submit    sbatch job.sh vs qsub job.sh (qsub path and submit-agent path), single-call latency
   rate      N sequential sbatch vs N sequential qsub
   rate_raw  N sequential sbatch (agent) vs N sequential raw qsub (bin_dir): issue 19's rate goal
-  burst     100 concurrent sbatch through the agent, serial vs threaded agent
+  burst     100 concurrent sbatch through the per-user daemon's submissions vs 100 concurrent qsub
   swarm     256 concurrent sbatch (agent) vs 256 concurrent raw qsub, all queued: issue 19's swarm goal
   squeue    squeue over Q queued jobs vs qstat -u '*' -xml; peak RSS
   sacct     sacct over R accounting records vs qacct (bench/gen_accounting.py)
@@ -210,13 +210,12 @@ def w_stop_agent(args) -> dict:
 
 
 def _agent_module():
-    """The submit agent's module (shim.gridengine.agent; shim.agent before the backends move)."""
+    """The submission side of the per-user daemon (shim.gridengine.submitter: the DRMAA session,
+    its token and lookup)."""
     sys.path.insert(0, str(REPO / "src"))
-    try:
-        from shim.gridengine import agent
-    except ImportError:
-        from shim import agent
-    return agent
+    from shim.gridengine import submitter
+
+    return submitter
 
 
 def w_fill(args) -> dict:
@@ -684,8 +683,8 @@ class Bench:
     def burst(self) -> None:
         cwd = str(BASE / "work")
         out = {}
-        for mode in ("1", "0"):
-            env = self.env("agent", SLURM_SHIM_AGENT_SERIAL=mode)
+        for mode in ("threaded",):  # (the daemon's submissions: one thread a connection)
+            env = self.env("agent")
             self.worker("stop_agent", {"env": env})
             self.worker("latency", {"runs": 1, "cwd": cwd, "cmds": [["w", {"argv": [str(BIN / "sbatch"), "job.sh"],
                                                                          "env": env}]]})
@@ -695,17 +694,17 @@ class Bench:
                 before = self.worker("agent", {"op": "ping", "env": env})
                 r = self.worker("burst", {"n": 100, "cwd": cwd, "argv": [str(BIN / "sbatch"), "job.sh"], "env": env})
                 after = self.worker("agent", {"op": "ping", "env": env})
-                r["served"] = after["served"] - before["served"]
+                r["served"] = after["submitted"] - before["submitted"]
                 r["runjob_ms"] = 1000 * (after["run_seconds"] - before["run_seconds"]) / max(1, r["served"])
                 walls.append(r)
                 self.cleanup()
-            out["serial" if mode == "1" else "threaded"] = walls
+            out[mode] = walls
         q = self.worker("burst", {"n": 100, "cwd": cwd, "argv": ["/usr/bin/qsub", "job.sh"]})
         self.cleanup()
         out["qsub"] = q
         self.raw["burst"] = out
         self.worker("stop_agent", {"env": self.env("agent")})
-        for mode in ("serial", "threaded"):
+        for mode in ("threaded",):
             rs = out[mode]
             wall = median([r["seconds"] for r in rs])
             ok = all(r["distinct"] == 100 and r["failed"] == 0 for r in rs)
@@ -914,7 +913,7 @@ class Bench:
         before = ping
         self.worker("rate", {"n": 50, "cwd": cwd, "argv": [str(BIN / "sbatch"), "job.sh"], "env": env})
         after = self.worker("agent", {"op": "ping", "env": env})
-        per = (after["run_seconds"] - before["run_seconds"]) / max(1, after["served"] - before["served"])
+        per = (after["run_seconds"] - before["run_seconds"]) / max(1, after["submitted"] - before["submitted"])
         self.agent_rows.append(("DRMAA runJob inside the agent (median over 50 sbatch)", f"{per*1000:.2f} ms",
                                 "vs a qsub process: see the submit row"))
         # the no-double margin: the lookup after a SIGKILL right after runJob
