@@ -124,8 +124,11 @@ def _job(state_dir: str, user: str, uid: int, job: int, end: float) -> None:
         os.utime(state.record_file(state_dir, kind, name), (t, t))
 
 
-def seed(state_dir: str, user: str, uid: int, gid: int, n: int, now: float, targets: bool) -> None:
-    """In a child that has become ``uid``: ``n`` jobs ended over SPAN, and (``targets``) T1 and T2."""
+def seed(state_dir: str, user: str, uid: int, gid: int, n: int, now: float, targets: bool,
+         stride: int = 1, offset: int = 0) -> None:
+    """In a child that has become ``uid``: ``n`` jobs ended over SPAN, and (``targets``) T1 and T2.
+    Job ids are Grid Engine's, one sequence for the cluster: of K users submitting side by side,
+    user ``offset`` has every ``stride``-th id (no two users ever hold the same id)."""
     pid = os.fork()
     if pid == 0:
         code = 1
@@ -137,7 +140,7 @@ def seed(state_dir: str, user: str, uid: int, gid: int, n: int, now: float, targ
             state.prune(state_dir, 90 * DAY)
             for i in range(n):
                 end = now - 60 - SPAN * (n - 1 - i) / max(n - 1, 1)
-                _job(state_dir, user, uid, BASE + i, end)
+                _job(state_dir, user, uid, BASE + i * stride + offset, end)
             if targets:
                 _job(state_dir, user, uid, T2, now - 30 * DAY)
                 _job(state_dir, user, uid, T1, now - 30)
@@ -437,9 +440,9 @@ def main() -> int:
                 del os.environ[var]
             now = time.time()
             t0 = time.perf_counter()
-            seed(state_dir, BENCH_USER, pw.pw_uid, pw.pw_gid, n, now, True)
+            seed(state_dir, BENCH_USER, pw.pw_uid, pw.pw_gid, n, now, True, k, 0)
             for i in range(1, k):
-                seed(state_dir, f"u{FAKE_UIDS + i}", FAKE_UIDS + i, FAKE_UIDS + i, n, now, False)
+                seed(state_dir, f"u{FAKE_UIDS + i}", FAKE_UIDS + i, FAKE_UIDS + i, n, now, False, k, i)
             seeded = time.perf_counter() - t0
             files, size = _dir_size(state_dir)
             print(f"store {label}: seeded {files:,} files ({size / 1e6:.0f} MB) in {seeded:.0f} s", file=sys.stderr,
