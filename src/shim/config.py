@@ -34,7 +34,7 @@ class GridEngine(_Model):
     qmaster_port: int = Field(0, ge=0, le=65535, description="sge_qmaster's port (SGE_QMASTER_PORT); "
                               "0 means Grid Engine's own lookup (the environment, else /etc/services)")
     execd_port: int = Field(0, ge=0, le=65535, description="sge_execd's port (SGE_EXECD_PORT); 0 as for qmaster_port")
-    drmaa_library: str = Field("", description="the cell's libdrmaa.so (the submit agent loads it); "
+    drmaa_library: str = Field("", description="the cell's libdrmaa.so (the per-user daemon's submissions load it); "
                                "empty means search ($DRMAA_LIBRARY_PATH, the distribution's, $SGE_ROOT/lib)")
     capabilities: dict[Literal["par", "binding", "btype", "sync", "retained_finished"], bool] = Field(
         default_factory=dict, description="pin what the installed Grid Engine offers where its -help cannot "
@@ -113,7 +113,7 @@ class Store(_Model):
 
 class Submit(_Model):
     method: Literal["qsub", "agent"] = "qsub"
-    agent_idle_minutes: float = Field(10.0, gt=0, description="the submit agent exits after this long without requests")
+    agent_idle_minutes: float = Field(10.0, gt=0, description="no longer read: the submit agent became the warm service's submissions (issue 28), which exit after service_idle_minutes; kept so that configs naming it load")
     service_idle_minutes: float = Field(10.0, gt=0, description="the warm per-user service (docs/service.md) exits "
                                         "after this long without requests")
 

@@ -286,7 +286,7 @@ def popen(argv: Sequence[str], **kwargs) -> subprocess.Popen:
 
 
 def start_once(d: str, marker: str, fresh: float, argv: Sequence[str], env: dict, log: str) -> bool:
-    """Start a per-user daemon (the submit agent, the warm service) detached: its own session,
+    """Start a per-user daemon (the warm service, which also submits) detached: its own session,
     cwd "/", stdin /dev/null, stdout and stderr appended to ``d/log`` (0600). Unless another
     caller is starting one: ``d/marker``, made exclusively, younger than ``fresh`` seconds (an
     older one is a start that died, and is taken over). False when nothing was started."""

@@ -1265,7 +1265,7 @@ def kernel_findings(proc_sys: str = "/proc/sys") -> list[Finding]:
 def private_findings(state_dir: str) -> list[Finding]:
     """The caller's private places (issue 26): the state directory keeps owners (a round trip:
     F-35), the caller's users/<uid> is the caller's own (F-21), and /tmp/slurm-shim-<uid> too
-    (F-29: the warm service and the submit agent then use another directory)."""
+    (F-29: the per-user daemon then uses another directory)."""
     from ..service import server as service
 
     if state.layout_problems(state_dir):
@@ -1283,7 +1283,7 @@ def private_findings(state_dir: str) -> list[Finding]:
     tmp = service.squatted_tmp()
     if tmp is not None:
         found.append(Finding("warn", f"{tmp} is not your own private directory (someone else made it): the warm service "
-                             f"and the submit agent use {service.service_dir() or 'none (they are off)'}",
+                             f"(its submissions too) uses {service.service_dir() or 'none (it is off)'}",
                              f"an admin may remove {tmp}"))
     return found
 

@@ -536,7 +536,7 @@ def site_config_text(c: Cell, release: str | None = None) -> str:
     return cluster.site_config_text(
         flavour=" --flavour ocs", release=release, state_dir=STATE_DIR, sge_root=c.root, sge_cell=c.cell, bin_dir=c.bin_dir(),
         qmaster_port=c.qmaster_port, execd_port=c.execd_port, drmaa_library=f"{c.lib_dir()}/libdrmaa.so",
-        # the submit agent loads this cell's drmaa_library (started with the cell's ge_env)
+        # the per-user daemon's submissions load this cell's drmaa_library (started with the cell's ge_env)
         submit="agent",
     )
 

@@ -1,7 +1,7 @@
 """sbatch: submit a batch script to Grid Engine as Slurm would.
 
 Pipeline (shim.operations.submit): argv -> script -> #SBATCH directives -> input variables -> options (one
-table) -> fates (refuse/warn) -> translate.qsub -> the backend (submit agent or qsub) -> the
+table) -> fates (refuse/warn) -> translate.qsub -> the backend (the daemon's DRMAA session or qsub) -> the
 submit record -> Slurm's output.
 """
 

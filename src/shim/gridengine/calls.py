@@ -52,7 +52,7 @@ def unreachable(error: BaseException, cmd: str | None = None) -> list[str]:
 class within:
     """``with within(t):`` the Grid Engine calls of this process inside the block end by the
     ``time.monotonic()`` value ``t`` (each still gets ``floor`` seconds). For a command that has
-    already waited once: sbatch looks its job up, after the submit agent did not answer, in what
+    already waited once: sbatch looks its job up, after the daemon's submission did not answer, in what
     is left of the one wait instead of waiting all over again."""
 
     def __init__(self, t: float):

@@ -8,7 +8,7 @@ supplies only the transport, ``run(tool, args)``:
 
 * ``process.GridEngineBackend``: Grid Engine's own commands, through ``shim.proc``;
 * ``gridengine.replay.ReplayBackend``: recorded answers (unit tests);
-* the per-user DRMAA submit agent (``agent.py``) is a second transport for ``submit`` only.
+* the per-user daemon's DRMAA submissions (``submitter.py``) are a second transport for ``submit`` only.
 
 Commands call these methods and never name a q* command (tests/unit/test_hygiene.py).
 """
@@ -187,7 +187,7 @@ class GridEngine:
     def submit(self, args: list[str], script: str | bytes, *, agent: bool = False, seen=None) -> int:
         """Queue a job (qsub argv from the translator, the job script on stdin): its id. Refused
         carries Grid Engine's answer for the command to put in Slurm's words. With ``agent``, the
-        per-user submit agent takes it first where the transport has one (``submit_by_agent``);
+        per-user daemon's DRMAA session takes it first where the transport has one (``submit_by_agent``);
         qsub whenever the agent did not submit. ``seen``: () -> the id of this submission's job if
         its job wrapper has recorded itself, else None (the agent's lookup of a job that already
         ended and left qstat)."""
@@ -204,7 +204,7 @@ class GridEngine:
             raise Refused(f"unexpected qsub output {res.stdout!r}") from None
 
     def submit_by_agent(self, args: list[str], script: str | bytes, seen=None) -> int | None:
-        """The job id if the submit agent submitted the job, None if it did not (only the real
+        """The job id if the daemon's DRMAA session submitted the job, None if it did not (only the real
         transport has an agent: ``process.GridEngineBackend``)."""
         return None
 

@@ -1,7 +1,7 @@
 """One submission path, for sbatch, salloc, srun (outside an allocation) and ``slurm-shim explain``:
 
     options -> translate.qsub.build (a JobRequest and the qsub argv) -> SubmitRecord (the facts of
-    this submission) -> the job script (runtime.boot) -> the backend (submit agent, else qsub) ->
+    this submission) -> the job script (runtime.boot) -> the backend (the daemon's DRMAA session, else qsub) ->
     Grid Engine's refusal in Slurm's words -> the job id -> the submit record (state)
 
 What the commands share before that is here too: the first pass (--help/--usage/--version), the
@@ -379,7 +379,7 @@ def job_script(payload: dict) -> bytes:
 
 
 class submit_cwd:
-    """qsub reads ./.sge_request from its working directory, and the submit agent submits from
+    """qsub reads ./.sge_request from its working directory, and the daemon's DRMAA session submits from
     the client's: a request file planted in a shared directory would add options to the job.
     So every submission is made from "/" (the job's own working directory is in the payload, and
     the job wrapper changes to it, as Slurm's --chdir does); the site's and the user's own
@@ -403,7 +403,7 @@ class submit_cwd:
 
 def queue(prog: str, failed: str, argv: list[str], script: bytes, cfg, asked: dict, agent: bool = False,
           sub: float | None = None) -> int:
-    """Hand a job to Grid Engine (from "/"; through the submit agent when ``agent`` and the site
+    """Hand a job to Grid Engine (from "/"; through the daemon's DRMAA session when ``agent`` and the site
     uses one): its id, or Grid Engine's refusal in Slurm's words (``failed`` is the command's
     lead-in: "Batch job submission failed", "Job submit/allocate failed"). ``sub``: the clock the
     job's payload carries, by which its job wrapper's records name this submission."""

@@ -635,7 +635,7 @@ def named_events(d: str, jobs: set[int], kinds: Iterable[str], min_mtime: float 
 def job_of_submission(cfg: Where, sub: float, since: float) -> int | None:
     """The id of the calling user's job whose job wrapper recorded sbatch's clock ``sub`` (every
     event carries it as "sub") in an event written since ``since``; None if none did. For the
-    submit agent's lookup of a job that ended before it looked (agent.resolve): the time buckets
+    daemon's lookup of a submission's job that ended before it looked (submitter.resolve): the time buckets
     since then only."""
     d = user_dir(cfg, None)
     if d is None:
