@@ -12,7 +12,7 @@ from conftest import use_site_config
 
 from shim.gridengine import backends
 from shim import siteconf
-from shim.store import state
+from shim.store import layout, state
 from shim.operations import submit
 from shim.gridengine import process, submitter
 
@@ -32,7 +32,7 @@ def test_an_old_record_is_not_this_submission(monkeypatch, tmp_path):
     sdir = str(use_site_config(monkeypatch, tmp_path))
     sub = time.time()
     state.record_event(sdir, 4714, None, "start", {"sub": sub})
-    path = os.path.join(state.user_dir(sdir, None), "events", "4714.x.start.json")
+    path = layout.id_path(state.user_dir(sdir, None), "events", 4714, "4714.x.start.json")
     os.utime(path, (sub - 3600, sub - 3600))  # written long before this submission: a reused clock?
     assert state.job_of_submission(sdir, sub, sub - 1) is None
 
