@@ -1060,7 +1060,10 @@ def _run(cmd: str, argv: list[str]) -> int:
         except Exception as e:
             if s is sys.stdout:  # as the interpreter's exit says and does when stdout cannot be flushed
                 try:
-                    sys.stderr.write(f"Exception ignored in: {s!r}\n{type(e).__name__}: {e}\n")
+                    # (3.13 words it "on flushing sys.stdout:"; 3.11 and 3.12 name the stream)
+                    head = ("Exception ignored on flushing sys.stdout:" if sys.version_info >= (3, 13)
+                            else f"Exception ignored in: {s!r}")
+                    sys.stderr.write(f"{head}\n{type(e).__name__}: {e}\n")
                     sys.stderr.flush()
                 except Exception:
                     pass
