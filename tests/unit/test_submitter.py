@@ -478,10 +478,21 @@ def test_no_agent_is_started_inside_a_grid_engine_job(env, monkeypatch):
 def test_started_agent_serves_the_next_call(env, monkeypatch):
     real_serve_argv = rundir.serve_argv()
     monkeypatch.setattr(rundir, "serve_argv", lambda: _stub_argv(real_serve_argv, env))
+    # the daemon starts with rundir.start_env's variables only: the library is the site config's
+    # (the stub's: no libdrmaa needed on the machine)
+    monkeypatch.setattr(Cfg.gridengine, "drmaa_library", str(env["tmp"] / "stub" / "libdrmaa.so.1.0"), raising=False)
     b = FakeBackend(env["log"])
     assert submitter.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None
-    wait_until((env["dir"] / rundir.SOCKET).exists, 20,
-               lambda: f"the started agent's socket: {(env['dir'] / rundir.LOG).read_text()}", delay=0.05, cap=0.2)
+
+    def answers() -> bool:  # (its socket, and a daemon behind it that has finished starting)
+        try:
+            rundir.ask(str(env["dir"]), "ping", timeout=2)
+            return True
+        except OSError:
+            return False
+
+    wait_until(answers, 30, lambda: f"the started daemon to answer: {(env['dir'] / rundir.LOG).read_text()}",
+               delay=0.05, cap=0.2)
     assert submitter.submit(ARGV, b"#!/bin/sh\n", Cfg, b) == 100
     assert not (env["dir"] / rundir.STARTING).exists()
 
