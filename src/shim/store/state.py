@@ -1060,6 +1060,7 @@ MAX_RECORDS = 5_000_000   # store.max_records' default: records (files) a user k
 MAX_AGE_DAYS = 90         # store.max_age_days' default: sacct's documented horizon
 NEAR = 0.9                # doctor warns from this fraction of the bound on
 FLOOR_BUCKETS = 2         # the newest buckets are never dropped for the count (min_job_age's jobs)
+ALIVE_BATCH = 5000        # ids a prune asks Grid Engine about at once
 
 
 def store_bounds(cfg: Where, max_age: float | None = None) -> tuple[float, int]:
@@ -1158,19 +1159,12 @@ def _needed_by_deps(d: str, uid: int, alive: Callable[[list[int]], set[int] | No
     return needed
 
 
-def _drop_bucket(d: str, kind: str, b: int, keep: Callable[[list[int]], set[int] | None], now: float) -> int:
-    """Remove one time bucket: each name's shard file where it is still the same record (not
-    rewritten since), unless ``keep`` claims its job (then it is linked into the current bucket,
-    to be looked at again later), the bucket's names, the bucket. Returns the records removed."""
+def _drop_bucket(d: str, kind: str, b: int, names: list[str], kept: set[int], now: float) -> int:
+    """Remove one time bucket (its ``names``, as listed): each name's shard file where it is
+    still the same record (not rewritten since), unless its job is one of ``kept`` (then it is
+    linked into the current bucket, to be looked at again later), the bucket's names, the
+    bucket. Returns the records removed."""
     bd = layout.bucket_dir(d, kind, b)
-    try:
-        names = os.listdir(bd)
-    except OSError:
-        return 0
-    ids = sorted({int(m[1]) for m in map(layout.ID_OF.match, names) if m})
-    kept = keep(ids)
-    if kept is None:
-        return 0
     gone = 0
     emptied: set[str] = set()
     now_b = layout.bucket_of(now)
@@ -1241,7 +1235,20 @@ def prune_records(cfg: Where, now: float, max_age: float, max_records: int,
         if k[1] < cutoff or (total > max_records and k[1] < floor):
             drop.append(k)
             total -= counts[k]
-    gone = sum(_drop_bucket(d, kind, b, keep, now) for kind, b in drop)
+    listed: dict[tuple[str, int], list[str]] = {}
+    for kind, b in drop:
+        try:
+            listed[(kind, b)] = os.listdir(layout.bucket_dir(d, kind, b))
+        except OSError:
+            pass
+    ids = sorted({int(m[1]) for names in listed.values() for m in map(layout.ID_OF.match, names) if m})
+    kept: set[int] = set()
+    for i in range(0, len(ids), ALIVE_BATCH):  # (one qstat for thousands of ids, not one a bucket)
+        got = keep(ids[i:i + ALIVE_BATCH])
+        if got is None:
+            return 0
+        kept |= got
+    gone = sum(_drop_bucket(d, kind, b, names, kept, now) for (kind, b), names in listed.items())
     if drop:
         bucket_counts(d, uid, write=True, now=now, dropped=drop)
     return gone
