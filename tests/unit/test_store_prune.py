@@ -139,3 +139,16 @@ def test_doctor_hears_of_a_store_near_its_bound(top):
     line = state.near_bound(_cfg(top, max_records=11))
     assert line is not None and "store.max_records = 11" in line and "uid 0" in line
     assert state.near_bound(_cfg(top, max_records=11), 4242) is None  # no store of that user
+
+
+def test_doctors_store_line_names_each_user_near_the_bound(top):
+    """slurm-shim doctor (as root: every user's store) warns of a store near its bound, and says
+    nothing of one well inside it."""
+    from shim.admin import cluster
+
+    for i in range(5):
+        _job(top, 950 + i, NOW - 3600 * i)
+    assert cluster.store_findings(_cfg(top, max_records=100)) == []
+    [f] = cluster.store_findings(_cfg(top, max_records=11))
+    assert f.level == "warn" and f.line().startswith("warn  store: the records of uid 0 hold 10 files"), f.line()
+    assert "raise [store] max_records" in f.line()

@@ -1288,6 +1288,14 @@ def private_findings(state_dir: str) -> list[Finding]:
     return found
 
 
+def store_findings(cfg: config.SiteConfig) -> list[Finding]:
+    """A store near its count bound (issue 29: past it, prune drops the oldest records, and sacct
+    no longer reaches back [store] max_age_days): the caller's, or every user's for root."""
+    owners = [uid for uid, _d in state.user_dirs(cfg)] if os.geteuid() == 0 else [None]
+    return [Finding("warn", f"store: {near}", "raise [store] max_records, or lower max_age_days")
+            for near in (state.near_bound(cfg, owner) for owner in owners) if near]
+
+
 class _Qconf:
     def __init__(self, cfg: config.SiteConfig, qconf: str):
         self.cfg, self.qconf = cfg, qconf
@@ -1458,6 +1466,7 @@ def doctor(hosts: bool = True) -> int:
     findings += live_findings(cfg, path, hosts, path if os.path.exists(path) else None)
     findings += state_findings(cfg.cluster.state_dir, read_state(cfg.cluster.state_dir))  # qmaster or not
     findings += private_findings(cfg.cluster.state_dir)
+    findings += store_findings(cfg)
     findings += kernel_findings()
     for f in findings:
         print(f.line())
