@@ -109,8 +109,8 @@ def test_concurrent_sbatch_lose_and_double_nothing(held_dir, named, path):
     """100 sbatch at once -> 100 distinct ids, exactly those 100 jobs in Grid Engine.
 
     qsub: every call forks qsub. agent: all go through a running agent. agent-cold: no agent at
-    first (calls race to start one; the first ones use qsub). agent-killed: the agent is SIGKILLed
-    while the burst is in flight, so some requests die mid-way and are resolved by token."""
+    first (calls race to start one; the first ones use qsub). agent-killed: the daemon is SIGKILLed
+    while the burst's submissions are in flight, so some die mid-way and are resolved by token."""
     env = env_for(held_dir, "qsub" if path == "qsub" else "agent")
     served0, warmup = 0, set()
     if path in ("agent", "agent-killed"):
@@ -122,7 +122,10 @@ def test_concurrent_sbatch_lose_and_double_nothing(held_dir, named, path):
         argv = ["sbatch", "--hold", "-J", named, "--wrap=true"]  # sbatch ignores a cwd .sge_request (F-8)
         if path == "agent-killed":
             pid = agent_ping(env)["pid"]
-            e = shim_env(env)
+            # the sbatch processes run in-process: what dies mid-way is their submissions. (Commands
+            # the daemon itself was running die with it: lost after the hand-over, an error, never
+            # run twice: tests/unit/test_service.py.)
+            e = shim_env({**env, "SLURM_SHIM_SERVICE": "off"})
             procs = [subprocess.Popen(argv, cwd=held_dir, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                      for _ in range(N)]
             wait_until(lambda: (agent_ping(env) or {"submitted": 10**9})["submitted"] - served0 >= 10, 120,
@@ -433,7 +436,14 @@ def test_qmaster_down_fails_fast_and_recovers(held_dir, named):
 
     try:
         wait_until(works, 60, "squeue and sbatch to work again after qmaster's restart")
-        served = wait_until(lambda: agent_ping(agent_env), 30, "a fresh agent after the outage")["submitted"]
+        wait_until(lambda: agent_ping(agent_env), 30, "a fresh daemon after the outage")
+
+        def session_open() -> bool:  # (a submission opens it; one that finds it still opening goes to qsub)
+            assert run("sbatch", "--hold", "-J", named, "job.sh", cwd=held_dir, env=agent_env).returncode == 0
+            return bool(agent_ping(agent_env).get("drmaa"))
+
+        wait_until(session_open, 60, "the fresh daemon's DRMAA session to open")
+        served = agent_ping(agent_env)["submitted"]
         cp = run("sbatch", "--hold", "-J", named, "job.sh", cwd=held_dir, env=agent_env)
         assert cp.returncode == 0, cp.stderr
         assert agent_ping(agent_env)["submitted"] == served + 1  # submitted through the fresh agent

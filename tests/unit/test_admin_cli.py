@@ -135,7 +135,7 @@ def test_clicks_completion_offers_the_admin_words(monkeypatch, capsys):
             admin.main(words[1:])
         return [x.split(",", 1)[1] for x in capsys.readouterr().out.splitlines()]
 
-    assert complete("slurm-shim cluster ") == ["down", "status", "up"]
+    assert complete("slurm-shim cluster ") == ["up", "down", "status"]  # (as they are defined)
     assert complete("slurm-shim cluster up --") == ["--flavour", "--source", "--slurm-release", "--help"]
     assert complete("slurm-shim cluster up --slurm-release ") == list(releases.NAMES)
     assert complete("slurm-shim cluster up --flavour ") == ["debian", "ocs"]

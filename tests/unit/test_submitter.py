@@ -73,6 +73,8 @@ STUB = textwrap.dedent('''
         def initialize(self):
             if os.environ.get("STUB_INIT_FAIL"):
                 raise errors.DrmCommunicationException("no qmaster")
+            while os.environ.get("STUB_INIT_GATE") and not os.path.exists(os.environ["STUB_INIT_GATE"]):
+                time.sleep(0.05)  # (a qmaster slow to take the session: until the test opens the gate)
         def createJobTemplate(self): return JobTemplate()
         def deleteJobTemplate(self, jt): pass
         def exit(self):
@@ -511,6 +513,23 @@ def test_drmaa_failure_sends_submissions_to_qsub_for_a_while(env, monkeypatch):
     assert submitter.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None
     assert asked == started == [] and jobs(env) == []
     monkeypatch.undo()  # (the fixture's teardown stops the daemon through the real connect)
+
+
+def test_a_session_slow_to_open_refuses_the_submission_rather_than_leave_it_uncertain(env, tmp_path):
+    """The session takes longer than OPEN_WAIT to open: the submission is refused (nothing
+    submitted, no lookup: the client uses qsub), the session goes on opening, and once it is open
+    the next submission goes through it."""
+    gate = tmp_path / "gate"
+    serve(env, STUB_INIT_GATE=str(gate))
+    b = FakeBackend(env["log"])
+    assert submitter.submit(ARGV, b"#!/bin/sh\n", Cfg, b) is None
+    assert b.calls == [] and jobs(env) == []  # refused, not uncertain
+    assert not (env["dir"] / rundir.DISABLED).exists()  # (not a failure: no back-off)
+    assert rundir.ask(str(env["dir"]), "ping")["drmaa"] is False
+    gate.touch()
+    wait_until(lambda: rundir.ask(str(env["dir"]), "ping")["drmaa"], 30, "the session to open", delay=0.05, cap=0.2)
+    job = submitter.submit(ARGV, b"#!/bin/sh\n", Cfg, b)
+    assert [j["id"] for j in jobs(env)] == [job]
 
 
 def test_one_daemon_per_directory(env):

@@ -105,7 +105,14 @@ _FLAVOUR = click.option("--flavour", type=click.Choice(["debian", "ocs"]), defau
                         "/opt/ocs, a second cell beside Debian's (see cluster_ocs.py)")
 
 
-@cli.group(short_help="up|down|status: the local single-host Grid Engine.")
+class _InOrder(click.Group):
+    """Its commands in the order they are defined (click sorts them): up, down, status."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
+
+@cli.group(cls=_InOrder, short_help="up|down|status: the local single-host Grid Engine.")
 def cluster() -> None:
     """up|down|status: install, configure and start a local single-host Grid Engine (root), stop it,
     or show whether its daemons run."""

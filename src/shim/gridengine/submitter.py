@@ -28,6 +28,7 @@ ORIGIN_ENV = ("HOME", "LOGNAME", "PATH", "MAIL", "SHELL", "TZ")
 # Options a DRMAA template cannot carry as they are (refused; sbatch uses qsub).
 UNSUPPORTED = frozenset({"-sync", "-b", "-shell", "-C", "-@", "-terse", "-verify", "-clear", "-now", "-js"})
 DRMAA_LIBRARIES = ("/usr/lib/gridengine-drmaa/lib/libdrmaa.so.1.0",)
+OPEN_WAIT = 2.0  # seconds a submission waits for the session to open when its client does not say
 DISABLED_FOR = (600, 30)  # seconds of qsub after DRMAA could not start: no library / anything else
 
 
@@ -66,7 +67,7 @@ def submit(argv: list[str], script: bytes, cfg, backend, environ=None, user: str
     try:
         token = os.urandom(12).hex()
         try:
-            rundir.send_json(sock, request(argv, token, cfg, env, len(script)), script)
+            rundir.send_json(sock, request(argv, token, cfg, env, len(script), timeout * 0.6), script)
         except OSError:
             return None  # the daemon never got the whole request, and acts only on whole requests
         try:
@@ -89,7 +90,7 @@ def submit(argv: list[str], script: bytes, cfg, backend, environ=None, user: str
         return resolve(d, token, backend, user, reply.get("reason", ""), seen)
 
 
-def request(argv: list[str], token: str, cfg, env, script_len: int) -> dict:
+def request(argv: list[str], token: str, cfg, env, script_len: int, open_wait: float = 0.0) -> dict:
     """The submission's JSON header: the qsub argv, the client's directory and SGE_O_* variables,
     and the cell the site config names (engine.ge_env): the daemon's session is opened for the
     first cell it is asked for, and refuses another's."""
@@ -100,6 +101,9 @@ def request(argv: list[str], token: str, cfg, env, script_len: int) -> dict:
         "sge_root": ge.sge_root, "sge_cell": ge.sge_cell, "sge_port": str(getattr(ge, "qmaster_port", 0) or ""),
         "sge_execd_port": str(getattr(ge, "execd_port", 0) or ""),
         "drmaa_library": str(getattr(ge, "drmaa_library", "") or ""), "script_len": script_len,
+        # how long the client lets the daemon wait for its session to open (the rest of its wait is
+        # runJob's and the reply's): past it, not submitted (Submitter.open_within)
+        "open_wait": round(open_wait, 3) if open_wait > 0 else OPEN_WAIT,
     }
 
 
@@ -274,6 +278,8 @@ class Submitter:
         self.lock = threading.Lock()
         self.session = None
         self.drmaa = None
+        self.opener = None  # the thread opening the session, while it takes longer than OPEN_WAIT
+        self.opened: dict = {}
         self.cell: tuple | None = None  # (sge_root, sge_cell, qmaster port) of the open session
         self.served = 0
         self.run_seconds = 0.0  # time inside runJob, for the benchmark
@@ -289,6 +295,26 @@ class Submitter:
                     os.environ[k] = v
                 else:
                     os.environ.pop(k, None)
+
+    def open_within(self, req: dict, wait: float) -> str | None:
+        """``open_session``, but a submission waits at most ``wait`` seconds for it: a session that
+        takes longer (a qmaster slow to register its event client, as Open Cluster Scheduler's can be
+        right after a killed client's) goes on opening in its thread, and this submission is refused
+        (not submitted: the client uses qsub) rather than left to time out uncertain. Under ``lock``."""
+        import threading
+
+        if self.session is not None:
+            return self.open_session(req)  # (the cell check)
+        if self.opener is None:
+            opened: dict = {}
+            self.opener, self.opened = threading.Thread(
+                target=lambda: opened.setdefault("why", self.open_session(req)), daemon=True), opened
+            self.opener.start()
+        self.opener.join(wait)
+        if self.opener.is_alive():
+            return "the DRMAA session is still opening"
+        self.opener = None
+        return self.opened.get("why") if self.session is None else self.open_session(req)
 
     def open_session(self, req: dict) -> str | None:
         """Open the session for the request's cell (the first submission's); None, or why not. When
@@ -363,8 +389,10 @@ class Submitter:
         except ValueError as e:
             return _send(conn, {"status": "refused", "reason": str(e)})
         script = rundir.recv_exact(conn, n)  # the whole request, or nothing is done
+        wait = req.get("open_wait")
+        wait = float(wait) if type(wait) in (int, float) and 0 < wait <= 60 else OPEN_WAIT
         with self.lock:
-            why = self.open_session(req)
+            why = self.open_within(req, wait)
             if why:
                 return _send(conn, {"status": "refused", "reason": why})
             job, error = self._submit(native, bulk, script, token, env)

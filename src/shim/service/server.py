@@ -55,7 +55,10 @@ REFUSAL_WORDS = {R_BAD: "a bad request", R_STALE: "the package changed",
                  R_IDENTITY: "another identity, mount namespace or site config",
                  R_LIMITS: "other resource limits", R_LOCALE: "another locale", R_BUSY: "too many at once",
                  R_STOPPING: "stopping"}
-MAX_SUBMITTING = 64  # submission threads at once (more: refused, qsub); runJob is one at a time anyway
+# submission threads at once (more: refused, qsub); runJob is one at a time anyway, so each waits
+# its turn. As many as the socket's backlog: a swarm's 256 concurrent sbatch all queue here rather
+# than 64 of them and the rest forking qsub (issue 29's swarm goal)
+MAX_SUBMITTING = 256
 SUBMIT_TIMEOUT = 30.0  # a submission's client has this long to send its script
 
 
