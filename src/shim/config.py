@@ -26,8 +26,9 @@ class GridEngine(_Model):
     sge_root: str = "/var/lib/gridengine"
     sge_cell: str = "default"
     bin_dir: str = Field("", description="directory of qsub/qstat/...; empty means PATH")
-    timeout: float = Field(5.0, gt=0, description="seconds a q* call may wait for qmaster before the command "
-                           "fails with Slurm's 'Socket timed out' (Slurm's MessageTimeout); waiting for a job "
+    timeout: float = Field(10.0, gt=0, description="seconds a q* call may wait for qmaster before the command "
+                           "fails with Slurm's 'Socket timed out' (Slurm's MessageTimeout, whose default is 10 "
+                           "too: a qmaster busy for a few seconds is waited for); waiting for a job "
                            "(srun, salloc, sbatch --wait) is not one call and is not cut by it")
     # The cell, named completely: with these set, a user's SGE_QMASTER_PORT/SGE_EXECD_PORT (or
     # /etc/services, which names one cell's ports) cannot send a command to another cell.

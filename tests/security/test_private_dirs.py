@@ -402,5 +402,5 @@ def test_a_squatted_service_directory_still_gets_the_warm_service(squatted_user)
     assert got and got[1] >= 1  # it served the second squeue
     assert not os.path.exists(f"/tmp/slurm-shim-{uid(squatted_user)}/service.sock")
     doctor = as_user(squatted_user, "slurm-shim", "doctor", "--no-hosts", timeout=120)
-    assert re.search(rf"^warn  /tmp/slurm-shim-{uid(squatted_user)} is not your own private directory .* use "
+    assert re.search(rf"^warn  /tmp/slurm-shim-{uid(squatted_user)} is not your own private directory .* uses "
                      rf"{re.escape(where)}", doctor.stdout, re.M), doctor.stdout

@@ -49,8 +49,8 @@ def spawned(monkeypatch):
     return calls
 
 
-def test_the_default_timeout_is_five_seconds():
-    assert config.GridEngine().timeout == 5.0
+def test_the_default_timeout_is_slurms_message_timeout():
+    assert config.GridEngine().timeout == 10.0  # (MessageTimeout's default: 10 sec in every release's scontrol show config)
     assert config.parse('[gridengine]\ntimeout = 12\n', "x").gridengine.timeout == 12.0
 
 
