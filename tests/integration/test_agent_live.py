@@ -328,8 +328,11 @@ def test_idle_agent_exits_then_restarts(workdir, setups, cleanup):
     name = f"idle-{uuid.uuid4().hex[:6]}"
     cleanup.append(name)
     s.submit("-J", name, "--wrap=true", env={"SLURM_SHIM_SERVICE_IDLE": "2"})
-    pid = s.ready()["pid"]
-    wait_until(lambda: not _alive(pid), 30, "the idle agent to exit")
+    # the daemon this call started idles out 2 s later, maybe before a ping could reach it (CI run
+    # 8): its pid is in its lock file, which it writes once it listens and leaves behind
+    lock = s.agent_dir / "service.lock"
+    pid = int(wait_until(lambda: lock.exists() and lock.read_text().strip(), 30, "the daemon's pid in its lock file"))
+    wait_until(lambda: not _alive(pid), 30, "the idle daemon to exit")
     assert not (s.agent_dir / "service.sock").exists()
     s.submit("-J", name, "--wrap=true")
     assert s.ready()["pid"] != pid

@@ -280,15 +280,14 @@ def timed_burst(calls: dict[str, tuple[list[str], dict[str, str]]], cwd: Path) -
 
 def test_hung_qmaster_costs_each_command_at_most_the_timeout(held_dir, named):
     """F-17: qmaster accepts and never answers. Every command gives up after gridengine.timeout
-    (5 s by default) plus its own start-up, in Slurm's words ("Socket timed out on send/recv
+    (10 s by default, Slurm's MessageTimeout) plus its own start-up, in Slurm's words ("Socket timed out on send/recv
     operation", what Slurm's commands print when slurmctld does not answer), exit 1. sbatch
     through a live submit agent included: the agent's silence and the token lookup after it
     share the one wait."""
     from shim import config
     from shim.gridengine.diagnose import QPING_TIMEOUT
 
-    limit = config.GridEngine().timeout
-    assert limit <= 5
+    limit = config.GridEngine().timeout  # (the commands run at once: the test waits about this long)
     (held_dir / "job.sh").write_text("#!/bin/sh\ntrue\n")
     job = int(run("qsub", "-terse", "-N", named, "-b", "y", "/bin/true", cwd=held_dir).stdout.strip())
     proxy = QmasterProxy()
