@@ -193,3 +193,17 @@ def test_the_rule_sees_each_spelling_and_can_fail(tmp_path):
     assert upward(graph) - UPWARD == {("shim.slurm.render.fmt", "shim.store.state"),
                                       ("shim.errors", "shim.gridengine.names")}
     assert any({"shim.errors", "shim.gridengine.names"} <= set(c) for c in cycles(graph))
+
+
+MAX_FUNCTION_LINES = 120  # issue 28: a longer function splits along its own sections
+
+
+def test_no_function_is_longer_than_120_lines():
+    long = []
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(SRC)}:{node.name} {n} lines")
+    assert long == []

@@ -79,18 +79,7 @@ def job_lines(rec: JobRecord, facts: JobFacts, details: bool, now: float) -> lis
     limit = "UNLIMITED" if rec.time_limit is None or rec.time_limit < 0 else hms(rec.time_limit * 60)
     held = pending and rec.reason in ("JobHeldUser", "JobHeldAdmin", "Dependency", "DependencyNeverSatisfied",
                                       "launch failed requeued held")
-    submit = rec.submit_time or rec.start_time
-    eligible = "Unknown" if held or (pending and rec.reason == "BeginTime") else iso(rec.eligible_time or submit)
-    end = rec.end_time
-    if end is None and rec.start_time is not None and rec.state in ("RUNNING", "SUSPENDED") and \
-            rec.time_limit is not None and rec.time_limit >= 0:
-        end = datetime.fromtimestamp(rec.start_time.timestamp() + rec.time_limit * 60)
-    start = rec.start_time
-    if pending and sub and sub.begin:
-        start = datetime.fromtimestamp(float(sub.begin))
-    susp = "None"
-    if rec.state == "SUSPENDED":
-        susp = iso(datetime.fromtimestamp(facts.suspended_at if facts.suspended_at else now))
+    submit, eligible, start, end, susp = _times(rec, facts, sub, pending, held, now)
     mem = rec.min_memory_mb
     mem_field = (f"MinMemoryCPU={mem_text(mem)}" if rec.mem_per_cpu else f"MinMemoryNode={mem_text(mem)}") \
         if mem else "MinMemoryNode=0"
@@ -173,6 +162,24 @@ def job_lines(rec: JobRecord, facts: JobFacts, details: bool, now: float) -> lis
     if not fields_26:
         lines.append("")  # the blank last line (22.05, 24.11)
     return lines
+
+
+def _times(rec: JobRecord, facts: JobFacts, sub, pending: bool, held: bool, now: float) -> tuple:
+    """(SubmitTime, EligibleTime's text, StartTime, EndTime, SuspendTime's text) of job_lines: a
+    running job ends at its start plus its limit, a pending one with --begin starts then."""
+    submit = rec.submit_time or rec.start_time
+    eligible = "Unknown" if held or (pending and rec.reason == "BeginTime") else iso(rec.eligible_time or submit)
+    end = rec.end_time
+    if end is None and rec.start_time is not None and rec.state in ("RUNNING", "SUSPENDED") and \
+            rec.time_limit is not None and rec.time_limit >= 0:
+        end = datetime.fromtimestamp(rec.start_time.timestamp() + rec.time_limit * 60)
+    start = rec.start_time
+    if pending and sub and sub.begin:
+        start = datetime.fromtimestamp(float(sub.begin))
+    susp = "None"
+    if rec.state == "SUSPENDED":
+        susp = iso(datetime.fromtimestamp(facts.suspended_at if facts.suspended_at else now))
+    return submit, eligible, start, end, susp
 
 
 def _expand(pattern: str, rec: JobRecord) -> str:
