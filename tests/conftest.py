@@ -350,6 +350,18 @@ def pytest_collection_modifyitems(config, items):
             item.fixturenames.insert(0, "live_cluster") if "live_cluster" not in item.fixturenames else None
 
 
+@pytest.fixture(name="top")
+def store_top(tmp_path: Path) -> Path:
+    """A fresh state directory laid out as cluster up lays it (the store's unit tests: records of
+    other uids need root)."""
+    from shim.store import state
+
+    if os.getuid() != 0:
+        pytest.skip("needs root (the state directory's layout, files of another uid)")
+    assert state.make_layout(str(tmp_path)) == []
+    return tmp_path
+
+
 def use_site_config(monkeypatch, tmp_path: Path) -> Path:
     """Point the shim at the unit-test site config (fixtures/site/config.toml) with a private
     state directory and config cache under tmp_path; returns the state directory."""

@@ -12,20 +12,10 @@ import os
 import time
 from unittest import mock
 
-import pytest
-
 from shim.store import layout, records, state
 
 NOW = time.time()
 OTHER = 4242
-
-
-@pytest.fixture
-def top(tmp_path):
-    if os.getuid() != 0:
-        pytest.skip("needs root (files of another uid)")
-    assert state.make_layout(str(tmp_path)) == []
-    return tmp_path
 
 
 def _home(top) -> str:

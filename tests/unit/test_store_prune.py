@@ -17,14 +17,6 @@ NOW = time.time()
 DAY = 86400.0
 
 
-@pytest.fixture
-def top(tmp_path):
-    if os.getuid() != 0:
-        pytest.skip("needs root (the state directory's layout)")
-    assert state.make_layout(str(tmp_path)) == []
-    return tmp_path
-
-
 def _job(top, job: int, t: float, **submit) -> None:
     """A job's submit record and end event, written at ``t`` (the writer's clock)."""
     with mock.patch("time.time", return_value=t):
