@@ -333,7 +333,7 @@ def test_srun_step_request_carries_the_binding():
     assert srun.step_binding(o) == ("cores", True)
     assert srun.step_binding(srun_options(["--cpu-bind=sockets"])) == (None, False)
     assert srun.step_binding(srun_options([], {"SLURM_CPU_BIND": "quiet,cores,mask_cpu:0x1"})) == (None, False)
-    assert srun.request(o, ["true"], {})["cpu_bind"] == "cores"
+    assert srun.request(o, ["true"], {}).cpu_bind == "cores"
 
 
 def test_srun_step_of_a_bound_job_drops_the_warning(capsys, monkeypatch):

@@ -67,12 +67,12 @@ def test_layout_overcommit():
 
 def test_nodelist_and_exclude_choose_among_the_allocations_hosts():
     alloc = steps.Allocation(7, [("vm", 2), ("node2", 2), ("node3", 2)])
-    got = steps.plan_step({"ntasks": 2, "nodelist": "node[2-3]"}, alloc)
+    got = steps.plan_step(steps.StepRequest(ntasks=2, nodelist="node[2-3]"), alloc)
     assert [h for h, _, _ in got] == ["node2", "node3"]
-    got = steps.plan_step({"ntasks": 1, "ntasks_per_node": 1, "exclude": "vm"}, alloc)
+    got = steps.plan_step(steps.StepRequest(ntasks=1, ntasks_per_node=1, exclude="vm"), alloc)
     assert [h for h, _, _ in got] == ["node2"]
     with pytest.raises(steps.StepError, match="Requested node configuration is not available"):
-        steps.plan_step({"ntasks": 1, "nodelist": "elsewhere"}, alloc)
+        steps.plan_step(steps.StepRequest(ntasks=1, nodelist="elsewhere"), alloc)
 
 
 def test_open_mpis_daemons_leave_out_srun_s_own_host():

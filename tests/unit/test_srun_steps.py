@@ -68,10 +68,10 @@ def test_layout_refuses_more_cpus_than_the_allocation():
 
 def test_plan_defaults_follow_the_allocation():
     alloc = steps.Allocation(5, [("a", 2), ("b", 2)])
-    assert [t for _, _, t in steps.plan_step({}, alloc)] == [[0], [1]]  # one task per node
-    assert [t for _, _, t in steps.plan_step({"ntasks": 3}, alloc)] == [[0, 1], [2]]
-    assert [t for _, _, t in steps.plan_step({"ntasks": 1, "nodes": 2}, alloc)] == [[0]]  # nnodes <= ntasks
-    assert [t for _, _, t in steps.plan_step({"ntasks_per_node": 2}, alloc)] == [[0, 1], [2, 3]]
+    assert [t for _, _, t in steps.plan_step(steps.StepRequest(), alloc)] == [[0], [1]]  # one task per node
+    assert [t for _, _, t in steps.plan_step(steps.StepRequest(ntasks=3), alloc)] == [[0, 1], [2]]
+    assert [t for _, _, t in steps.plan_step(steps.StepRequest(ntasks=1, nodes=2), alloc)] == [[0]]  # nnodes <= ntasks
+    assert [t for _, _, t in steps.plan_step(steps.StepRequest(ntasks_per_node=2), alloc)] == [[0, 1], [2, 3]]
 
 
 def test_ranges():
@@ -598,7 +598,7 @@ def test_qrsh_inherit_never_gets_a_terminal_as_stdin(monkeypatch, tty, pty, dire
     monkeypatch.setattr(run_mod.proc, "popen", popen)
     monkeypatch.setattr(run_mod, "boot_argv", lambda state_dir, spec: ["boot", "/nonexistent/launch.json"])
     step = object.__new__(run_mod._Step)
-    step.req = {"pty": pty}
+    step.req = steps.StepRequest(pty=pty)
     step.alloc = type("A", (), {"key": "7", "job_id": 7, "ge_task": "undefined"})()
     step.in_mode = ("task", 0) if pty else ("inherit", None)
     step.state_dir, step.step_id, step.sig_seen, step.stdin_tty = "/nonexistent", 0, set(), tty

@@ -37,7 +37,7 @@ def table() -> Table:
 
 
 def request(o: sources.Options, positional: list[str], environ: dict[str, str]) -> steps.StepRequest:
-    """srun's options as plain data for the step launcher."""
+    """srun's options as the step launcher's typed request."""
     argv = list(positional)
     per_task = None
     if o.multi_prog:
@@ -243,7 +243,7 @@ def in_allocation(o: sources.Options, req: steps.StepRequest, environ: dict[str,
     for k, v in job_variables(alloc, cfg).items():
         base.setdefault(k, v)
     qrsh_env = getattr(backend, "env", None) or dict(os.environ)
-    deadline = time.time() + req.time * 60 if req.get("time") else None
+    deadline = time.time() + req.time * 60 if req.time else None
     try:
         res = steps.run_step(req, alloc, base_env=base, state_dir=cfg.cluster.state_dir,
                              qrsh=backend.interactive_argv, qrsh_env=qrsh_env, deadline=deadline)

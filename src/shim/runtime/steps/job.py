@@ -133,7 +133,11 @@ def job_main() -> None:
     record = dict(pl["record"])
     sub = record.get("sub")
     stamp = {"sub": sub} if isinstance(sub, (int, float)) and not isinstance(sub, bool) else {}
-    req = StepRequest(pl["req"])
+    try:
+        req = StepRequest.from_json(pl.get("req"))
+    except StepError as e:
+        write_all(2, f"slurm-shim: job_main: {e}\n".encode())
+        os._exit(1)
     token = str(pl.get("token") or "")
     state.record_submit(sdir, job_id, record)
     state.record_event(sdir, job_id, None, "start", {"node": host, **stamp})
@@ -146,7 +150,7 @@ def job_main() -> None:
     try:
         gpu_ids = jobwrap.claim_gpus(sdir, host, gpus, job_id) if gpus else None
     except jobwrap.NoGpu as e:
-        sys.stderr.write(f"{req.get('prog') or 'srun'}: error: Unable to create step for job {job_id}: {e}\n")
+        sys.stderr.write(f"{req.prog or 'srun'}: error: Unable to create step for job {job_id}: {e}\n")
         sig, reason = jobwrap.LAUNCH_FAILED_SIGNAL, "JobLaunchFailure"
     if not reason == "JobLaunchFailure":
         env = new_job_env(pl["environ"], record, job_id=job_id, hosts=hosts, host=host, user=user[0], uid=user[1],
@@ -165,7 +169,7 @@ def job_main() -> None:
             sig = worst[1] if outcome(*worst) == rc else 0
             st = "TIMEOUT" if res.timed_out else "CANCELLED" if res.cancelled else "COMPLETED" if rc == 0 else "FAILED"
         except StepError as e:
-            sys.stderr.write(f"{req.get('prog') or 'srun'}: error: Unable to create step for job {job_id}: {e}\n")
+            sys.stderr.write(f"{req.prog or 'srun'}: error: Unable to create step for job {job_id}: {e}\n")
         finally:
             if gpu_ids:
                 jobwrap.release_gpus(sdir, host, gpu_ids)

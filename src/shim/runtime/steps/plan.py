@@ -1,4 +1,4 @@
-"""Planning a step: what srun was asked for (``StepRequest``), which host runs which task ranks
+"""Planning a step: what srun was asked for (``StepRequest``, typed), which host runs which task ranks
 (Slurm's block distribution), the environment of the step, of each host and of each task, and
 srun's ``--output``/``--error``/``--input`` values and file name patterns."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shlex
 import socket
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ...slurm import jobids
 from .. import jobenv
@@ -261,41 +261,197 @@ def parse_multi_prog(text: str, ntasks: int) -> dict[int, list[str]]:
     return out
 
 
-class StepRequest(dict):
-    """What srun was asked for, as plain data (it also travels in qrsh payloads). Keys: argv,
-    argv_per_task, ntasks, ntasks_set, cpus_per_task, cpus_per_task_set, nodes, nodes_set,
-    ntasks_per_node, relative, label, unbuffered, output, error, input, append, kill_on_bad_exit,
-    wait, pty, time (minutes), chdir, export, distribution, name, quiet, verbose, prog."""
-
-    def __getattr__(self, name: str) -> Any:
-        return self.get(name)
+def _str(v: Any) -> bool:
+    return type(v) is str
 
 
-def plan_step(req: Mapping[str, Any], alloc: Allocation) -> list[tuple[str, int, list[int]]]:
+def _opt_str(v: Any) -> bool:
+    return v is None or type(v) is str
+
+
+def _int(v: Any) -> bool:
+    return type(v) is int
+
+
+def _opt_int(v: Any) -> bool:
+    return v is None or type(v) is int
+
+
+def _bool(v: Any) -> bool:
+    return type(v) is bool
+
+
+def _words(v: Any) -> bool:
+    return type(v) is list and all(type(w) is str for w in v)
+
+
+def _per_task(v: Any) -> bool:
+    return v is None or (type(v) is dict and all(type(k) is str and k.isascii() and k.isdigit() and _words(w)
+                                                  for k, w in v.items()))
+
+
+def _export(v: Any) -> bool:
+    return v is None or (type(v) is dict and set(v) == {"all", "vars"} and type(v["all"]) is bool
+                         and type(v["vars"]) is dict
+                         and all(type(k) is str and type(x) is str for k, x in v["vars"].items()))
+
+
+# (name, check, default, what the check wants in words); a list default is a fresh one per request
+STEP_FIELDS: tuple[tuple[str, Callable[[Any], bool], Any, str], ...] = (
+    ("prog", _str, "srun", "a string"),
+    ("argv", _words, list, "a list of strings"),
+    ("argv_per_task", _per_task, None, "null or an object of task ranks to lists of strings"),
+    ("ntasks", _opt_int, None, "an integer or null"),
+    ("cpus_per_task", _int, 1, "an integer"),
+    ("cpus_per_task_set", _bool, False, "true or false"),
+    ("nodes", _opt_int, None, "an integer or null"),
+    ("ntasks_per_node", _opt_int, None, "an integer or null"),
+    ("relative", _int, 0, "an integer"),
+    ("label", _bool, False, "true or false"),
+    ("unbuffered", _bool, False, "true or false"),
+    ("output", _opt_str, None, "a string or null"),
+    ("error", _opt_str, None, "a string or null"),
+    ("input", _opt_str, None, "a string or null"),
+    ("append", _bool, False, "true or false"),
+    ("kill_on_bad_exit", _bool, False, "true or false"),
+    ("wait", _int, 0, "an integer"),
+    ("pty", _bool, False, "true or false"),
+    ("time", _opt_int, None, "an integer or null"),
+    ("chdir", _opt_str, None, "a string or null"),
+    ("export", _export, None, 'null or {"all": true|false, "vars": {name: value}}'),
+    ("distribution", _opt_str, None, "a string or null"),
+    ("name", _opt_str, None, "a string or null"),
+    ("quiet", _bool, False, "true or false"),
+    ("verbose", _int, 0, "an integer"),
+    ("mpi", _str, "none", "a string"),
+    ("overcommit", _bool, False, "true or false"),
+    ("nodelist", _opt_str, None, "a string or null"),
+    ("exclude", _opt_str, None, "a string or null"),
+    ("cpu_bind", _opt_str, None, "a string or null"),
+    ("cpu_bind_verbose", _bool, False, "true or false"),
+)
+
+
+class StepRequest:
+    """What srun was asked for, typed: built from srun's options (``cli/srun.request``), it travels
+    to the job srun makes as JSON (``to_json``/``from_json``) and is read by attribute. Frozen,
+    with ``__slots__``; ``replace`` gives a changed copy. Written out rather than a dataclass:
+    ``dataclasses`` (it imports ``inspect``) costs ~7 ms of srun's start and of every host
+    launcher's (``STEP_FIELDS`` holds each field's check and default).
+
+    ``argv`` (the command; with --multi-prog task 0's) and ``argv_per_task`` ({"rank": argv});
+    counts ``ntasks``, ``cpus_per_task`` (``cpus_per_task_set``: -c was given), ``nodes``,
+    ``ntasks_per_node``, ``relative``; I/O ``label``, ``unbuffered``, ``output``, ``error``,
+    ``input`` (srun's values), ``append``, ``pty``; ``kill_on_bad_exit``, ``wait`` (seconds),
+    ``time`` (minutes, None: no limit), ``chdir``, ``export`` (``{"all": bool, "vars": {...}}``),
+    ``distribution``, ``name``, ``quiet``, ``verbose``, ``mpi`` (none, pmi2, pmix), ``overcommit``,
+    ``nodelist``/``exclude`` (-w/-x), ``cpu_bind`` (cores, threads or None) and
+    ``cpu_bind_verbose``; ``prog`` names the command in messages."""
+
+    __slots__ = tuple(f[0] for f in STEP_FIELDS)
+    prog: str
+    argv: list[str]
+    argv_per_task: dict[str, list[str]] | None
+    ntasks: int | None
+    cpus_per_task: int
+    cpus_per_task_set: bool
+    nodes: int | None
+    ntasks_per_node: int | None
+    relative: int
+    label: bool
+    unbuffered: bool
+    output: str | None
+    error: str | None
+    input: str | None
+    append: bool
+    kill_on_bad_exit: bool
+    wait: int
+    pty: bool
+    time: int | None
+    chdir: str | None
+    export: dict[str, Any] | None
+    distribution: str | None
+    name: str | None
+    quiet: bool
+    verbose: int
+    mpi: str
+    overcommit: bool
+    nodelist: str | None
+    exclude: str | None
+    cpu_bind: str | None
+    cpu_bind_verbose: bool
+
+    def __init__(self, **values: Any) -> None:
+        """Fields by name, each checked (StepError: a field that is not one, or a value of the
+        wrong type); a field not given takes its default."""
+        unknown = sorted(set(values) - set(self.__slots__))
+        if unknown:
+            raise StepError(f"the step request has no field {', '.join(unknown)}")
+        set_ = object.__setattr__
+        for name, check, default, wants in STEP_FIELDS:
+            if name in values:
+                value = values[name]
+                if not check(value):
+                    raise StepError(f"the step request's {name} must be {wants}, not {type(value).__name__}")
+            else:
+                value = default() if default is list else default
+            set_(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"StepRequest is frozen: use replace({name}=...)")
+
+    __delattr__ = __setattr__  # type: ignore[assignment]
+
+    def replace(self, **changes: Any) -> StepRequest:
+        """A copy with some fields changed (checked as the constructor checks them)."""
+        return StepRequest(**{**self.to_json(), **changes})
+
+    def to_json(self) -> dict[str, Any]:
+        """Every field by name: what a payload carries (json.dumps of it), and from_json reads."""
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    @classmethod
+    def from_json(cls, data: Any) -> StepRequest:
+        """A request as to_json wrote it (StepError: not an object, a key that is no field, a value
+        of the wrong type). The payload crosses a process boundary, so nothing is taken on trust."""
+        if type(data) is not dict:
+            raise StepError(f"the step request must be an object, not {type(data).__name__}")
+        return cls(**data)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  (argv is a list)
+
+    def __repr__(self) -> str:
+        return f"StepRequest({', '.join(f'{k}={getattr(self, k)!r}' for k in self.__slots__)})"
+
+
+def plan_step(req: StepRequest, alloc: Allocation) -> list[tuple[str, int, list[int]]]:
     """The step's layout over the allocation (StepError when it cannot be made). ``-w/--nodelist``
     and ``-x/--exclude`` choose among the allocation's hosts (Open MPI's mpirun starts its daemons
     with ``srun --nodelist=...``); a listed host outside the allocation cannot be used."""
-    cpt = int(req.get("cpus_per_task") or 1)
-    hosts = _chosen_hosts(alloc.hosts, req.get("nodelist"), req.get("exclude"))
+    cpt = req.cpus_per_task or 1
+    hosts = _chosen_hosts(alloc.hosts, req.nodelist, req.exclude)
     if len(hosts) != len(alloc.hosts):
         from .allocation import Allocation
 
         alloc = Allocation(alloc.job_id, hosts)
-    nodes = req.get("nodes")
-    if req.get("nodelist") and not nodes:
+    nodes = req.nodes
+    if req.nodelist and not nodes:
         nodes = len(hosts)
-    nnodes = int(nodes) if nodes else len(alloc.hosts)
-    if req.get("ntasks"):
-        ntasks = int(req["ntasks"])
-    elif req.get("ntasks_per_node"):
-        ntasks = int(req["ntasks_per_node"]) * nnodes
+    nnodes = nodes if nodes else len(alloc.hosts)
+    if req.ntasks:
+        ntasks = req.ntasks
+    elif req.ntasks_per_node:
+        ntasks = req.ntasks_per_node * nnodes
     else:
         ntasks = nnodes
-    if nnodes > len(alloc.hosts) - int(req.get("relative") or 0):
+    if nnodes > len(alloc.hosts) - req.relative:
         raise StepError("Requested node configuration is not available")
     nnodes = max(1, min(nnodes, ntasks))
-    return layout(alloc.hosts, ntasks, cpt, nnodes, req.get("ntasks_per_node"), int(req.get("relative") or 0),
-                  req.get("distribution"), bool(req.get("overcommit")))
+    return layout(alloc.hosts, ntasks, cpt, nnodes, req.ntasks_per_node, req.relative,
+                  req.distribution, req.overcommit)
 
 
 def _chosen_hosts(hosts: Sequence[tuple[str, int]], nodelist: str | None,

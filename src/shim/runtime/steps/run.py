@@ -74,7 +74,7 @@ class _Step:
                  deadline: float | None, job_mode: bool, cancelled: Callable[[], bool] | None):
         self.req, self.alloc, self.base_env, self.state_dir = req, alloc, base_env, state_dir
         self.qrsh, self.qrsh_env, self.deadline, self.job_mode, self.cancelled = qrsh, qrsh_env, deadline, job_mode, cancelled
-        self.prog = req.get("prog") or "srun"
+        self.prog = req.prog or "srun"
         self.this_host = short_host()
         self.events: queue.Queue = queue.Queue()
         self.local: HostLaunch | None = None
@@ -109,22 +109,22 @@ class _Step:
         self.sig_seen = state.seen_signals(self.state_dir, None, alloc.key)
         self.next_signal_look = 0.0
         self.local_here = alloc.inside and any(h == self.this_host for h, _, _ in self.layout)
-        cpt_env = int(req["cpus_per_task"]) if req.get("cpus_per_task_set") else None
+        cpt_env = req.cpus_per_task if req.cpus_per_task_set else None
         umask = os.umask(0o022)
         os.umask(umask)
         own_id = self.own_id
         self.common = step_env(self.base_env, job_id=own_id, step_id=step_id, plan=self.layout,
                                cpus_per_task=cpt_env, in_allocation=not self.job_mode,
-                               distribution=req.get("distribution"), umask=umask,
-                               debug=3 + int(req.get("verbose") or 0) - (1 if req.get("quiet") else 0), gpu_ids=gpu_ids)
+                               distribution=req.distribution, umask=umask,
+                               debug=3 + req.verbose - (1 if req.quiet else 0), gpu_ids=gpu_ids)
         ntasks = sum(len(t) for _, _, t in self.layout)
-        if req.get("mpi") and req["mpi"] != "none":
-            self.common["SLURM_MPI_TYPE"] = str(req["mpi"])  # srun's own, as Slurm's tasks see it
+        if req.mpi and req.mpi != "none":
+            self.common["SLURM_MPI_TYPE"] = req.mpi  # srun's own, as Slurm's tasks see it
         else:
             self.common.pop("SLURM_MPI_TYPE", None)  # slurmstepd removes "none"
-        if req.get("mpi") in ("pmi2", "pmix") and not req.get("argv_per_task"):
+        if req.mpi in ("pmi2", "pmix") and not req.argv_per_task:
             self.ompi = self._open_mpi(req)
-        if req.get("mpi") in ("pmi2", "pmix") and self.ompi is None:
+        if req.mpi in ("pmi2", "pmix") and self.ompi is None:
             # Slurm's mpi/pmi2: PMI-1 and PMI-2 for every task, served here
             from .. import pmi
 
@@ -135,14 +135,14 @@ class _Step:
             self.pmi = pmi.Server(ntasks, node_of, f"{alloc.job_id}.{step_id}",
                                   on_abort=lambda rank, code, msg: self.events.put(("abort", rank, code, 0)))
         width = len(str(ntasks - 1))
-        cwd = req.get("chdir") or os.getcwd()
+        cwd = req.chdir or os.getcwd()
         user = self.common.get("USER") or self.common.get("SLURM_JOB_USER") or ""
         base_env = self.base_env
         vals = {"j": own_id, "s": step_id, "A": base_env.get("SLURM_ARRAY_JOB_ID", alloc.job_id),
                 "a": base_env.get("SLURM_ARRAY_TASK_ID", NO_VAL),
-                "x": base_env.get("SLURM_JOB_NAME", req.get("name") or ""), "u": user}
-        out_mode, err_mode, in_mode = io_mode(req.get("output")), io_mode(req.get("error")), io_mode(req.get("input"))
-        if req.get("pty"):  # Slurm: only task 0 talks to the terminal
+                "x": base_env.get("SLURM_JOB_NAME", req.name or ""), "u": user}
+        out_mode, err_mode, in_mode = io_mode(req.output), io_mode(req.error), io_mode(req.input)
+        if req.pty:  # Slurm: only task 0 talks to the terminal
             out_mode = out_mode if out_mode[0] != "inherit" else ("task", 0)
             err_mode = err_mode if err_mode[0] != "inherit" else ("task", 0)
             in_mode = in_mode if in_mode[0] != "inherit" else ("task", 0)
@@ -151,21 +151,21 @@ class _Step:
         for which, (mode, pattern) in (("stdout", out_mode), ("stderr", err_mode)):
             if mode == "file" and not varies_per_task(pattern):
                 shared[which] = True
-                if not req.get("append"):
+                if not req.append:
                     _truncate(expand_io(pattern, vals), cwd)
         self.spec_base: dict[str, Any] = {
-            "argv": list(req["argv"]), "argv_per_task": req.get("argv_per_task"), "cwd": cwd, "ntasks": ntasks,
-            "label": bool(req.get("label")), "width": width, "unbuffered": bool(req.get("unbuffered")),
-            "stdout": out_mode, "stderr": err_mode, "stdin": in_mode, "append": bool(req.get("append")),
+            "argv": list(req.argv), "argv_per_task": req.argv_per_task, "cwd": cwd, "ntasks": ntasks,
+            "label": req.label, "width": width, "unbuffered": req.unbuffered,
+            "stdout": out_mode, "stderr": err_mode, "stdin": in_mode, "append": req.append,
             "shared": shared, "vals": vals, "umask": umask, "deadline": self.deadline,
             # --cpu-bind=cores|threads: each host's launcher binds its tasks (launch.task_cpus)
-            "cpu_bind": req.get("cpu_bind"), "cpu_bind_verbose": bool(req.get("cpu_bind_verbose")),
-            "cpus_per_task": int(req.get("cpus_per_task") or 1),
+            "cpu_bind": req.cpu_bind, "cpu_bind_verbose": req.cpu_bind_verbose,
+            "cpus_per_task": req.cpus_per_task or 1,
         }
         record_step(self.state_dir, alloc.key, step_id, {
-            "job_id": alloc.job_id, "task": alloc.task, "step_id": step_id, "name": req.get("name") or
-            os.path.basename(str(req["argv"][0])), "ntasks": ntasks, "nodelist": self.common["SLURM_STEP_NODELIST"],
-            "nodes": len(self.layout), "cpus": ntasks * int(req.get("cpus_per_task") or 1), "start": time.time(),
+            "job_id": alloc.job_id, "task": alloc.task, "step_id": step_id, "name": req.name or
+            os.path.basename(str(req.argv[0])), "ntasks": ntasks, "nodelist": self.common["SLURM_STEP_NODELIST"],
+            "nodes": len(self.layout), "cpus": ntasks * (req.cpus_per_task or 1), "start": time.time(),
             "state": "RUNNING", "user": user,
         })
 
@@ -174,8 +174,8 @@ class _Step:
         from . import ompi
 
         path = self.common.get("PATH")
-        cwd = req.get("chdir") or os.getcwd()
-        if not ompi.is_open_mpi(str(req["argv"][0]), path, cwd):
+        cwd = req.chdir or os.getcwd()
+        if not ompi.is_open_mpi(str(req.argv[0]), path, cwd):
             return None
         mpirun = ompi.mpirun_path(path)
         return {"mpirun": mpirun} if mpirun else None
@@ -194,8 +194,8 @@ class _Step:
         host, slots, tids = self.layout[0]
         env = host_env(self.common, host, 0, slots, tids)
         env.update(ompi.rank_env(self.layout, status_dir))
-        cyclic = str(req.get("distribution") or "").split(":")[0].strip().lower() == "cyclic"
-        argv = ompi.mpirun_argv(self.ompi["mpirun"], self.layout, list(req["argv"]), cyclic=cyclic, environ=env)
+        cyclic = str(req.distribution or "").split(":")[0].strip().lower() == "cyclic"
+        argv = ompi.mpirun_argv(self.ompi["mpirun"], self.layout, list(req.argv), cyclic=cyclic, environ=env)
         spec = dict(self.spec_base, env=env, tasks=[0], host=self.this_host, node=0, argv=argv, argv_per_task=None,
                     label=False, kill_on_bad_exit=False, own_group=not isatty(0), pty=False)
         self.local = HostLaunch(spec, self.events, stdin_direct=True)
@@ -212,7 +212,7 @@ class _Step:
             self.raw_tty = None
             self._start_open_mpi()
             return
-        if req.get("verbose"):
+        if req.verbose:
             for host, slots, tids in self.layout:
                 print(f"{prog}: launching StepId={self.own_id}.{self.step_id} on host {host}, {len(tids)} tasks: "
                       f"{ranges(tids)}", file=sys.stderr)
@@ -229,10 +229,10 @@ class _Step:
         for node, (host, slots, tids) in enumerate(self.layout):
             henv = host_env(self.common, host, node, slots, tids)
             spec = dict(self.spec_base, env=henv, tasks=tids, host=host, node=node,
-                        kill_on_bad_exit=bool(req.get("kill_on_bad_exit")))
+                        kill_on_bad_exit=req.kill_on_bad_exit)
             if self.local_here and host == self.this_host:
-                spec["own_group"] = not self.stdin_tty and not req.get("pty")
-                spec["pty"] = bool(req.get("pty"))
+                spec["own_group"] = not self.stdin_tty and not req.pty
+                spec["pty"] = req.pty
                 self.local = HostLaunch(spec, self.events, stdin_direct=in_direct, pmi=self.pmi)
                 continue
             if self.qrsh is None:
@@ -243,7 +243,7 @@ class _Step:
                                "size": self.pmi.size, "jobid": self.pmi.jobid}
             self._start_remote(spec, host, tids, in_direct)
         self.raw_tty = None
-        if req.get("pty") and self.remotes and self.stdin_tty:
+        if req.pty and self.remotes and self.stdin_tty:
             self.raw_tty = raw_mode(0)
 
     def _start_remote(self, spec: dict[str, Any], host: str, tids: list[int], in_direct: bool) -> None:
@@ -254,7 +254,7 @@ class _Step:
         spec["state_dir"] = self.state_dir
         spec["status_name"] = status_name(alloc.key, self.step_id, host)
         spec["signal_key"], spec["signals_seen"] = alloc.key, sorted(self.sig_seen)  # scancel -s reaches it
-        if req.get("pty") and 0 in tids:
+        if req.pty and 0 in tids:
             spec["emulate_pty"] = True
             spec["winsize"] = get_winsize(0)
         boot = boot_argv(self.state_dir, spec)
@@ -264,7 +264,7 @@ class _Step:
         env["JOB_ID"] = str(alloc.job_id)
         env["SGE_TASK_ID"] = alloc.ge_task
         wants_stdin = (in_mode[0] == "inherit") or (in_mode[0] == "task" and in_mode[1] in tids) \
-            or (req.get("pty") and 0 in tids)
+            or (req.pty and 0 in tids)
         feed = None
         if not wants_stdin:
             stdin = proc.DEVNULL
@@ -346,8 +346,8 @@ class _Step:
                     timeout = max(0.0, flags["killed_at"] + KILL_WAIT - now)
                 elif deadline:
                     timeout = max(0.0, deadline - now)
-                if req.get("wait") and first_end is not None and flags["killed_at"] is None:
-                    t2 = max(0.0, first_end + int(req["wait"]) - now)
+                if req.wait and first_end is not None and flags["killed_at"] is None:
+                    t2 = max(0.0, first_end + req.wait - now)
                     timeout = t2 if timeout is None else min(timeout, t2)
                 if self.cancelled is not None:
                     timeout = 0.5 if timeout is None else min(timeout, 0.5)
@@ -379,9 +379,9 @@ class _Step:
                     bad = code != 0
                 if first_end is None:
                     first_end = time.time()
-                if bad and req.get("kill_on_bad_exit") and not self.bad_exit_seen:
+                if bad and req.kill_on_bad_exit and not self.bad_exit_seen:
                     self.bad_exit_seen = True
-                    if (pending_tasks or pending_remote) and not req.get("quiet"):
+                    if (pending_tasks or pending_remote) and not req.quiet:
                         print(f"{prog}: Terminating StepId={self.own_id}.{self.step_id}", file=sys.stderr, flush=True)
                     self.kill_all(signal.SIGTERM)
                     flags["killed_at"] = time.time()
@@ -431,8 +431,8 @@ class _Step:
                   file=sys.stderr)
             self.kill_all(signal.SIGTERM)
             flags["killed_at"] = now
-        elif req.get("wait") and first_end is not None and flags["killed_at"] is None \
-                and now >= first_end + int(req["wait"]):
+        elif req.wait and first_end is not None and flags["killed_at"] is None \
+                and now >= first_end + req.wait:
             print(f"{prog}: error: Timed out waiting for job step to complete", file=sys.stderr)
             self.kill_all(signal.SIGTERM)
             flags["killed_at"] = now
@@ -487,7 +487,7 @@ class _Step:
         results = list(statuses.values()) + remote_results
         rc = global_rc(results)
         signaled = any(s for _, s in results) and not self.bad_exit_seen
-        if signaled and not flags["timed_out"] and not flags["cancel"] and not self.req.get("quiet"):
+        if signaled and not flags["timed_out"] and not flags["cancel"] and not self.req.quiet:
             print(f"{prog}: Force Terminated StepId={self.own_id}.{step_id}", file=sys.stderr)
         st = "TIMEOUT" if flags["timed_out"] else "CANCELLED" if flags["cancel"] else \
             "COMPLETED" if rc == 0 else "FAILED"
