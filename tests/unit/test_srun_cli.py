@@ -18,6 +18,7 @@ from shim.__main__ import dispatch
 from shim.gridengine.replay import ReplayBackend
 from shim.cli import common, srun
 from shim.slurm.options import table
+from shim.slurm.request import SubmitRecord
 from shim.errors import ShimError
 from shim.slurm.options import sources
 from shim.slurm.options.getopt import getopt
@@ -157,6 +158,11 @@ def test_new_job_runs_qrsh_with_the_translation(monkeypatch, tmp_path):
     assert argv[argv.index("-pty") + 1] == "n"
     p = started["payload"]
     assert p["req"]["argv"] == ["echo", "a b"] and p["req"]["ntasks"] == 2 and p["record"]["name"] == "named"
+    # job_main reads both typed: the step request exactly as srun made it, the submit record as a
+    # SubmitRecord that is key for key the record srun wrote (what job_main records for the job)
+    assert steps.StepRequest.from_json(p["req"]) == req(["-n2", "-c2", "--mem=100", "-J", "named", "echo", "a b"])
+    rec = SubmitRecord.from_dict(p["record"])
+    assert rec.to_dict() == p["record"] and (rec.name, rec.ntasks, rec.cpus_per_task) == ("named", 2, 2)
     assert any(c[0][:3] == ("qrsh", "-w", "v") for c in rb.calls)  # --mem: checked before queueing
     assert "environ" in p and not any("PATH" in w for w in started["words"])  # F-7b: not on argv
     assert list((tmp_path / "state" / "users" / str(os.getuid()) / "srun").iterdir()) == []  # all removed
@@ -294,3 +300,20 @@ def test_the_interactive_operation_ends_the_job_on_a_signal(monkeypatch, reporte
         assert qdel == [("qdel", "7")] and sent == []
     else:
         assert qdel == [] and sent == [signal.SIGINT]
+
+
+def test_a_step_that_lost_the_jobs_variables_rebuilds_them_from_the_typed_record():
+    """srun inside a job whose environment was stripped: the job's SLURM_* variables come from its
+    submit record as srun read it (records.Submitted, not rebuilt into a dict), the same as a dict
+    of that record would give."""
+    from shim.store import records
+
+    rec = records.Submitted({"name": "batch", "partition": "debug", "ntasks": 2, "ntasks_set": True,
+                             "cpus_per_task": 1, "cluster": "cluster", "array": [3, 5], "time": "bogus"})
+    alloc = steps.Allocation(9, [("vm", 2)], task=5, ge_task="2", record=rec)
+    got = srun.job_variables(alloc, None)
+    assert (got["SLURM_JOB_NAME"], got["SLURM_JOB_PARTITION"], got["SLURM_NTASKS"], got["SLURM_ARRAY_TASK_ID"],
+            got["SLURM_ARRAY_JOB_ID"]) == ("batch", "debug", "2", "5", "9")
+    assert "ENVIRONMENT" not in got and "SLURM_TASK_PID" not in got
+    as_dict = steps.Allocation(9, [("vm", 2)], task=5, ge_task="2", record=rec.to_dict())  # type: ignore[arg-type]
+    assert srun.job_variables(as_dict, None) == got

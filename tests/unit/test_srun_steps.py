@@ -12,7 +12,8 @@ import threading
 import pytest
 
 from conftest import SLURM_REF, wait_until
-from shim.store import state
+from shim.slurm.request import SubmitRecord
+from shim.store import records, state
 from shim.gridengine.engine import GridEngine
 from shim.runtime import steps
 from shim.runtime.steps import run as run_mod
@@ -158,7 +159,7 @@ def test_new_job_environment_equals_standalone_sruns():
     record = {"name": "env", "partition": "debug", "submit_dir": "/srv/sref", "submit_host": "vm", "ntasks": 1,
               "cpus_per_task": 1, "nodes": 1, "tasks_per_node": [1], "default_mem_per_cpu": 100,
               "cluster": "cluster"}
-    base = steps.new_job_env(environ, record, job_id=80, hosts=[("vm", 1)], host="vm", user="root", uid=0, gid=0,
+    base = steps.new_job_env(environ, SubmitRecord.from_dict(record), job_id=80, hosts=[("vm", 1)], host="vm", user="root", uid=0, gid=0,
                              ge_environ={"TMPDIR": "/tmp"})
     got = _task_env_for(base, [("vm", 1, [0])], 0, 0, in_alloc=False)
     config = {"SLURM_CONF", "SLURM_WORKING_CLUSTER", "SLURM_JOB_ACCOUNT"}  # Slurm's config, not srun's doing
@@ -171,7 +172,7 @@ def test_new_job_gpu_environment():
     environ = {k: want[k] for k in ("HOME", "LANG", "LOGNAME", "MYVAR", "PATH", "PWD", "SHELL", "SHLVL", "USER")}
     record = {"name": "env", "partition": "gpu", "submit_dir": "/srv/sref", "submit_host": "vm", "ntasks": 1,
               "cpus_per_task": 1, "nodes": 1, "tasks_per_node": [1], "gpus": 1, "cluster": "cluster"}
-    base = steps.new_job_env(environ, record, job_id=81, hosts=[("vm", 1)], host="vm", user="root", uid=0, gid=0,
+    base = steps.new_job_env(environ, SubmitRecord.from_dict(record), job_id=81, hosts=[("vm", 1)], host="vm", user="root", uid=0, gid=0,
                              gpu_ids=[0], ge_environ={"TMPDIR": "/tmp"})
     got = _task_env_for(base, [("vm", 1, [0])], 0, 0, in_alloc=False, gpu="0")
     keys = (set(got) | set(want)) - VOLATILE - {"SLURM_CONF", "SLURM_WORKING_CLUSTER", "SLURM_JOB_ACCOUNT"}
@@ -184,7 +185,7 @@ def test_two_task_standalone_environment():
     want_procids = sorted(v for k, _, v in (ln.partition("=") for ln in lines) if k == "SLURM_PROCID")
     record = {"name": "env", "partition": "debug", "submit_dir": "/srv/sref", "submit_host": "vm", "ntasks": 2,
               "ntasks_set": True, "cpus_per_task": 1, "nodes": 1, "tasks_per_node": [2], "cluster": "cluster"}
-    base = steps.new_job_env({}, record, job_id=78, hosts=[("vm", 2)], host="vm", user="root", uid=0, gid=0)
+    base = steps.new_job_env({}, SubmitRecord.from_dict(record), job_id=78, hosts=[("vm", 2)], host="vm", user="root", uid=0, gid=0)
     plan = [("vm", 2, [0, 1])]
     envs = [_task_env_for(base, plan, 0, t, in_alloc=False) for t in (0, 1)]
     assert sorted(e["SLURM_PROCID"] for e in envs) == want_procids == ["0", "1"]
@@ -299,7 +300,7 @@ def test_allocation_record_gives_only_slurms_variables(sdir):
 
 def test_allocation_of_an_array_task(sdir):
     env = {"JOB_ID": "20", "NSLOTS": "1", "SGE_TASK_ID": "2"}
-    alloc = steps.find_allocation(str(sdir), 20, env, record={"array": [5, 7, 9]})
+    alloc = steps.find_allocation(str(sdir), 20, env, record=records.Submitted({"array": [5, 7, 9]}))  # as srun reads it
     assert alloc.task == 7 and alloc.ge_task == "2" and alloc.key == "20_7" and alloc.hosts == [(steps.short_host(), 1)]
 
 

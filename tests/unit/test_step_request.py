@@ -95,3 +95,10 @@ def test_srun_and_the_host_launcher_do_not_load_dataclasses():
             "shim.runtime.steps.job; print(sorted(m for m in ('dataclasses', 'inspect') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-I", "-c", code, str(SRC)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
+def test_plain_replace_copies_a_request_too():
+    from shim import plain
+
+    req = steps.StepRequest(argv=["true"], label=True)
+    assert plain.replace(req, ntasks=4) == req.replace(ntasks=4) != req

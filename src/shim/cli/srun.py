@@ -229,8 +229,7 @@ def _job_owner(backend, job_id: int) -> str | None:
 def in_allocation(o: sources.Options, req: steps.StepRequest, environ: dict[str, str], cfg, job_id: int) -> int:
     backend = backends.get(cfg)
     foreign = _owner_check(backend, job_id)
-    record = records.Reader(cfg).submit(job_id, os.getuid())  # srun steps only into its user's own jobs
-    record = record.to_dict() if record else None  # (the runtime takes a record as the job's payload: a mapping)
+    record = records.Reader(cfg).submit(job_id, os.getuid()) or None  # only into its user's own jobs; typed (Submitted)
     if foreign():  # slurmctld's step_create: the step's user must be the job's (before any qrsh)
         raise ShimError(f"{PROG}: error: Unable to create step for job {job_id}: Access/permission denied", code=1)
 

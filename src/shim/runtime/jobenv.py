@@ -6,7 +6,14 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings (gridengine/backends.py)
 if TYPE_CHECKING:
-    from typing import Any, Mapping
+    from typing import Any, Mapping, Union
+
+    from ..slurm.request import SubmitRecord
+    from ..store.records import Submitted
+
+    Record = Union[Mapping[str, Any], SubmitRecord, Submitted]
+    """A submit record as batch_env reads it, by ``get`` (which each of these has): the job
+    wrapper's payload, the typed record the job srun makes carries, or the one srun read."""
 
 from ..slurm.jobids import NO_VAL  # noqa: F401  (Slurm's constant; jobenv.NO_VAL as before)
 from ..slurm.patterns import MAX_PAD, expand, expand_pattern  # noqa: F401  (the file name patterns)
@@ -54,7 +61,7 @@ def gpu_env(ids: list[int]) -> dict[str, str]:
 
 
 def batch_env(
-    p: Mapping[str, Any],
+    p: Record,
     *,
     job_id: int,
     task: int | None,
@@ -151,50 +158,50 @@ def group_name(gid: Any) -> str:
         return str(gid)
 
 
-def _asked_env(env: dict[str, str], p: Mapping[str, Any], cpt: int, task_pid: int | None,
+def _asked_env(env: dict[str, str], p: Record, cpt: int, task_pid: int | None,
                gpu_ids: list[int] | None) -> None:
     """The batch step's variables of what the job asked for (batch_env): only those given, as
     Slurm sets them (tasks, CPUs, memory, dependency, open mode, GPUs, distribution, hint)."""
     if task_pid is not None:
         env["SLURM_TASK_PID"] = str(task_pid)
     if p.get("account"):
-        env["SLURM_JOB_ACCOUNT"] = str(p["account"])
+        env["SLURM_JOB_ACCOUNT"] = str(p.get("account"))
     if p.get("ntasks_set"):
         env["SLURM_NTASKS"] = env["SLURM_NPROCS"] = str(p.get("ntasks", 1))
     if p.get("cpus_per_task_set"):
         env["SLURM_CPUS_PER_TASK"] = str(cpt)
     if p.get("ntasks_per_node"):
-        env["SLURM_NTASKS_PER_NODE"] = str(p["ntasks_per_node"])
+        env["SLURM_NTASKS_PER_NODE"] = str(p.get("ntasks_per_node"))
     if p.get("mem_mb"):
-        env["SLURM_MEM_PER_NODE"] = str(p["mem_mb"])
+        env["SLURM_MEM_PER_NODE"] = str(p.get("mem_mb"))
     elif p.get("mem_per_cpu_mb"):
-        env["SLURM_MEM_PER_CPU"] = str(p["mem_per_cpu_mb"])
+        env["SLURM_MEM_PER_CPU"] = str(p.get("mem_per_cpu_mb"))
     elif p.get("mem_per_gpu_mb"):
-        env["SLURM_MEM_PER_GPU"] = str(p["mem_per_gpu_mb"])
+        env["SLURM_MEM_PER_GPU"] = str(p.get("mem_per_gpu_mb"))
     elif p.get("default_mem_per_cpu"):
-        env["SLURM_MEM_PER_CPU"] = str(p["default_mem_per_cpu"])
+        env["SLURM_MEM_PER_CPU"] = str(p.get("default_mem_per_cpu"))
     if p.get("dependency"):
-        env["SLURM_JOB_DEPENDENCY"] = str(p["dependency"])
+        env["SLURM_JOB_DEPENDENCY"] = str(p.get("dependency"))
     if p.get("open_mode"):
-        env["SLURM_OPEN_MODE"] = "a" if str(p["open_mode"]).startswith("a") else "t"
+        env["SLURM_OPEN_MODE"] = "a" if str(p.get("open_mode")).startswith("a") else "t"
     if p.get("gpus_per_task"):
-        gpt = p["gpus_per_task"]
+        gpt = p.get("gpus_per_task")
         env["SLURM_GPUS_PER_TASK"] = str(gpt[-1] if isinstance(gpt, (list, tuple)) else gpt)
     gpus = int(p.get("gpus") or 0)
     if gpus:
         env.update(gpu_env(list(gpu_ids) if gpu_ids is not None else list(range(gpus))))
     for key, var in (("gpus_opt", "SLURM_GPUS"), ("gpus_per_node_opt", "SLURM_GPUS_PER_NODE")):
         if p.get(key):
-            env[var] = str(p[key])
+            env[var] = str(p.get(key))
     if p.get("distribution"):
-        env["SLURM_DISTRIBUTION"] = str(p["distribution"])
+        env["SLURM_DISTRIBUTION"] = str(p.get("distribution"))
     if p.get("hint"):
-        env["SLURM_HINT"] = str(p["hint"])
-        if p["hint"] == "nomultithread":
+        env["SLURM_HINT"] = str(p.get("hint"))
+        if p.get("hint") == "nomultithread":
             env["SLURM_THREADS_PER_CORE"] = "1"
 
 
-def _array_env(env: dict[str, str], p: Mapping[str, Any], job_id: int, task: int, array: list[int]) -> None:
+def _array_env(env: dict[str, str], p: Record, job_id: int, task: int, array: list[int]) -> None:
     """An array task's SLURM_ARRAY_* variables (batch_env's docstring says how each is made)."""
     env["SLURM_ARRAY_JOB_ID"] = str(job_id)
     env["SLURM_ARRAY_TASK_ID"] = str(task)
@@ -205,7 +212,7 @@ def _array_env(env: dict[str, str], p: Mapping[str, Any], job_id: int, task: int
     env["SLURM_ARRAY_TASK_STEP"] = str(step if isinstance(step, int) and not isinstance(step, bool) else 1)
 
 
-def release_env(p: Mapping[str, Any], *, job_id: int, task: int | None, start: float | None,
+def release_env(p: Record, *, job_id: int, task: int | None, start: float | None,
                 cpus_per_task: int) -> dict[str, str]:
     """The values of the variables only some releases set (releases.VARYING_ENV), for every
     release: batch_env keeps those of the site's."""
@@ -226,7 +233,7 @@ def release_env(p: Mapping[str, Any], *, job_id: int, task: int | None, start: f
     if tres:
         env["SLURM_TRES_PER_TASK"] = tres
     if p.get("licenses"):
-        env["SLURM_JOB_LICENSES"] = releases.licenses(str(p["licenses"]))
+        env["SLURM_JOB_LICENSES"] = releases.licenses(str(p.get("licenses")))
     sub = p.get("sub")
     created = sub if isinstance(sub, (int, float)) and not isinstance(sub, bool) else start
     if created is not None:

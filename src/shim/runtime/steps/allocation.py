@@ -5,11 +5,15 @@ the allocation record a salloc holder or an earlier srun wrote, or ``qstat -g t`
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ...store import state
 from ...slurm.hostlist import this_host
 from .. import jobenv
+
+if TYPE_CHECKING:
+    from ...slurm.request import SubmitRecord
+    from ...store.records import Submitted
 
 short_host = this_host  # (the name the steps modules know it by)
 
@@ -24,16 +28,18 @@ class Allocation:
     ``hosts`` is [(host, slots)] in PE_HOSTFILE order; ``task`` is Slurm's array index (None
     outside arrays), ``ge_task`` Grid Engine's SGE_TASK_ID; ``inside`` says srun is a descendant
     of the job on one of its hosts (so that host's tasks may be started directly); ``job_env``
-    holds the SLURM_* variables the job's own processes saw, when they could be recovered."""
+    holds the SLURM_* variables the job's own processes saw, when they could be recovered.
+    ``record`` is the job's submit record, typed: the ``Submitted`` srun read from the user's
+    records, or the ``SubmitRecord`` the job srun made carries (None: none known)."""
 
     def __init__(self, job_id: int, hosts: list[tuple[str, int]], *, task: int | None = None,
-                 ge_task: str = "undefined", record: dict | None = None, inside: bool = False,
+                 ge_task: str = "undefined", record: Submitted | SubmitRecord | None = None, inside: bool = False,
                  job_env: dict[str, str] | None = None):
         self.job_id = job_id
         self.hosts = hosts
         self.task = task
         self.ge_task = ge_task
-        self.record = record or {}
+        self.record = record
         self.inside = inside
         self.job_env = job_env or {}
 
@@ -144,7 +150,7 @@ hosts_from_ge_env = jobenv.pe_hosts
 
 
 def find_allocation(state_dir: str, job_id: int, environ: Mapping[str, str], *,
-                    record: dict | None = None,
+                    record: Submitted | SubmitRecord | None = None,
                     granted: Callable[[int, str, int | None], list[tuple[str, int]]] | None = None) -> Allocation | None:
     """The allocation of job ``job_id`` as srun sees it from here, or None.
 
@@ -154,7 +160,7 @@ def find_allocation(state_dir: str, job_id: int, environ: Mapping[str, str], *,
     this_host = short_host()
     idx = environ.get("SLURM_ARRAY_TASK_ID", "")
     task = int(idx) if idx.isdigit() else None
-    array = (record or {}).get("array") or None
+    array = (record.array if record is not None else None) or None
     ge = dict(environ) if environ.get("JOB_ID") == str(job_id) else ancestor_job_env(job_id)
     if ge is not None:
         ge_task = ge.get("SGE_TASK_ID", "undefined")
@@ -181,7 +187,7 @@ def find_allocation(state_dir: str, job_id: int, environ: Mapping[str, str], *,
             ge_task = str(array.index(task) + 1)
         total = None
         if record:
-            total = int(record.get("ntasks") or 1) * int(record.get("cpus_per_task") or 1)
+            total = int(record.ntasks or 1) * int(record.cpus_per_task or 1)
         hosts = granted(job_id, ge_task, total)
         if hosts:
             return Allocation(job_id, hosts, task=task, ge_task=ge_task, record=record, inside=False)

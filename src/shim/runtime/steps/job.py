@@ -10,6 +10,7 @@ import sys
 import time
 from typing import Any, Mapping
 
+from ...slurm.request import SubmitRecord
 from ...store import state
 from .. import jobenv
 from .allocation import Allocation, hosts_from_ge_env, parent_pid, release_path, alloc_path, save_allocation, short_host
@@ -130,8 +131,11 @@ def job_main() -> None:
         os.environ["SLURM_SHIM_CONFIG"] = conf
     host = short_host()
     start = time.time()
-    record = dict(pl["record"])
-    sub = record.get("sub")
+    if not isinstance(pl.get("record"), dict):
+        write_all(2, b"slurm-shim: job_main: the payload holds no submit record\n")
+        os._exit(1)
+    record = SubmitRecord.from_dict(pl["record"])  # what srun made (operations/submit.interactive), typed
+    sub = record.sub
     stamp = {"sub": sub} if isinstance(sub, (int, float)) and not isinstance(sub, bool) else {}
     try:
         req = StepRequest.from_json(pl.get("req"))
@@ -139,12 +143,12 @@ def job_main() -> None:
         write_all(2, f"slurm-shim: job_main: {e}\n".encode())
         os._exit(1)
     token = str(pl.get("token") or "")
-    state.record_submit(sdir, job_id, record)
+    state.record_submit(sdir, job_id, record.to_dict())
     state.record_event(sdir, job_id, None, "start", {"node": host, **stamp})
     state.write_token(sdir, token, {"job_id": job_id, "start": start})
     hosts = hosts_from_ge_env(os.environ, host)
     user = pwd_entry()
-    gpus = int(record.get("gpus") or 0)
+    gpus = int(record.gpus or 0)
     rc, sig, st, reason = 1, 0, "FAILED", "None"
     gpu_ids = None
     try:
@@ -157,7 +161,7 @@ def job_main() -> None:
                           gid=os.getgid(), gpu_ids=gpu_ids, ge_environ=os.environ, start=start)
         alloc = Allocation(job_id, hosts, ge_task=os.environ.get("SGE_TASK_ID", "undefined"), record=record,
                            inside=True)
-        limit = int(record.get("time") or -1)
+        limit = int(record.time or -1)
         deadline = start + limit * 60 if limit > 0 else None
         qrsh_cmd = list(pl.get("qrsh") or ["qrsh"])
         try:
@@ -181,7 +185,7 @@ def job_main() -> None:
     os._exit(1 if rc in (99, 100) else rc)
 
 
-def new_job_env(environ: Mapping[str, str], record: Mapping[str, Any], *, job_id: int, hosts: list[tuple[str, int]],
+def new_job_env(environ: Mapping[str, str], record: SubmitRecord, *, job_id: int, hosts: list[tuple[str, int]],
                 host: str, user: str, uid: int, gid: int, gpu_ids: list[int] | None = None,
                 ge_environ: Mapping[str, str] | None = None, start: float | None = None) -> dict[str, str]:
     """The environment (before step and task variables) of the tasks of a job srun made: srun's
@@ -199,7 +203,7 @@ def new_job_env(environ: Mapping[str, str], record: Mapping[str, Any], *, job_id
     for k in ("ENVIRONMENT", "HOSTNAME", "SLURM_NODE_ALIASES", "SLURM_JOB_GPUS", "SLURM_TASK_PID",
               "SLURM_JOB_EXCLUSIVE", "SLURM_JOB_OVERSUBSCRIBE"):  # (26.05 sets those two in batch jobs only)
         job.pop(k, None)
-    if not record.get("mem_per_cpu_mb"):
+    if not record.mem_per_cpu_mb:
         job.pop("SLURM_MEM_PER_CPU", None)  # srun's tasks see only an explicit memory request
     env.update(job)
     jobenv.keep_ge(env, ge_environ or {})

@@ -335,9 +335,10 @@ STEP_FIELDS: tuple[tuple[str, Callable[[Any], bool], Any, str], ...] = (
 class StepRequest:
     """What srun was asked for, typed: built from srun's options (``cli/srun.request``), it travels
     to the job srun makes as JSON (``to_json``/``from_json``) and is read by attribute. Frozen,
-    with ``__slots__``; ``replace`` gives a changed copy. Written out rather than a dataclass:
-    ``dataclasses`` (it imports ``inspect``) costs ~7 ms of srun's start and of every host
-    launcher's (``STEP_FIELDS`` holds each field's check and default).
+    with ``__slots__``; ``replace`` (or ``plain.replace``) gives a changed copy. Written out rather
+    than a dataclass, as ``plain.record``'s classes are: ``dataclasses`` (it imports ``inspect``)
+    would cost ~7 ms of srun's start and of every host launcher's; unlike those, every value is
+    checked (``STEP_FIELDS`` holds each field's check and default).
 
     ``argv`` (the command; with --multi-prog task 0's) and ``argv_per_task`` ({"rank": argv});
     counts ``ntasks``, ``cpus_per_task`` (``cpus_per_task_set``: -c was given), ``nodes``,
@@ -349,6 +350,7 @@ class StepRequest:
     ``cpu_bind_verbose``; ``prog`` names the command in messages."""
 
     __slots__ = tuple(f[0] for f in STEP_FIELDS)
+    __record_fields__ = __slots__  # (what plain.replace copies)
     prog: str
     argv: list[str]
     argv_per_task: dict[str, list[str]] | None
