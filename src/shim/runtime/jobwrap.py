@@ -9,7 +9,9 @@ after KillWait); qdel (sent as a notify signal) becomes SIGTERM first. It record
 with the real exit code, in the shim's state directory, and never exits 99/100 (Grid Engine's
 requeue/error codes).
 
-Reads its payload (base64 JSON) on stdin. Imports only the standard library and light shim modules.
+Reads its payload (base64 JSON) on stdin: the job's submit record, read typed (``SubmitRecord``,
+as the submitting command wrote it; request.py). Imports only the standard library and light shim
+modules.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import sys
 import time
 
 from ..slurm import hostlist
+from ..slurm.request import SubmitRecord
 from .. import proc
 from ..store import records, state
 from . import boot, jobenv
@@ -36,17 +39,18 @@ _last: dict = {}
 state directory (never a default) and the submission stamp."""
 
 
-def read_payload() -> dict:
-    """The payload sbatch's job script carries on stdin (boot.payload_text), remembered for run()'s
+def read_payload() -> SubmitRecord:
+    """The payload sbatch's job script carries on stdin (boot.payload_text): the job's submit
+    record (``SubmitRecord``, its fields as the command wrote them), remembered for run()'s
     last-resort record."""
-    p = boot.payload_from(sys.stdin.buffer.read())
-    if isinstance(p.get("state_dir"), str):
-        _last["state_dir"] = p["state_dir"]
+    p = SubmitRecord.from_dict(boot.payload_from(sys.stdin.buffer.read()))
+    if isinstance(p.state_dir, str):
+        _last["state_dir"] = p.state_dir
     _last["stamp"] = _stamp(p)
     return p
 
 
-def _stamp(p: dict) -> dict:
+def _stamp(p: SubmitRecord) -> dict:
     """What every event this job writes carries: {"sub": sbatch's clock at submission} when known,
     and "owner", the job's owner as Grid Engine runs it (the user the wrapper runs as): whose
     job a reader takes it for once Grid Engine has forgotten it (records.candidates)."""
@@ -59,37 +63,36 @@ def _stamp(p: dict) -> dict:
     return out
 
 
-def _environ(p: dict, state_dir: str) -> dict[str, str]:
+def _environ(p: SubmitRecord, state_dir: str) -> tuple[dict[str, str], SubmitRecord]:
     """The submission environment: from the job's private file sbatch wrote (``env_file``, which
     must be in an ``env/`` directory of the user's own, the user's own file, and have the SHA-256
     ``env_hash`` the payload carries), else from the payload (older payloads). The file also holds
-    --export's values, the script and its arguments: they go into ``p``."""
-    path = p.get("env_file")
+    --export's values, the script and its arguments: the record returned has them."""
+    path = p.env_file
     if isinstance(path, str):
-        digest = p.get("env_hash")
+        digest = p.env_hash
         data = state.read_env_file(state_dir, path, digest if isinstance(digest, str) else None)
         if data is not None:
-            for k in ("export", "export_raw", "export_file", "script", "args"):
-                if k in data:
-                    p[k] = data[k]
+            p = p.replace(**{k: data[k] for k in ("export", "export_raw", "export_file", "script", "args")
+                             if k in data})
             env = data.get("environ")
             if isinstance(env, dict):
-                return {str(k): str(v) for k, v in env.items()}
-    env = p.get("environ")
-    return {str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}
+                return {str(k): str(v) for k, v in env.items()}, p
+    env = p.environ
+    return ({str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {}), p
 
 
-def _drop_private(p: dict, state_dir: str, task: int | None) -> None:
+def _drop_private(p: SubmitRecord, state_dir: str, task: int | None) -> None:
     """The job's private file, at its end (F-31): removed, for an array when its last task ends
     (state.drop_env_file). A job submitted with --requeue keeps it for its next run: prune
     removes it once Grid Engine no longer has the job."""
-    path = p.get("env_file")
-    if isinstance(path, str) and p.get("requeue") is not True:
+    path = p.env_file
+    if isinstance(path, str) and p.requeue is not True:
         state.drop_env_file(state_dir, path, task=task is not None)
 
 
-def _ge_task(p: dict) -> int | None:
-    array = p.get("array")
+def _ge_task(p: SubmitRecord) -> int | None:
+    array = p.array
     t = os.environ.get("SGE_TASK_ID", "undefined")
     if not array or not t.isdigit():
         return None
@@ -114,18 +117,19 @@ def login_env(user: pwd.struct_passwd, timeout: float = 8) -> dict[str, str]:
     return env
 
 
-def _base_env(p: dict, user: pwd.struct_passwd) -> dict[str, str]:
+def _base_env(p: SubmitRecord, user: pwd.struct_passwd) -> tuple[dict[str, str], SubmitRecord]:
     """Slurm's --export: ALL (default) is the submission environment; NONE (or a list without ALL)
-    is the user's login environment plus the listed variables; --export-file replaces both."""
-    environ = _environ(p, p["state_dir"])  # may also bring --export's values
-    mode = p.get("export") or {"all": True, "vars": {}}
-    if p.get("export_file") is not None:
-        env = dict(p["export_file"])
+    is the user's login environment plus the listed variables; --export-file replaces both. With
+    the record, now holding what the job's private file kept (_environ)."""
+    environ, p = _environ(p, p.state_dir)  # may also bring --export's values
+    mode = p.export or {"all": True, "vars": {}}
+    if p.get("export_file") is not None:  # (get: an unset field reads as None)
+        env = dict(p.export_file)
     elif mode.get("all"):
         env = environ
         raw = p.get("export_raw")
         listed = raw is not None and raw.strip().upper() != "ALL"  # e.g. --export=FOO=1,ALL
-        if p.get("get_user_env") or listed:
+        if p.get_user_env or listed:
             env = {**login_env(user), **env}
             env["SLURM_GET_USER_ENV"] = "1"
         if listed:
@@ -133,9 +137,9 @@ def _base_env(p: dict, user: pwd.struct_passwd) -> dict[str, str]:
     else:
         env = login_env(user)
         env["SLURM_GET_USER_ENV"] = "1"
-        env["SLURM_EXPORT_ENV"] = p.get("export_raw") or "NONE"
+        env["SLURM_EXPORT_ENV"] = p.export_raw or "NONE"
     env.update(mode.get("vars") or {})
-    return env
+    return env, p
 
 
 OUTPUT_DIR_GRACE = 10.0  # seconds to wait for a missing output directory (see _open_output)
@@ -500,10 +504,10 @@ def _open_output(path: str, append: bool) -> int:
             delay = min(delay * 2, 1.0)
 
 
-def _dep_ids(p: dict) -> list[tuple[str, int, str]]:
+def _dep_ids(p: SubmitRecord) -> list[tuple[str, int, str]]:
     """(kind, job, task or "") of the afterok/afternotok checks; malformed entries are skipped."""
     out = []
-    checks = p.get("dep_checks")
+    checks = p.dep_checks
     for item in checks if isinstance(checks, list) else []:
         if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], list)):
             continue
@@ -540,7 +544,7 @@ def dep_owners(jobs: list[int], backend=None) -> dict[int, tuple[int | str, floa
     return out
 
 
-def _deps_unsatisfied(p: dict, backend=None) -> bool:
+def _deps_unsatisfied(p: SubmitRecord, backend=None) -> bool:
     """afterok/afternotok, checked at start (Grid Engine's -hold_jid already waited for the end).
     A dependency's events are read from its owner's directory (its owner as Grid Engine tells
     it; the user's own when Grid Engine no longer knows the job), never from anyone else's."""
@@ -550,7 +554,7 @@ def _deps_unsatisfied(p: dict, backend=None) -> bool:
     owners = dep_owners(sorted({j for _, j, _ in deps}), backend)
     for kind, job, task in deps:
         owner, ge_submit = owners.get(job, (os.getuid(), None))
-        events = records.Reader(p["state_dir"]).events(job, owner, ge_submit)
+        events = records.Reader(p.state_dir).events(job, owner, ge_submit)
         ends = [d for (t, k), d in events.items() if k == "end" and (not task or str(t) == task)]
         cancelled = any(k == "cancel" for (_t, k) in events)
         if not ends and not cancelled:
@@ -562,7 +566,7 @@ def _deps_unsatisfied(p: dict, backend=None) -> bool:
 
 
 class Runner:
-    def __init__(self, p: dict):
+    def __init__(self, p: SubmitRecord):
         self.p = p
         self.child: proc.Popen | None = None  # type: ignore[name-defined]
         self.cancelled = False
@@ -766,13 +770,13 @@ def remove_script(d: str) -> None:
         shutil.rmtree(d, ignore_errors=True)
 
 
-def _umask_of(p: dict) -> int:
-    m = p.get("umask")
+def _umask_of(p: SubmitRecord) -> int:
+    m = p.umask
     return m if isinstance(m, int) and not isinstance(m, bool) and 0 <= m <= 0o777 else 0o022
 
 
-def _time_of(rec: dict | None) -> int | None:
-    t = (rec or {}).get("time")
+def _time_of(rec: records.Submitted | None) -> int | None:
+    t = rec.time if rec else None
     return t if isinstance(t, int) and not isinstance(t, bool) else None
 
 
@@ -785,7 +789,7 @@ def main() -> None:
     the end recorded with the script's real exit code and state (COMPLETED, FAILED, TIMEOUT,
     CANCELLED). Exit codes 99 and 100 leave as 1 (Grid Engine would requeue or hold the job)."""
     p = read_payload()
-    sdir = p["state_dir"]
+    sdir = p.state_dir
     job_id = int(os.environ.get("JOB_ID", "0"))
     task = _ge_task(p)
     _last["task"] = task
@@ -834,7 +838,7 @@ def main() -> None:
     if _deps_unsatisfied(p):
         _never_satisfied(p, sdir, task, event, user.pw_name, this_host)
 
-    env = _base_env(p, user)
+    env, p = _base_env(p, user)  # (the record now holds what the job's private file kept)
     if env.get("SLURM_SHIM_CONFIG") and "SLURM_SHIM_CONFIG" not in os.environ:
         # the site config the job's own commands use (execd does not pass it to the wrapper): what
         # the wrapper asks of the config (the GPU complex) is then of the job's cell, not the default's
@@ -843,7 +847,7 @@ def main() -> None:
     hosts = jobenv.pe_hosts(os.environ, this_host)
 
     # Slurm: a working directory that does not exist fails the launch (ExitCode 0:53), with no output.
-    workdir = p["workdir"]
+    workdir = p.workdir
     try:
         os.chdir(workdir)
     except OSError:
@@ -869,10 +873,10 @@ def main() -> None:
     _use_tmpdir(env, tmp, tmp_made)
     _metrics_file(env, user.pw_uid)
 
-    if not isinstance(p.get("script"), str):  # the private file is gone, or not the user's own
+    if not isinstance(p.script, str):  # the private file is gone, or not the user's own
         launch_failed(f"cannot read the job's private file {p.get('env_file')}", err_fd)
     try:
-        d, script_path = write_script(sdir, base64.b64decode(p["script"]))
+        d, script_path = write_script(sdir, base64.b64decode(p.script))
         script_dir.append(d)
     except OSError as e:
         launch_failed(f"cannot write the job script: {e}", err_fd)
@@ -891,13 +895,13 @@ def main() -> None:
     for fd in {out_fd, err_fd, in_fd}:
         os.close(fd)
     r.schedule(start)
-    status = _wait(r, p, sdir, job_id, task, stamp.get("sub"), this_host, env["SLURM_JOB_ID"], start)
+    status = _wait(r, sdir, job_id, task, stamp.get("sub"), this_host, env["SLURM_JOB_ID"], start)
     signal.alarm(0)
     code, sig, st = _end_state(r, status)
     finish(code, sig, st)
 
 
-def _never_satisfied(p: dict, sdir: str, task: int | None, event, user_name: str, this_host: str) -> None:
+def _never_satisfied(p: SubmitRecord, sdir: str, task: int | None, event, user_name: str, this_host: str) -> None:
     """Slurm cancels a job whose dependency can never be satisfied (DependencyNeverSatisfied): a
     cancel event, and an end event that says CANCELLED so that accounting does not read the
     wrapper's exit 0 as COMPLETED. The wrapper then leaves (exit 0)."""
@@ -919,32 +923,32 @@ def _use_tmpdir(env: dict[str, str], tmp: tuple[str, bool], made: list[str]) -> 
         made.append(tmp[0])
 
 
-def _gpus(p: dict, sdir: str, this_host: str, job_id: int) -> list[int] | None:
+def _gpus(p: SubmitRecord, sdir: str, this_host: str, job_id: int) -> list[int] | None:
     """The job's GPUs: those Grid Engine granted, else claimed on this host (NoGpu when too few
     are free); None when the job asked for none."""
     gpu_ids = None
-    if p.get("gpus"):
-        gpu_ids = granted_gpus(os.environ, int(p.get("gpus") or 0))
-    if p.get("gpus") and gpu_ids is None:
-        gpu_ids = claim_gpus(sdir, this_host, int(p.get("gpus") or 0), job_id)
+    if p.gpus:
+        gpu_ids = granted_gpus(os.environ, int(p.gpus or 0))
+    if p.gpus and gpu_ids is None:
+        gpu_ids = claim_gpus(sdir, this_host, int(p.gpus or 0), job_id)
     return gpu_ids
 
 
-def _stdio(p: dict, job_id: int, task: int | None, user_name: str, this_host: str) -> tuple[int, int, int]:
+def _stdio(p: SubmitRecord, job_id: int, task: int | None, user_name: str, this_host: str) -> tuple[int, int, int]:
     """The script's stdout, stderr and stdin, opened from Slurm's patterns (slurm-%j.out, or
     slurm-%A_%a.out in an array, when none is given; --open-mode=append); OSError if one cannot be."""
-    array_job = bool(p.get("array"))
+    array_job = bool(p.array)
     default_out = "slurm-%A_%a.out" if array_job else "slurm-%j.out"
-    expand = lambda pat: jobenv.expand_pattern(pat, job_id=job_id, task=task, name=p["name"],  # noqa: E731
+    expand = lambda pat: jobenv.expand_pattern(pat, job_id=job_id, task=task, name=p.name,  # noqa: E731
                                                user=user_name, host=this_host, array_job=array_job)
-    append = str(p.get("open_mode") or "").startswith("a")
-    out_pat = p.get("stdout") or (None if p.get("stderr") and not p.get("stdout") else default_out)
-    err_pat = p.get("stderr")
+    append = str(p.open_mode or "").startswith("a")
+    out_pat = p.stdout or (None if p.stderr and not p.stdout else default_out)
+    err_pat = p.stderr
     if out_pat is None:  # only -e given: stdout goes to the default file (Slurm does the same)
         out_pat = default_out
     out_fd = _open_output(expand(out_pat), append)
     err_fd = _open_output(expand(err_pat), append) if err_pat else out_fd
-    in_fd = os.open(expand(p["stdin"]), os.O_RDONLY) if p.get("stdin") else os.open(os.devnull, os.O_RDONLY)
+    in_fd = os.open(expand(p.stdin), os.O_RDONLY) if p.stdin else os.open(os.devnull, os.O_RDONLY)
     return out_fd, err_fd, in_fd
 
 
@@ -959,7 +963,7 @@ def _metrics_file(env: dict[str, str], uid: int) -> None:
             break
 
 
-def _runner(p: dict) -> Runner:
+def _runner(p: SubmitRecord) -> Runner:
     """The job's Runner, with Grid Engine's notify signals (SIGUSR1, SIGUSR2), SIGCONT and SIGTERM
     handed to it: the wrapper turns them into Slurm's signals."""
     r = Runner(p)
@@ -970,22 +974,23 @@ def _runner(p: dict) -> Runner:
     return r
 
 
-def _launch(p: dict, env: dict[str, str], script_path: str, in_fd: int, out_fd: int, err_fd: int):
+def _launch(p: SubmitRecord, env: dict[str, str], script_path: str, in_fd: int, out_fd: int, err_fd: int):
     """The batch script started in its own session: Grid Engine's notify signals reach the wrapper,
     which turns them into Slurm's signals; Grid Engine's final SIGKILL still reaches every process
     of the job through its additional group id (execd_params ENABLE_ADDGRP_KILL). sh only sets
     SLURM_TASK_PID to its own pid and execs the script in place: no user text is part of the
     shell's program, the script and its arguments are plain argv."""
     launcher = ["/bin/sh", "-c", jobenv.TASK_LAUNCH, script_path]
-    return proc.popen([*launcher, *p.get("args", [])], env=env, stdin=in_fd, stdout=out_fd,
+    return proc.popen([*launcher, *(p.args or [])], env=env, stdin=in_fd, stdout=out_fd,
                       stderr=err_fd, start_new_session=True, close_fds=True)
 
 
-def _wait(r: Runner, p: dict, sdir: str, job_id: int, task: int | None, ge_sub: Any, this_host: str,
+def _wait(r: Runner, sdir: str, job_id: int, task: int | None, ge_sub: Any, this_host: str,
           slurm_job_id: str, start: float) -> int:
     """The script's wait status, while the wrapper enforces what Slurm's slurmstepd would: the
     time limit (re-read every LIMIT_RECHECK s, since scontrol update may change it), --signal's
-    and the limit's timers (``Runner.fire``) and scancel's signal requests (every SIGNAL_POLL s)."""
+    and the limit's timers (``Runner.fire``) and scancel's signal requests (every SIGNAL_POLL s).
+    A changed limit goes into the Runner's record (``r.p``), which its timers are made from."""
     sig_key = state.signal_key(job_id, task)
     next_look = time.time() + LIMIT_RECHECK
     while True:
@@ -997,8 +1002,8 @@ def _wait(r: Runner, p: dict, sdir: str, job_id: int, task: int | None, ge_sub: 
             if time.time() >= next_look:  # scontrol update TimeLimit=... changes the record
                 next_look = time.time() + LIMIT_RECHECK
                 limit = _time_of(records.Reader(sdir).submit(job_id, os.getuid(), ge_sub))
-                if limit is not None and limit != p.get("time") and not r.timed_out:
-                    p["time"] = limit
+                if limit is not None and limit != r.p.get("time") and not r.timed_out:
+                    r.p = r.p.replace(time=limit)  # (the Runner's record: what schedule reads)
                     r.schedule(start)
             r.fire()
             r.poll_signals(sdir, sig_key, ge_sub, this_host, slurm_job_id, start)  # a task's own id
