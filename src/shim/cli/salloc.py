@@ -82,7 +82,7 @@ def main(argv: list[str]) -> int:
     def say(text: str) -> None:
         info(o, text)
 
-    alloc = allocation.wait_granted(job_id, cfg, o.immediate, say, submitted, rec.get("env_file"), PROG)
+    alloc = allocation.wait_granted(job_id, cfg, o.immediate, say, submitted, rec.env_file or None, PROG)
     info(o, f"Granted job allocation {job_id}")
     if o.bell:
         sys.stderr.write("\a")
