@@ -100,3 +100,19 @@ def usage(o: sources.Options, prog: str) -> int:
     rows = tuple(s for s in OPTIONS if releases.current().knows(prog, s.long))  # (the release's options)
     sys.stdout.write(help_render.usage(prog, rows) if o.usage else help_render.help(prog, rows))
     return 0
+
+
+def json_client(prog: str, argv: list[str], words: list[str] | None = None):
+    """Who asks, for the meta block of 24.11's and 26.05's --json/--yaml (render/openapi.Client):
+    the command line, scontrol's command words, the caller's user and group names."""
+    import grp
+    import os
+
+    from ..slurm import users
+    from ..slurm.render.openapi import Client
+
+    try:
+        group = grp.getgrgid(os.getgid()).gr_name
+    except KeyError:
+        group = str(os.getgid())
+    return Client([prog, *argv], users.current(), group, words)

@@ -182,13 +182,13 @@ def main(argv: list[str]) -> int:
     gc.disable()
     try:
         # --json and --yaml print every field: the format engine is not needed for them
-        return _output(o, qy, [] if (o.json or o.yaml) else view.columns(names))
+        return _output(o, qy, [] if (o.json or o.yaml) else view.columns(names), argv)
     finally:
         if gc_was_on:
             gc.enable()
 
 
-def _output(o: Options, qy: Selection, cols: list[view.Column]) -> int:
+def _output(o: Options, qy: Selection, cols: list[view.Column], argv: list[str] | None = None) -> int:
     from ..operations.accounting.collect import collect
 
     view.reset()
@@ -198,7 +198,15 @@ def _output(o: Options, qy: Selection, cols: list[view.Column]) -> int:
         if clip:
             for job, steps in groups:
                 _clip(qy, job, steps)
-        sys.stdout.write(view.json_document(groups) if o.json else view.yaml_document(groups))
+        from ..siteconf import get
+        from ..slurm import releases
+
+        # (the release's layout: render/openapi.py; its meta block names the caller and cluster)
+        release, cluster = releases.current(), get().cluster.name
+        client = common.json_client(PROG, argv) if argv is not None else None
+        from ..slurm.render.openapi import sacct_text
+
+        sys.stdout.write(sacct_text(groups, release, cluster, client, yaml=not o.json))
         return 0
     unit_error = None
     if o.noconvert or o.units:

@@ -43,6 +43,7 @@ OPTIONS = (
     _o("future", "F", help='Report information about nodes in "FUTURE" state'),
     _o("help", "h", help='Equivalent to "help" command'),
     _o("hide", None, help='Equivalent to "hide" command'),
+    _o("json", None, help="Produce JSON output (24.11, 26.05: show job)"),
     _o("local", None, help="Report information only about jobs on the local cluster"),
     _o("oneliner", "o", help='Equivalent to "oneliner" command'),
     _o("quiet", "Q", help='Equivalent to "quiet" command'),
@@ -51,8 +52,14 @@ OPTIONS = (
     _o("usage", None, help="display a brief usage message"),
     _o("verbose", "v", count=True, help='Equivalent to "verbose" command'),
     _o("version", "V", help='Equivalent to "version" command'),
+    _o("yaml", None, help="Produce YAML output (24.11, 26.05: show job)"),
 )
 TABLE = Table(PROG, OPTIONS, error_code=1)
+
+
+def release_table() -> Table:
+    """The options of the site's release (--json and --yaml from 24.11 on: releases.py)."""
+    return Table(PROG, [o for o in OPTIONS if releases.current().knows(PROG, o.long)], error_code=1)
 
 
 def help_text() -> str:
@@ -97,6 +104,8 @@ class Session:
         self.details = int(opts.details or 0)
         self.quiet = bool(opts.quiet)
         self.all = bool(opts.all)
+        self.mime = "json" if opts.get("json") else "yaml" if opts.get("yaml") else None
+        self.client = None  # who asks, for --json's meta block (main)
         self._cfg = None
         self._jobs: jobs.JobList | None = None
 
@@ -170,6 +179,13 @@ def show_job(s: Session, ids: list[str]) -> str:
         if not s.quiet:
             sys.stdout.write(f"Job {missing} not found\n")
         raise ShimError()
+    if s.mime:  # --json, --yaml (24.11, 26.05): the jobs in the release's layout
+        from ..slurm.render.squeue import Ctx
+        from ..slurm.render.openapi import job_document
+
+        facts = [gather.job_facts(r, s.cfg, now) for r in recs]
+        ctx = facts[0].ctx if facts else Ctx(s.cfg, now=now)
+        return job_document(recs, [f.alloc_host for f in facts], ctx, s.client, yaml=s.mime == "yaml") + "\n"
     if not ids and not recs:
         return "No jobs in the system\n"
     return "".join(job_text(r, gather.job_facts(r, s.cfg, now), bool(s.details), s.oneliner, now) for r in recs)
@@ -314,12 +330,15 @@ def run_command(s: Session, words: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    parsed, positional = common.getopt_answering(TABLE, argv)
+    table = release_table()
+    parsed, positional = common.getopt_answering(table, argv)
     opts = Options()
-    apply(opts, TABLE, parsed, "cli")
+    apply(opts, table, parsed, "cli")
     if common.answered(opts, help_text, "Usage: scontrol [-M cluster] [-a|-d|-o|-Q|-v|-V] [<COMMAND>]\n"):
         return 0
     s = Session(opts)
+    if s.mime:
+        s.client = common.json_client(PROG, argv, words=positional)
     if positional:
         return run_command(s, positional)
     rc = 0

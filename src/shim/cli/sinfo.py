@@ -116,7 +116,7 @@ def main(argv: list[str]) -> int:
 
     backend = backends.get(cfg)
     while True:
-        out, err = render(o, cfg, backend, tests, env_part)
+        out, err = render(o, cfg, backend, tests, env_part, argv=argv)
         if err:
             sys.stderr.write(err)
         sys.stdout.write(out)
@@ -147,8 +147,24 @@ def _format_for(o: Options) -> tuple[str, str]:
     return "o", view.LONG if o.long else view.DEFAULT
 
 
+def _newer_json(o: Options, cfg: Any, parts: list, nodes: list, argv: list[str] | None) -> tuple[str, str] | None:
+    """--json/--yaml in the release's layout where it is 24.11's or 26.05's (render/openapi.py:
+    a row per partition and group of nodes alike); None for 22.05's node list."""
+    from ..slurm import releases
+    from ..slurm.render import openapi
+
+    release = releases.current()
+    layout = openapi.layout_of(release)
+    if layout is None:
+        return None
+    rows = nodeinfo.build_rows(parts, nodes)
+    client = common.json_client(PROG, argv or [])
+    doc = openapi.sinfo_document(rows, layout, release, cfg.cluster.name, client)
+    return openapi.text_of(doc, yaml=bool(o.yaml)) + "\n", ""
+
+
 def render(o: Options, cfg: Any, backend: Any, tests: list | None, env_part: str | None,
-           now: float | None = None) -> tuple[str, str]:
+           now: float | None = None, argv: list[str] | None = None) -> tuple[str, str]:
     """(stdout, stderr) of one report."""
     now = time.time() if now is None else now
     ctx = view.Ctx(cluster=cfg.cluster.name, now=now, convert=not o.noconvert)
@@ -165,6 +181,9 @@ def render(o: Options, cfg: Any, backend: Any, tests: list | None, env_part: str
         cfg, backend, partition_names=[x for x in wanted_parts.split(",") if x] if wanted_parts else None,
         gres=needs_gres, nodes=o.nodes, responding=bool(o.responding), dead=bool(o.dead), states=tests)
     if o.json or o.yaml:
+        newer = _newer_json(o, cfg, parts, nodes, argv)
+        if newer is not None:
+            return newer
         doc = view.json_document(nodeinfo.by_host(nodes), ctx)
         if o.yaml:  # the same document in Slurm's YAML (render/yaml.py, the writer squeue and sacct use)
             import json as _json

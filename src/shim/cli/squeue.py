@@ -280,6 +280,15 @@ def resolve_users(text: str) -> tuple[set[str], list[str]]:
     return names, bad
 
 
+def _json_filters() -> bool:
+    """Whether the release's --json and --yaml keep the jobs the filters keep (24.11's and
+    26.05's layouts; 22.05's lists every job whatever the filters)."""
+    from ..slurm import releases
+    from ..slurm.render.openapi import layout_of
+
+    return layout_of(releases.current()) is not None
+
+
 def main(argv: list[str]) -> int:
     # ~10 containers per job and no cycles worth collecting: without the cyclic collector, a
     # 10,000-job listing takes a third less time
@@ -330,8 +339,9 @@ def _main(argv: list[str]) -> int:
             raise error(f"Invalid iterate value: {opts.iterate}")
     # what the listing holds: -j's jobs alone (jobs.list_jobs' ``only``: the caller's own jobs are
     # listed first, not the whole queue), else -u/--me's users' jobs (its ``users``); --json and
-    # --yaml print every job
-    whole = bool(opts.json or opts.yaml)
+    # --yaml print every job in 22.05's layout, and filter as the text does in 24.11's and 26.05's
+    # (render/openapi.py: the release's layout)
+    whole = bool(opts.json or opts.yaml) and not _json_filters()
     only = {j for j, _t in job_ids} if job_ids and not whole else None
     # (--only-job-state's records name no user: every user's jobs are listed, jobqueue.state_only)
     listed = sorted(users) if users and only is None and not whole and not opts.only_job_state else None
@@ -351,6 +361,7 @@ def _main(argv: list[str]) -> int:
         from ..slurm.render import squeue as view
 
         qy = jobqueue.query(opts, states, job_ids, users, user_errors, only=only, listed=listed)
+        qy.whole = whole
         ctx = view.Ctx(cfg, convert=not opts.noconvert)
         ctx.now = now
         kind, ftext = choose_format(opts, parsed)
@@ -364,6 +375,8 @@ def _main(argv: list[str]) -> int:
                     time.sleep(period)
             except KeyboardInterrupt:
                 return 0
+        if opts.json or opts.yaml:
+            ctx.client = common.json_client(PROG, argv)
         return _run_once(cfg, ctx, opts, qy, kind, ftext, dated=bool(opts.long or opts.verbose), started=started)
     finally:
         if started is not None:
@@ -384,9 +397,13 @@ def _run_once(cfg, ctx: view.Ctx, opts: Options, qy: jobqueue.Query, kind: str, 
                           reasons=jobqueue.shows_reasons(qy, kind, ftext) and not qy.state_only)
     if qy.state_only and not qy.whole:
         jobqueue.state_only(jl)
-    if qy.whole:  # --json, --yaml: every field of every job
+    if opts.json or opts.yaml:  # every field of every job (of those the filters keep, but on 22.05)
+        if not qy.whole:
+            jl.records = jobqueue.select(jl, qy, cfg)
         recs = jobqueue.every_job(jl, cfg, qy, ctx)
-        sys.stdout.write((view.json_document(recs, ctx) if opts.json else view.yaml_document(recs, ctx)) + "\n")
+        from ..slurm.render.openapi import squeue_text  # (the release's layout)
+
+        sys.stdout.write(squeue_text(recs, ctx, yaml=not opts.json) + "\n")
         return 0
 
     recs = jobqueue.select(jl, qy, cfg)

@@ -59,12 +59,13 @@ class Release:
     variables it sets of those that vary (``env``) and the commands' own options it has of those
     that vary (``options``: command -> long names)."""
 
-    __slots__ = ("name", "version", "env", "options", "usage", "texts", "job_states", "conflicts", "rules")
+    __slots__ = ("name", "version", "env", "options", "usage", "texts", "job_states", "conflicts", "rules", "json")
 
     def __init__(self, name: str, version: str, env: Iterable[str] = (),
                  options: dict[str, Iterable[str]] | None = None, usage: dict[str, str] | None = None,
                  texts: dict[str, str] | None = None, job_states: tuple[str, ...] | None = None,
-                 conflicts: dict[str, tuple[Iterable[str], str]] | None = None, rules: Iterable[str] = ()):
+                 conflicts: dict[str, tuple[Iterable[str], str]] | None = None, rules: Iterable[str] = (),
+                 json: str = "v0.0.38"):
         self.name = name
         self.version = version
         self.env = frozenset(env)
@@ -77,6 +78,9 @@ class Release:
         # "command --option" -> (the option keys it refuses beside it, the fatal message)
         self.conflicts = {k: (tuple(keys), text) for k, (keys, text) in (conflicts or {}).items()}
         self.rules = frozenset(rules)  # the RULES this release follows
+        # the layout of --json and --yaml (squeue, scontrol show job, sacct, sinfo): the data_parser
+        # version the release prints (render/openapi.py; v0.0.38: 22.05's OpenAPI documents)
+        self.json = json
         if not self.rules <= RULES.keys():
             raise ValueError(f"unknown rules: {sorted(self.rules - RULES.keys())}")
 
@@ -238,24 +242,28 @@ _ENV_24 = (
     "SLURM_JOB_GROUP",  # the job's group, in the tasks of the job srun makes for itself
 )
 _SQUEUE_24 = ("only-job-state", "helpformat", "helpFormat", "helpstate")  # --only-job-state: 23.11.5
+_SCONTROL_24 = ("json", "yaml")  # scontrol show job --json (22.05: unrecognized option)
 
 _RULES_24 = (KNOWN_DEPENDENCY, TRES_SLASH, JOB_TRES_SPLIT)
 
 R24_11 = Release(
     "24.11", "24.11.5",
     env=_ENV_24,
-    options={"squeue": _SQUEUE_24, "sbatch": _SBATCH_24, "salloc": _SBATCH_24, "srun": _SRUN_24},
+    options={"squeue": _SQUEUE_24, "sbatch": _SBATCH_24, "salloc": _SBATCH_24, "srun": _SRUN_24,
+             "scontrol": _SCONTROL_24},
     usage={"squeue": _SQUEUE_USAGE_24 + "              [-ahjlrsv]\n"},
     texts={"squeue --helpformat": _SQUEUE_HELPFORMAT, "squeue --helpFormat": _SQUEUE_HELPFORMAT_LONG},
     job_states=_JOB_STATES_24,
     conflicts={"squeue --only-job-state": (("steps",), "squeue: fatal: Options --only-job-state and -s(--steps) are "
                                            "mutually exclusive. Please remove one and retry.")},
     rules=_RULES_24,
+    json="v0.0.42",
 )
 
 R26_05 = Release(
     "26.05", "26.05.5",
-    options={"squeue": _SQUEUE_24, "sbatch": _SBATCH_26 + ("external",), "salloc": _SBATCH_26, "srun": _SRUN_26},
+    options={"squeue": _SQUEUE_24, "sbatch": _SBATCH_26 + ("external",), "salloc": _SBATCH_26, "srun": _SRUN_26,
+             "scontrol": _SCONTROL_24},
     env=_ENV_24 + (
         "SLURM_JOB_EXCLUSIVE", "SLURM_JOB_OVERSUBSCRIBE",  # NO, or NODE/USER/MCS/TOPO; NO, or YES
         "SLURM_JOB_SLUID",  # the job's Slurm Lexicographically-sortable Unique ID
@@ -274,6 +282,7 @@ R26_05 = Release(
         "squeue: fatal: Option --only-job-state only works alone, with -j (--jobs) and/or -t (--states) "
         "parameters, parameters for cluster/federation selection, and the printing options.")},
     rules=_RULES_24 + (JOB_FIELDS_26, MERGED_STDERR_EMPTY, OVERSUBSCRIBE_NO, EITHER_LICENSE),
+    json="v0.0.45",
 )
 
 RELEASES: dict[str, Release] = {r.name: r for r in (R22_05, R24_11, R26_05)}

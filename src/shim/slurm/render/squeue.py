@@ -31,7 +31,7 @@ class Ctx:
     """What getters need besides the record: the time, the site config, unit conversion. (A plain
     class: ``dataclasses`` costs ~10 ms of squeue's start.)"""
 
-    __slots__ = ("cfg", "now", "convert", "time_format", "_release")
+    __slots__ = ("cfg", "now", "convert", "time_format", "_release", "client")
 
     def __init__(self, cfg: SiteConfig, now: float | None = None, convert: bool = True, time_format: str = ""):
         self.cfg = cfg
@@ -39,6 +39,7 @@ class Ctx:
         self.convert = convert
         self.time_format = time_format or os.environ.get("SLURM_TIME_FORMAT", "standard")
         self._release = None
+        self.client = None  # who asks (openapi.Client: --json's and --yaml's meta block), set by the command
 
     @property
     def release(self):
@@ -584,7 +585,8 @@ def job_json(rec: JobRecord, ctx: Ctx) -> dict[str, Any]:
 
 
 def json_document(records: list[JobRecord], ctx: Ctx) -> str:
-    """The whole ``squeue --json`` text: 2-space indent and ``\\/`` escapes, as Slurm's serializer."""
+    """The whole ``squeue --json`` text: 2-space indent and ``\\/`` escapes, as Slurm's serializer
+    (22.05's OpenAPI v0.0.38; 24.11's and 26.05's layouts: render/openapi.py)."""
     doc = {
         "meta": {
             "plugin": {"type": "openapi/v0.0.38", "name": "Slurm OpenAPI v0.0.38"},
