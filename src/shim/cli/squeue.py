@@ -394,7 +394,8 @@ def _run_once(cfg, ctx: view.Ctx, opts: Options, qy: jobqueue.Query, kind: str, 
     if started is None:
         ctx.now = time.time()
     jl = jobqueue.listing(cfg, qy, now=ctx.now, started=started,
-                          reasons=jobqueue.shows_reasons(qy, kind, ftext) and not qy.state_only)
+                          reasons=(bool(opts.json or opts.yaml) or jobqueue.shows_reasons(qy, kind, ftext))
+                          and not qy.state_only)  # (--json: every field, whatever -o says)
     if qy.state_only and not qy.whole:
         jobqueue.state_only(jl)
     if opts.json or opts.yaml:  # every field of every job (of those the filters keep, but on 22.05)
