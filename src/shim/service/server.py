@@ -1158,6 +1158,9 @@ def info(d: str, timeout: float = 5.0) -> tuple[int, int] | None:
 
 def serve(d: str) -> int:
     """Be the daemon of d in this process (``main(['serve'])`` after its checks of the environment)."""
+    import faulthandler
+
+    faulthandler.enable()  # a crash in native code (libdrmaa) leaves its stack in service.log
     os.chdir("/")
     idle = os.environ.get("SLURM_SHIM_SERVICE_IDLE")
     if not idle:
