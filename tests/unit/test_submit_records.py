@@ -69,6 +69,9 @@ def _check(got_case: dict, want_case: dict, command: str) -> None:
         assert re.fullmatch(r"[0-9a-f]{64}", g["payload"].pop("env_hash"))
         assert "script" not in g["payload"] and "args" not in g["payload"]
         w["env_file"].update(script=w["payload"].pop("script"), args=w["payload"].pop("args"))
+        # issue 30: sbatch's command line as Slurm keeps it (SubmitLine; tests/unit/test_releases_submitline.py)
+        for k in ("payload", "record"):
+            assert g[k].pop("submit_line").startswith("sbatch")
     if command == "salloc" and w.get("record"):
         # salloc's record said export.vars {} (a dict); every record now lists names, as sbatch's did
         assert g["record"]["export"] == {"all": True, "vars": []}

@@ -271,6 +271,8 @@ def detail(rec: JobRecord, cfg: SiteConfig) -> JobRecord:
     rec.std_err = err if os.path.isabs(err) or not base else os.path.join(base, err)
     if s.stdin:
         rec.std_in = s.stdin
+    if s.submit_line:  # scontrol show job's SubmitLine (26.05), the JSON's submit_line
+        rec.extra["submit_line"] = s.submit_line
     if s.command:
         rec.command = s.command
     elif s.script_path:

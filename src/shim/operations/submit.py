@@ -18,7 +18,7 @@ import time
 from ..gridengine import backends
 from ..store import state
 from ..errors import ShimError
-from ..slurm.request import MISSING, SECRET, SubmitRecord
+from ..slurm.request import MISSING, SECRET, SubmitRecord, submit_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -358,6 +358,7 @@ def batch(argv: list[str], environ: dict[str, str], stdin=None, cwd: str | None 
         uid=ctx.uid,
         submit_time=time.time(),
         command=os.path.abspath(positional[0]) if positional and o.wrap is None else None,
+        submit_line=submit_line(prog, argv),
     )
     sub.warnings = warnings + list(sub.warnings)  # the options' fates, then the translation's (a dependency on one task)
     return o, sub, cfg

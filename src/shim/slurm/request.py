@@ -109,7 +109,7 @@ PRIVATE = ("script", "args", "environ", "env_file", "env_hash")
 SECRET = ("environ", "export", "export_raw", "export_file", "script", "args")
 SUBMIT_FIELDS = (
     "script", "args", "environ", "env_file", "get_user_env", "umask", "user", "uid", "submit_time", "command",
-    "sub", "export", "export_raw", "export_file", "interactive", "version", "ar", "env_hash",
+    "sub", "export", "export_raw", "export_file", "interactive", "version", "ar", "env_hash", "submit_line",
 )
 
 
@@ -119,7 +119,8 @@ class SubmitRecord(Frozen):
     ``export_raw`` (--export's text), ``export_file`` (--export-file's variables), who submitted
     (``user``, ``uid``, ``umask``), when (``submit_time``; ``sub`` ties the job's records to this
     Grid Engine job), ``command`` and ``interactive`` (salloc, srun), and ``ar``: the advance
-    reservation it was submitted into (``-ar``'s id, "" for none; submit.reservation_flags)."""
+    reservation it was submitted into (``-ar``'s id, "" for none; submit.reservation_flags).
+    ``submit_line``: the command line as Slurm keeps it (``submit_line``)."""
 
     __slots__ = REQUEST_FIELDS + SUBMIT_FIELDS
     FIELDS = REQUEST_FIELDS + SUBMIT_FIELDS
@@ -182,3 +183,28 @@ def names_only(raw: str | None) -> str | None:
     if raw is None or raw is MISSING:
         return raw
     return ",".join(item.partition("=")[0] for item in raw.split(","))
+
+
+def submit_line(prog: str, argv: list[str]) -> str:
+    """The job's SubmitLine (scontrol show job on 26.05, sacct's SubmitLine, the JSON's
+    submit_line): the command's name and its arguments joined by single spaces, unquoted, as Slurm
+    joins its argv (``sbatch --parsable -J failer --wrap=exit 1``). Unlike Slurm, the values of
+    --export (and its abbreviations) are left out as ``names_only`` leaves them: the record that
+    holds the line is one other users may read. The name is the command's own (Slurm prints its
+    argv[0], ``sbatch`` when typed as such)."""
+    out = [prog]
+    export_next = False
+    for word in argv:
+        if export_next:
+            out.append(names_only(word))
+            export_next = False
+            continue
+        if word.startswith("--") and len(word) > 5:
+            name, eq, value = word[2:].partition("=")
+            if "export".startswith(name):  # --exp, --expo, ... --export (not --export-file)
+                if eq:
+                    word = f"--{name}={names_only(value)}"
+                else:
+                    export_next = True
+        out.append(word)
+    return " ".join(out)

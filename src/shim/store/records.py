@@ -111,7 +111,7 @@ SUBMIT_TYPES: dict[str, Callable[[Any], Any]] = {
     "name": _str, "user": _str, "uid": _int, "partition": _str, "comment": _str, "account": _str,
     "qos": _str, "workdir": _str, "work_dir": _str, "submit_dir": _str, "submit_host": _str,
     "dependency": _str, "stdout": _str, "stderr": _str, "stdin": _str, "command": _str,
-    "script_path": _str, "licenses": _str, "gres": _str, "features": _str, "cluster": _str,
+    "script_path": _str, "submit_line": _str, "licenses": _str, "gres": _str, "features": _str, "cluster": _str,
     "ntasks": _int, "cpus_per_task": _int, "nodes": _int, "time": _int, "nice": _int, "gpus": _int,
     "throttle": _int, "mem_mb": _num, "mem_per_cpu_mb": _num, "mem_per_gpu_mb": _num,
     "default_mem_per_cpu": _num, "requeue": _bool, "array": _indices, "ar": _ar,

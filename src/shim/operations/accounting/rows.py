@@ -239,7 +239,7 @@ def _ident(ctx: Lookups, job: int, s: Submitted | None, ge_name: str, owner: str
     return {
         "name": name, "partition": partition, "account": account, "user": user, "uid": uid,
         "group": group, "gid": group_id(group) if group else None,
-        "comment": s.comment or "", "workdir": s.workdir or "",
+        "comment": s.comment or "", "workdir": s.workdir or "", "submit_line": s.submit_line or "",
         "qos": s.qos or "normal", "cluster": ctx.cluster,
     }
 
