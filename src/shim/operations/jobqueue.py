@@ -289,6 +289,8 @@ def sort_records(recs: list, qy: Query, ctx: Ctx, keys: list | None = None, list
     if qy.sort or qy.start:
         base = sorted(recs, key=created)
         if qy.sort:
+            if _start_time_first(ctx):
+                base = start_time_order(base)
             from ..slurm.render import fmt
 
             return fmt.sort_rows(base, sort_keys(qy) if keys is None else keys, ctx)
@@ -299,7 +301,26 @@ def sort_records(recs: list, qy: Query, ctx: Ctx, keys: list | None = None, list
 
     if qy.state_only:  # no partition or priority: by state, ties newest record first (state_only_order)
         return state_only_order(recs, created, listed)
+    if _start_time_first(ctx):  # (releases.EQUAL_PRIORITIES) the start-time sort, then P,t,-p (stable)
+        base = start_time_order(sorted(recs, key=created))
+        return sorted(base, key=lambda r: (r.partition, codes.get(r.state, r.state), -r.priority))
     return sorted(recs, key=lambda r: (r.partition, codes.get(r.state, r.state), -r.priority, created(r)))
+
+
+def _start_time_first(ctx: Ctx | None) -> bool:
+    from ..slurm import releases
+
+    return (ctx.release if ctx is not None else releases.current()).has(releases.EQUAL_PRIORITIES)
+
+
+def start_time_order(recs: list) -> list:
+    """squeue's sort by start time before its -S keys (squeue/sort.c sort_jobs_by_start_time), of
+    ``recs`` in the controller's order: those with a start time latest first (ties keep their
+    order), then those without in reverse order (its comparator calls a job without a start time
+    the greater of any two, and glibc's merge sort then takes the later one first every time)."""
+    started = [r for r in recs if r.start_time is not None]
+    started.sort(key=lambda r: r.start_time, reverse=True)  # (stable: equal times keep their order)
+    return started + [r for r in recs if r.start_time is None][::-1]
 
 
 def state_only_order(recs: list, created, listed: list | None = None) -> list:

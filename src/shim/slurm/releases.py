@@ -29,6 +29,7 @@ JOB_FIELDS_26 = "job-fields-26"
 MERGED_STDERR_EMPTY = "merged-stderr-empty"
 OVERSUBSCRIBE_NO = "oversubscribe-no"
 EITHER_LICENSE = "either-license"
+EQUAL_PRIORITIES = "equal-priorities"
 RULES = {
     # afterok/afternotok on a job the controller does not know (never was, or ended more than
     # MinJobAge ago) is refused at submission: "Job dependency problem", exit 1 (22.05 took it
@@ -51,6 +52,15 @@ RULES = {
     # -L a:1|b:1 asks for any one of the licenses (every alternative must be valid; '|' and ','
     # never together); 22.05 and 24.11 refuse every '|': "Invalid license specification"
     EITHER_LICENSE: "26.05",
+    # squeue's order of jobs of equal priority: every job's priority is 1 (PriorityType's default
+    # became priority/multifactor, no weights set), so the start-time sort squeue does before its
+    # -S keys decides among them (squeue/sort.c sort_jobs_by_start_time, the same in every
+    # release): the jobs with a start time (running, or waiting for --begin) latest first, ties
+    # in the controller's list order, then those without in that order backwards (its comparator
+    # calls every job without a start the greater; glibc's merge sort so reverses them). 22.05's
+    # priority/basic gave each job its own priority, decreasing with submission: ties in the
+    # controller's order (operations/jobqueue.sort_records)
+    EQUAL_PRIORITIES: "24.11",
 }  # (rule: the first of the three releases that follows it)
 
 
@@ -244,7 +254,7 @@ _ENV_24 = (
 _SQUEUE_24 = ("only-job-state", "helpformat", "helpFormat", "helpstate")  # --only-job-state: 23.11.5
 _SCONTROL_24 = ("json", "yaml")  # scontrol show job --json (22.05: unrecognized option)
 
-_RULES_24 = (KNOWN_DEPENDENCY, TRES_SLASH, JOB_TRES_SPLIT)
+_RULES_24 = (KNOWN_DEPENDENCY, TRES_SLASH, JOB_TRES_SPLIT, EQUAL_PRIORITIES)
 
 R24_11 = Release(
     "24.11", "24.11.5",
