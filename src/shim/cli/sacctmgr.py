@@ -4,8 +4,9 @@ is refused with the ``qconf`` command that makes it.
 
 - Accounts: the share tree's inner nodes (under Slurm's ``root``) and the Grid Engine projects
   (``qconf -sprjl``; ``sbatch -A`` charges a project where the site maps accounts to projects).
-- Associations: ``root``; each account; each user leaf of the share tree under its node; each
-  Grid Engine user under each project its access lists (``acl``/``xacl``) let it use.
+- Associations: ``root`` and the user root's under it (slurmdbd adds both with the cluster);
+  each account; each user leaf of the share tree under its node; each Grid Engine user under
+  each project its access lists (``acl``/``xacl``) let it use.
   Share: the node's shares (1 where the tree does not name the account). GrpTRES/MaxTRESPU: the
   enabled resource quota rules that name the project (``projects P`` / with ``users {*}``).
 - Users: ``qconf -suserl``; Def Acct: the share-tree node above the user, else the user's

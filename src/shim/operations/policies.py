@@ -90,7 +90,7 @@ def gather_world(cfg: Any, backend: Any, need_users: bool = True) -> World:
     sets = {k: v for k, v in backend.quota_sets().items() if v.enabled}
     projects = backend.projects()
     ge_users = backend.users() if need_users else []
-    w.assocs.append(Assoc("root", share=None))
+    w.assocs.append(Assoc("root"))  # Share 1, as slurmdbd makes the cluster's root association
     w.accounts["root"] = ("default root account", "root")
     tree_parent: dict[str, str] = {}
     for path, n in nodes.items():
@@ -103,6 +103,10 @@ def gather_world(cfg: Any, backend: Any, need_users: bool = True) -> World:
         else:
             w.assocs.append(Assoc(parent, user=n.name, share=n.shares))
             tree_parent.setdefault(n.name, parent)
+    if not any(a.account == "root" and a.user == "root" for a in w.assocs):
+        # slurmdbd gives the user root an association under the root account when it adds the
+        # cluster (every release): sacctmgr lists it second whatever else there is
+        w.assocs.insert(1, Assoc("root", user="root"))
     memberships: dict[str, list[str]] = {}
 
     def members(listname: str) -> list[str]:
