@@ -358,7 +358,7 @@ def batch(argv: list[str], environ: dict[str, str], stdin=None, cwd: str | None 
         uid=ctx.uid,
         submit_time=time.time(),
         command=os.path.abspath(positional[0]) if positional and o.wrap is None else None,
-        submit_line=submit_line(prog, argv),
+        submit_line=submit_line(prog, argv, len(args or ())),
     )
     sub.warnings = warnings + list(sub.warnings)  # the options' fates, then the translation's (a dependency on one task)
     return o, sub, cfg

@@ -185,26 +185,33 @@ def names_only(raw: str | None) -> str | None:
     return ",".join(item.partition("=")[0] for item in raw.split(","))
 
 
-def submit_line(prog: str, argv: list[str]) -> str:
+def submit_line(prog: str, argv: list[str], script_args: int = 0) -> str:
     """The job's SubmitLine (scontrol show job on 26.05, sacct's SubmitLine, the JSON's
     submit_line): the command's name and its arguments joined by single spaces, unquoted, as Slurm
-    joins its argv (``sbatch --parsable -J failer --wrap=exit 1``). Unlike Slurm, the values of
-    --export (and its abbreviations) are left out as ``names_only`` leaves them: the record that
-    holds the line is one other users may read. The name is the command's own (Slurm prints its
-    argv[0], ``sbatch`` when typed as such)."""
+    joins its argv (``sbatch --parsable -J failer --wrap``). Unlike Slurm, the record that holds
+    the line is one other users may read, and what the shim keeps private stays out of it (README,
+    Security model): the values of --export (and its abbreviations) as ``names_only`` leaves them,
+    --wrap's text (the batch script) and the script's arguments (the last ``script_args`` words).
+    The name is the command's own (Slurm prints its argv[0], ``sbatch`` when typed as such)."""
+    words = list(argv[:len(argv) - script_args] if script_args > 0 else argv)
     out = [prog]
-    export_next = False
-    for word in argv:
+    export_next = wrap_next = False
+    for word in words:
         if export_next:
             out.append(names_only(word))
             export_next = False
             continue
-        if word.startswith("--") and len(word) > 5:
+        if wrap_next:  # (--wrap TEXT: the text is the script)
+            wrap_next = False
+            continue
+        if word.startswith("--") and len(word) > 3:
             name, eq, value = word[2:].partition("=")
-            if "export".startswith(name):  # --exp, --expo, ... --export (not --export-file)
+            if len(name) >= 3 and "export".startswith(name):  # --exp, ... --export (not --export-file)
                 if eq:
                     word = f"--{name}={names_only(value)}"
                 else:
                     export_next = True
+            elif len(name) >= 2 and "wrap".startswith(name):  # --wr, --wra, --wrap: getopt_long's prefixes
+                word, wrap_next = f"--{name}", not eq
         out.append(word)
     return " ".join(out)
