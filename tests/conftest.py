@@ -379,6 +379,35 @@ def use_site_config(monkeypatch, tmp_path: Path) -> Path:
     return tmp_path / "state"
 
 
+def release_cases(release: str) -> dict:
+    """A real release's captures (fixtures/slurm-<release>/cases.json): case -> its argv and output."""
+    import json
+
+    return json.loads((FIXTURES / f"slurm-{release}" / "cases.json").read_text())
+
+
+@pytest.fixture
+def release_site(monkeypatch, tmp_path):
+    """set(release): the unit-test site config (use_site_config) with ``[slurm] release`` set to
+    it; returns a squeue Ctx (now 0). No site config or backend is left behind."""
+    from shim import siteconf
+    from shim.gridengine import backends
+    from shim.slurm.render import squeue as sq
+
+    use_site_config(monkeypatch, tmp_path)
+    conf = tmp_path / "config.toml"
+    base = conf.read_text()
+
+    def set_release(name: str):
+        conf.write_text(base + f'\n[slurm]\nrelease = "{name}"\n')
+        siteconf.reset()
+        return sq.Ctx(siteconf.get(), now=0.0)
+
+    yield set_release
+    siteconf.reset()
+    backends.use(None)
+
+
 @pytest.fixture
 def unit_site(monkeypatch, tmp_path):
     """The unit-test site config (use_site_config) for one test, and after it no site config or

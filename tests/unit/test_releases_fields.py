@@ -5,14 +5,12 @@ that real release printed (fixtures/slurm-*/cases.json)."""
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime
 
 import pytest
 
-from conftest import FIXTURES, use_site_config
-from shim import siteconf
+from conftest import release_cases
 from shim.slurm import releases
 from shim.slurm.model import JobRecord
 from shim.slurm.render import scontrol as view
@@ -21,24 +19,13 @@ from shim.slurm.render import squeue as sq
 NAMES = ("22.05", "24.11", "26.05")
 
 
-def cases(release: str) -> dict:
-    return json.loads((FIXTURES / f"slurm-{release}" / "cases.json").read_text())
+cases = release_cases
 
 
 @pytest.fixture
-def site(monkeypatch, tmp_path):
+def site(release_site):
     """set(release): the unit-test site config with ``[slurm] release``; returns a squeue Ctx."""
-    use_site_config(monkeypatch, tmp_path)
-    conf = tmp_path / "config.toml"
-    base = conf.read_text()
-
-    def set_release(name: str):
-        conf.write_text(base + f'\n[slurm]\nrelease = "{name}"\n')
-        siteconf.reset()
-        return sq.Ctx(siteconf.get(), now=0.0)
-
-    yield set_release
-    siteconf.reset()
+    return release_site
 
 
 # --- squeue %b and %h --------------------------------------------------------------------------------

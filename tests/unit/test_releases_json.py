@@ -18,8 +18,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from conftest import FIXTURES, use_site_config
-from shim import siteconf
+from conftest import release_cases
 from shim.__main__ import dispatch
 from shim.gridengine import backends
 from shim.gridengine.replay import ReplayBackend
@@ -28,7 +27,6 @@ from shim.slurm.model import JobRecord
 from shim.slurm.render import openapi
 from shim.slurm.render import sacct as sacct_view
 from shim.slurm.render import sinfo as sinfo_view
-from shim.slurm.render import squeue as sq
 from shim.slurm.render.yaml import document
 
 NEWER = ("24.11", "26.05")
@@ -54,8 +52,7 @@ ARRAY_TASK_OWN = ("job_id", "standard_output", "standard_error", "stdout_expande
                   "accrue_time", "eligible_time")
 
 
-def cases(release: str) -> dict:
-    return json.loads((FIXTURES / f"slurm-{release}" / "cases.json").read_text())
+cases = release_cases
 
 
 def captured(release: str, case: str) -> dict:
@@ -63,20 +60,9 @@ def captured(release: str, case: str) -> dict:
 
 
 @pytest.fixture
-def site(monkeypatch, tmp_path):
+def site(release_site):
     """set(release): the unit-test site config with ``[slurm] release``; returns a squeue Ctx."""
-    use_site_config(monkeypatch, tmp_path)
-    conf = tmp_path / "config.toml"
-    base = conf.read_text()
-
-    def set_release(name: str):
-        conf.write_text(base + f'\n[slurm]\nrelease = "{name}"\n')
-        siteconf.reset()
-        return sq.Ctx(siteconf.get(), now=0.0)
-
-    yield set_release
-    siteconf.reset()
-    backends.use(None)
+    return release_site
 
 
 def drop(value, path: str):

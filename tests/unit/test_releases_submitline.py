@@ -10,13 +10,11 @@ import re
 
 import pytest
 
-from conftest import FIXTURES, use_site_config
-from shim import siteconf
+from conftest import FIXTURES
 from shim.operations import jobs
 from shim.operations import submit as ops
 from shim.slurm.model import JobRecord
 from shim.slurm.render import scontrol as view
-from shim.slurm.render import squeue as sq
 from shim.slurm.request import submit_line
 from shim.store.records import Submitted
 
@@ -51,24 +49,14 @@ def kept(line: str) -> str:
 
 
 @pytest.fixture
-def site(monkeypatch, tmp_path):
+def site(release_site, monkeypatch, tmp_path):
     """The unit-test site config (release ``set(name)``), tmp_path as the working directory with
     the captures' scripts in it."""
-    use_site_config(monkeypatch, tmp_path)
-    conf = tmp_path / "config.toml"
-    base = conf.read_text()
     for script in ("sleep.sh", "job.sh"):
         (tmp_path / script).write_text("#!/bin/sh\nsleep 1\n")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(ops, "license_seats", lambda cfg, names: ({"matlab": 3}, {"matlab": 3}))
-
-    def set_release(name: str):
-        conf.write_text(base + f'\n[slurm]\nrelease = "{name}"\n')
-        siteconf.reset()
-        return sq.Ctx(siteconf.get(), now=0.0)
-
-    yield set_release
-    siteconf.reset()
+    return release_site
 
 
 def test_the_captures_have_submit_lines():
