@@ -141,9 +141,10 @@ def seed(state_dir: str, user: str, uid: int, gid: int, n: int, now: float, targ
             for i in range(n):
                 end = now - 60 - SPAN * (n - 1 - i) / max(n - 1, 1)
                 _job(state_dir, user, uid, BASE + i * stride + offset, end)
-            if targets:
-                _job(state_dir, user, uid, T2, now - 30 * DAY)
-                _job(state_dir, user, uid, T1, now - 30)
+            if targets:  # (their times from the clock now: seeding a million jobs takes minutes, and
+                t = _clock()  # a T1 that ended before them would be past squeue's 300 s of ended jobs)
+                _job(state_dir, user, uid, T2, t - 30 * DAY)
+                _job(state_dir, user, uid, T1, t - 30)
             code = 0
         finally:
             os._exit(code)
@@ -440,9 +441,10 @@ def main() -> int:
                 del os.environ[var]
             now = time.time()
             t0 = time.perf_counter()
-            seed(state_dir, BENCH_USER, pw.pw_uid, pw.pw_gid, n, now, True, k, 0)
+            seed(state_dir, BENCH_USER, pw.pw_uid, pw.pw_gid, n, now, False, k, 0)
             for i in range(1, k):
                 seed(state_dir, f"u{FAKE_UIDS + i}", FAKE_UIDS + i, FAKE_UIDS + i, n, now, False, k, i)
+            seed(state_dir, BENCH_USER, pw.pw_uid, pw.pw_gid, 0, now, True, k, 0)  # T1 and T2, last
             seeded = time.perf_counter() - t0
             files, size = _dir_size(state_dir)
             print(f"store {label}: seeded {files:,} files ({size / 1e6:.0f} MB) in {seeded:.0f} s", file=sys.stderr,
