@@ -117,6 +117,29 @@ def test_stop_is_a_request_and_the_daemon_leaves(daemon):
     assert "exit after 0 requests" in (d / rundir.LOG).read_text()
 
 
+def test_stop_of_a_daemon_that_does_not_answer_is_sigterm_and_the_same_json(tmp_path, monkeypatch, capsys):
+    """``python -m shim.service stop`` where no socket answers (a daemon still starting, or one whose
+    socket is gone) sends SIGTERM to the pid its lock names, and prints what an answered stop
+    prints (CI run 13: a test's reader of that JSON got a bare pid)."""
+    import subprocess
+
+    d = tmp_path / "quiet"
+    d.mkdir(mode=0o700)
+    holder = ("import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600); "
+              "fcntl.flock(fd, fcntl.LOCK_EX); os.write(fd, f'{os.getpid()}\\n'.encode()); "
+              "print('held', flush=True); time.sleep(120)")
+    p = subprocess.Popen([sys.executable, "-c", holder, str(d / "service.lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "held\n"
+        monkeypatch.setenv("SLURM_SHIM_AGENT_DIR", str(d))
+        assert service.main(["stop"]) == 0
+        assert json.loads(capsys.readouterr().out) == {"status": "ok", "pid": p.pid}
+        assert p.wait(timeout=30) == -signal.SIGTERM
+    finally:
+        p.kill()
+        p.wait()
+
+
 def test_sigterm_still_stops_it(daemon):
     os.kill(daemon["pid"], signal.SIGTERM)
     wait_for(lambda: _dead(daemon["pid"]), what="the daemon to leave")

@@ -1230,10 +1230,12 @@ def _status(d: str, cmd: str) -> int:
     if pid is None:
         print("slurm-shim service: not running", file=sys.stderr)
         return 1
-    if cmd == "stop":
+    if cmd == "stop":  # (no answer: SIGTERM, and the same JSON as an answered stop)
         import signal
 
         os.kill(pid, signal.SIGTERM)
+        print(json.dumps({"status": "ok", "pid": pid}))
+        return 0
     print(pid)
     return 0
 
