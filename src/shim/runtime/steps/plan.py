@@ -296,39 +296,49 @@ def _export(v: Any) -> bool:
                          and all(type(k) is str and type(x) is str for k, x in v["vars"].items()))
 
 
-# (name, check, default, what the check wants in words); a list default is a fresh one per request
-STEP_FIELDS: tuple[tuple[str, Callable[[Any], bool], Any, str], ...] = (
-    ("prog", _str, "srun", "a string"),
-    ("argv", _words, list, "a list of strings"),
-    ("argv_per_task", _per_task, None, "null or an object of task ranks to lists of strings"),
-    ("ntasks", _opt_int, None, "an integer or null"),
-    ("cpus_per_task", _int, 1, "an integer"),
-    ("cpus_per_task_set", _bool, False, "true or false"),
-    ("nodes", _opt_int, None, "an integer or null"),
-    ("ntasks_per_node", _opt_int, None, "an integer or null"),
-    ("relative", _int, 0, "an integer"),
-    ("label", _bool, False, "true or false"),
-    ("unbuffered", _bool, False, "true or false"),
-    ("output", _opt_str, None, "a string or null"),
-    ("error", _opt_str, None, "a string or null"),
-    ("input", _opt_str, None, "a string or null"),
-    ("append", _bool, False, "true or false"),
-    ("kill_on_bad_exit", _bool, False, "true or false"),
-    ("wait", _int, 0, "an integer"),
-    ("pty", _bool, False, "true or false"),
-    ("time", _opt_int, None, "an integer or null"),
-    ("chdir", _opt_str, None, "a string or null"),
-    ("export", _export, None, 'null or {"all": true|false, "vars": {name: value}}'),
-    ("distribution", _opt_str, None, "a string or null"),
-    ("name", _opt_str, None, "a string or null"),
-    ("quiet", _bool, False, "true or false"),
-    ("verbose", _int, 0, "an integer"),
-    ("mpi", _str, "none", "a string"),
-    ("overcommit", _bool, False, "true or false"),
-    ("nodelist", _opt_str, None, "a string or null"),
-    ("exclude", _opt_str, None, "a string or null"),
-    ("cpu_bind", _opt_str, None, "a string or null"),
-    ("cpu_bind_verbose", _bool, False, "true or false"),
+# A field's check, and what it wants in words (a step request's error names them)
+STR = (_str, "a string")
+OPT_STR = (_opt_str, "a string or null")
+INT = (_int, "an integer")
+OPT_INT = (_opt_int, "an integer or null")
+BOOL = (_bool, "true or false")
+WORDS = (_words, "a list of strings")
+PER_TASK = (_per_task, "null or an object of task ranks to lists of strings")
+EXPORT = (_export, 'null or {"all": true|false, "vars": {name: value}}')
+
+# (name, kind, default); a list default is a fresh one per request
+STEP_FIELDS: tuple[tuple[str, tuple[Callable[[Any], bool], str], Any], ...] = (
+    ("prog", STR, "srun"),
+    ("argv", WORDS, list),
+    ("argv_per_task", PER_TASK, None),
+    ("ntasks", OPT_INT, None),
+    ("cpus_per_task", INT, 1),
+    ("cpus_per_task_set", BOOL, False),
+    ("nodes", OPT_INT, None),
+    ("ntasks_per_node", OPT_INT, None),
+    ("relative", INT, 0),
+    ("label", BOOL, False),
+    ("unbuffered", BOOL, False),
+    ("output", OPT_STR, None),
+    ("error", OPT_STR, None),
+    ("input", OPT_STR, None),
+    ("append", BOOL, False),
+    ("kill_on_bad_exit", BOOL, False),
+    ("wait", INT, 0),
+    ("pty", BOOL, False),
+    ("time", OPT_INT, None),
+    ("chdir", OPT_STR, None),
+    ("export", EXPORT, None),
+    ("distribution", OPT_STR, None),
+    ("name", OPT_STR, None),
+    ("quiet", BOOL, False),
+    ("verbose", INT, 0),
+    ("mpi", STR, "none"),
+    ("overcommit", BOOL, False),
+    ("nodelist", OPT_STR, None),
+    ("exclude", OPT_STR, None),
+    ("cpu_bind", OPT_STR, None),
+    ("cpu_bind_verbose", BOOL, False),
 )
 
 
@@ -390,7 +400,7 @@ class StepRequest:
         if unknown:
             raise StepError(f"the step request has no field {', '.join(unknown)}")
         set_ = object.__setattr__
-        for name, check, default, wants in STEP_FIELDS:
+        for name, (check, wants), default in STEP_FIELDS:
             if name in values:
                 value = values[name]
                 if not check(value):
