@@ -31,6 +31,18 @@ short job that has ended (T1: its events found by id). ``prune (hourly)`` is sba
 its stamp is an hour old: it runs last (with nothing past its bounds, it counts the buckets) and
 is timed once.
 
+The warm path (columns ", warm"; ``--no-warm`` leaves them out): the same command calls through the
+compiled client (``/opt/slurm-shim/bin/<cmd>``, or ``$SLURM_SHIM_CLIENT_BIN``) and the bench user's
+warm service (one per store, in its work directory: it runs the call in a forked child with the
+caller's environment), timed whole from the client's fork to its exit, median of ``--runs``
+after one warm-up. Its Grid Engine is ``SLURM_SHIM_REPLAY``: ConstantGE's answer to every call
+the in-process run of the same call made (``answers.json``), so both paths see the same Grid
+Engine. The service runs the INSTALLED package (the in-process path runs this tree): compare the
+two only where they are the same code. The line under the table says how many of the timed warm
+calls the service ran (a refused call runs in-process and is not the warm path). The store-side
+rows and prune are functions, not commands: in-process only; ``sbatch -H --wrap`` is the whole
+command (qsub answered ``NEW_JOB``) on both paths.
+
 Needs root (it makes the users' own files); touches nothing outside its temporary directory, which
 is removed at the end (``--keep`` keeps it). Prints the table (call x store: ms, ratio to the
 first store, rows printed) and, with ``--json``, the raw numbers.
@@ -65,6 +77,8 @@ DAY = 86400
 SPAN = 89 * DAY          # background jobs end within this (the 90-day prune keeps them all)
 T1, T2 = 5_000_001, 5_000_000  # today's target job (ended 30 s ago), last month's (30 days ago)
 BASE = T1 + 1            # background job ids: BASE + i, in the order they ended (T1's id shard is full)
+NEW_JOB = 9_100_000      # the id qsub gives the whole-sbatch row's job (the same in every run)
+CLIENT_BIN = Path(os.environ.get("SLURM_SHIM_CLIENT_BIN", "/opt/slurm-shim/bin"))  # the compiled clients
 FAKE_UIDS = 60001        # the other users of --users KxN (no passwd entry needed: a directory is a uid)
 EMPTY_QUEUE = (REPO / "fixtures" / "gridengine" / "sge-8.1.9" / "live-qstat-u-all-r-xml.empty.xml").read_text()
 ACCOUNTING_HEADER = "# Version: 8.1.9\n# \n# DO NOT MODIFY THIS FILE MANUALLY!\n# \n"
@@ -86,7 +100,23 @@ class ConstantGE(ReplayBackend):
             return Result(key, 1, "", "Following jobs do not exist: \n" + ids + "\n")
         if tool == "qstat":
             return Result(key, 0, EMPTY_QUEUE, "")
+        if tool == "qsub":
+            return Result(key, 0, f"{NEW_JOB}\n", "")
         return Result(key, 0, "", "")
+
+
+def replay_dir(path: str, keys: set[tuple[str, ...]]) -> None:
+    """The same answers for the warm path: ``SLURM_SHIM_REPLAY`` (answers.json) holding
+    ConstantGE's answer to every Grid Engine call the in-process calls made, and one for each tool
+    alone (a call the in-process run did not make)."""
+    ge = ConstantGE()
+    items = []
+    for key in sorted(keys) + [(t,) for t in ("qstat", "qsub", "qdel", "qacct", "qconf", "qalter", "qrstat")]:
+        r = ge.run(key[0], key[1:])
+        items.append({"argv": list(key), "rc": r.returncode, "stdout": r.stdout, "stderr": r.stderr})
+    os.makedirs(path, mode=0o755, exist_ok=True)
+    Path(path, "answers.json").write_text(json.dumps(items))
+    os.chmod(os.path.join(path, "answers.json"), 0o644)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,6 +262,7 @@ def calls(now: float) -> list[tuple[str, object]]:
     month = time.strftime("%Y-%m-%d", time.localtime(now - 30 * DAY))
     out: list[tuple[str, object]] = [
         ("sbatch (store side)", "sbatch"),
+        ("sbatch -H --wrap (whole; qsub answered)", ("sbatch", ["-H", "-o", "/dev/null", "-J", "new", "--wrap=true"])),
         ("squeue", ("squeue", [])),
         ("squeue -t all", ("squeue", ["-t", "all"])),
         ("squeue -j T1", ("squeue", ["-j", str(T1)])),
@@ -304,8 +335,10 @@ def _store_side(kind: str, state_dir: str, cfg, seq: list[int], user: str, uid: 
     return 0
 
 
-def measure(state_dir: str, work: str, runs: int, user: str, uid: int, gid: int, only: set[str] | None) -> dict:
-    """In a child that has become the bench user: {call: {ms, rows, rc, err, listed, opened, stated}}."""
+def measure(state_dir: str, work: str, runs: int, user: str, uid: int, gid: int, only: set[str] | None,
+            warm: bool) -> dict:
+    """In a child that has become the bench user: {call: {ms, rows, rc, err, listed, opened, stated,
+    and with ``warm`` warm_ms, warm_rows, warm_rc, warm_err}}."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -313,7 +346,7 @@ def measure(state_dir: str, work: str, runs: int, user: str, uid: int, gid: int,
         code = 1
         try:
             _become(uid, gid)
-            res = _measure_here(state_dir, work, runs, user, uid, only)
+            res = _measure_here(state_dir, work, runs, user, uid, only, warm)
             with os.fdopen(w, "w") as f:
                 json.dump(res, f)
             code = 0
@@ -333,39 +366,92 @@ def measure(state_dir: str, work: str, runs: int, user: str, uid: int, gid: int,
     return got
 
 
-def _measure_here(state_dir: str, work: str, runs: int, user: str, uid: int, only: set[str] | None) -> dict:
+class Warm:
+    """The warm path: the compiled client (CLIENT_BIN/<cmd>) hands the call to the bench user's warm
+    service (one per store: its own directory), which runs it in a forked child with the caller's
+    environment; Grid Engine is ``SLURM_SHIM_REPLAY``: ConstantGE's answers written out (replay_dir).
+    Timed whole, from the client's fork to its exit, as a user's call is."""
+
+    def __init__(self, work: str, user: str):
+        from shim.service import server
+
+        self.server = server
+        self.work = work
+        self.svc = os.path.join(work, "service")
+        os.mkdir(self.svc, 0o700)
+        self.replay = os.path.join(work, "replay")
+        self.env = {"PATH": f"{CLIENT_BIN}:/usr/bin:/bin", "HOME": work, "USER": user, "LOGNAME": user,
+                    "LANG": os.environ.get("LANG", "C.UTF-8"), "SLURM_SHIM_REPLAY": self.replay,
+                    "SLURM_SHIM_AGENT_DIR": self.svc, "SLURM_SHIM_SERVICE_IDLE": "300",
+                    **{k: os.environ[k] for k in ("SLURM_SHIM_CONFIG", "SLURM_SHIM_ACCOUNTING", "XDG_CACHE_HOME")}}
+        self.out = os.path.join(work, "warm.out")
+        self.err = os.path.join(work, "warm.err")
+
+    def call(self, cmd: str, argv: list[str]) -> tuple[float, int]:
+        import subprocess
+
+        with open(self.out, "wb") as fo, open(self.err, "wb") as fe:
+            t0 = time.perf_counter()
+            rc = subprocess.call([str(CLIENT_BIN / cmd), *argv], env=self.env, cwd=self.work, stdout=fo, stderr=fe)
+            return time.perf_counter() - t0, rc
+
+    def start(self) -> None:
+        """The first call starts the service (and runs in-process); wait until it answers."""
+        replay_dir(self.replay, set())
+        self.call("squeue", ["--version"])
+        deadline = time.monotonic() + 60
+        while self.server.info(self.svc) is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    def served(self) -> tuple[int | None, int]:
+        got = self.server.info(self.svc)
+        return (got[0], got[1]) if got else (None, 0)
+
+    def stop(self) -> None:
+        pid = self.server.pid_of(self.svc)
+        if pid:
+            try:
+                os.kill(pid, 15)
+            except OSError:
+                pass
+            deadline = time.monotonic() + 30
+            while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+                time.sleep(0.05)
+
+    def rows(self) -> int:
+        with open(self.out, "rb") as f:
+            return f.read().count(b"\n")
+
+    def first_error(self) -> str:
+        with open(self.err, "rb") as f:
+            lines = f.read().decode(errors="replace").strip().splitlines()
+        return lines[0] if lines else ""
+
+
+def _measure_here(state_dir: str, work: str, runs: int, user: str, uid: int, only: set[str] | None,
+                  warm: bool) -> dict:
     siteconf.reset()
     cfg = siteconf.get()
     assert cfg.cluster.state_dir == state_dir
+    os.chdir(work)
     out = _Out(work)
     seq = [0]
     res: dict = {}
-    now = time.time()
-    for label, what in calls(now):
-        if only is not None and label.split(" (")[0] not in only and label not in only:
-            continue
-
-        def once() -> int:
-            backends.use(ConstantGE())
-            if isinstance(what, str):
-                return _store_side(what, state_dir, cfg, seq, user, uid)
-            cmd, argv = what
-            return dispatch(cmd, list(argv))
-
-        with out:
-            rc = once()  # warm-up: imports, caches of a process
-        times = []
-        for _ in range(runs):
-            with out:
-                t0 = time.perf_counter()
-                rc = once()
-                times.append(time.perf_counter() - t0)
-        with out:
-            with Counts() as c:
-                once()
-        res[label] = {"ms": round(statistics.median(times) * 1000, 2), "rows": out.rows(), "rc": rc,
-                      "err": out.first_error(), "listed": c.listed, "dirs": c.dirs, "opened": c.opened,
-                      "stated": c.stated}
+    seen: set[tuple[str, ...]] = set()  # every Grid Engine call the in-process calls made
+    w = Warm(work, user) if warm else None
+    try:
+        if w:
+            w.start()
+        now = time.time()
+        for label, what in calls(now):
+            if only is not None and label.split(" (")[0] not in only and label not in only:
+                continue
+            res[label] = _one(label, what, state_dir, cfg, seq, user, uid, runs, out, seen)
+            if w and not isinstance(what, str):
+                res[label].update(_one_warm(w, what, runs, seen))
+    finally:
+        if w:
+            w.stop()
     if only is None or "prune" in only:
         d = state.user_dir(cfg, None)
         stamp = os.path.join(d, ".pruned")
@@ -380,6 +466,51 @@ def _measure_here(state_dir: str, work: str, runs: int, user: str, uid: int, onl
             res[label] = {"ms": round(ms, 2), "rows": gone, "rc": 0, "err": "", "listed": c.listed,
                           "dirs": c.dirs, "opened": c.opened, "stated": c.stated}
     return res
+
+
+def _one(label, what, state_dir, cfg, seq, user, uid, runs, out, seen) -> dict:
+    """One call in-process: a warm-up, the median of ``runs``, one more counted."""
+
+    def once() -> int:
+        ge = ConstantGE()
+        backends.use(ge)
+        try:
+            if isinstance(what, str):
+                return _store_side(what, state_dir, cfg, seq, user, uid)
+            cmd, argv = what
+            return dispatch(cmd, list(argv))
+        finally:
+            seen.update(k for k, _ in ge.calls)
+
+    with out:
+        rc = once()  # warm-up: imports, caches of a process
+    times = []
+    for _ in range(runs):
+        with out:
+            t0 = time.perf_counter()
+            rc = once()
+            times.append(time.perf_counter() - t0)
+    with out:
+        with Counts() as c:
+            once()
+    return {"ms": round(statistics.median(times) * 1000, 2), "rows": out.rows(), "rc": rc,
+            "err": out.first_error(), "listed": c.listed, "dirs": c.dirs, "opened": c.opened, "stated": c.stated}
+
+
+def _one_warm(w: Warm, what, runs: int, seen: set) -> dict:
+    """The same call through the client and the warm service: a warm-up, the median of ``runs``;
+    ``served``: how many of the timed calls the service ran (the rest ran in-process)."""
+    replay_dir(w.replay, seen)
+    cmd, argv = what
+    w.call(cmd, list(argv))
+    pid0, n0 = w.served()
+    times = []
+    for _ in range(runs):
+        dt, rc = w.call(cmd, list(argv))
+        times.append(dt)
+    pid1, n1 = w.served()
+    return {"warm_ms": round(statistics.median(times) * 1000, 2), "warm_rows": w.rows(), "warm_rc": rc,
+            "warm_err": w.first_error(), "warm_runs": runs, "served": (n1 - n0) if pid0 == pid1 and pid0 else 0}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -406,9 +537,13 @@ def main() -> int:
     ap.add_argument("--only", default="", help="comma-separated call labels (their text before ' (')")
     ap.add_argument("--json", help="write the raw numbers here")
     ap.add_argument("--keep", action="store_true", help="keep the state directories")
+    ap.add_argument("--no-warm", dest="warm", action="store_false",
+                    help="in-process only (no columns for the compiled client and the warm service)")
     a = ap.parse_args()
     if os.getuid() != 0:
         raise SystemExit("needs root: the records are made as their owners")
+    if a.warm and (CLIENT_BIN / "squeue").read_bytes()[:4] != b"\x7fELF":
+        raise SystemExit(f"{CLIENT_BIN}/squeue is not the compiled client: --no-warm, or SLURM_SHIM_CLIENT_BIN")
     pw = pwd.getpwnam(BENCH_USER)
     only = {x.strip() for x in a.only.split(",") if x.strip()} or None
     stores: list[tuple[str, int, int]] = [(f"{int(n):,}", 1, int(n)) for n in a.sizes.split(",") if n.strip()]
@@ -450,7 +585,7 @@ def main() -> int:
             print(f"store {label}: seeded {files:,} files ({size / 1e6:.0f} MB) in {seeded:.0f} s", file=sys.stderr,
                   flush=True)
             meta[label] = {"files": files, "bytes": size, "seed_s": round(seeded, 1)}
-            results[label] = measure(state_dir, work, a.runs, BENCH_USER, pw.pw_uid, pw.pw_gid, only)
+            results[label] = measure(state_dir, work, a.runs, BENCH_USER, pw.pw_uid, pw.pw_gid, only, a.warm)
             print(f"store {label}: measured", file=sys.stderr, flush=True)
             if not a.keep:
                 shutil.rmtree(base, ignore_errors=True)
@@ -464,23 +599,32 @@ def main() -> int:
 
 
 def _table(results: dict[str, dict], meta: dict[str, dict]) -> None:
+    """The times (in-process columns, then the warm path's where it was measured: each path's ratio
+    against its own first store), then what each call listed, opened and stat'ed in-process."""
     labels = list(results)
     first = labels[0]
-    print("| call | " + " | ".join(f"{s} jobs" for s in labels) + " |")
-    print("|---|" + "---|" * len(labels))
+    warm = any("warm_ms" in r for r in results[first].values())
+    cols = [(s, "ms", "rows", "") for s in labels] + ([(s, "warm_ms", "warm_rows", ", warm") for s in labels]
+                                                      if warm else [])
+    print("| call | " + " | ".join(f"{s} jobs{tag}" for s, _, _, tag in cols) + " |")
+    print("|---|" + "---|" * len(cols))
     for call in results[first]:
         cells = []
-        for s in labels:
+        for s, ms, rows, _tag in cols:
             r = results[s].get(call)
-            if r is None:
+            if r is None or ms not in r:
                 cells.append("—")
                 continue
-            base = results[first][call]["ms"]
-            ratio = f"{r['ms'] / base:.1f}×" if base else "—"
-            extra = (f", {r['rows']:,} rows" if call.startswith(("sacct", "squeue"))
-                     else f", {r['rows']:,} files removed" if call.startswith("prune") else "")
-            cells.append(f"{r['ms']:.1f} ms ({ratio}{extra})")
+            base = results[first][call][ms]
+            ratio = f"{r[ms] / base:.1f}×" if base else "—"
+            extra = (f", {r[rows]:,} rows" if call.startswith(("sacct", "squeue"))
+                     else f", {r[rows]:,} files removed" if call.startswith("prune") else "")
+            cells.append(f"{r[ms]:.1f} ms ({ratio}{extra})")
         print(f"| `{call}` | " + " | ".join(cells) + " |")
+    if warm:
+        served = sum(r.get("served", 0) for s in labels for r in results[s].values())
+        timed = sum(r["warm_runs"] for s in labels for r in results[s].values() if "warm_ms" in r)
+        print(f"\nwarm: the service ran {served} of the {timed} timed calls (the rest ran in-process)")
     print()
     print("| call: names listed / files opened / stat'ed | " + " | ".join(f"{s} jobs" for s in labels) + " |")
     print("|---|" + "---|" * len(labels))
@@ -490,9 +634,9 @@ def _table(results: dict[str, dict], meta: dict[str, dict]) -> None:
             r = results[s].get(call)
             cells.append("—" if r is None else f"{r['listed']:,} / {r['opened']:,} / {r['stated']:,}")
         print(f"| `{call}` | " + " | ".join(cells) + " |")
-    errs = {(s, c): r["err"] for s in labels for c, r in results[s].items() if r.get("err")}
-    for (s, c), e in sorted(errs.items()):
-        print(f"note: {c} at {s}: {e}")
+    errs = {(s, c, k): r[k] for s in labels for c, r in results[s].items() for k in ("err", "warm_err") if r.get(k)}
+    for (s, c, k), e in sorted(errs.items()):
+        print(f"note: {c} at {s}{', warm' if k == 'warm_err' else ''}: {e}")
 
 
 if __name__ == "__main__":
