@@ -27,7 +27,7 @@ from ..slurm import hostlist
 from ..slurm.request import SubmitRecord
 from .. import proc
 from ..store import records, state
-from . import boot, jobenv
+from . import boot, jobenv, stepd
 
 LAUNCH_FAILED_SIGNAL = 53  # Slurm shows a job whose launch failed as ExitCode 0:53
 LIMIT_RECHECK = 15.0  # seconds between looks at the job's record for a changed time limit
@@ -575,6 +575,19 @@ class Runner:
         self.signals_seen: set[str] = set()
         self.next_signal_look = 0.0
         self.cancel_line = False
+        self.host = ""  # this host and the job's own id (an array task's), for that line
+        self.label = ""
+
+    def say_cancelled(self, sig: int | None = None, why: str | None = None) -> None:
+        """slurmstepd's ``*** JOB N ON host CANCELLED AT <time> ... ***`` line on the job's stderr,
+        once (slurmstepd's msg_sent), in the release's words (stepd.cancelled)."""
+        if self.err_fd is None or self.cancel_line:
+            return
+        self.cancel_line = True
+        try:
+            os.write(self.err_fd, stepd.cancelled(f"JOB {self.label}", self.host, why=why, sig=sig).encode())
+        except OSError:
+            pass
 
     def poll_signals(self, sdir: str, key: str, ge_sub: float | None, host: str, job_label: str,
                      started: float | None = None) -> None:
@@ -583,7 +596,8 @@ class Runner:
         the batch shell alone (kill), ``--full`` the batch shell's whole process group (killpg:
         srun's in it too, and passes the signal on to its tasks as srun does); a request with
         neither is for the steps, which srun's launchers take themselves. SIGTERM or SIGKILL to
-        the batch step prints slurmstepd's ``*** JOB ... CANCELLED AT ... ***`` line."""
+        the batch step prints slurmstepd's ``*** JOB ... CANCELLED AT ... ***`` line (26.05: ``DUE to
+        SIGNAL Terminated``, or ``Killed``)."""
         now = time.monotonic()
         if now < self.next_signal_look or self.child is None:
             return
@@ -592,14 +606,9 @@ class Runner:
             if not (req["batch"] or req["full"]):
                 continue
             sig = req["sig"]
-            if sig in (signal.SIGTERM, signal.SIGKILL) and self.err_fd is not None and not self.cancel_line:
-                self.cancel_line = True  # once, as slurmstepd's msg_sent
-                stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-                try:
-                    os.write(self.err_fd, f"slurmstepd-{host}: error: *** JOB {job_label} ON {host} CANCELLED AT "
-                                          f"{stamp} ***\n".encode())
-                except OSError:
-                    pass
+            if sig in (signal.SIGTERM, signal.SIGKILL):
+                self.host, self.label = host, job_label
+                self.say_cancelled(sig)
             try:
                 if req["full"]:
                     os.killpg(self.child.pid, sig)
@@ -617,8 +626,9 @@ class Runner:
 
     def on_cancel(self, signum, frame) -> None:
         # qdel of a -notify job: Grid Engine sends SIGUSR2, then SIGKILL after the queue's notify
-        # time. Slurm's scancel sends SIGTERM, then SIGKILL.
+        # time. Slurm's scancel sends SIGTERM, then SIGKILL; slurmstepd's line says so first.
         self.cancelled = True
+        self.say_cancelled(signal.SIGTERM)
         self._group(signal.SIGTERM)
         signal.signal(signal.SIGALRM, lambda *a: self._group(signal.SIGKILL))
         signal.alarm(max(1, int(self.p.get("notify_kill", 4))))
@@ -651,6 +661,7 @@ class Runner:
             _t, what, sig = self.events.pop(0)
             if what == "term":
                 self.timed_out = True
+                self.say_cancelled(why="TIME LIMIT")
                 self._group(signal.SIGTERM)
             elif what == "kill":
                 self._group(signal.SIGKILL)
@@ -831,7 +842,7 @@ def main() -> None:
         """Slurm's JobLaunchFailure: slurmstepd's ``message`` on the job's stderr (``fd``), a start
         event, and the end (FAILED)."""
         if message:
-            os.write(fd, f"slurmstepd: error: {message}\n".encode())
+            os.write(fd, stepd.error(this_host, message).encode())
         event("start", {"node": this_host})
         finish(0, sig, "FAILED", "JobLaunchFailure")
 
@@ -882,11 +893,12 @@ def main() -> None:
         launch_failed(f"cannot write the job script: {e}", err_fd)
 
     r = _runner(p)
+    r.host, r.label = this_host, env["SLURM_JOB_ID"]  # (a task's own id)
     event("start", {"node": this_host})
     try:
         r.child = _launch(p, env, script_path, in_fd, out_fd, err_fd)
     except OSError as e:
-        os.write(err_fd, f"slurmstepd: error: execve(): {script_path}: {e.strerror}\n".encode())
+        os.write(err_fd, stepd.error(this_host, f"execve(): {script_path}: {e.strerror}").encode())
         finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
     try:
         r.err_fd = os.dup(err_fd)

@@ -30,6 +30,12 @@ MERGED_STDERR_EMPTY = "merged-stderr-empty"
 OVERSUBSCRIBE_NO = "oversubscribe-no"
 EITHER_LICENSE = "either-license"
 EQUAL_PRIORITIES = "equal-priorities"
+STEPD_STAMP = "stepd-stamp"
+CANCEL_SIGNAL_NAMED = "cancel-signal-named"
+NODES_READY = "nodes-ready"
+SUSPEND_ERROR_NO_SPACE = "suspend-error-no-space"
+TEST_ONLY_STRAY_A = "test-only-stray-a"
+NODE_CONFIG_AT_SUBMIT = "node-config-at-submit"
 RULES = {
     # afterok/afternotok on a job the controller does not know (never was, or ended more than
     # MinJobAge ago) is refused at submission: "Job dependency problem", exit 1 (22.05 took it
@@ -61,6 +67,26 @@ RULES = {
     # priority/basic gave each job its own priority, decreasing with submission: ties in the
     # controller's order (operations/jobqueue.sort_records)
     EQUAL_PRIORITIES: "24.11",
+    # slurmstepd's lines in the job's output and srun's stderr begin "[<time>.<ms>] error: " where
+    # 22.05 and 24.11 say "slurmstepd-<node>: error: "; a task's launch failure (execve) comes
+    # before srun's line about that task, not after it (runtime/stepd.py)
+    STEPD_STAMP: "26.05",
+    # "*** JOB|STEP ... CANCELLED AT <time> DUE to SIGNAL Terminated ***" (the signal's name, as
+    # strsignal; sic "to") where a signal ended it (scancel, -s TERM/KILL); 22.05 and 24.11 end
+    # at "<time> ***". A time limit still says "DUE TO TIME LIMIT" in every release
+    CANCEL_SIGNAL_NAMED: "26.05",
+    # salloc prints "salloc: Nodes <nodes> are ready for job" after "Granted job allocation N"
+    # (not with -Q), and srun -v in a job of its own "srun: Nodes <nodes> are ready for job"
+    NODES_READY: "24.11",
+    # scontrol hold/uhold/release: "slurm_suspend error:<text>" (no space after the colon)
+    SUSPEND_ERROR_NO_SPACE: "26.05",
+    # sbatch --test-only: "Job N to start at <time> a using ..." (a stray "a" after the time)
+    TEST_ONLY_STRAY_A: "26.05",
+    # 24.11 only: a job no node of its partition could ever hold (more nodes than the partition
+    # has, more CPUs on one node than a node has) is refused at submission, "Requested node
+    # configuration is not available", exit 1 (srun, salloc: "Unable to allocate resources",
+    # "Job submit/allocate failed"); 22.05 and 26.05 take it and it pends (PartitionNodeLimit)
+    NODE_CONFIG_AT_SUBMIT: "24.11",
 }  # (rule: the first of the three releases that follows it)
 
 
@@ -254,7 +280,7 @@ _ENV_24 = (
 _SQUEUE_24 = ("only-job-state", "helpformat", "helpFormat", "helpstate")  # --only-job-state: 23.11.5
 _SCONTROL_24 = ("json", "yaml")  # scontrol show job --json (22.05: unrecognized option)
 
-_RULES_24 = (KNOWN_DEPENDENCY, TRES_SLASH, JOB_TRES_SPLIT, EQUAL_PRIORITIES)
+_RULES_24 = (KNOWN_DEPENDENCY, TRES_SLASH, JOB_TRES_SPLIT, EQUAL_PRIORITIES, NODES_READY)
 
 R24_11 = Release(
     "24.11", "24.11.5",
@@ -266,7 +292,7 @@ R24_11 = Release(
     job_states=_JOB_STATES_24,
     conflicts={"squeue --only-job-state": (("steps",), "squeue: fatal: Options --only-job-state and -s(--steps) are "
                                            "mutually exclusive. Please remove one and retry.")},
-    rules=_RULES_24,
+    rules=_RULES_24 + (NODE_CONFIG_AT_SUBMIT,),  # (24.11 only: 26.05 takes such jobs again)
     json="v0.0.42",
 )
 
@@ -291,7 +317,8 @@ R26_05 = Release(
          "start", "priority", "long", "all"),
         "squeue: fatal: Option --only-job-state only works alone, with -j (--jobs) and/or -t (--states) "
         "parameters, parameters for cluster/federation selection, and the printing options.")},
-    rules=_RULES_24 + (JOB_FIELDS_26, MERGED_STDERR_EMPTY, OVERSUBSCRIBE_NO, EITHER_LICENSE),
+    rules=_RULES_24 + (JOB_FIELDS_26, MERGED_STDERR_EMPTY, OVERSUBSCRIBE_NO, EITHER_LICENSE, STEPD_STAMP,
+                       CANCEL_SIGNAL_NAMED, SUSPEND_ERROR_NO_SPACE, TEST_ONLY_STRAY_A),
     json="v0.0.45",
 )
 

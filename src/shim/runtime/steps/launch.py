@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ... import proc
 from ...store import records, state
-from .. import boot, jobenv
+from .. import boot, jobenv, stepd
 from ..jobenv import TASK_LAUNCH
 from .allocation import short_host
 from .io import Broadcast, LabelPump, PtyRelay, close_fd, set_winsize, write_all
@@ -164,8 +164,8 @@ class HostLaunch:
         tids: list[int] = list(spec["tasks"])
         cwd = spec.get("cwd") or os.getcwd()
         if not os.path.isdir(cwd):
-            write_all(self.stderr, f"slurmstepd-{self.host}: error: couldn't chdir to `{cwd}': "
-                                    f"No such file or directory: going to /tmp instead\n".encode())
+            write_all(self.stderr, stepd.error(self.host, f"couldn't chdir to `{cwd}': No such file or directory: "
+                                                          "going to /tmp instead").encode())
             cwd = "/tmp"
         if spec.get("umask") is not None:
             os.umask(int(spec["umask"]))
@@ -198,13 +198,13 @@ class HostLaunch:
                         err_fd = self._target("stderr", tid, cwd, self.stderr)
                     in_fd = self._stdin_for(tid, tids, in_mode, in_arg, cwd)
             except OSError as e:
-                self._launch_failed(tid, f"slurmstepd-{self.host}: error: Could not open stdio file "
-                                         f"{getattr(e, 'filename', '')}: {e.strerror}", e.errno or errno.EIO,
-                                    self.stderr)
+                self._launch_failed(tid, stepd.error(self.host, f"Could not open stdio file "
+                                                                f"{getattr(e, 'filename', '')}: {e.strerror}"),
+                                    e.errno or errno.EIO, self.stderr)
                 continue
             err = resolve(argv[0], env.get("PATH"), cwd) if argv else errno.ENOENT
             if err:
-                msg = f"slurmstepd-{self.host}: error: execve(): {argv[0] if argv else ''}: {os.strerror(err)}"
+                msg = stepd.error(self.host, f"execve(): {argv[0] if argv else ''}: {os.strerror(err)}")
                 self._launch_failed(tid, msg, err, err_fd if err_fd is not None else self.stderr)
                 continue
             pmi_fd = None
@@ -212,8 +212,8 @@ class HostLaunch:
                 try:
                     pmi_fd = self.pmi.task_fd(tid)
                 except OSError as e:
-                    self._launch_failed(tid, f"slurmstepd-{self.host}: error: mpi/pmi2: failed to connect to "
-                                             f"srun: {e.strerror or e}", 1, self.stderr)
+                    self._launch_failed(tid, stepd.error(self.host, f"mpi/pmi2: failed to connect to srun: "
+                                                                    f"{e.strerror or e}"), 1, self.stderr)
                     continue
                 env.update(self.pmi.task_env(tid, pmi_fd))
             try:
@@ -241,10 +241,13 @@ class HostLaunch:
         return r
 
     def _launch_failed(self, tid: int, message: str, code: int, err_fd: int) -> None:
-        if err_fd == self.stderr:
-            self.late_errors.append(message)  # after srun's own line, as Slurm's output shows
+        """A task that could not start: slurmstepd's ``message`` (stepd.error's line) and the
+        task's end with ``code``. On srun's stderr the line comes after srun's own line about the
+        task (22.05, 24.11), or at once (26.05: stepd.launch_errors_first)."""
+        if err_fd == self.stderr and not stepd.launch_errors_first():
+            self.late_errors.append(message.rstrip("\n"))  # after srun's own line, as Slurm's output shows
         else:
-            write_all(err_fd, (message + "\n").encode())
+            write_all(err_fd, message.encode())
         self.statuses[tid] = (code, 0)
         self.events.put(("task", tid, code, 0))
 
@@ -302,7 +305,7 @@ class HostLaunch:
                 close_fd(fd)
             for t in pumps:
                 close_fd(t.src)  # type: ignore[attr-defined]
-            self._launch_failed(tid, f"slurmstepd-{self.host}: error: execve(): {argv[0]}: {e}", 1, self.stderr)
+            self._launch_failed(tid, stepd.error(self.host, f"execve(): {argv[0]}: {e}"), 1, self.stderr)
             return
         finally:
             if old_cpus is not None:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping
 from ... import proc
 from ...store import records, state
 from ...slurm.jobids import task_job_id
+from .. import stepd
 from .allocation import Allocation, short_host
 from .io import Broadcast, get_winsize, isatty, raw_mode, restore_tty
 from .launch import KILL_WAIT, HostLaunch, boot_argv, drop_payload, forward_signals, from_rc, global_rc, quoted, restore_signals, status_name, summary_lines
@@ -306,7 +307,7 @@ class _Step:
         if self.job_mode and sig == signal.SIGUSR2:
             # qdel (scancel) of the job srun made: Grid Engine's notice before its SIGKILL
             if not flags["cancel"]:
-                _step_cancelled_line(self.own_id, self.step_id, self.this_host, None)
+                _step_cancelled_line(self.own_id, self.step_id, self.this_host, sig=signal.SIGTERM)
             sig = signal.SIGTERM
         if local is not None and (local.spec.get("own_group") or self.job_mode):
             local.kill(sig)
@@ -407,7 +408,7 @@ class _Step:
             if sreq["batch"] or sreq["full"]:
                 continue
             if sreq["sig"] in (signal.SIGTERM, signal.SIGKILL):
-                _step_cancelled_line(self.own_id, self.step_id, self.this_host, None)
+                _step_cancelled_line(self.own_id, self.step_id, self.this_host, sig=sreq["sig"])
             self.local.kill(sreq["sig"])
 
     def _on_timeout(self, first_end: float | None) -> None:
@@ -417,7 +418,7 @@ class _Step:
         now = time.time()
         if self.cancelled is not None and self.cancelled() and not flags["cancel"]:
             flags["cancel"] = True
-            _step_cancelled_line(self.own_id, self.step_id, self.this_host, None)
+            _step_cancelled_line(self.own_id, self.step_id, self.this_host, sig=signal.SIGTERM)
             self.kill_all(signal.SIGTERM)
             flags["killed_at"] = now
             return
@@ -426,7 +427,7 @@ class _Step:
             flags["killed_at"] = now + 3600
         elif deadline and now >= deadline and flags["killed_at"] is None:
             flags["timed_out"] = True
-            _step_cancelled_line(self.own_id, self.step_id, self.this_host, "TIME LIMIT")
+            _step_cancelled_line(self.own_id, self.step_id, self.this_host, why="TIME LIMIT")
             print(f"{prog}: Job step aborted: Waiting up to {KILL_WAIT + 2} seconds for job step to finish.",
                   file=sys.stderr)
             self.kill_all(signal.SIGTERM)
@@ -515,10 +516,11 @@ def _remote_statuses(state_dir: str, name: str) -> list[tuple[int, int]] | None:
     return out
 
 
-def _step_cancelled_line(job_id: int, step_id: int, host: str, why: str | None) -> None:
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-    due = f" DUE TO {why}" if why else ""
-    sys.stderr.write(f"slurmstepd-{host}: error: *** STEP {job_id}.{step_id} ON {host} CANCELLED AT {stamp}{due} ***\n")
+def _step_cancelled_line(job_id: int, step_id: int, host: str, *, why: str | None = None, sig: int | None = None
+                         ) -> None:
+    """slurmstepd's ``*** STEP N.s ON host CANCELLED AT <time> ... ***`` in the release's words
+    (stepd.cancelled: ``DUE TO TIME LIMIT``; 26.05 ``DUE to SIGNAL Terminated``)."""
+    sys.stderr.write(stepd.cancelled(f"STEP {job_id}.{step_id}", host, why=why, sig=sig))
     sys.stderr.flush()
 
 

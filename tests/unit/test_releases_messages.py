@@ -1,0 +1,237 @@
+"""The messages each release words differently where the shim makes them (issue 30, releases.py's
+rules): slurmstepd's lines in a job's output and srun's stderr (STEPD_STAMP, CANCEL_SIGNAL_NAMED),
+each compared with the bytes that real release printed: its capture (fixtures/slurm-*/cases.json,
+timeout-job-output.txt, scancel-signal-joboutput.txt) and what it answered when asked
+(fixtures/slurm-{24.11,26.05}/oracle-messages.txt)."""
+
+from __future__ import annotations
+
+import calendar
+import os
+import queue
+import re
+import signal
+import time
+
+import pytest
+
+from conftest import FIXTURES, release_cases, wait_until
+from shim import proc
+from shim.runtime import jobwrap, stepd, steps
+from shim.slurm import releases
+
+NAMES = ("22.05", "24.11", "26.05")
+
+
+@pytest.fixture
+def utc(monkeypatch):
+    """Local time is UTC, as on the machines the references were captured on."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def fixture_text(name: str, file: str) -> str:
+    return (FIXTURES / f"slurm-{name}" / file).read_text()
+
+
+def oracle(name: str, key: str) -> str:
+    """The answer to the question ``### <key>: ...`` of oracle-messages.txt (up to the next one)."""
+    text = fixture_text(name, "oracle-messages.txt")
+    m = re.search(rf"^### {re.escape(key)}: [^\n]*\n(.*?)(?=^### )", text, re.S | re.M)
+    assert m, key
+    return m[1]
+
+
+def line_with(text: str, marker: str) -> str:
+    [line] = [ln for ln in text.splitlines() if marker in ln]
+    return line
+
+
+def when(line: str) -> float:
+    """The moment a captured line was written: its [stamp.ms] (26.05), else its CANCELLED AT time
+    (UTC, as captured)."""
+    m = re.match(r"\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})\]", line) or \
+        re.search(r"CANCELLED AT (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)()", line)
+    if not m:
+        return 0.0
+    return calendar.timegm(time.strptime(m[1], "%Y-%m-%dT%H:%M:%S")) + int(m[2] or 0) / 1000 + 0.0004
+
+
+def redo(line: str, rel, *, why: str | None = None, sig: int | None = None) -> str:
+    """stepd's cancellation line for what and where the captured ``line`` names, at its moment."""
+    m = re.search(r"\*\*\* ((?:JOB|STEP) \S+) ON (\S+) CANCELLED AT ", line)
+    assert m, line
+    return stepd.cancelled(m[1], m[2], why=why, sig=sig, rel=rel, now=when(line)).rstrip("\n")
+
+
+def test_the_rules_are_26_05s():
+    assert [releases.get(n).has(releases.STEPD_STAMP) for n in NAMES] == [False, False, True]
+    assert [releases.get(n).has(releases.CANCEL_SIGNAL_NAMED) for n in NAMES] == [False, False, True]
+
+
+# --- the lines, against each release's own ------------------------------------------------------------
+
+@pytest.mark.parametrize("name", NAMES)
+def test_execve_line_as_each_release(utc, name):
+    """``srun nosuchcommand``: slurmstepd's execve line (22.05, 24.11 ``slurmstepd-vm: error:``;
+    26.05 ``[time.ms] error:``)."""
+    err = release_cases(name)["srun_err_command_not_found"]["stderr"]
+    line = line_with(err, "execve()")
+    made = stepd.error("vm", "execve(): nosuchcommand: No such file or directory", releases.get(name), when(line))
+    assert made == line + "\n"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_time_limit_lines_as_each_release(utc, name):
+    """A step past its limit (``srun -t 1 sleep 300``) and a batch job past its limit: ``DUE TO
+    TIME LIMIT`` in every release, in that release's frame."""
+    rel = releases.get(name)
+    step = line_with(release_cases(name)["srun_time_limit"]["stderr"], "CANCELLED AT")
+    assert redo(step, rel, why="TIME LIMIT") == step
+    job = line_with(fixture_text(name, "timeout-job-output.txt"), "CANCELLED AT")
+    assert redo(job, rel, why="TIME LIMIT") == job
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_scancel_b_s_term_line_as_each_release(utc, name):
+    """``scancel -b -s TERM`` of a batch job: 22.05 and 24.11 end at the time, 26.05 names the
+    signal (``DUE to SIGNAL Terminated``)."""
+    text = fixture_text(name, "scancel-signal-joboutput.txt")
+    first = next(ln for ln in text.splitlines() if "CANCELLED AT" in ln and "*** JOB" in ln)
+    assert redo(first, releases.get(name), sig=signal.SIGTERM) == first
+
+
+@pytest.mark.parametrize("name", ["24.11", "26.05"])
+def test_cancel_lines_asked_of_each_release(utc, name):
+    """What the release answered: ``scancel N`` of a batch job (TERM), ``scancel -b -s KILL``,
+    ``scancel N.0`` (the step gets KILL), srun's own job cancelled (TERM), ``scancel -s TERM`` of
+    a step, a step's missing working directory."""
+    rel = releases.get(name)
+    for key, what, sig in (("A", "*** JOB", signal.SIGTERM), ("I", "*** JOB", signal.SIGKILL),
+                           ("D", "*** STEP", signal.SIGKILL), ("G", "*** STEP", signal.SIGTERM),
+                           ("C", "*** STEP", signal.SIGTERM), ("H", "*** STEP", signal.SIGTERM)):
+        line = line_with(oracle(name, key), what)
+        assert redo(line, rel, sig=sig) == line, key
+    chdir = oracle(name, "F").splitlines()[0]
+    msg = "couldn't chdir to `/nonexistent/dir': No such file or directory: going to /tmp instead"
+    assert stepd.error("vm", msg, rel, when(chdir)) == chdir + "\n"
+    if name == "26.05":
+        assert "DUE to SIGNAL Killed" in line_with(oracle(name, "D"), "*** STEP")
+
+
+def test_a_signal_without_a_name():
+    assert stepd.signal_text(signal.SIGTERM) == "Terminated"
+    assert stepd.signal_text(999) == "Unknown signal 999"
+
+
+# --- where the shim writes them -------------------------------------------------------------------------
+
+def shape(line: str) -> str:
+    """A line with its times and ids as placeholders."""
+    line = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?", lambda m: "T.ms" if m[1] else "T", line)
+    return re.sub(r"\b(JOB|STEP) [\d.]+", r"\1 N", line)
+
+
+@pytest.fixture
+def sleeper():
+    child = proc.popen(["sleep", "60"], start_new_session=True)
+    yield child
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    child.wait()
+
+
+def runner(child, err_fd: int) -> jobwrap.Runner:
+    r = jobwrap.Runner({"notify_kill": 30})
+    r.child, r.err_fd, r.host, r.label = child, err_fd, "vm", "7"
+    return r
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_batch_step_at_its_time_limit_prints_the_releases_line(release_site, tmp_path, sleeper, name):
+    """The job wrapper's time limit: slurmstepd's ``DUE TO TIME LIMIT`` line (as the release's
+    timeout-job-output.txt has it), then SIGTERM to the script."""
+    release_site(name)
+    err = tmp_path / "err"
+    fd = os.open(err, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        r = runner(sleeper, fd)
+        r.events = [(time.time() - 1, "term", signal.SIGTERM)]
+        r.fire()
+    finally:
+        os.close(fd)
+    wait_until(lambda: sleeper.poll() is not None, 10, "the script's end")
+    want = line_with(fixture_text(name, "timeout-job-output.txt"), "CANCELLED AT")
+    assert [shape(ln) for ln in err.read_text().splitlines()] == [shape(want)]
+    assert r.timed_out and sleeper.returncode == -signal.SIGTERM
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_scancel_of_the_batch_step_prints_the_releases_line_once(release_site, tmp_path, sleeper, name):
+    """scancel (Grid Engine's notice before its kill, SIGUSR2): slurmstepd's CANCELLED line once
+    (22.05 and 24.11 end at the time; 26.05 says ``DUE to SIGNAL Terminated``, as asked of it)."""
+    release_site(name)
+    err = tmp_path / "err"
+    fd = os.open(err, os.O_WRONLY | os.O_CREAT, 0o644)
+    old = signal.getsignal(signal.SIGALRM)
+    try:
+        r = runner(sleeper, fd)
+        r.on_cancel(signal.SIGUSR2, None)
+        r.on_cancel(signal.SIGUSR2, None)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+        os.close(fd)
+    text = err.read_text()
+    if name == "26.05":
+        assert re.fullmatch(r"\[T\.ms\] error: \*\*\* JOB N ON vm CANCELLED AT T DUE to SIGNAL Terminated \*\*\*\n",
+                            shape(text)), text
+        assert shape(line_with(oracle(name, "A"), "*** JOB")) + "\n" == shape(text)
+    else:
+        assert shape(text) == "slurmstepd-vm: error: *** JOB N ON vm CANCELLED AT T ***\n", text
+    assert r.cancelled
+
+
+def _launch(argv: list[str], cwd: str):
+    """One task of a host launcher (no Grid Engine): its statuses, late lines, and srun's stderr."""
+    r, w = os.pipe()
+    er, ew = os.pipe()
+    spec = {"argv": argv, "cwd": cwd, "env": {"PATH": os.defpath}, "tasks": [0], "host": "vm", "node": 0,
+            "label": False, "width": 1, "stdout": ("inherit", None), "stderr": ("inherit", None),
+            "stdin": ("none", None), "vals": {"j": 1, "s": 0}, "own_group": True}
+    events: queue.Queue = queue.Queue()
+    launch = steps.HostLaunch(spec, events, stdin=os.open(os.devnull, os.O_RDONLY), stdout=w, stderr=ew)
+    launch.start()
+    _, tid, code, sig = events.get(timeout=30)
+    launch.done(tid, code, sig)
+    launch.finish()
+    os.close(w)
+    os.close(ew)
+    with os.fdopen(r) as f, os.fdopen(er) as g:
+        f.read()
+        return launch, g.read()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_task_that_cannot_start_as_each_release(release_site, tmp_path, name):
+    """``srun nosuchcommand``: 22.05 and 24.11 print slurmstepd's line after srun's line about the
+    task (the launcher keeps it for then); 26.05 prints it at once, before it. A missing working
+    directory is the release's line too."""
+    release_site(name)
+    launch, err = _launch(["nosuchcommand"], str(tmp_path / "gone"))
+    ref = release_cases(name)["srun_err_command_not_found"]["stderr"].splitlines()
+    chdir, execve = (shape(stepd.error("vm", m, releases.get(name)).rstrip("\n")) for m in (
+        f"couldn't chdir to `{tmp_path / 'gone'}': No such file or directory: going to /tmp instead",
+        "execve(): nosuchcommand: No such file or directory"))
+    assert launch.statuses == {0: (2, 0)}
+    if name == "26.05":
+        assert [shape(ln) for ln in err.splitlines()] == [chdir, execve] and launch.late_errors == []
+        assert shape(ref[0]) == execve and ref[1].startswith("srun: error: vm: task 0: Exited")
+    else:
+        assert [shape(ln) for ln in err.splitlines()] == [chdir]
+        assert launch.late_errors == [ref[1]] and ref[0].startswith("srun: error: vm: task 0: Exited")
