@@ -235,3 +235,33 @@ def test_a_task_that_cannot_start_as_each_release(release_site, tmp_path, name):
     else:
         assert [shape(ln) for ln in err.splitlines()] == [chdir]
         assert launch.late_errors == [ref[1]] and ref[0].startswith("srun: error: vm: task 0: Exited")
+
+
+# --- scontrol hold, uhold, release ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", NAMES)
+def test_scontrol_hold_of_an_unknown_job_as_each_release(release_site, capsys, monkeypatch, name):
+    """``scontrol hold 999999``: the release's lines and exit code (26.05: ``slurm_suspend
+    error:Invalid job id specified``, no space); uhold and release say the same (asked of 24.11
+    and 26.05)."""
+    from test_scontrol import NOW, scontrol
+
+    release_site(name)
+    monkeypatch.setattr(time, "time", lambda: NOW)
+    case = release_cases(name)["scontrol_hold_unknown"]
+    assert scontrol(capsys, "hold", "999999")[:3] == (case["rc"], case["stdout"], case["stderr"])
+    for verb in ("uhold", "release"):
+        got = scontrol(capsys, verb, "999999")[:3]
+        assert got == (case["rc"], case["stdout"], case["stderr"])
+        if name != "22.05":
+            assert "".join(got[1:]) in oracle(name, "S")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_slurm_suspend_error_lines_as_each_release(release_site, name):
+    """The line after each failed word (here: bob releasing root's job)."""
+    from shim.operations import control
+
+    release_site(name)
+    err = release_cases(name)["scontrol_release_bob_other"]["stderr"].splitlines()
+    assert control.suspend_error("Invalid user id") == err[1]

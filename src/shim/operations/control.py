@@ -171,7 +171,7 @@ def hold(s, words: list[str], release: bool = False) -> Iterator[Note]:
         tok, recs, tasks = t.label, t.records, t.tasks
         if recs is None or (not recs and not tok.startswith("Name=")):
             yield Note(f"Invalid job id specified for job {tok}")
-            yield Note(f"slurm_suspend error: {INVALID}")
+            yield Note(suspend_error(INVALID))
             continue
         if tok.startswith("Name="):  # scontrol_hold's loop over the jobs of that name
             late = False
@@ -184,7 +184,7 @@ def hold(s, words: list[str], release: bool = False) -> Iterator[Note]:
                 label = str(job) if not mine[0].is_array else f"{job}_{mine[0].array_pending or mine[0].array_task}"
                 if not owns(mine):
                     yield Note(f"Invalid user id for job {label}")
-                    yield Note("slurm_suspend error: Invalid user id")
+                    yield Note(suspend_error("Invalid user id"))
                     continue
                 pending = [r for r in mine if r.array_task is None or r.state == "PENDING"]
                 if all(r.is_array for r in pending):
@@ -194,11 +194,11 @@ def hold(s, words: list[str], release: bool = False) -> Iterator[Note]:
                 else:
                     calls.extend(jobs.ge_ids(s.cfg, job, None, mine[0]))
             if late:
-                yield Note("slurm_suspend error: Job is no longer pending execution")
+                yield Note(suspend_error("Job is no longer pending execution"))
             continue
         if not owns(recs):
             yield Note(f"Invalid user id for job {tok}")
-            yield Note("slurm_suspend error: Invalid user id")
+            yield Note(suspend_error("Invalid user id"))
             continue
         calls.extend(jobs.ge_ids(s.cfg, recs[0].job_id, tasks, recs[0]))
     if calls:
@@ -206,7 +206,17 @@ def hold(s, words: list[str], release: bool = False) -> Iterator[Note]:
         res = b.release(calls) if release else b.hold(calls)
         if not res.ok:
             why = refused(res)
-            yield Note(f"slurm_suspend error: {why}" if why else "")
+            yield Note(suspend_error(why) if why else "")
+
+
+def suspend_error(text: str) -> str:
+    """scontrol's slurm_perror("slurm_suspend error") line after a hold, uhold or release that
+    failed: "slurm_suspend error: <text>", or with no space after the colon where the release
+    prints it so (releases.SUSPEND_ERROR_NO_SPACE: 26.05)."""
+    from ..slurm import releases
+
+    gap = "" if releases.current().has(releases.SUSPEND_ERROR_NO_SPACE) else " "
+    return f"slurm_suspend error:{gap}{text}"
 
 
 def suspend(s, words: list[str], resume: bool = False) -> Iterator[Note]:
