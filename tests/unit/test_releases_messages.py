@@ -265,3 +265,54 @@ def test_slurm_suspend_error_lines_as_each_release(release_site, name):
     release_site(name)
     err = release_cases(name)["scontrol_release_bob_other"]["stderr"].splitlines()
     assert control.suspend_error("Invalid user id") == err[1]
+
+
+# --- --test-only ----------------------------------------------------------------------------------------
+
+def _at(line: str) -> float:
+    return calendar.timegm(time.strptime(re.search(r"start at (\S+)", line)[1], "%Y-%m-%dT%H:%M:%S"))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sbatch_test_only_as_each_release(release_site, capsys, monkeypatch, tmp_path, utc, name):
+    """``sbatch --test-only job.sh`` on an idle cluster: the release's line (26.05's stray "a"
+    after the time), with the job id Grid Engine gave, this host and the capture's moment."""
+    from shim.__main__ import dispatch
+    from shim.gridengine import backends
+    from shim.gridengine.replay import ReplayBackend
+    from shim.proc import Result
+
+    release_site(name)
+    case = release_cases(name)["sbatch_test_only_idle"]
+    job = int(re.search(r"Job (\d+)", case["stderr"])[1])
+    b = ReplayBackend(default=Result(("x",), 0, "", ""))
+    b.add("qsub", [], stdout=f"{job}\n")
+    backends.use(b)
+    (tmp_path / "job.sh").write_text("#!/bin/sh\ntrue\n")
+    monkeypatch.chdir(tmp_path)
+    at, real = _at(case["stderr"]), time.localtime
+    monkeypatch.setattr(time, "localtime", lambda t=None: real(at if t is None else t))
+    rc = dispatch("sbatch", ["--test-only", "job.sh"])
+    out, err = capsys.readouterr()
+    host = os.uname().nodename.split(".")[0]
+    assert (rc, out, err) == (case["rc"], case["stdout"], case["stderr"].replace(" nodes vm ", f" nodes {host} "))
+    assert any(k[0] == "qsub" and "-w" in k for k, _ in b.calls)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_will_run_line_of_sbatch_and_srun(release_site, utc, name):
+    """The line itself, for sbatch (its captures) and srun (asked of 24.11 and 26.05: srun's
+    --test-only has the same stray "a" on 26.05)."""
+    from shim.operations import submit
+
+    release_site(name)
+    lines = [release_cases(name)[c]["stderr"].rstrip("\n") for c in ("sbatch_test_only_gpu", "sbatch_test_only_idle")]
+    if name != "22.05":
+        text = fixture_text(name, "oracle-testonly.txt")
+        lines += [ln for ln in text.splitlines() if ln.startswith("srun: Job ")]
+    assert len(lines) == (2 if name == "22.05" else 4)
+    for line in lines:
+        m = re.fullmatch(r"(\w+): Job (\d+) to start at \S+(?: a)? using (\d+) processors on nodes (\S+) in "
+                         r"partition (\S+)", line)
+        assert m, line
+        assert submit.will_run_line(m[1], int(m[2]), int(m[3]), m[4], m[5], _at(line)) == line

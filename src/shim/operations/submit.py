@@ -538,10 +538,21 @@ def test_only(sub: Submission, cfg, prog: str = "sbatch") -> int:
     carried = rec.replace(**{k: MISSING for k in SECRET})  # the job never runs: no script, nothing secret
     job_id = queue(prog, FAILED, ["-h", *argv], job_script(carried.to_dict()), cfg, rec.asked)
     backends.get(cfg).cancel([str(job_id)])
-    print(f"{prog}: Job {job_id} to start at {time.strftime('%Y-%m-%dT%H:%M:%S')} using "
-          f"{rec.ntasks * rec.cpus_per_task} processors on nodes {os.uname().nodename.split('.')[0]} in "
-          f"partition {rec.partition}", file=sys.stderr)
+    print(will_run_line(prog, job_id, rec.ntasks * rec.cpus_per_task, os.uname().nodename.split('.')[0],
+                        rec.partition), file=sys.stderr)
     return 0
+
+
+def will_run_line(prog: str, job_id: int, cpus: int, nodes: str, partition: str, now: float | None = None) -> str:
+    """--test-only's answer, as slurm_job_will_run words it: "Job N to start at <time> using C
+    processors on nodes H in partition P"; 26.05 has a stray "a" after the time
+    (releases.TEST_ONLY_STRAY_A: sbatch's and srun's, as asked of 26.05.5)."""
+    from ..slurm import releases
+
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(now))
+    stray = " a" if releases.current().has(releases.TEST_ONLY_STRAY_A) else ""
+    return f"{prog}: Job {job_id} to start at {stamp}{stray} using {cpus} processors on nodes {nodes} in partition " \
+           f"{partition}"
 
 
 def wait_for(job_id: int, rec: SubmitRecord, cfg) -> int:
@@ -681,9 +692,8 @@ def interactive_job(o: Options, req, environ: dict[str, str], cfg, prog: str = "
     sub, flags, rec = interactive(o, environ, cfg, os.path.basename(str(req.argv[0])), " ".join(req.argv), prog)
     backend = backends.get(cfg)
     if o.test_only:
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        print(f"{prog}: Job 0 to start at {stamp} using {rec.ntasks * rec.cpus_per_task} processors on nodes "
-              f"{steps.short_host()} in partition {rec.partition}", file=sys.stderr)
+        print(will_run_line(prog, 0, rec.ntasks * rec.cpus_per_task, steps.short_host(), rec.partition),
+              file=sys.stderr)
         return 0
     sdir = cfg.cluster.state_dir
     token = os.urandom(16).hex()  # uuid.uuid4().hex's 32 hex digits, without importing uuid
