@@ -316,3 +316,71 @@ def test_the_will_run_line_of_sbatch_and_srun(release_site, utc, name):
                          r"partition (\S+)", line)
         assert m, line
         assert submit.will_run_line(m[1], int(m[2]), int(m[3]), m[4], m[5], _at(line)) == line
+
+
+# --- salloc's and srun -v's "Nodes ... are ready for job" ---------------------------------------------
+
+@pytest.mark.parametrize("name", NAMES)
+def test_salloc_says_the_nodes_are_ready_as_each_release(release_site, capsys, monkeypatch, name):
+    """``salloc -n2 srun -l hostname`` (here: ``true``): 24.11 and 26.05 say ``salloc: Nodes vm are
+    ready for job`` right after ``Granted job allocation N``; -Q says neither (as asked of them)."""
+    import threading
+
+    from shim.__main__ import dispatch
+    from shim.gridengine import backends
+    from shim.gridengine.replay import ReplayBackend
+    from shim.operations import allocation, submit
+    from shim.proc import Result
+
+    release_site(name)
+    case = release_cases(name)["salloc_srun"]
+    job = int(re.search(r"allocation (\d+)", case["stderr"])[1])
+    backends.use(ReplayBackend(default=Result(("x",), 0, "", "")))
+    rec = type("Rec", (), {"env_file": ""})()
+    monkeypatch.setattr(submit, "allocate", lambda *a, **k: (job, rec))
+    granted = {"hosts": [["vm", 2]], "env": {"SLURM_JOB_NODELIST": "vm"}}
+    monkeypatch.setattr(allocation, "wait_granted", lambda *a, **k: granted)
+    monkeypatch.setattr(allocation, "watching", lambda *a, **k: threading.Event())
+    released = []
+    monkeypatch.setattr(allocation, "release", lambda cfg, j, rc: released.append((j, rc)))
+    assert dispatch("salloc", ["-n2", "true"]) == case["rc"]
+    assert capsys.readouterr().err == case["stderr"]
+    assert dispatch("salloc", ["-Q", "-n2", "true"]) == 0
+    assert capsys.readouterr().err == "" and released == [(job, 0), (job, 0)]
+    if name != "22.05":
+        assert "salloc: Nodes vm are ready for job\n" in oracle(name, "V")
+    # the nodes as the job's own variable names them, else compressed from its hosts
+    assert allocation.nodes_ready({"hosts": [["n1", 1], ["n2", 1]]}) == (
+        "" if name == "22.05" else "Nodes n[1-2] are ready for job")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_srun_v_in_a_job_of_its_own_says_the_nodes_are_ready(release_site, capfd, name):
+    """``srun -v true``: 24.11 and 26.05 say ``srun: Nodes vm are ready for job`` before the
+    launching line, in the job srun made for itself (job_mode); a step in an existing allocation
+    (``salloc srun -v``) does not (as asked of them)."""
+    from shim import siteconf
+    from shim.runtime.steps import run as run_mod
+
+    release_site(name)
+    sdir = siteconf.get().cluster.state_dir
+    host = steps.short_host()
+    ref = release_cases(name)["srun_verbose"]["stderr"].splitlines()
+    for job_mode in (True, False):
+        alloc = steps.Allocation(7, [(host, 1)], inside=True)
+        req = steps.StepRequest(argv=["true"], verbose=1)
+        res = run_mod.run_step(req, alloc, base_env={"PATH": os.defpath, "SLURM_JOB_NODELIST": host},
+                               state_dir=sdir, job_mode=job_mode)
+        assert res.rc == 0
+        got = [ln for ln in capfd.readouterr().err.splitlines() if ln.startswith("srun: ")]
+        ready = [ln for ln in got if "are ready for job" in ln]
+        launching = [i for i, ln in enumerate(got) if ln.startswith("srun: launching StepId=")]
+        if job_mode and name != "22.05":
+            assert ready == [f"srun: Nodes {host} are ready for job"] and got.index(ready[0]) < launching[0]
+            assert "srun: Nodes vm are ready for job" in ref
+            assert ref.index("srun: Nodes vm are ready for job") < [i for i, ln in enumerate(ref) if "launching" in ln][0]
+        else:
+            assert ready == [] and not any("are ready for job" in ln for ln in ref if name == "22.05")
+    if name != "22.05":
+        inside = oracle(name, "V").split("salloc: Granted job allocation", 2)[2]
+        assert "srun: launching StepId=" in inside and "srun: Nodes" not in inside

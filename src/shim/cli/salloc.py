@@ -84,6 +84,9 @@ def main(argv: list[str]) -> int:
 
     alloc = allocation.wait_granted(job_id, cfg, o.immediate, say, submitted, rec.env_file or None, PROG)
     info(o, f"Granted job allocation {job_id}")
+    ready = allocation.nodes_ready(alloc)
+    if ready:
+        info(o, ready)
     if o.bell:
         sys.stderr.write("\a")
     if o.no_shell:

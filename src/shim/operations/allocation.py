@@ -98,6 +98,18 @@ def wait_granted(job_id: int, cfg, immediate: int | None, say: Callable[[str], N
                 pass
 
 
+def nodes_ready(alloc: dict) -> str:
+    """What salloc says after "Granted job allocation N" where the release says it
+    (releases.NODES_READY, 24.11 on): "Nodes <the job's nodes> are ready for job"; "" before."""
+    from ..slurm import hostlist, releases
+
+    if not releases.current().has(releases.NODES_READY):
+        return ""
+    nodes = (alloc.get("env") or {}).get("SLURM_JOB_NODELIST") or \
+        hostlist.compress([h[0] for h in alloc.get("hosts") or [] if isinstance(h, (list, tuple)) and h])
+    return f"Nodes {nodes} are ready for job"
+
+
 def release(cfg, job_id: int, rc: int) -> None:
     """End the allocation with the command's exit code: a file in the user's private ``steps/``
     that the holder watches (written atomically); the job is cancelled when it cannot be written."""

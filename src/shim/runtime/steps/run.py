@@ -213,6 +213,11 @@ class _Step:
             self.raw_tty = None
             self._start_open_mpi()
             return
+        if req.verbose and self.job_mode and _nodes_ready():  # srun -v in a job of its own (24.11 on)
+            from ...slurm.hostlist import compress
+
+            nodes = self.base_env.get("SLURM_JOB_NODELIST") or compress([h for h, _ in self.alloc.hosts])
+            print(f"{prog}: Nodes {nodes} are ready for job", file=sys.stderr)
         if req.verbose:
             for host, slots, tids in self.layout:
                 print(f"{prog}: launching StepId={self.own_id}.{self.step_id} on host {host}, {len(tids)} tasks: "
@@ -514,6 +519,14 @@ def _remote_statuses(state_dir: str, name: str) -> list[tuple[int, int]] | None:
             return None
         out.append((v[0], v[1]))
     return out
+
+
+def _nodes_ready() -> bool:
+    """Whether srun -v says "Nodes <nodes> are ready for job" when its own job has started
+    (releases.NODES_READY: 24.11 on; not for a step of an existing allocation, as asked of it)."""
+    from ...slurm import releases
+
+    return stepd.release().has(releases.NODES_READY)
 
 
 def _step_cancelled_line(job_id: int, step_id: int, host: str, *, why: str | None = None, sig: int | None = None
