@@ -384,3 +384,81 @@ def test_srun_v_in_a_job_of_its_own_says_the_nodes_are_ready(release_site, capfd
     if name != "22.05":
         inside = oracle(name, "V").split("salloc: Granted job allocation", 2)[2]
         assert "srun: launching StepId=" in inside and "srun: Nodes" not in inside
+
+
+# --- 24.11: sizes no node could ever hold ----------------------------------------------------------------
+
+def one_node_site(release_site, tmp_path, name: str) -> None:
+    """The release's site, its partitions holding the one node of the reference cluster (vm)."""
+    from shim import siteconf
+
+    release_site(name)
+    conf = tmp_path / "config.toml"
+    text = conf.read_text()
+    for part in ("debug", "gpu"):
+        text = text.replace(f"[partitions.{part}]\n", f'[partitions.{part}]\nnodes = ["vm"]\n')
+    conf.write_text(text)
+    siteconf.reset()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sbatch_n_2_on_one_node_as_each_release(release_site, capsys, monkeypatch, tmp_path, name):
+    """``sbatch -N 2 job.sh`` where the partition has one node: 24.11 refuses it at once
+    (``Requested node configuration is not available``, exit 1, nothing handed to Grid Engine);
+    22.05 and 26.05 take it (it pends)."""
+    from shim.__main__ import dispatch
+    from shim.gridengine import backends
+    from shim.gridengine.replay import ReplayBackend
+    from shim.proc import Result
+
+    one_node_site(release_site, tmp_path, name)
+    case = release_cases(name)["sbatch_accepted_too_many_nodes"]
+    job = int(re.search(r"\d+", case["stdout"])[0]) if case["rc"] == 0 else 1
+    b = ReplayBackend(default=Result(("x",), 0, "", ""))
+    b.add("qsub", [], stdout=f"{job}\n")
+    backends.use(b)
+    (tmp_path / "job.sh").write_text("#!/bin/sh\ntrue\n")
+    monkeypatch.chdir(tmp_path)
+    rc = dispatch("sbatch", case["cmd"].split()[1:])
+    out, err = capsys.readouterr()
+    assert (rc, out, err) == (case["rc"], case["stdout"], case["stderr"])
+    assert any(k[0] == "qsub" and "-help" not in k for k, _ in b.calls) == (name != "24.11")
+    # a range whose minimum fits is taken (as asked of 24.11: sbatch -N 1-2)
+    assert dispatch("sbatch", ["-N", "1-2", "job.sh"]) == 0
+    capsys.readouterr()
+
+
+def test_srun_n_2_on_one_node_is_refused_at_once_on_24_11(release_site, capsys, tmp_path):
+    """``srun -N 2 hostname`` and ``srun -I5 -N 2 hostname`` on 24.11: ``Unable to allocate
+    resources: Requested node configuration is not available``, exit 1, before any job."""
+    from shim.__main__ import dispatch
+    from shim.gridengine import backends
+    from shim.gridengine.replay import ReplayBackend
+    from shim.proc import Result
+
+    one_node_site(release_site, tmp_path, "24.11")
+    b = ReplayBackend(default=Result(("x",), 0, "", ""))
+    backends.use(b)
+    for case in ("srun_err_too_many_nodes", "srun_err_too_many_nodes_immediate"):
+        want = release_cases("24.11")[case]
+        argv = want["cmd"].split()
+        argv = argv[argv.index("srun") + 1:]
+        assert dispatch("srun", argv) == want["rc"]
+        assert capsys.readouterr() == (want["stdout"], want["stderr"])
+    assert [k for k, _ in b.calls if k[0] in ("qsub", "qrsh") and "-help" not in k] == []  # (-help: capabilities)
+
+
+def test_salloc_n_2_on_one_node_is_refused_on_24_11(release_site, capsys, tmp_path):
+    """``salloc -N 2 true`` on 24.11: its first line as asked of it (24.11 then says ``Job
+    allocation N has been revoked.``: the shim has no job to name)."""
+    from shim.__main__ import dispatch
+    from shim.gridengine import backends
+    from shim.gridengine.replay import ReplayBackend
+    from shim.proc import Result
+
+    one_node_site(release_site, tmp_path, "24.11")
+    backends.use(ReplayBackend(default=Result(("x",), 0, "", "")))
+    assert dispatch("salloc", ["-N", "2", "true"]) == 1
+    err = capsys.readouterr().err
+    assert err == "salloc: error: Job submit/allocate failed: Requested node configuration is not available\n"
+    assert err in oracle("24.11", "X")

@@ -169,6 +169,31 @@ def check_dependency(prog: str, checks, cfg, known=None) -> None:
         raise submit_failed(prog, "Job dependency problem")
 
 
+def check_fits(prog: str, o: Options, cfg) -> None:
+    """A job no partition of its request could ever hold, refused at submission where the release
+    does so (releases.NODE_CONFIG_AT_SUBMIT: 24.11 alone; 22.05 and 26.05 take it and it pends):
+    "Requested node configuration is not available", exit 1, in each command's words (sbatch
+    "Batch job submission failed", srun "Unable to allocate resources", salloc "Job
+    submit/allocate failed"). Decided from the site config alone, without asking Grid Engine:
+    a minimum node count (-N) above every partition's ``nodes`` list, where each
+    partition of the request has one (a partition without one: Grid Engine's hosts, unknown here,
+    and the job waits). 24.11 also refuses more CPUs than the partition's nodes have (-n 100, -c 9
+    on 8-CPU nodes); the site config does not say how many CPUs a node has, so those wait."""
+    from ..slurm import releases
+
+    if not releases.current().has(releases.NODE_CONFIG_AT_SUBMIT):
+        return
+    lo = o.nodes[0] if isinstance(o.nodes, tuple) else o.nodes if isinstance(o.nodes, int) else None
+    if not lo:
+        return
+    members = [m for m in str(o.partition or cfg.default_partition).split(",") if m in cfg.partitions]
+    sizes = [len(cfg.partitions[m].nodes or ()) for m in members]
+    if sizes and all(0 < n < lo for n in sizes):
+        from ..gridengine.translate.qsub import refused
+
+        raise refused(prog, "Requested node configuration is not available")
+
+
 def _known_jobs(cfg):
     """``check_dependency``'s default ``known``: Grid Engine's jobs (one qstat -j), then the ones
     it lacks that ended or were cancelled within MinJobAge (the shim's records)."""
@@ -339,6 +364,7 @@ def batch(argv: list[str], environ: dict[str, str], stdin=None, cwd: str | None 
     warnings = sources.fates(o, t, prog)
     free_seats(o, cfg)
     sub = qsub.build(o, cfg, ctx)
+    check_fits(prog, o, cfg)
     warnings = qsub.bound_warnings(warnings, o, prog, ctx.capabilities)  # --hint etc. that Grid Engine binds
     check_hosts(prog, o, cfg)
     resv = reservation_flags(prog, o, cfg, ctx.user)
@@ -595,6 +621,7 @@ def allocate(o: Options, environ: dict[str, str], cfg, holder: bytes, prog: str 
     ctx = context(prog, "interactive", environ)
     free_seats(o, cfg)
     sub = qsub.build(o, cfg, ctx)
+    check_fits(prog, o, cfg)
     check_dependency(prog, sub.request.get("dep_checks"), cfg)
     resv = reservation_flags(prog, o, cfg, ctx.user)
     sub.argv += resv
@@ -659,6 +686,7 @@ def interactive(o: Options, environ: dict[str, str], cfg, script_name: str, comm
     if backend.scheduler().returncode != 0:
         raise ShimError(f"{prog}: error: Unable to allocate resources: Unable to contact slurm controller "
                         "(connect failure)", code=1)
+    check_fits(prog, o, cfg)
     check_dependency(prog, sub.request.get("dep_checks"), cfg)
     resv = reservation_flags(prog, o, cfg, ctx.user)
     sub.argv += resv
