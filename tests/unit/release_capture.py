@@ -1,9 +1,9 @@
 """Replays one case of a release's capture (fixtures/slurm-<release>/cases.json) through the shim's
 command, in-process, on the unit-test site config with ``[slurm] release`` set to that release.
 
-Grid Engine is a ``ReplayBackend`` with no recordings (a command that asks it anything fails with
-an internal error, so a case replayed here is one the shim answers from its own tables), except
-``submit``: it returns the job id the release gave the same submission (the one named
+Grid Engine is a ``ReplayBackend`` that holds no job (CaptureGridEngine: a command that asks it
+anything else fails with an internal error, so a case replayed here is one the shim answers from
+its own tables and an empty queue), except ``submit``: it returns the job id the release gave the same submission (the one named
 normalisation, job ids: the controller numbers jobs), and ``exec_hosts``: the capture's one node
 ``vm``. The case runs in a directory holding the capture's ``job.sh`` (a shell script) and
 ``noshebang.sh`` (one without ``#!``) and
@@ -21,7 +21,9 @@ from conftest import FIXTURES, use_site_config
 from shim import siteconf
 from shim.__main__ import dispatch
 from shim.gridengine import backends
+from shim.gridengine.engine import Refused
 from shim.gridengine.replay import ReplayBackend
+from shim.proc import Result
 
 RELEASES = ("22.05", "24.11", "26.05")
 _ID = re.compile(r"\d+")
@@ -36,26 +38,78 @@ def env_files(release: str) -> list[str]:
     return sorted(p.name for p in (FIXTURES / f"slurm-{release}").glob("env-*.txt"))
 
 
-class CaptureGridEngine(ReplayBackend):
-    """No recordings; a submission gets the id the release gave it."""
+SGE = FIXTURES / "gridengine" / "sge-8.1.9"
+EMPTY = (SGE / "live-qstat-u-all-r-xml.empty.xml").read_text()  # qstat -u '*' -r -xml with no job
 
-    def __init__(self, job_id: int):
+
+class CaptureGridEngine(ReplayBackend):
+    """A Grid Engine with no job: every listing (``qstat -u USERS -r -xml``) is SGE 8.1.9's empty
+    one, ``qstat -j IDS`` is its rc 1 and "Following jobs do not exist" (that answer's form,
+    live-qstat-j-text.gone.stderr.txt); nothing else is recorded. A submission gets the id the
+    release gave it, or ``refuse``: qsub's refusal of it (rc 1, that text)."""
+
+    def __init__(self, job_id: int, refuse: str | None = None):
         super().__init__()
-        self.job_id = job_id
+        self.job_id, self.refuse = job_id, refuse
+
+    def run(self, tool, args, *, input=None, timeout=None):
+        a = list(args)
+        if tool == "qstat" and len(a) == 4 and a[0] == "-u" and a[2:] == ["-r", "-xml"]:
+            self.calls.append(((tool, *a), input))
+            return Result((tool, *a), 0, EMPTY, "")
+        if tool == "qstat" and len(a) == 2 and a[0] == "-j":
+            self.calls.append(((tool, *a), input))
+            return Result((tool, *a), 1, "", "Following jobs do not exist: \n" + ", ".join(a[1].split(",")) + "\n")
+        return super().run(tool, args, input=input, timeout=timeout)
 
     def submit(self, args, script, *, agent=False, seen=None) -> int:
+        if self.refuse is not None:
+            raise Refused(self.refuse, 1)
         return self.job_id
 
     def exec_hosts(self):
         return {"vm"}
 
 
-def replay(release: str, name: str, tmp_path, monkeypatch, capsys) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of the shim for this case of this release."""
+def hosts(debug_used: int) -> dict[tuple[str, ...], str]:
+    """Grid Engine's answers about the capture's one node ``vm`` (8 slots, 2 GPUs, queues debug and
+    gpu: SGE 8.1.9's qhost of that cluster) with ``debug_used`` of debug's slots in use, as
+    tests/unit/test_sinfo.py records them."""
+    xml, xml_f = ((SGE / f).read_text() for f in ("qhost-q-xml-debug-gpu.xml", "qhost-q-xml-F-gpu-debug-gpu.xml"))
+    used = re.compile(r"(<queuevalue qname='debug' name='slots_used'>)\d+(<)")
+    state = re.compile(r"(<queuevalue qname='(?:debug|gpu)' name='state_string'>)[^<]*(<)")
+    gpu = re.compile(r"(<queuevalue qname='gpu' name='slots_used'>)\d+(<)")
+
+    def set_use(text: str) -> str:
+        text = used.sub(rf"\g<1>{debug_used}\2", text)
+        return state.sub(r"\1\2", gpu.sub(r"\g<1>0\2", text))
+
+    return {("qhost", "-q", "-xml"): set_use(xml), ("qhost", "-q", "-xml", "-F", "gpu"): set_use(xml_f),
+            ("qconf", "-se", "vm"): (SGE / "qhost-qconf-se-vm.txt").read_text()}
+
+
+# the unit site's second license, which the captured cluster does not have (Licenses=matlab:3)
+NOT_THE_CAPTURES = '\n[licenses.anthropic_api]\ncomplex = "anthropic_api"\n'
+
+
+def replay(release: str, name: str, tmp_path, monkeypatch, capsys,
+           answers: dict[tuple[str, ...], str] | None = None, site: tuple[str, str] | None = None,
+           refuse: str | None = None) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of the shim for this case of this release; ``answers``: more of
+    Grid Engine's answers (argv -> stdout, rc 0); ``site``: (text, replacement) in the unit site
+    config, to say what the captured cluster's slurm.conf says; ``refuse``: Grid Engine refuses the
+    submission with this answer. The site's licenses are the
+    capture's: matlab."""
     case = cases(release)[name]
     use_site_config(monkeypatch, tmp_path)
     conf = tmp_path / "config.toml"
-    conf.write_text(conf.read_text() + f'\n[slurm]\nrelease = "{release}"\n')
+    text = conf.read_text()
+    assert NOT_THE_CAPTURES in text
+    text = text.replace(NOT_THE_CAPTURES, "\n")
+    if site:
+        assert site[0] in text
+        text = text.replace(*site)
+    conf.write_text(text + f'\n[slurm]\nrelease = "{release}"\n')
     siteconf.reset()
     wd = tmp_path / "wd"
     wd.mkdir()
@@ -66,7 +120,10 @@ def replay(release: str, name: str, tmp_path, monkeypatch, capsys) -> tuple[int,
     stdin = case.get("stdin") or ""
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
     found = _ID.search(case["stdout"])
-    backends.use(CaptureGridEngine(int(found.group(0)) if found else 1))
+    backend = CaptureGridEngine(int(found.group(0)) if found else 1, refuse)
+    for (tool, *args), text in (answers or {}).items():
+        backend.add(tool, args, text)
+    backends.use(backend)
     argv = shlex.split(case["cmd"])
     try:
         rc = dispatch(argv[0], argv[1:])
