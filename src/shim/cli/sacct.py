@@ -32,6 +32,7 @@ _o = common.own_options(PROG, R)
 OPTIONS: tuple[OptionSpec, ...] = (
     _o("allusers", "a", N, help="jobs of every user (root's default)"),
     _o("accounts", "A", help="comma-separated accounts to select"),
+    _o("array", None, N, help="a pending array's tasks on lines of their own"),
     _o("allocations", "X", N, help="job allocations only, no steps"),
     _o("brief", "b", N, help="fields JobID, State, ExitCode"),
     _o("batch-script", "B", N, help="print the batch script (not kept by Grid Engine)"),
@@ -44,11 +45,14 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _o("helpformat", "e", N, help="list the field names"),
     _o("help-fields", None, N, dest="helpformat"),
     _o("endtime", "E", help="end of the time window"),
+    _o("expand-patterns", None, N, help="StdOut, StdErr and StdIn with %j, %x... replaced"),
     _o("file", "f", help="read this Grid Engine accounting file"),
     _o("flags", "F", help="accepted, ignored"),
     _o("gid", None, dest="group"),
     _o("group", "g", help="comma-separated groups (names or gids) to select"),
     _o("help", "h", N, help="show this help"),
+    _o("helpreason", None, N, help="list the reasons --reason takes"),
+    _o("helpstate", None, N, help="list the states --state takes"),
     _o("local", None, N, help="accepted; one cluster"),
     _o("name", None, help="comma-separated job names to select"),
     _o("nnodes", "i", help="jobs that ran on N nodes (min[-max])"),
@@ -95,16 +99,64 @@ class _Table(Table):
         return ShimError(f"{self.prog}: {message}", code=1)
 
 
-TABLE = _Table(PROG, [s for s in OPTIONS if s.long], error_code=1)
+TABLE = _Table(PROG, [s for s in OPTIONS if s.long], error_code=1)  # every release's options
 TABLE.by_short["t"] = OPTIONS[-1]
+
+# what sacct prints instead of accounting: the lists, --help and --usage (-V: at once, always)
+LISTS = ("help", "usage", "helpformat", "helpstate", "helpreason")
+
+
+def release_table(release=None) -> _Table:
+    """The options of the site's Slurm release (releases.current): a newer release's option is that
+    release's ``unrecognized option`` on an older one; -R (--reason's letter) as the release has it."""
+    from ..slurm import releases
+
+    release = release or releases.current()
+    table = _Table(PROG, [s for s in OPTIONS if s.long and release.knows(PROG, s.long)], error_code=1)
+    table.by_short["t"] = OPTIONS[-1]
+    if not release.knows(PROG, "-R"):
+        table.by_short.pop("R", None)
+    return table
+
+
+def at_once(release) -> tuple[str, ...]:
+    """What sacct's getopt loop answers where it meets it: -V, and the lists where the release
+    answers them at once (releases.SACCT_LISTS_AT_ONCE; --usage is read after the loop)."""
+    from ..slurm import releases
+
+    return ("version", *(k for k in LISTS if k != "usage")) if release.has(releases.SACCT_LISTS_AT_ONCE) else (
+        "version",)
+
+
+def list_asked(parsed: list, release) -> str | None:
+    """What the command line asks for instead of accounting ("version" or one of LISTS): the first
+    of those the loop answers at once, else the last of the others (one setting, read after the
+    loop), or None."""
+    keys = [spec.key for spec, _ in parsed]
+    now = at_once(release)
+    first = next((k for k in keys if k in now), None)
+    if first is not None:
+        return first
+    later = [k for k in keys if k in LISTS]
+    return later[-1] if later else None
+
+
+def list_text(key: str, release) -> str:
+    """What --helpformat, --helpstate and --helpreason print: the release's own list, else (22.05,
+    which has --helpformat alone) the fields of render/sacct.py."""
+    text = release.texts.get(f"{PROG} --{key}")
+    return text if text is not None else view.helpformat()
 
 USAGE = "Usage: sacct [OPTIONS]  (sacct --help lists them)\n"
 
 
-def help_text() -> str:
+def help_text(release=None) -> str:
+    from ..slurm import releases
     from ..slurm.render.help import options_help
 
-    return options_help(OPTIONS, "Usage: sacct [OPTIONS]", width=30, intro=(
+    release = release or releases.current()
+    rows = [s for s in OPTIONS if not s.long or release.knows(PROG, s.long)]
+    return options_help(rows, "Usage: sacct [OPTIONS]", width=30, intro=(
         "", "Accounting of Grid Engine jobs, as Slurm's sacct shows it.", ""), tail=(
         "", "Times (-S, -E): HH:MM[:SS][AM|PM], MMDD[YY], MM/DD[/YY], MM.DD[.YY], any of those",
         "with -HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], today, midnight, noon, fika, teatime,",
@@ -118,8 +170,12 @@ def help_text() -> str:
 # main
 
 
-def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
-    parsed, positional = common.getopt_answering(TABLE, argv, ("version",))  # (-h and -U: flags)
+def parse_args(argv: list[str], release=None) -> tuple[Options, list[str]]:
+    from ..slurm import releases
+
+    release = release or releases.current()
+    table = release_table(release)
+    parsed, positional = common.getopt_answering(table, argv, at_once(release))  # (the rest: read after)
     o = Options()
     jobs: list[str] = []
     formats: list[str] = []
@@ -133,7 +189,8 @@ def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
             parsable = "ending"
         elif spec.key == "parsable2":
             parsable = "no_ending"
-    apply(o, TABLE, parsed, "cli")
+    apply(o, table, parsed, "cli")
+    o["asked_list"] = list_asked(parsed, release)
     o["jobs"] = jobs or None
     o["format"] = formats or None
     o["layout"] = parsable
@@ -154,11 +211,16 @@ def field_spec(o: Options) -> str:
 
 
 def main(argv: list[str]) -> int:
-    o, positional = parse_args(argv)
-    if common.answered(o, help_text, USAGE):
+    from ..slurm import releases
+
+    release = releases.current()
+    o, positional = parse_args(argv, release)
+    asked = o.asked_list
+    if asked in ("version", "help", "usage"):
+        sys.stdout.write({"version": releases.version_line, "help": help_text, "usage": lambda: USAGE}[asked]())
         return 0
-    if o.helpformat:
-        sys.stdout.write(view.helpformat())
+    if asked:
+        sys.stdout.write(list_text(asked, release))
         return 0
     uid = os.getuid()
     try:
@@ -167,7 +229,7 @@ def main(argv: list[str]) -> int:
         me = str(uid)
     qy = build_query(o, uid, me)
     try:
-        names = view.field_names(field_spec(o))
+        names = view.field_names(field_spec(o), list_text("helpformat", release).split())
     except view.FieldError as e:
         raise error(f'Invalid field requested: "{e.name}"') from None
     if positional:

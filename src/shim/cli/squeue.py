@@ -67,6 +67,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _o("priority", "P", N, env="SQUEUE_PRIORITY", help="list pending jobs once per partition"),
     _o("qos", "q", env="SQUEUE_QOS", help="comma separated list of qos's to view"),
     _o("reservation", "R", help="reservation to view (a Grid Engine advance reservation)"),
+    _o("running-over", None, help="running jobs that have run at least this long"),
+    _o("running-under", None, help="running jobs that have run less than this long"),
     _o("sibling", None, N, env="SQUEUE_SIBLING", help="accepted, no federation on Grid Engine"),
     _o("sort", "S", env="SQUEUE_SORT", help="comma separated list of fields to sort on"),
     _o("start", None, N, help="print expected start times of pending jobs"),
@@ -156,7 +158,21 @@ def parse_args(argv: list[str], environ=None) -> tuple[Options, list, list[str]]
         keys, fatal = releases.current().conflicts.get(f"{PROG} --only-job-state", ((), ""))
         if any(opts.get(k) not in (None, False) for k in keys):
             raise ShimError(fatal, code=1)
+    for key in ("running_over", "running_under"):  # (26.05: a time as --time takes it, in seconds)
+        if opts.get(key) is not None:
+            opts[key] = running_time(opts[key])
     return opts, parsed, rest
+
+
+def running_time(text: str) -> int:
+    """--running-over/--running-under's time (time_str2secs: M, M:S, H:M:S, D-H...) in seconds;
+    a malformed one, 0 and UNLIMITED are 26.05's fatal error."""
+    from ..slurm.options.values import time_seconds
+
+    secs = time_seconds(text)
+    if secs is None or secs <= 0:
+        raise ShimError(f"{PROG}: fatal: Invalid time limit specification", code=1)
+    return secs
 
 
 def answer(key: str, release=None) -> str:

@@ -36,7 +36,12 @@ NODES_READY = "nodes-ready"
 SUSPEND_ERROR_NO_SPACE = "suspend-error-no-space"
 TEST_ONLY_STRAY_A = "test-only-stray-a"
 NODE_CONFIG_AT_SUBMIT = "node-config-at-submit"
+SACCT_LISTS_AT_ONCE = "sacct-lists-at-once"
 RULES = {
+    # sacct answers --help, --helpformat, --helpstate and --helpreason where its getopt loop meets
+    # them: the first of them wins, before a later bad option (24.11 reads the whole line first, a
+    # bad option fails it, and the last of them wins)
+    SACCT_LISTS_AT_ONCE: "26.05",
     # afterok/afternotok on a job the controller does not know (never was, or ended more than
     # MinJobAge ago) is refused at submission: "Job dependency problem", exit 1 (22.05 took it
     # and the job ran at once: an unknown job counts as done)
@@ -257,12 +262,102 @@ _NEW_26 = ("consolidate-segments", "container-type", "mem-update", "resources", 
 _SBATCH_26 = _SBATCH_24 + _NEW_26
 _SRUN_26 = _SRUN_24 + _NEW_26 + ("async", "ignore-signals", "parsable", "wait-for-children")
 
+# sacct's lists as 24.11.5 and 26.05.5 print them (fixtures/slurm-*/cases.json help_sacct_helpformat,
+# fixtures/slurm-*/oracle-sacct.json): --helpformat's fields (each padded to 19, four a line; the
+# fields sacct's --format takes, in its matching order), --helpstate's states (the same layout) and
+# --helpreason's reasons (padded to 39, two a line), names as the release spells them
+def _sacct_list(names: str, width: int, per_line: int) -> str:
+    words = names.split()
+    return "".join(("" if i == 0 else "\n" if i % per_line == 0 else " ") + f"{w:<{width}}"
+                   for i, w in enumerate(words)) + "\n"
+
+
+_SACCT_FIELDS_24 = """
+    Account AdminComment AllocCPUS AllocNodes AllocTRES AssocID AveCPU AveCPUFreq AveDiskRead
+    AveDiskWrite AvePages AveRSS AveVMSize BlockID Cluster Comment Constraints ConsumedEnergy
+    ConsumedEnergyRaw Container CPUTime CPUTimeRAW DBIndex DerivedExitCode Elapsed ElapsedRaw Eligible
+    End ExitCode Extra FailedNode Flags GID Group JobID JobIDRaw JobName Layout Licenses MaxDiskRead
+    MaxDiskReadNode MaxDiskReadTask MaxDiskWrite MaxDiskWriteNode MaxDiskWriteTask MaxPages MaxPagesNode
+    MaxPagesTask MaxRSS MaxRSSNode MaxRSSTask MaxVMSize MaxVMSizeNode MaxVMSizeTask McsLabel MinCPU
+    MinCPUNode MinCPUTask NCPUS NNodes NodeList NTasks Partition Planned PlannedCPU PlannedCPURAW
+    Priority QOS QOSRAW QOSREQ Reason ReqCPUFreq ReqCPUFreqGov ReqCPUFreqMax ReqCPUFreqMin ReqCPUS
+    ReqMem ReqNodes ReqTRES Reservation ReservationId Restarts SLUID Start State StdErr StdIn StdOut
+    Submit SubmitLine Suspended SystemComment SystemCPU Timelimit TimelimitRaw TotalCPU TRESUsageInAve
+    TRESUsageInMax TRESUsageInMaxNode TRESUsageInMaxTask TRESUsageInMin TRESUsageInMinNode
+    TRESUsageInMinTask TRESUsageInTot TRESUsageOutAve TRESUsageOutMax TRESUsageOutMaxNode
+    TRESUsageOutMaxTask TRESUsageOutMin TRESUsageOutMinNode TRESUsageOutMinTask TRESUsageOutTot UID User
+    UserCPU WCKey WCKeyID WorkDir
+"""
+# 26.05 adds Exclusive, OriginalSLUID, OverSubscribe, ReqReservation and SegmentSize
+_SACCT_FIELDS_26 = (_SACCT_FIELDS_24.replace(" End ", " End Exclusive ").replace(" NTasks ", " NTasks OriginalSLUID OverSubscribe ")
+                    .replace(" ReservationId ", " ReservationId ReqReservation ").replace(" Restarts ", " Restarts SegmentSize "))
+_SACCT_STATES = "PENDING RUNNING SUSPENDED COMPLETED CANCELLED FAILED TIMEOUT NODE_FAIL PREEMPTED BOOT_FAIL DEADLINE OUT_OF_MEMORY"
+_SACCT_REASONS_24 = """
+    None Priority Dependency Resources PartitionNodeLimit PartitionTimeLimit PartitionDown
+    PartitionInactive JobHeldAdmin BeginTime Licenses AssociationJobLimit AssociationResourceLimit
+    AssociationTimeLimit Reservation ReqNodeNotAvail JobHeldUser FrontEndDown SchedDefer PartitionDown
+    NodeDown BadConstraints SystemFailure JobLaunchFailure NonZeroExitCode TimeLimit InactiveLimit
+    InvalidAccount InvalidQOS QOSUsageThreshold QOSJobLimit QOSResourceLimit QOSTimeLimit RaisedSignal
+    InvaildReason Cleaning Prolog QOSNotAllowed AccountNotAllowed DependencyNeverSatisfied
+    QOSGrpCpuLimit QOSGrpCPUMinutesLimit QOSGrpCPURunMinutesLimit QOSGrpJobsLimit QOSGrpMemLimit
+    QOSGrpNodeLimit QOSGrpSubmitJobsLimit QOSGrpWallLimit QOSMaxCpuPerJobLimit
+    QOSMaxCpuMinutesPerJobLimit QOSMaxNodePerJobLimit QOSMaxWallDurationPerJobLimit
+    QOSMaxCpuPerUserLimit QOSMaxJobsPerUserLimit QOSMaxNodePerUserLimit QOSMaxSubmitJobPerUserLimit
+    QOSMinCpuNotSatisfied AssocGrpCpuLimit AssocGrpCPUMinutesLimit AssocGrpCPURunMinutesLimit
+    AssocGrpJobsLimit AssocGrpMemLimit AssocGrpNodeLimit AssocGrpSubmitJobsLimit AssocGrpWallLimit
+    AssocMaxJobsLimit AssocMaxCpuPerJobLimit AssocMaxCpuMinutesPerJobLimit AssocMaxNodePerJobLimit
+    AssocMaxWallDurationPerJobLimit AssocMaxSubmitJobLimit JobHoldMaxRequeue JobArrayTaskLimit
+    BurstBufferResources BurstBufferStageIn BurstBufferOperation InvaildReason InvaildReason
+    AssocGrpUnknown AssocGrpUnknownMinutes AssocGrpUnknownRunMinutes AssocMaxUnknownPerJob
+    AssocMaxUnknownPerNode AssocMaxUnknownMinutesPerJob AssocMaxCpuPerNode AssocGrpMemMinutes
+    AssocGrpMemRunMinutes AssocMaxMemPerJob AssocMaxMemPerNode AssocMaxMemMinutesPerJob
+    AssocGrpNodeMinutes AssocGrpNodeRunMinutes AssocMaxNodeMinutesPerJob AssocGrpEnergy
+    AssocGrpEnergyMinutes AssocGrpEnergyRunMinutes AssocMaxEnergyPerJob AssocMaxEnergyPerNode
+    AssocMaxEnergyMinutesPerJob AssocGrpGRES AssocGrpGRESMinutes AssocGrpGRESRunMinutes
+    AssocMaxGRESPerJob AssocMaxGRESPerNode AssocMaxGRESMinutesPerJob AssocGrpLicense
+    AssocGrpLicenseMinutes AssocGrpLicenseRunMinutes AssocMaxLicensePerJob AssocMaxLicenseMinutesPerJob
+    AssocGrpBB AssocGrpBBMinutes AssocGrpBBRunMinutes AssocMaxBBPerJob AssocMaxBBPerNode
+    AssocMaxBBMinutesPerJob QOSGrpUnknown QOSGrpUnknownMinutes QOSGrpUnknownRunMinutes
+    QOSMaxUnknownPerJob QOSMaxUnknownPerNode QOSMaxUnknownPerUser QOSMaxUnknownMinutesPerJob
+    QOSMinUnknown QOSMaxCpuPerNode QOSGrpMemoryMinutes QOSGrpMemoryRunMinutes QOSMaxMemoryMinutesPerJob
+    QOSMaxMemoryPerJob QOSMaxMemoryPerNode QOSMaxMemoryPerUser QOSMinMemory QOSGrpEnergy
+    QOSGrpEnergyMinutes QOSGrpEnergyRunMinutes QOSMaxEnergyPerJob QOSMaxEnergyPerNode
+    QOSMaxEnergyPerUser QOSMaxEnergyMinutesPerJob QOSMinEnergy QOSGrpNodeMinutes QOSGrpNodeRunMinutes
+    QOSMaxNodeMinutesPerJob QOSMinNode QOSGrpGRES QOSGrpGRESMinutes QOSGrpGRESRunMinutes
+    QOSMaxGRESPerJob QOSMaxGRESPerNode QOSMaxGRESPerUser QOSMaxGRESMinutesPerJob QOSMinGRES
+    QOSGrpLicense QOSGrpLicenseMinutes QOSGrpLicenseRunMinutes QOSMaxLicensePerJob QOSMaxLicensePerUser
+    QOSMaxLicenseMinutesPerJob QOSMinLicense QOSGrpBB QOSGrpBBMinutes QOSGrpBBRunMinutes QOSMaxBBPerJob
+    QOSMaxBBPerNode QOSMaxBBPerUser AssocMaxBBMinutesPerJob QOSMinBB DeadLine MaxBBPerAccount
+    MaxCpuPerAccount MaxEnergyPerAccount MaxGRESPerAccount MaxNodePerAccount MaxLicensePerAccount
+    MaxMemoryPerAccount MaxUnknownPerAccount MaxJobsPerAccount MaxSubmitJobsPerAccount PartitionConfig
+    AccountingPolicy FedJobLock OutOfMemory MaxMemPerLimit AssocGrpBilling AssocGrpBillingMinutes
+    AssocGrpBillingRunMinutes AssocMaxBillingPerJob AssocMaxBillingPerNode AssocMaxBillingMinutesPerJob
+    QOSGrpBilling QOSGrpBillingMinutes QOSGrpBillingRunMinutes QOSMaxBillingPerJob QOSMaxBillingPerNode
+    QOSMaxBillingPerUser QOSMaxBillingMinutesPerJob MaxBillingPerAccount QOSMinBilling
+    ReservationDeleted ReservationInvalid Constraints MaxBBRunMinsPerAccount MaxBillingRunMinsPerAccount
+    MaxCpuRunMinsPerAccount MaxEnergyRunMinsPerAccount MaxGRESRunMinsPerAccount MaxNodeRunMinsPerAccount
+    MaxLicenseRunMinsPerAccount MaxMemoryRunMinsPerAccount MaxUnknownRunMinsPerAccount
+    MaxBBRunMinsPerUser MaxBillingRunMinsPerUser MaxCpuRunMinsPerUser MaxEnergyRunMinsPerUser
+    MaxGRESRunMinsPerUser MaxNodeRunMinsPerUser MaxLicenseRunMinsPerUser MaxMemoryRunMinsPerUser
+    MaxUnknownRunMinsPerUser MaxPoweredUpNodes MpiPortsBusy
+"""
+# 26.05 spells InvalidReason right and has NvidiaImexChannels where 24.11 has FrontEndDown
+_SACCT_REASONS_26 = _SACCT_REASONS_24.replace("InvaildReason", "InvalidReason").replace("FrontEndDown", "NvidiaImexChannels")
+_SACCT_24 = ("array", "expand-patterns", "helpreason", "helpstate")  # --reason is every release's
+_SACCT_TEXTS_24 = {"sacct --helpformat": _sacct_list(_SACCT_FIELDS_24, 19, 4),
+                   "sacct --helpstate": _sacct_list(_SACCT_STATES, 19, 4),
+                   "sacct --helpreason": _sacct_list(_SACCT_REASONS_24, 39, 2)}
+_SACCT_TEXTS_26 = {**_SACCT_TEXTS_24, "sacct --helpformat": _sacct_list(_SACCT_FIELDS_26, 19, 4),
+                   "sacct --helpreason": _sacct_list(_SACCT_REASONS_26, 39, 2)}
+
+
 # The three tables. Comments say when a row first appeared upstream, where Slurm's NEWS says it.
 R22_05 = Release(
     "22.05", "22.05.8",
     env=("SLURM_NODE_ALIASES",),  # "(null)" in every batch job; gone in 24.11
     options={
         "squeue": ("array-unique",),  # refused from 24.11 on (unrecognized option)
+        "sacct": ("-R",),  # -R for --reason (man sacct); 24.11 lacks the letter (invalid option), 26.05 has it
         "sbatch": ("power",),
         "srun": ("gid", "power", "uid"),
         "salloc": ("get-user-env", "gid", "power", "uid"),
@@ -286,9 +381,9 @@ R24_11 = Release(
     "24.11", "24.11.5",
     env=_ENV_24,
     options={"squeue": _SQUEUE_24, "sbatch": _SBATCH_24, "salloc": _SBATCH_24, "srun": _SRUN_24,
-             "scontrol": _SCONTROL_24},
+             "scontrol": _SCONTROL_24, "sacct": _SACCT_24},
     usage={"squeue": _SQUEUE_USAGE_24 + "              [-ahjlrsv]\n"},
-    texts={"squeue --helpformat": _SQUEUE_HELPFORMAT, "squeue --helpFormat": _SQUEUE_HELPFORMAT_LONG},
+    texts={"squeue --helpformat": _SQUEUE_HELPFORMAT, "squeue --helpFormat": _SQUEUE_HELPFORMAT_LONG, **_SACCT_TEXTS_24},
     job_states=_JOB_STATES_24,
     conflicts={"squeue --only-job-state": (("steps",), "squeue: fatal: Options --only-job-state and -s(--steps) are "
                                            "mutually exclusive. Please remove one and retry.")},
@@ -298,8 +393,8 @@ R24_11 = Release(
 
 R26_05 = Release(
     "26.05", "26.05.5",
-    options={"squeue": _SQUEUE_24, "sbatch": _SBATCH_26 + ("external",), "salloc": _SBATCH_26, "srun": _SRUN_26,
-             "scontrol": _SCONTROL_24},
+    options={"squeue": _SQUEUE_24 + ("running-over", "running-under"), "sbatch": _SBATCH_26 + ("external",),
+             "salloc": _SBATCH_26, "srun": _SRUN_26, "scontrol": _SCONTROL_24, "sacct": _SACCT_24 + ("-R",)},
     env=_ENV_24 + (
         "SLURM_JOB_EXCLUSIVE", "SLURM_JOB_OVERSUBSCRIBE",  # NO, or NODE/USER/MCS/TOPO; NO, or YES
         "SLURM_JOB_SLUID",  # the job's Slurm Lexicographically-sortable Unique ID
@@ -308,7 +403,8 @@ R26_05 = Release(
     ),
     usage={"squeue": _SQUEUE_USAGE_24
            + "              [--running-over=time] [--running-under=time] [-ahjlrsv]\n"},
-    texts={"squeue --helpformat": _SQUEUE_HELPFORMAT_26, "squeue --helpFormat": _SQUEUE_HELPFORMAT_LONG_26},
+    texts={"squeue --helpformat": _SQUEUE_HELPFORMAT_26, "squeue --helpFormat": _SQUEUE_HELPFORMAT_LONG_26,
+           **_SACCT_TEXTS_26},
     job_states=_JOB_STATES_26,
     # every filter but -j and -t, and -l, -a, --start, -P (as asked of 26.05.5; -S, -r, -o, -O, -h,
     # -M, --local, --federation, --sibling, --hide, --noconvert, -v and --json are taken)
@@ -318,7 +414,7 @@ R26_05 = Release(
         "squeue: fatal: Option --only-job-state only works alone, with -j (--jobs) and/or -t (--states) "
         "parameters, parameters for cluster/federation selection, and the printing options.")},
     rules=_RULES_24 + (JOB_FIELDS_26, MERGED_STDERR_EMPTY, OVERSUBSCRIBE_NO, EITHER_LICENSE, STEPD_STAMP,
-                       CANCEL_SIGNAL_NAMED, SUSPEND_ERROR_NO_SPACE, TEST_ONLY_STRAY_A),
+                       CANCEL_SIGNAL_NAMED, SUSPEND_ERROR_NO_SPACE, TEST_ONLY_STRAY_A, SACCT_LISTS_AT_ONCE),
     json="v0.0.45",
 )
 

@@ -81,9 +81,9 @@ def collect(qy: Selection, *, accounting: str | None = None, cfg: Any = None, ba
         finish = _keeper(qy, emit, out)
         seen = rows_of_records(qy, ctx, by_key, live_keys, ev, finish)
         del by_key
-        pending_tasks = rows_of_live(ctx, live_keys, seen, finish)
+        pending_tasks = rows_of_live(ctx, live_keys, seen, finish, array=qy.array)
         never_ran = rows_of_events(qy, ctx, job_ids, ev, seen, pending_tasks, finish)
-        fold_never_ran(never_ran, finish)
+        fold_never_ran(never_ran, finish, array=qy.array)
     finally:
         if early is not None:
             early.close()
@@ -479,15 +479,21 @@ def rows_of_records(qy: Selection, ctx: Lookups, by_key: dict, live_keys: dict, 
     return seen
 
 
-def rows_of_live(ctx: Lookups, live_keys: dict, seen: set, finish: Any) -> dict[int, set[int]]:
+def rows_of_live(ctx: Lookups, live_keys: dict, seen: set, finish: Any, *, array: bool = False
+                 ) -> dict[int, set[int]]:
     """The rows of the live jobs (a pending array's not yet split tasks one row, as squeue and
-    Slurm's sacct show them). Returns those pending tasks per job."""
+    Slurm's sacct show them; with --array, 24.11's, a row each). Returns those pending tasks per job."""
     pending_tasks: dict[int, set[int]] = {}
     for key, lr in live_keys.items():
         job, batch = rows_from_live(ctx, lr)
         if key[1] == ("pending",):
             job.extra["indices"] = lr.extra.get("pending_indices") or []
             pending_tasks.setdefault(key[0], set()).update(lr.extra.get("pending_indices") or ())
+            if array and job.extra["indices"]:
+                for task in split_tasks(job):
+                    finish(task, [])
+                seen.add(key)
+                continue
         finish(job, [batch] if batch else [])
         seen.add(key)
     return pending_tasks
@@ -564,13 +570,27 @@ def _beyond_bound(ev: Events, known: set[int]) -> set[int]:
     return beyond
 
 
-def fold_never_ran(never_ran: dict[int, list[tuple[Row, list[Row]]]], finish: Any) -> None:
+def split_tasks(job: Row) -> list[Row]:
+    """A pending array's one row as a row per task (sacct --array, 24.11 and 26.05: ``N_1``,
+    ``N_2``... where ``N_[1-4]`` was)."""
+    from ...slurm.render.sacct import Row
+
+    out = []
+    for i in job.extra.get("indices") or ():
+        d = dict(job.__dict__)
+        d.update(task=i, array_text=None, extra={**job.extra, "indices": [i]})
+        out.append(Row(**d))
+    return out
+
+
+def fold_never_ran(never_ran: dict[int, list[tuple[Row, list[Row]]]], finish: Any, *, array: bool = False) -> None:
     """Array tasks cancelled before they ran stay one row, ``<job>_[<indices>[%<throttle>]]``, as
     Slurm keeps an array's record until a task starts (and as squeue shows them:
-    jobs.pending_text)."""
+    jobs.pending_text); with --array (24.11's), a row each."""
     for items in never_ran.values():
-        if len(items) == 1:
-            finish(*items[0])
+        if len(items) == 1 or array:
+            for item in items:
+                finish(*item)
             continue
         from ..jobs import pending_text
 

@@ -164,6 +164,7 @@ class Selection:
         self.no_steps = False
         self.duplicates = False
         self.truncate = False
+        self.array = False  # --array (24.11): a pending array's tasks on rows of their own
         self.now = time.time()
         self._sels: dict[int, list[JobSel]] | None = None
 
@@ -227,6 +228,7 @@ def build_query(o: Options, uid: int, me: str) -> Selection:
         from ...slurm.hostlist import expand
 
         qy.nodes = set(expand(o.nodelist))
+    qy.array = bool(o.get("array"))
     if o.reason:
         qy.reasons = {r.lower() for r in split_list(o.reason)}
     if o.ncpus:

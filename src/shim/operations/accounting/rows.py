@@ -240,8 +240,21 @@ def _ident(ctx: Lookups, job: int, s: Submitted | None, ge_name: str, owner: str
         "name": name, "partition": partition, "account": account, "user": user, "uid": uid,
         "group": group, "gid": group_id(group) if group else None,
         "comment": s.comment or "", "workdir": s.workdir or "", "submit_line": s.submit_line or "",
-        "qos": s.qos or "normal", "cluster": ctx.cluster,
+        "qos": s.qos or "normal", "cluster": ctx.cluster, **job_marks(s),
     }
+
+
+def job_marks(s: Submitted | None) -> dict[str, Any]:
+    """What the submit record says of a job for 24.11's and 26.05's fields: its creation in ms
+    (SLUID, as the job wrapper made SLURM_JOB_SLUID), and -exclusive/--oversubscribe as asked
+    (26.05's Exclusive, OverSubscribe)."""
+    if not s:
+        return {"sluid_ms": None, "exclusive": "", "oversubscribe": ""}
+    made = s.get("sub")
+    asked = s.get("asked")
+    asked = asked if isinstance(asked, dict) else {}
+    return {"sluid_ms": int(made * 1000) if isinstance(made, (int, float)) and not isinstance(made, bool) else None,
+            "exclusive": str(asked.get("exclusive") or ""), "oversubscribe": str(asked.get("oversubscribe") or "")}
 
 
 _REQUEUED = qacct.Outcome("REQUEUED", 0, 0, "CANCELLED", 0, 9)
@@ -267,7 +280,7 @@ def _templates(ctx: Lookups, rec: qacct.Record, s: Submitted | None, ncpus: int)
     batch = {"step": "batch", "now": ctx.now, "ncpus": ncpus, "nnodes": 1, "ntasks": 1,
              "tres": (ncpus, mem, 1, ctx.gres_only(extra), False), "cluster": ctx.cluster, "name": "batch",
              "partition": ident["partition"], "account": ident["account"], "user": ident["user"],
-             "uid": ident["uid"], "group": ident["group"]}
+             "uid": ident["uid"], "group": ident["group"], "sluid_ms": ident["sluid_ms"]}
     return job, batch
 
 
@@ -391,7 +404,7 @@ def rows_from_events(ctx: Lookups, job_id: int, task: int | None, s: Submitted |
         ncpus=ncpus, nnodes=1, nodes=host, ntasks=1,
         tres=(ncpus, mem, 1, ctx.gres_only(extra), False), total_cpu=0.0, user_cpu=0.0, sys_cpu=0.0,
         cluster=ctx.cluster, name="batch", partition=ident["partition"], account=ident["account"],
-        user=ident["user"], uid=ident["uid"], group=ident["group"])
+        user=ident["user"], uid=ident["uid"], group=ident["group"], sluid_ms=ident["sluid_ms"])
     return job, batch
 
 
@@ -424,7 +437,7 @@ def rows_from_live(ctx: Lookups, rec: Any) -> tuple[view.Row, view.Row | None]:
         name=rec.name, partition=rec.partition, account=rec.account or "", user=rec.user, uid=rec.uid,
         group=rec.group or (jobs.group_name(rec.gid) if rec.gid is not None else ""), gid=rec.gid,
         comment=rec.comment, workdir=rec.work_dir, qos=rec.qos or "normal", cluster=ctx.cluster,
-        priority=rec.priority, extra={"throttle": rec.array_max_tasks, "live": True})
+        priority=rec.priority, extra={"throttle": rec.array_max_tasks, "live": True}, **job_marks(s))
     if not start:
         return job, None
     batch = view.Row(
@@ -432,5 +445,5 @@ def rows_from_live(ctx: Lookups, rec: Any) -> tuple[view.Row, view.Row | None]:
         eligible=start, start=start, end=None, now=ctx.now, ncpus=ncpus, nnodes=1, nodes=list(rec.nodes[:1]),
         ntasks=1, tres=(ncpus, mem, 1, ctx.gres_only(extra), False), total_cpu=0.0, user_cpu=0.0,
         sys_cpu=0.0, cluster=ctx.cluster, name="batch", partition=rec.partition, account=rec.account or "",
-        user=rec.user, uid=rec.uid, group=job.group)
+        user=rec.user, uid=rec.uid, group=job.group, sluid_ms=job.sluid_ms)
     return job, batch

@@ -49,7 +49,15 @@ FIELD_WIDTHS: dict[str, int] = {
     "User": 9, "UserCPU": 10, "WCKey": 10, "WCKeyID": 10,
     "WorkDir": 20,
 }
-FIELD_NAMES = list(FIELD_WIDTHS)
+FIELD_NAMES = list(FIELD_WIDTHS)  # 22.05's; a newer release's are in its table (releases.py, sacct --helpformat)
+# the newer releases' fields, with the default widths 24.11.5 and 26.05.5 print them
+# (fixtures/slurm-*/oracle-sacct.json); 22.05's Reserved, ResvCPU and ResvCPURAW became Planned...
+NEWER_WIDTHS: dict[str, int] = {
+    "Extra": 14, "FailedNode": 8, "Licenses": 10, "Planned": 10, "PlannedCPU": 10, "PlannedCPURAW": 13,
+    "QOSREQ": 10, "Restarts": 8, "SLUID": 14, "StdErr": 20, "StdIn": 20, "StdOut": 20,
+    "Exclusive": 14, "OriginalSLUID": 14, "OverSubscribe": 14, "ReqReservation": 20, "SegmentSize": 11,
+}
+FIELD_WIDTHS.update(NEWER_WIDTHS)
 
 # numbers: printed in full even when wider than the column, blank when unknown
 NUMERIC = frozenset({
@@ -92,11 +100,13 @@ def _field(name: str) -> FieldSpec:
     return FieldSpec(None, name, name, GETTERS[name], cut=name not in NUMERIC)
 
 
-def field_names(spec: str) -> list[tuple[str, int | None]]:
+def field_names(spec: str, names: list[str] | None = None) -> list[tuple[str, int | None]]:
     """A ``--format`` list, read: ``(field name, width or None)`` per item. Comma-separated names,
     case-insensitive, any prefix of a name (the first field in --helpformat order whose name
     starts with it), each with an optional ``%width`` (negative: left-justified); ``ALL`` is every
-    field. Raises FieldError. (The grammar alone: --json checks the fields without the engine.)"""
+    field. ``names``: the release's fields in its --helpformat order (default: 22.05's). Raises
+    FieldError. (The grammar alone: --json checks the fields without the engine.)"""
+    names = FIELD_NAMES if names is None else names
     out: list[tuple[str, int | None]] = []
     for raw in spec.split(","):
         item = raw.lstrip()
@@ -108,9 +118,9 @@ def field_names(spec: str) -> list[tuple[str, int | None]]:
             width = _atoi(w)
         low = item.lower()
         if low and "all".startswith(low):
-            out.extend((name, width) for name in FIELD_NAMES)
+            out.extend((name, width) for name in names)
             continue
-        name = next((n for n in FIELD_NAMES if n.lower().startswith(low)), None)
+        name = next((n for n in names if n.lower().startswith(low)), None)
         if name is None:
             raise FieldError(item)
         out.append((name, width))
@@ -311,6 +321,9 @@ class Row:
     constraints = ""
     flags = ""
     order = 0
+    sluid_ms = None  # the job's creation in ms (its submit record's), for SLUID; None: its submit time
+    exclusive = ""  # 26.05's Exclusive (NO, NODE, USER, ...) and OverSubscribe (NO, YES), as asked
+    oversubscribe = ""
 
     def __init__(self, **kw: Any):
         self.__dict__.update(kw)
@@ -390,6 +403,15 @@ def _date(attr: str) -> Callable[..., str]:
     return get
 
 
+def _sluid(r: Row, _c: Any = None) -> str:
+    """SLUID (and OriginalSLUID, the same for a job never requeued): the job's, as its job wrapper
+    made SLURM_JOB_SLUID (releases.sluid), on the job's row and each of its steps'."""
+    from .. import releases
+
+    ms = r.sluid_ms if r.sluid_ms is not None else int((r.submit or 0) * 1000)
+    return releases.sluid(r.cluster or "cluster", ms, r.job_id, r.task)
+
+
 def _cputime(r: Row, _c: Any = None) -> str:
     return time_text(r.elapsed * (r.ncpus or 0))
 
@@ -444,7 +466,7 @@ def _reserved(r: Row) -> int:
     return 0
 
 
-GETTERS: dict[str, Callable[..., str]] = {name: _blank for name in FIELD_NAMES}
+GETTERS: dict[str, Callable[..., str]] = {name: _blank for name in FIELD_WIDTHS}
 GETTERS.update({
     "Account": lambda r, c=None: r.account or "",
     "AdminComment": _job_only(lambda r, c=None: r.admin_comment or ""),
@@ -489,6 +511,14 @@ GETTERS.update({
     "Reserved": _job_only(lambda r, c=None: time_text(_reserved(r))),
     "ResvCPU": _job_only(lambda r, c=None: time_text(_reserved(r) * (r.ncpus or 0))),
     "ResvCPURAW": _job_only(lambda r, c=None: str(_reserved(r) * (r.ncpus or 0))),
+    # 24.11's names of the three above
+    "Planned": _job_only(lambda r, c=None: time_text(_reserved(r))),
+    "PlannedCPU": _job_only(lambda r, c=None: time_text(_reserved(r) * (r.ncpus or 0))),
+    "PlannedCPURAW": _job_only(lambda r, c=None: str(_reserved(r) * (r.ncpus or 0))),
+    "SLUID": _sluid,
+    "OriginalSLUID": _sluid,
+    "Exclusive": _job_only(lambda r, c=None: r.exclusive or "NO"),
+    "OverSubscribe": _job_only(lambda r, c=None: r.oversubscribe or "NO"),
     "Start": _start,
     "State": lambda r, c=None: r.state_text,
     "Submit": _date("submit"),
@@ -536,7 +566,7 @@ def registry() -> Any:
         from .fmt import Registry, getter
 
         GETTERS.update({name: getter(expr, globals()) for name, expr in _INLINE.items()})
-        _REGISTRY = Registry(_field(name) for name in FIELD_NAMES)
+        _REGISTRY = Registry(_field(name) for name in FIELD_WIDTHS)  # (every release's)
     return _REGISTRY
 
 
