@@ -335,10 +335,11 @@ def _store_side(kind: str, state_dir: str, cfg, seq: list[int], user: str, uid: 
     return 0
 
 
-def measure(state_dir: str, work: str, runs: int, user: str, uid: int, gid: int, only: set[str] | None,
-            warm: bool) -> dict:
-    """In a child that has become the bench user: {call: {ms, rows, rc, err, listed, opened, stated,
-    and with ``warm`` warm_ms, warm_rows, warm_rc, warm_err}}."""
+def measure(st: dict, runs: int, user: str, uid: int, gid: int, todo: list, prune: bool, warm: bool) -> dict:
+    """In a child that has become the bench user, with store ``st``'s environment: each call of
+    ``todo`` ({call: {ms, rows, rc, err, listed, opened, stated, and with ``warm`` warm_ms,
+    warm_rows, warm_rc, warm_err, served}}), then (``prune``) the prune rows."""
+    use_store(st)
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -346,7 +347,7 @@ def measure(state_dir: str, work: str, runs: int, user: str, uid: int, gid: int,
         code = 1
         try:
             _become(uid, gid)
-            res = _measure_here(state_dir, work, runs, user, uid, only, warm)
+            res = _measure_here(st["state_dir"], st["work"], runs, user, uid, todo, prune, warm)
             with os.fdopen(w, "w") as f:
                 json.dump(res, f)
             code = 0
@@ -378,7 +379,8 @@ class Warm:
         self.server = server
         self.work = work
         self.svc = os.path.join(work, "service")
-        os.mkdir(self.svc, 0o700)
+        if not os.path.isdir(self.svc):
+            os.mkdir(self.svc, 0o700)
         self.replay = os.path.join(work, "replay")
         self.env = {"PATH": f"{CLIENT_BIN}:/usr/bin:/bin", "HOME": work, "USER": user, "LOGNAME": user,
                     "LANG": os.environ.get("LANG", "C.UTF-8"), "SLURM_SHIM_REPLAY": self.replay,
@@ -397,6 +399,8 @@ class Warm:
 
     def start(self) -> None:
         """The first call starts the service (and runs in-process); wait until it answers."""
+        if self.server.info(self.svc) is not None:
+            return  # (started by an earlier call's child: one service per store for the whole run)
         replay_dir(self.replay, set())
         self.call("squeue", ["--version"])
         deadline = time.monotonic() + 60
@@ -406,17 +410,6 @@ class Warm:
     def served(self) -> tuple[int | None, int]:
         got = self.server.info(self.svc)
         return (got[0], got[1]) if got else (None, 0)
-
-    def stop(self) -> None:
-        pid = self.server.pid_of(self.svc)
-        if pid:
-            try:
-                os.kill(pid, 15)
-            except OSError:
-                pass
-            deadline = time.monotonic() + 30
-            while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
-                time.sleep(0.05)
 
     def rows(self) -> int:
         with open(self.out, "rb") as f:
@@ -428,7 +421,7 @@ class Warm:
         return lines[0] if lines else ""
 
 
-def _measure_here(state_dir: str, work: str, runs: int, user: str, uid: int, only: set[str] | None,
+def _measure_here(state_dir: str, work: str, runs: int, user: str, uid: int, todo: list, prune: bool,
                   warm: bool) -> dict:
     siteconf.reset()
     cfg = siteconf.get()
@@ -438,21 +431,14 @@ def _measure_here(state_dir: str, work: str, runs: int, user: str, uid: int, onl
     seq = [0]
     res: dict = {}
     seen: set[tuple[str, ...]] = set()  # every Grid Engine call the in-process calls made
-    w = Warm(work, user) if warm else None
-    try:
-        if w:
-            w.start()
-        now = time.time()
-        for label, what in calls(now):
-            if only is not None and label.split(" (")[0] not in only and label not in only:
-                continue
-            res[label] = _one(label, what, state_dir, cfg, seq, user, uid, runs, out, seen)
-            if w and not isinstance(what, str):
-                res[label].update(_one_warm(w, what, runs, seen))
-    finally:
-        if w:
-            w.stop()
-    if only is None or "prune" in only:
+    w = Warm(work, user) if warm and todo else None
+    if w:
+        w.start()
+    for label, what in todo:
+        res[label] = _one(label, what, state_dir, cfg, seq, user, uid, runs, out, seen)
+        if w and not isinstance(what, str):
+            res[label].update(_one_warm(w, what, runs, seen))
+    if prune:
         d = state.user_dir(cfg, None)
         stamp = os.path.join(d, ".pruned")
         for label in ("prune (hourly, its first count)", "prune (hourly)"):
@@ -528,6 +514,49 @@ def _dir_size(path: str) -> tuple[int, int]:
     return files, size
 
 
+def make_store(top: str, i: int, pw) -> dict:
+    """A private state directory, site config, accounting file and work directory."""
+    base = os.path.join(top, f"s{i}")
+    os.mkdir(base, 0o755)
+    state_dir = os.path.join(base, "state")
+    assert state.make_layout(state_dir) == []
+    conf = os.path.join(base, "config.toml")
+    Path(conf).write_text((REPO / "fixtures" / "site" / "config.toml").read_text()
+                          .replace("/tmp/slurm-shim-unit-state", state_dir))
+    os.chmod(conf, 0o644)
+    acct = os.path.join(base, "accounting")
+    Path(acct).write_text(ACCOUNTING_HEADER)
+    os.chmod(acct, 0o644)
+    work = os.path.join(base, "work")
+    os.mkdir(work, 0o700)
+    os.chown(work, pw.pw_uid, pw.pw_gid)
+    return {"base": base, "state_dir": state_dir, "conf": conf, "acct": acct, "work": work}
+
+
+def use_store(st: dict) -> None:
+    """This process's environment for store ``st`` (what its measuring child inherits)."""
+    os.environ.update({"SLURM_SHIM_CONFIG": st["conf"], "XDG_CACHE_HOME": os.path.join(st["work"], "cache"),
+                       "SLURM_SHIM_ACCOUNTING": st["acct"], "SLURM_SHIM_SERVICE": "off", "HOME": st["work"]})
+    for var in [v for v in os.environ if v.startswith(("SQUEUE_", "SACCT_", "SLURM_TIME_FORMAT"))]:
+        del os.environ[var]
+
+
+def stop_service(st: dict) -> None:
+    """Stop the store's warm service (its lock names its pid) and wait for it to go."""
+    from shim.service import server
+
+    pid = server.pid_of(os.path.join(st["work"], "service"))
+    if not pid:
+        return
+    try:
+        os.kill(pid, 15)
+    except OSError:
+        return
+    deadline = time.monotonic() + 30
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="0,10000,100000", help="one user's recorded jobs, comma-separated")
@@ -539,6 +568,9 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the state directories")
     ap.add_argument("--no-warm", dest="warm", action="store_false",
                     help="in-process only (no columns for the compiled client and the warm service)")
+    ap.add_argument("--one-at-a-time", action="store_true",
+                    help="seed, measure and remove each store in turn (stores too big to sit side by side); "
+                    "by default every store is seeded first and each call measured on each store in turn")
     a = ap.parse_args()
     if os.getuid() != 0:
         raise SystemExit("needs root: the records are made as their owners")
@@ -552,43 +584,56 @@ def main() -> int:
         stores.append((f"{int(k)}x{int(n):,}", int(k), int(n)))
     top = tempfile.mkdtemp(prefix="store-scale-", dir=a.dir)
     os.chmod(top, 0o755)
-    results: dict[str, dict] = {}
+    results: dict[str, dict] = {label: {} for label, _, _ in stores}
     meta: dict[str, dict] = {}
+    made: list[tuple[str, dict]] = []
+    prune = only is None or "prune" in only
+
+    def todo() -> list:
+        return [(label, what) for label, what in calls(time.time())
+                if only is None or label.split(" (")[0] in only or label in only]
+
+    def targets(label: str, st: dict, k: int) -> None:
+        # T1 and T2 last, with the clock of that moment (T1 within squeue's 300 s of ended jobs)
+        seed(st["state_dir"], BENCH_USER, pw.pw_uid, pw.pw_gid, 0, time.time(), True, k, 0)
+        files, size = _dir_size(st["state_dir"])
+        meta[label].update(files=files, bytes=size)
+        print(f"store {label}: {files:,} files ({size / 1e6:.0f} MB); seeded in {meta[label]['seed_s']:.0f} s",
+              file=sys.stderr, flush=True)
+
     try:
-        conf_text = (REPO / "fixtures" / "site" / "config.toml").read_text()
-        for label, k, n in stores:
-            base = os.path.join(top, f"s{len(results)}")
-            os.mkdir(base, 0o755)
-            state_dir = os.path.join(base, "state")
-            assert state.make_layout(state_dir) == []
-            conf = os.path.join(base, "config.toml")
-            Path(conf).write_text(conf_text.replace("/tmp/slurm-shim-unit-state", state_dir))
-            os.chmod(conf, 0o644)
-            acct = os.path.join(base, "accounting")
-            Path(acct).write_text(ACCOUNTING_HEADER)
-            os.chmod(acct, 0o644)
-            work = os.path.join(base, "work")
-            os.mkdir(work, 0o700)
-            os.chown(work, pw.pw_uid, pw.pw_gid)
-            os.environ.update({"SLURM_SHIM_CONFIG": conf, "XDG_CACHE_HOME": os.path.join(work, "cache"),
-                               "SLURM_SHIM_ACCOUNTING": acct, "SLURM_SHIM_SERVICE": "off", "HOME": work})
-            for var in [v for v in os.environ if v.startswith(("SQUEUE_", "SACCT_", "SLURM_TIME_FORMAT"))]:
-                del os.environ[var]
+        for i, (label, k, n) in enumerate(stores):
+            st = make_store(top, i, pw)
             now = time.time()
             t0 = time.perf_counter()
-            seed(state_dir, BENCH_USER, pw.pw_uid, pw.pw_gid, n, now, False, k, 0)
-            for i in range(1, k):
-                seed(state_dir, f"u{FAKE_UIDS + i}", FAKE_UIDS + i, FAKE_UIDS + i, n, now, False, k, i)
-            seed(state_dir, BENCH_USER, pw.pw_uid, pw.pw_gid, 0, now, True, k, 0)  # T1 and T2, last
-            seeded = time.perf_counter() - t0
-            files, size = _dir_size(state_dir)
-            print(f"store {label}: seeded {files:,} files ({size / 1e6:.0f} MB) in {seeded:.0f} s", file=sys.stderr,
-                  flush=True)
-            meta[label] = {"files": files, "bytes": size, "seed_s": round(seeded, 1)}
-            results[label] = measure(state_dir, work, a.runs, BENCH_USER, pw.pw_uid, pw.pw_gid, only, a.warm)
-            print(f"store {label}: measured", file=sys.stderr, flush=True)
-            if not a.keep:
-                shutil.rmtree(base, ignore_errors=True)
+            seed(st["state_dir"], BENCH_USER, pw.pw_uid, pw.pw_gid, n, now, False, k, 0)
+            for j in range(1, k):
+                seed(st["state_dir"], f"u{FAKE_UIDS + j}", FAKE_UIDS + j, FAKE_UIDS + j, n, now, False, k, j)
+            meta[label] = {"seed_s": round(time.perf_counter() - t0, 1)}
+            if a.one_at_a_time:
+                targets(label, st, k)
+                try:
+                    results[label] = measure(st, a.runs, BENCH_USER, pw.pw_uid, pw.pw_gid, todo(), prune, a.warm)
+                finally:
+                    stop_service(st)
+                print(f"store {label}: measured", file=sys.stderr, flush=True)
+                if not a.keep:
+                    shutil.rmtree(st["base"], ignore_errors=True)
+            else:
+                made.append((label, st))
+        try:
+            for label, st in made:
+                targets(label, st, dict((s_, k_) for s_, k_, _ in stores)[label])
+            for call in todo():  # each call on every store in turn: the same minute's load for all
+                for label, st in made:
+                    results[label].update(measure(st, a.runs, BENCH_USER, pw.pw_uid, pw.pw_gid, [call], False,
+                                                  a.warm))
+                print(f"measured: {call[0]}", file=sys.stderr, flush=True)
+            for label, st in made if prune else ():
+                results[label].update(measure(st, a.runs, BENCH_USER, pw.pw_uid, pw.pw_gid, [], True, False))
+        finally:
+            for _label, st in made:
+                stop_service(st)
     finally:
         if not a.keep:
             shutil.rmtree(top, ignore_errors=True)
