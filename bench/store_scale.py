@@ -17,9 +17,11 @@ ago, T2 ended 30 days ago (the "0" store holds only them). Before seeding, the o
 ``state.prune`` once on the empty store, so that its hourly stamp is fresh while the calls are
 measured (the ``prune (hourly)`` row ages it itself).
 
-Then a child that has become the bench user (``shimbench``, the first of the K users) runs each
-call IN-PROCESS (``shim.__main__.dispatch``) against a recorded Grid Engine (``ReplayBackend``: an
-empty queue, "no such job" for ``qstat -j``, an accounting file holding no record), so Grid
+Every store is seeded first (``--one-at-a-time``: each in turn, measured and removed, for stores
+too big to sit side by side in ``--dir``); then each call is measured on every store in turn, so
+the columns of a row share the same minute's load. For each, a fresh child that has become the
+bench user (``shimbench``, the first of the K users) runs the call IN-PROCESS
+(``shim.__main__.dispatch``) against a recorded Grid Engine (``ReplayBackend``: an empty queue, "no such job" for ``qstat -j``, an accounting file holding no record), so Grid
 Engine's cost is the same at every size and only the store varies. Each call: one untimed
 warm-up, then the median of ``--runs``; then one more run with os.listdir/os.scandir/os.open/
 os.lstat/os.stat counted (names listed, files opened, files stat'ed): why a call grows.
