@@ -131,7 +131,7 @@ def columns(names: list[tuple[str, int | None]]) -> list[Column]:
     """Fields read by field_names as ``fmt.Column``s of the registry's fields, each as wide as its
     field's default or the width given."""
     reg = registry()
-    return [_column(reg.named(name), width) for name, width in names]
+    return [_column(reg.named(name) or _field(name), width) for name, width in names]
 
 
 def parse_fields(spec: str) -> list[Column]:
@@ -566,7 +566,7 @@ def registry() -> Any:
         from .fmt import Registry, getter
 
         GETTERS.update({name: getter(expr, globals()) for name, expr in _INLINE.items()})
-        _REGISTRY = Registry(_field(name) for name in FIELD_WIDTHS)  # (every release's)
+        _REGISTRY = Registry(_field(name) for name in FIELD_NAMES)  # (a newer release's own: columns)
     return _REGISTRY
 
 
