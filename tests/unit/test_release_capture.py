@@ -87,6 +87,7 @@ def test_each_test_named_exists_and_names_what_it_replays():
 @pytest.mark.parametrize("release, name", rows("replayed", HERE))
 def test_the_shim_prints_the_captured_bytes(release, name, tmp_path, monkeypatch, capsys):
     case = cases(release)[name]
+    assert case["user"] == "root"  # (the replay runs as root)
     got = replay(release, name, tmp_path, monkeypatch, capsys, **SETUP.get(name, {}))
     assert got == (case["rc"], case["stdout"], case["stderr"])
 
