@@ -581,14 +581,26 @@ def will_run_line(prog: str, job_id: int, cpus: int, nodes: str, partition: str,
            f"{partition}"
 
 
-def wait_for(job_id: int, rec: SubmitRecord, cfg) -> int:
-    """sbatch --wait: block until every task has ended; the highest exit code, as Slurm."""
+# sbatch --wait asks Grid Engine whether its job still exists first this long after it starts
+# waiting, then at doubling intervals up to the second figure (seconds): its answer comes from the
+# job's end records in the store (local files, read every 0.2-2 s), and qmaster is asked only for a
+# job killed so hard that nothing wrote its end (raw qdel of a waiting job, a lost host). So N
+# waiting sbatch cost qmaster about N/60 calls a second, not N/2 (issue 29: a swarm's waiters).
+QMASTER_ASKS = (2.0, 60.0)
+
+
+def wait_for(job_id: int, rec: SubmitRecord, cfg, clock=time.monotonic, sleep=time.sleep) -> int:
+    """sbatch --wait: block until every task has ended; the highest exit code, as Slurm. A job
+    Grid Engine no longer has and that left no end record ended unseen: 1 (QMASTER_ASKS says how
+    often that is asked)."""
     from ..store.records import Reader
 
     backend = backends.get(cfg)
     tasks = rec.array or [None]
     delay = 0.2
     me, sub_t = os.getuid(), rec.sub
+    ask_in, interval_max = QMASTER_ASKS
+    next_ask = clock() + ask_in
 
     def load() -> dict:
         # the caller's own events of this job (and root's naming the caller): nobody else's
@@ -601,13 +613,15 @@ def wait_for(job_id: int, rec: SubmitRecord, cfg) -> int:
         if all(e is not None or c is not None for e, c in zip(ends, cancels)):
             codes = [(e.get("exit") or (128 + e["signal"] if e.get("signal") else 0)) if e else 0 for e in ends]
             return max(codes) if codes else 0
-        if not backend.exists(job_id):  # gone from Grid Engine without an end record: killed hard
-            events = load()
-            ends = [events.get((t, "end")) for t in tasks]
-            if all(ends):
-                continue
-            return 1
-        time.sleep(delay)
+        if clock() >= next_ask:
+            if not backend.exists(job_id):  # gone from Grid Engine: its end may have been written since
+                events = load()
+                if all(events.get((t, "end")) for t in tasks):
+                    continue
+                return 1
+            ask_in = min(ask_in * 2, interval_max)
+            next_ask = clock() + ask_in
+        sleep(delay)
         delay = min(delay * 1.5, 2.0)
 
 
