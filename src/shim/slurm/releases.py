@@ -357,7 +357,6 @@ R22_05 = Release(
     env=("SLURM_NODE_ALIASES",),  # "(null)" in every batch job; gone in 24.11
     options={
         "squeue": ("array-unique",),  # refused from 24.11 on (unrecognized option)
-        "sacct": ("-R",),  # -R for --reason (man sacct); 24.11 lacks the letter (invalid option), 26.05 has it
         "sbatch": ("power",),
         "srun": ("gid", "power", "uid"),
         "salloc": ("get-user-env", "gid", "power", "uid"),
@@ -394,7 +393,8 @@ R24_11 = Release(
 R26_05 = Release(
     "26.05", "26.05.5",
     options={"squeue": _SQUEUE_24 + ("running-over", "running-under"), "sbatch": _SBATCH_26 + ("external",),
-             "salloc": _SBATCH_26, "srun": _SRUN_26, "scontrol": _SCONTROL_24, "sacct": _SACCT_24 + ("-R",)},
+             "salloc": _SBATCH_26, "srun": _SRUN_26, "scontrol": _SCONTROL_24,
+             "sacct": _SACCT_24 + ("-R",)},  # -R: --reason's letter (22.05, 24.11: invalid option)
     env=_ENV_24 + (
         "SLURM_JOB_EXCLUSIVE", "SLURM_JOB_OVERSUBSCRIBE",  # NO, or NODE/USER/MCS/TOPO; NO, or YES
         "SLURM_JOB_SLUID",  # the job's Slurm Lexicographically-sortable Unique ID
