@@ -77,28 +77,34 @@ def answered(o: sources.Options, help_text, usage_text=None, version: str = "slu
 
 
 def print_defined_options(o: sources.Options, t: Table, prog: str, sources_counted=("cli", "env", "script")) -> None:
-    """-v: the options in force, as Slurm lists them."""
+    """-v: the options in force, as Slurm lists them, between its two separator lines; then what
+    the release prints next at -v (its ``<prog> --verbose`` text: 22.05's sbatch, its select plugins)."""
     rule = f"{prog}: -------------------- --------------------"
-    lines = [f"{prog}: defined options", rule]
+    options = []
     for spec in t.specs:
         if o.source.get(spec.key) in sources_counted:
             raw = o.raw.get(spec.key)
             value = o[spec.key] if spec.count else ("set" if raw is None else raw)
-            lines.append(f"{prog}: {spec.long:<20}: {value}")
-    lines += [rule, f"{prog}: end of defined options"]
-    print("\n".join(dict.fromkeys(lines)), file=sys.stderr)
+            options.append(f"{prog}: {spec.long:<20}: {value}")
+    lines = [f"{prog}: defined options", rule, *dict.fromkeys(options), rule, f"{prog}: end of defined options"]
+    sys.stderr.write("\n".join(lines) + "\n" + releases.current().texts.get(f"{prog} --verbose", ""))
 
 
 def usage(o: sources.Options, prog: str) -> int:
-    """--help, --usage and --version, generated from the table."""
-    from ..slurm.options.table import OPTIONS
+    """--help (generated from the table), --usage (the release's synopsis) and --version."""
     from ..slurm.render import help as help_render
 
     if o.version:  # as the release's sbatch, srun and salloc print it (slurm-wlm 24.11.5)
         sys.stdout.write(releases.version_line())
         return 0
-    rows = tuple(s for s in OPTIONS if releases.current().knows(prog, s.long))  # (the release's options)
-    sys.stdout.write(help_render.usage(prog, rows) if o.usage else help_render.help(prog, rows))
+    release = releases.current()
+    if o.usage:  # (the release's own synopsis, wrapped as it prints it)
+        sys.stdout.write(help_render.usage(prog, release))
+        return 0
+    from ..slurm.options.table import OPTIONS
+
+    rows = tuple(s for s in OPTIONS if release.knows(prog, s.long))  # (the release's options)
+    sys.stdout.write(help_render.help(prog, rows))
     return 0
 
 

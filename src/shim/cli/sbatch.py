@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
     if o.test_only:
         return submit.test_only(sub, cfg, PROG)
     job_id, rec, after = submit.submit_batch(sub, cfg, PROG)
-    if o.verbose:
+    if (o.verbose or 0) > 1:  # (the shim's own line, from -vv: -v prints the release's bytes alone)
         print(submit.command_line(PROG, sub.argv), file=sys.stderr)
     if o.parsable:
         print(f"{job_id};{cluster}" if cluster else str(job_id))

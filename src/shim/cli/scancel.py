@@ -74,6 +74,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
 )
 TABLE = Table(PROG, OPTIONS, error_code=1)
 
+# 22.05's --usage; a release that prints another has it in its ``usage`` (releases.py: 24.11's --ctld)
 USAGE = """\
 Usage: scancel [-A account] [--batch] [--full] [--interactive] [-n job_name]
                [-p partition] [-Q] [-q qos] [-R reservation] [-s signal | integer]
@@ -81,6 +82,13 @@ Usage: scancel [-A account] [--batch] [--full] [--interactive] [-n job_name]
                [--hurry] [-V] [-v] [-w hosts...] [--wckey=wckey]
                [job_id[_array_id][.step_id]]
 """
+
+
+def usage_text() -> str:
+    """--usage: the configured release's synopsis."""
+    from ..slurm import releases
+
+    return releases.current().usage.get(PROG, USAGE)
 
 
 def help_text() -> str:
@@ -200,7 +208,7 @@ def parse_args(argv: list[str]) -> tuple[Options, list[str]]:
 
 def main(argv: list[str]) -> int:
     opts, words = parse_args(argv)
-    if common.answered(opts, help_text, USAGE):
+    if common.answered(opts, help_text, usage_text):
         return 0
     sig = parse_signal(opts.signal) if opts.signal else None
     targets = parse_targets(words)

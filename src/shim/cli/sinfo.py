@@ -68,7 +68,10 @@ OPTIONS: tuple[OptionSpec, ...] = (
 
 TABLE = Table(PROG, OPTIONS, error_code=1)
 
-USAGE = "Usage: sinfo [-adehlNRrsTv] [-i seconds] [-t states] [-p partition] [-n nodes] [-o format] [-O Format]\n"
+USAGE = """\
+Usage: sinfo [-abdelNRrsTv] [-i seconds] [-t states] [-p partition] [-n nodes]
+             [-S fields] [-o format] [-O Format] [--federation] [--local]
+"""  # (every release's: fixtures/slurm-*/cases.json usage_sinfo)
 
 
 def help_text() -> str:

@@ -155,6 +155,215 @@ Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
               [--expand-patterns] [--json=data_parser] [--yaml=data_parser]
 """
 
+# sbatch's, srun's, salloc's and scancel's --usage as 24.11.5 and 26.05.5 print them
+# (fixtures/slurm-*/cases.json: usage_<command>; 22.05's: render/help.py, cli/scancel.py)
+_SBATCH_USAGE_24 = """\
+Usage: sbatch [-N nnodes] [-n ntasks]
+              [-c ncpus] [-r n] [-p partition] [--hold] [--parsable] [-t minutes]
+              [-D path] [--no-kill] [--overcommit]
+              [--input file] [--output file] [--error file]
+              [--time-min=minutes] [--licenses=names] [--clusters=cluster_names]
+              [--chdir=directory] [--oversubscribe] [-m dist] [-J jobname]
+              [--verbose] [--gid=group] [--uid=user]
+              [--contiguous] [--mincpus=n] [--mem=MB] [--tmp=MB] [-C list]
+              [--account=name] [--dependency=type:jobid[+time]] [--comment=name]
+              [--mail-type=type] [--mail-user=user] [--nice[=value]] [--wait]
+              [--requeue] [--no-requeue] [--ntasks-per-node=n] [--propagate]
+              [--nodefile=file] [--nodelist=hosts] [--exclude=hosts]
+              [--network=type] [--mem-per-cpu=MB] [--qos=qos] [--gres=list]
+              [--mem-bind=...] [--reservation=name] [--mcs-label=mcs]
+              [--cpu-freq=min[-max[:gov]]] [--power=flags] [--gres-flags=opts]
+              [--switches=max-switches{@max-time-to-wait}] [--reboot]
+              [--core-spec=cores] [--thread-spec=threads]
+              [--bb=burst_buffer_spec] [--bbf=burst_buffer_file]
+              [--array=index_values] [--profile=...] [--ignore-pbs] [--spread-job]
+              [--export[=names]] [--export-file=file|fd] [--delay-boot=mins]
+              [--use-min-nodes]
+              [--cpus-per-gpu=n] [--gpus=n] [--gpu-bind=...] [--gpu-freq=...]
+              [--gpus-per-node=n] [--gpus-per-socket=n] [--gpus-per-task=n]
+              [--mem-per-gpu=MB] [--tres-bind=...] [--tres-per-task=list]
+              [--oom-kill-step[=0|1]]
+              executable [args...]
+"""
+
+_SRUN_USAGE_24 = """\
+Usage: srun [-N nnodes] [-n ntasks] [-i in] [-o out] [-e err]
+            [-c ncpus] [-r n] [-p partition] [--hold] [-t minutes]
+            [-D path] [--immediate[=secs]] [--overcommit] [--overlap] [--no-kill]
+            [--oversubscribe] [--label] [--unbuffered] [-m dist] [-J jobname]
+            [--jobid=id] [--verbose] [--slurmd_debug=#] [--gres=list]
+            [-T threads] [-W sec] [--gres-flags=opts]
+            [--licenses=names] [--clusters=cluster_names]
+            [--qos=qos] [--time-min=minutes]
+            [--contiguous] [--mincpus=n] [--mem=MB] [--tmp=MB] [-C list]
+            [--mpi=type] [--account=name] [--dependency=type:jobid[+time]]
+            [--kill-on-bad-exit] [--propagate[=rlimits] [--comment=name]
+            [--cpu-bind=...] [--mem-bind=...] [--network=type]
+            [--ntasks-per-node=n] [--ntasks-per-socket=n] [reservation=name]
+            [--ntasks-per-core=n] [--mem-per-cpu=MB] [--preserve-env]
+            [--profile=...] [--exact]
+            [--mail-type=type] [--mail-user=user] [--nice[=value]]
+            [--prolog=fname] [--epilog=fname]
+            [--task-prolog=fname] [--task-epilog=fname]
+            [--ctrl-comm-ifhn=addr] [--multi-prog] [--mcs-label=mcs]
+            [--cpu-freq=min[-max[:gov]]] [--power=flags] [--spread-job]
+            [--switches=max-switches{@max-time-to-wait}] [--reboot]
+            [--core-spec=cores] [--thread-spec=threads]
+            [--bb=burst_buffer_spec] [--bbf=burst_buffer_file]
+            [--bcast=<dest_path>] [--bcast-exclude=<NONE|path1,...,pathN>]
+            [--send-libs[=y|n]] [--compress[=library]]
+            [--acctg-freq=<datatype>=<interval>] [--delay-boot=mins]
+            [-w hosts...] [-x hosts...] [--use-min-nodes]
+            [--mpi-combine=yes|no] [--het-group=value]
+            [--cpus-per-gpu=n] [--gpus=n] [--gpu-bind=...] [--gpu-freq=...]
+            [--gpus-per-node=n] [--gpus-per-socket=n] [--gpus-per-task=n]
+            [--mem-per-gpu=MB] [--tres-bind=...] [--tres-per-task=list]
+            [--oom-kill-step[=0|1]]
+            executable [args...]
+"""
+
+_SALLOC_USAGE_24 = """\
+Usage: salloc [-N numnodes|[min nodes]-[max nodes]] [-n num-processors]
+              [-c cpus-per-node] [-r n] [-p partition] [--hold] [-t minutes]
+              [--immediate[=secs]] [--no-kill] [--overcommit] [-D path]
+              [--oversubscribe] [-J jobname] [--verbose] [--licenses=names]
+              [--clusters=cluster_names]
+              [--contiguous] [--mincpus=n] [--mem=MB] [--tmp=MB] [-C list]
+              [--account=name] [--dependency=type:jobid[+time]] [--comment=name]
+              [--mail-type=type] [--mail-user=user] [--nice[=value]]
+              [--bell] [--no-bell] [--kill-command[=signal]] [--spread-job]
+              [--nodefile=file] [--nodelist=hosts] [--exclude=hosts]
+              [--network=type] [--mem-per-cpu=MB] [--qos=qos]
+              [--mem-bind=...] [--reservation=name] [--mcs-label=mcs]
+              [--time-min=minutes] [--gres=list] [--gres-flags=opts]
+              [--cpu-freq=min[-max[:gov]]] [--power=flags] [--profile=...]
+              [--switches=max-switches[@max-time-to-wait]]
+              [--core-spec=cores] [--thread-spec=threads] [--reboot]
+              [--bb=burst_buffer_spec] [--bbf=burst_buffer_file]
+              [--delay-boot=mins] [--use-min-nodes]
+              [--cpus-per-gpu=n] [--gpus=n] [--gpu-bind=...] [--gpu-freq=...]
+              [--gpus-per-node=n] [--gpus-per-socket=n] [--gpus-per-task=n]
+              [--mem-per-gpu=MB] [--tres-bind=...] [--tres-per-task=list]
+              [--oom-kill-step[=0|1]]
+              [command [args...]]
+"""
+
+_SBATCH_USAGE_26 = """\
+Usage: sbatch [-N nnodes] [-n ntasks]
+              [-c ncpus] [-r n] [-p partition] [--hold] [--parsable] [-t minutes]
+              [-D path] [--no-kill] [--overcommit]
+              [--input file] [--output file] [--error file]
+              [--time-min=minutes] [--licenses=names] [--clusters=cluster_names]
+              [--chdir=directory] [--oversubscribe] [-m dist] [-J jobname]
+              [--verbose] [--gid=group] [--uid=user] [--contiguous]
+              [--container=path] [--container-id=id] [--container-type=type]
+              [--mincpus=n] [--mem=MB] [--tmp=MB] [-C list]
+              [--account=name] [--dependency=type:jobid[+time]] [--comment=name]
+              [--mail-type=type] [--mail-user=user] [--nice[=value]] [--wait]
+              [--requeue[=expedite]] [--no-requeue] [--ntasks-per-node=n]
+              [--propagate] [--nodefile=file] [--nodelist=hosts] [--exclude=hosts]
+              [--network=type] [--mem-per-cpu=MB] [--qos=qos] [--gres=list]
+              [--mem-bind=...] [--reservation=name] [--mcs-label=mcs]
+              [--cpu-freq=min[-max[:gov]]] [--power=flags] [--gres-flags=opts]
+              [--switches=max-switches{@max-time-to-wait}] [--reboot]
+              [--core-spec=cores] [--thread-spec=threads]
+              [--bb=burst_buffer_spec] [--bbf=burst_buffer_file]
+              [--array=index_values] [--profile=...] [--ignore-pbs] [--spread-job]
+              [--spread-segments]
+              [--export[=names]] [--export-file=file|fd] [--delay-boot=mins]
+              [--use-min-nodes]
+              [--cpus-per-gpu=n] [--gpus=n] [--gpu-bind=...] [--gpu-freq=...]
+              [--gpus-per-node=n] [--gpus-per-socket=n] [--gpus-per-task=n]
+              [--mem-per-gpu=MB] [--tres-bind=...] [--tres-per-task=list]
+              [--oom-kill-step[=0|1]]
+              executable [args...]
+"""
+
+_SRUN_USAGE_26 = """\
+Usage: srun [-N nnodes] [-n ntasks] [-i in] [-o out] [-e err]
+            [-c ncpus] [-r n] [-p partition] [--hold] [-t minutes]
+            [-D path] [--immediate[=secs]] [--overcommit] [--overlap] [--no-kill]
+            [--oversubscribe] [--label] [--unbuffered] [-m dist] [-J jobname]
+            [--jobid=id] [--verbose] [--slurmd_debug=#] [--gres=list]
+            [-T threads] [-W sec] [--gres-flags=opts]
+            [--licenses=names] [--clusters=cluster_names]
+            [--qos=qos] [--time-min=minutes] [--contiguous]
+            [--mincpus=n] [--mem=MB] [--tmp=MB] [-C list]
+            [--container=path] [--container-id=id] [--container-type=type]
+            [--mpi=type] [--account=name] [--dependency=type:jobid[+time]]
+            [--kill-on-bad-exit] [--propagate[=rlimits] [--comment=name]
+            [--cpu-bind=...] [--mem-bind=...] [--network=type]
+            [--ntasks-per-node=n] [--ntasks-per-socket=n] [reservation=name]
+            [--ntasks-per-core=n] [--mem-per-cpu=MB] [--preserve-env]
+            [--profile=...] [--exact]
+            [--mail-type=type] [--mail-user=user] [--nice[=value]]
+            [--prolog=fname] [--epilog=fname]
+            [--task-prolog=fname] [--task-epilog=fname]
+            [--ctrl-comm-ifhn=addr] [--multi-prog] [--mcs-label=mcs]
+            [--cpu-freq=min[-max[:gov]]] [--power=flags] [--spread-job]
+            [--spread-segments]
+            [--switches=max-switches{@max-time-to-wait}] [--reboot]
+            [--core-spec=cores] [--thread-spec=threads]
+            [--bb=burst_buffer_spec] [--bbf=burst_buffer_file]
+            [--bcast=<dest_path>] [--bcast-exclude=<NONE|path1,...,pathN>]
+            [--send-libs[=y|n]] [--compress[=library]]
+            [--acctg-freq=<datatype>=<interval>] [--delay-boot=mins]
+            [-w hosts...] [-x hosts...] [--use-min-nodes]
+            [--mpi-combine=yes|no] [--het-group=value]
+            [--cpus-per-gpu=n] [--gpus=n] [--gpu-bind=...] [--gpu-freq=...]
+            [--gpus-per-node=n] [--gpus-per-socket=n] [--gpus-per-task=n]
+            [--mem-per-gpu=MB] [--tres-bind=...] [--tres-per-task=list]
+            [--oom-kill-step[=0|1]] [--ignore-signals=signals...]
+            [--async] [--parsable]
+            executable [args...]
+"""
+
+_SALLOC_USAGE_26 = """\
+Usage: salloc [-N numnodes|[min nodes]-[max nodes]] [-n num-processors]
+              [-c cpus-per-node] [-r n] [-p partition] [--hold] [-t minutes]
+              [--immediate[=secs]] [--no-kill] [--overcommit] [-D path]
+              [--oversubscribe] [-J jobname] [--verbose] [--licenses=names]
+              [--clusters=cluster_names] [--contiguous]
+              [--container=path] [--container-id=id] [--container-type=type]
+              [--mincpus=n] [--mem=MB] [--tmp=MB] [-C list]
+              [--account=name] [--dependency=type:jobid[+time]] [--comment=name]
+              [--mail-type=type] [--mail-user=user] [--nice[=value]]
+              [--bell] [--no-bell] [--kill-command[=signal]] [--spread-job]
+              [--spread-segments]
+              [--nodefile=file] [--nodelist=hosts] [--exclude=hosts]
+              [--network=type] [--mem-per-cpu=MB] [--qos=qos]
+              [--mem-bind=...] [--reservation=name] [--mcs-label=mcs]
+              [--time-min=minutes] [--gres=list] [--gres-flags=opts]
+              [--cpu-freq=min[-max[:gov]]] [--power=flags] [--profile=...]
+              [--switches=max-switches[@max-time-to-wait]]
+              [--core-spec=cores] [--thread-spec=threads] [--reboot]
+              [--bb=burst_buffer_spec] [--bbf=burst_buffer_file]
+              [--delay-boot=mins] [--use-min-nodes]
+              [--cpus-per-gpu=n] [--gpus=n] [--gpu-bind=...] [--gpu-freq=...]
+              [--gpus-per-node=n] [--gpus-per-socket=n] [--gpus-per-task=n]
+              [--mem-per-gpu=MB] [--tres-bind=...] [--tres-per-task=list]
+              [--oom-kill-step[=0|1]]
+              [command [args...]]
+"""
+
+_SCANCEL_USAGE_24 = """\
+Usage: scancel [-A account] [--batch] [--ctld] [--full] [--interactive] [-n job_name]
+               [-p partition] [-Q] [-q qos] [-R reservation] [-s signal | integer]
+               [-t PENDING | RUNNING | SUSPENDED] [--usage] [-u user_name]
+               [--hurry] [-V] [-v] [-w hosts...] [--wckey=wckey]
+               [job_id[_array_id][.step_id]]
+"""
+
+# 22.05.8's sbatch -v: after its list of defined options, its select plugins' init lines (all four
+# plugins load; 20 is SelectTypeParameters=CR_Core_Memory), before the submission or its error
+# (fixtures/slurm-22.05/oracle-sbatch-verbose.json); 24.11 and 26.05 print none
+_SBATCH_VERBOSE_22 = """\
+sbatch: select/cons_tres: common_init: select/cons_tres loaded
+sbatch: select/cray_aries: init: Cray/Aries node selection plugin loaded
+sbatch: select/linear: init: Linear node selection plugin loaded with argument 20
+sbatch: select/cons_res: common_init: select/cons_res loaded
+"""
+
 # squeue --helpformat, --helpFormat and the states of --helpstate (and -t's error), as 24.11.5 prints
 # them (fixtures/slurm-24.11/README.md)
 _SQUEUE_HELPFORMAT = (
@@ -361,6 +570,7 @@ R22_05 = Release(
         "srun": ("gid", "power", "uid"),
         "salloc": ("get-user-env", "gid", "power", "uid"),
     },
+    texts={"sbatch --verbose": _SBATCH_VERBOSE_22},
 )
 
 _ENV_24 = (
@@ -381,7 +591,8 @@ R24_11 = Release(
     env=_ENV_24,
     options={"squeue": _SQUEUE_24, "sbatch": _SBATCH_24, "salloc": _SBATCH_24, "srun": _SRUN_24,
              "scontrol": _SCONTROL_24, "sacct": _SACCT_24},
-    usage={"squeue": _SQUEUE_USAGE_24 + "              [-ahjlrsv]\n"},
+    usage={"squeue": _SQUEUE_USAGE_24 + "              [-ahjlrsv]\n", "sbatch": _SBATCH_USAGE_24,
+           "srun": _SRUN_USAGE_24, "salloc": _SALLOC_USAGE_24, "scancel": _SCANCEL_USAGE_24},
     texts={"squeue --helpformat": _SQUEUE_HELPFORMAT, "squeue --helpFormat": _SQUEUE_HELPFORMAT_LONG, **_SACCT_TEXTS_24},
     job_states=_JOB_STATES_24,
     conflicts={"squeue --only-job-state": (("steps",), "squeue: fatal: Options --only-job-state and -s(--steps) are "
@@ -402,7 +613,9 @@ R26_05 = Release(
         "step:SLURM_JOB_GROUP",  # SLURM_JOB_GROUP in every step's tasks (24.11: srun's own job's only)
     ),
     usage={"squeue": _SQUEUE_USAGE_24
-           + "              [--running-over=time] [--running-under=time] [-ahjlrsv]\n"},
+           + "              [--running-over=time] [--running-under=time] [-ahjlrsv]\n",
+           "sbatch": _SBATCH_USAGE_26, "srun": _SRUN_USAGE_26, "salloc": _SALLOC_USAGE_26,
+           "scancel": _SCANCEL_USAGE_24},
     texts={"squeue --helpformat": _SQUEUE_HELPFORMAT_26, "squeue --helpFormat": _SQUEUE_HELPFORMAT_LONG_26,
            **_SACCT_TEXTS_26},
     job_states=_JOB_STATES_26,
