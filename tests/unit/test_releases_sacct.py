@@ -189,6 +189,9 @@ def test_sluid_and_the_26_05_fields(site, monkeypatch, capsys, name):
         rc, out, err = run(monkeypatch, capsys, "sacct", *on_job(argv_of(oracle("26.05")["fields_all_P"]), "20"))
         assert out == f"JobID|SLUID|OriginalSLUID|Exclusive|OverSubscribe\n20|{sluid}|{sluid}|NODE|NO\n" \
                       f"20.batch|{sluid}|{sluid}||\n"
+        rc, out, err = run(monkeypatch, capsys, "sacct", "-j", "20", "--json")
+        job = json.loads(out)["jobs"][0]  # the JSON's sluid is the same job's (its milliseconds too)
+        assert (rc, job["sluid"], job["original_sluid"]) == (0, sluid, sluid)
     else:
         c = oracle("24.11")["fields_all"]
         bad = "SLUID" if name == "22.05" else "OriginalSLUID"

@@ -375,9 +375,10 @@ def _licenses(row: Any) -> str:
 
 
 def _sluid(row: Any) -> str:
-    from .. import releases
+    """The job's sluid as sacct's SLUID field prints it (the milliseconds its wrapper used)."""
+    from .sacct import _sluid as sacct_sluid
 
-    return releases.sluid(row.cluster or "cluster", int((row.submit or 0) * 1000), row.job_id, row.task)
+    return sacct_sluid(row)
 
 
 def sacct_job(row: Any, steps: list[Any], layout: Layout) -> dict[str, Any]:
