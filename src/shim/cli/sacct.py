@@ -147,7 +147,7 @@ def list_text(key: str, release) -> str:
     text = release.texts.get(f"{PROG} --{key}")
     return text if text is not None else view.helpformat()
 
-USAGE = "Usage: sacct [OPTIONS]  (sacct --help lists them)\n"
+USAGE = "Usage: sacct [options]\n\tUse --help for help\n"  # (every release prints these two lines)
 
 
 def help_text(release=None) -> str:
