@@ -1,7 +1,7 @@
 """Replays one case of a release's capture (fixtures/slurm-<release>/cases.json) through the shim's
 command, in-process, on the unit-test site config with ``[slurm] release`` set to that release.
 
-Grid Engine is a ``ReplayBackend`` that holds no job (CaptureGridEngine: a command that asks it
+Grid Engine is a ``ReplayBackend`` that holds no job, and its accounting file none (CaptureGridEngine: a command that asks it
 anything else fails with an internal error, so a case replayed here is one the shim answers from
 its own tables and an empty queue), except ``submit``: it returns the job id the release gave the same submission (the one named
 normalisation, job ids: the controller numbers jobs), and ``exec_hosts``: the capture's one node
@@ -111,6 +111,10 @@ def replay(release: str, name: str, tmp_path, monkeypatch, capsys,
         text = text.replace(*site)
     conf.write_text(text + f'\n[slurm]\nrelease = "{release}"\n')
     siteconf.reset()
+    # Grid Engine's accounting holds no job either (never the machine's own file: its history)
+    accounting = tmp_path / "accounting"
+    accounting.write_text("# Version: 8.1.9\n")
+    monkeypatch.setenv("SLURM_SHIM_ACCOUNTING", str(accounting))
     wd = tmp_path / "wd"
     wd.mkdir()
     (wd / "job.sh").write_text("#!/bin/bash\nsleep 1\n")
