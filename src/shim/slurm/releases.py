@@ -37,11 +37,16 @@ SUSPEND_ERROR_NO_SPACE = "suspend-error-no-space"
 TEST_ONLY_STRAY_A = "test-only-stray-a"
 NODE_CONFIG_AT_SUBMIT = "node-config-at-submit"
 SACCT_LISTS_AT_ONCE = "sacct-lists-at-once"
+SACCT_EXIT_AS_IS = "sacct-exit-as-is"
 RULES = {
     # sacct answers --help, --helpformat, --helpstate and --helpreason where its getopt loop meets
     # them: the first of them wins, before a later bad option (24.11 reads the whole line first, a
     # bad option fails it, and the last of them wins)
     SACCT_LISTS_AT_ONCE: "26.05",
+    # sacct's ExitCode prints an exit code of 128 or more as it is: 22.05 and 24.11 print it less
+    # 128 (a script's exit 143 is 15:0, 128 is 0:0, a step's exit 200 is 72:0); DerivedExitCode,
+    # scontrol's ExitCode and --json keep it (fixtures/slurm-*/oracle-step-rows.json)
+    SACCT_EXIT_AS_IS: "26.05",
     # afterok/afternotok on a job the controller does not know (never was, or ended more than
     # MinJobAge ago) is refused at submission: "Job dependency problem", exit 1 (22.05 took it
     # and the job ran at once: an unknown job counts as done)
@@ -627,7 +632,8 @@ R26_05 = Release(
         "squeue: fatal: Option --only-job-state only works alone, with -j (--jobs) and/or -t (--states) "
         "parameters, parameters for cluster/federation selection, and the printing options.")},
     rules=_RULES_24 + (JOB_FIELDS_26, MERGED_STDERR_EMPTY, OVERSUBSCRIBE_NO, EITHER_LICENSE, STEPD_STAMP,
-                       CANCEL_SIGNAL_NAMED, SUSPEND_ERROR_NO_SPACE, TEST_ONLY_STRAY_A, SACCT_LISTS_AT_ONCE),
+                       CANCEL_SIGNAL_NAMED, SUSPEND_ERROR_NO_SPACE, TEST_ONLY_STRAY_A, SACCT_LISTS_AT_ONCE,
+                       SACCT_EXIT_AS_IS),
     json="v0.0.45",
 )
 

@@ -198,6 +198,25 @@ def clean_event(data: dict[str, Any] | None) -> dict[str, Any] | None:
     return data if data is not None and "t" in data else None
 
 
+def _count(v: Any) -> int | None:
+    v = _int(v)
+    return v if v is not None and 0 <= v <= 1 << 24 else None
+
+
+STEP_TYPES: dict[str, Callable[[Any], Any]] = {
+    **EVENT_TYPES, "step": _count, "ntasks": _count, "nodes": _count, "cpus": _count, "submit_line": _str,
+}
+
+
+def clean_step(data: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A step's end event (kind step<id>: runtime/steps/run.py), or None without a valid time,
+    step id, state and start."""
+    data = clean(data, STEP_TYPES)
+    if data is None or not all(k in data for k in ("t", "step", "state", "start")):
+        return None
+    return data
+
+
 # ---------------------------------------------------------------------------------------------
 # whose records
 

@@ -49,7 +49,8 @@ MAX_BYTES = 1 << 20
 PUBLIC = ("jobs", "events", "signals")  # other users' squeue/sacct (and, for signals/, root's) read these
 PRIVATE = ("steps", "srun", "env")  # only the owner's own commands and jobs read these (0700/0600)
 SKEW = 300                        # seconds a record's "sub" may differ from Grid Engine's time
-EVENT_NAME = re.compile(r"([0-9]{1,12})\.([0-9]{1,12}|x)\.([a-z]{1,16})\.json")  # <job>.<index|x>.<kind>.json
+EVENT_NAME = re.compile(r"([0-9]{1,12})\.([0-9]{1,12}|x)\.([a-z]{1,16}|step[0-9]{1,9})\.json")  # <job>.<index|x>.<kind>.json
+STEP_KIND = re.compile(r"step([0-9]{1,9})")  # an srun step's end: kind step<id> (runtime/steps/run.py)
 _DIGITS = re.compile(r"[0-9]{1,12}")
 
 
@@ -583,7 +584,7 @@ def window_events(d: str, uid: int, kinds: Iterable[str], since: float | None, u
 
     def take(n: str, path: str) -> None:
         m = EVENT_NAME.fullmatch(n)
-        if m is None or m[3] not in kinds:
+        if m is None or not wanted(m[3], kinds):
             return
         try:
             st = os.lstat(path)
@@ -621,7 +622,7 @@ def named_events(d: str, jobs: set[int], kinds: Iterable[str], min_mtime: float 
     with ``min_mtime``). Nothing is read here."""
     for job, keys in event_paths(d, os.getuid() if uid is None else uid, jobs).items():
         for key, path in keys.items():
-            if key[1] not in kinds:
+            if not wanted(key[1], kinds):
                 continue
             if min_mtime is not None:
                 try:
@@ -649,6 +650,18 @@ def job_of_submission(cfg: Where, sub: float, since: float) -> int | None:
 
 
 EVENT_KINDS = ("start", "end", "cancel", "suspend", "stop", "cont")
+STEPS = "step"  # in a reader's kinds: every step's end event (step<id>: STEP_KIND)
+
+
+def step_kind(step_id: int) -> str:
+    """The event kind of srun step ``step_id``'s end: ``step<id>`` (<job>.<index|x>.step<id>.json,
+    in the job's id shard beside its other events)."""
+    return f"step{int(step_id)}"
+
+
+def wanted(kind: str, kinds: Iterable[str]) -> bool:
+    """Is an event of ``kind`` one of ``kinds`` (STEPS there: any step's)?"""
+    return kind in kinds or (STEPS in kinds and STEP_KIND.fullmatch(kind) is not None)
 
 
 # ---------------------------------------------------------------------------------------------

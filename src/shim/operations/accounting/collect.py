@@ -33,7 +33,7 @@ from ...gridengine import qacct
 from ...errors import ShimError
 from .events import Events
 from .query import LIVE_STATES, error, match, step_selected
-from .rows import Lookups, _slurm_task, fresh_submit, rows_from_events, rows_from_live, rows_from_record
+from .rows import Lookups, _slurm_task, derived_exit, fresh_submit, rows_from_events, rows_from_live, rows_from_record, step_rows
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def collect(qy: Selection, *, accounting: str | None = None, cfg: Any = None, ba
         finish = _keeper(qy, emit, out)
         seen = rows_of_records(qy, ctx, by_key, live_keys, ev, finish)
         del by_key
-        pending_tasks = rows_of_live(ctx, live_keys, seen, finish, array=qy.array)
+        pending_tasks = rows_of_live(ctx, live_keys, seen, finish, array=qy.array, ev=ev)
         never_ran = rows_of_events(qy, ctx, job_ids, ev, seen, pending_tasks, finish)
         fold_never_ran(never_ran, finish, array=qy.array)
     finally:
@@ -412,13 +412,21 @@ def _keeper(qy: Selection, emit: Any, out: list) -> Any:
     """``finish(job, steps)``: keep a job that matches, with the steps asked for (Slurm's sacct
     shows only the steps named when -j names steps of a job, and neither with -X), in ``out`` (as
     ``(order, emit(item))`` with ``emit``)."""
+    from ...slurm import releases
+
     add = out.append
     no_steps = qy.no_steps
     step_jobs = {s.job for s in qy.jobs if s.step} if qy.jobs is not None else set()
+    # ExitCode of 128 or more less 128, as 22.05's and 24.11's sacct print it (releases.SACCT_EXIT_AS_IS)
+    wrap = not releases.current().has(releases.SACCT_EXIT_AS_IS)
 
     def finish(job: Row, steps: list[Row]) -> None:
         if not match(job, qy):
             return
+        if wrap:
+            for r in (job, *steps):
+                if (r.exit or 0) >= 128:
+                    r.exit_wrap = True
         if no_steps:
             shown_steps: list[Row] = []
         elif qy.jobs is None:
@@ -473,14 +481,30 @@ def rows_of_records(qy: Selection, ctx: Lookups, by_key: dict, live_keys: dict, 
             if earlier and not qy.duplicates:
                 continue
             job, batch = rows_from_record(ctx, rec, s, ev, requeued=earlier, order=i, steps=steps_too)
-            finish(job, [batch] if batch else [])
+            finish(job, with_steps(ctx, ev, job, batch, rec.owner, steps_too))
         if key not in seen_requeued:
             seen.add(key)
     return seen
 
 
-def rows_of_live(ctx: Lookups, live_keys: dict, seen: set, finish: Any, *, array: bool = False
-                 ) -> dict[int, set[int]]:
+def with_steps(ctx: Lookups, ev: Events | None, job: Row, batch: Row | None, owner: Any, steps: bool) -> list[Row]:
+    """The job's step rows: its ``.batch`` (when there is one), then its srun steps from their end
+    events in the owner's records (Events.steps: the job's id shard, listed with its other
+    events), which also give the job its DerivedExitCode (rows.derived_exit); ``steps`` False
+    (-X): the DerivedExitCode alone."""
+    out = [batch] if batch else []
+    if ev is None or not ev.knows(job.job_id, owner):
+        return out
+    ends = ev.steps(job.job_id, job.task, owner, job.submit or None)
+    if ends:
+        job.derived = derived_exit(ends)
+        if steps:
+            out += step_rows(ctx, job, ends)
+    return out
+
+
+def rows_of_live(ctx: Lookups, live_keys: dict, seen: set, finish: Any, *, array: bool = False,
+                 ev: Events | None = None) -> dict[int, set[int]]:
     """The rows of the live jobs (a pending array's not yet split tasks one row, as squeue and
     Slurm's sacct show them; with --array, 24.11's, a row each). Returns those pending tasks per job."""
     pending_tasks: dict[int, set[int]] = {}
@@ -494,7 +518,7 @@ def rows_of_live(ctx: Lookups, live_keys: dict, seen: set, finish: Any, *, array
                     finish(task, [])
                 seen.add(key)
                 continue
-        finish(job, [batch] if batch else [])
+        finish(job, with_steps(ctx, ev, job, batch, lr.user, True))
         seen.add(key)
     return pending_tasks
 
@@ -540,7 +564,7 @@ def rows_of_events(qy: Selection, ctx: Lookups, job_ids: set[int] | None, ev: Ev
                 if t is not None and batch is None and job.state == "CANCELLED":
                     never_ran.setdefault(job_id, []).append((job, []))
                 else:
-                    finish(job, [batch] if batch else [])
+                    finish(job, with_steps(ctx, ev, job, batch, name, True))
             if made_any:
                 break
     return never_ran

@@ -28,7 +28,7 @@ def _scan_events(d: str, uid: int, jobs: set[int] | None, min_mtime: float | Non
     by its id). Nothing is read here: Events.get reads and checks a file when it is needed."""
     from ...store import state
 
-    kinds = ("end", "cancel", "start")
+    kinds = ("end", "cancel", "start", state.STEPS)  # (STEPS: each srun step's end, step<id>)
     found: list[tuple[int, tuple[int | None, str], str]] = []
     if jobs is not None:  # (-j: these jobs' events by id; with a window, of those with one written in it)
         found = list(state.named_events(d, jobs, kinds, None, uid))
@@ -41,7 +41,8 @@ def _scan_events(d: str, uid: int, jobs: set[int] | None, min_mtime: float | Non
         if found and min_mtime is not None:  # the window's jobs' older events (a start, a cancel), by id
             have = {(job, key) for job, key, _p in found}
             for job, keys in state.event_paths(d, uid, {job for job, _k, _p in found}).items():
-                found += [(job, key, path) for key, path in keys.items() if key[1] in kinds and (job, key) not in have]
+                found += [(job, key, path) for key, path in keys.items()
+                          if state.wanted(key[1], kinds) and (job, key) not in have]
     for job, key, path in found:
         out.setdefault(job, {}).setdefault(key, {})[uid] = path
 
@@ -143,6 +144,36 @@ class Events:
                 if data is not None and speaks_for(data, u, uid, "owner") and of_job(data, ge_submit, True):
                     return data
         return None
+
+    def steps(self, job: int, task: int | None, owner: Any, ge_submit: float | None = None) -> list[dict]:
+        """The ends of the job's srun steps (events ``step<id>``) that speak for this job of
+        ``owner`` (the owner's own, else root's naming the owner), by step id; each with a valid
+        ``step`` id and times (``records.clean_step``)."""
+        if not self.knows(job, owner):
+            return []
+        from ...store import state
+        from ...store.records import clean_step, of_job, speaks_for
+
+        uid = state.uid_of(owner) if owner not in (None, "") else None
+        if uid is None:
+            return []
+        out: dict[int, dict] = {}
+        for (t, kind), by in self.index[job].items():
+            m = state.STEP_KIND.fullmatch(kind) if t == task else None
+            if m is None:
+                continue
+            for u in dict.fromkeys((uid, 0)):
+                p = by.get(u)
+                if p is None:
+                    continue
+                if p not in self.cache:
+                    self.cache[p] = clean_step(state.read_json(p, u))
+                data = self.cache[p]
+                if data is not None and data.get("step") == int(m[1]) and speaks_for(data, u, uid, "owner") \
+                        and of_job(data, ge_submit, True):
+                    out[int(m[1])] = data
+                    break
+        return [out[k] for k in sorted(out)]
 
     def tasks(self, job: int, owner: Any = None) -> set[int | None]:
         """The tasks with events in the owner's or root's directory (all, without an owner)."""

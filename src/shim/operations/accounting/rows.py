@@ -447,3 +447,45 @@ def rows_from_live(ctx: Lookups, rec: Any) -> tuple[view.Row, view.Row | None]:
         sys_cpu=0.0, cluster=ctx.cluster, name="batch", partition=rec.partition, account=rec.account or "",
         user=rec.user, uid=rec.uid, group=job.group, sluid_ms=job.sluid_ms)
     return job, batch
+
+
+def step_rows(ctx: Lookups, job: view.Row, ends: list[dict[str, Any]]) -> list[view.Row]:
+    """The job's srun steps (``N.0``, ``N.1``, ...) from their end events (Events.steps), as Slurm's
+    accounting shows them: the command's name, the step's tasks, nodes and the job's CPUs on them,
+    its own start and end, exit code and signal, State (run.step_end), srun's command line; the
+    job's account and memory (AllocTRES). A pending or requeued run has none."""
+    if job.state == "REQUEUED" or not job.start:
+        return []
+    from ...slurm.hostlist import expand
+
+    tres = job.tres or (job.ncpus, None, job.nnodes, {})
+    out = []
+    for e in ends:
+        try:
+            nodes = expand(e.get("node") or "") if e.get("node") else list(job.nodes)
+        except ValueError:
+            nodes = list(job.nodes)
+        cpus = e.get("cpus") or job.ncpus
+        nnodes = e.get("nodes") or len(nodes) or 1
+        start = int(e["start"])
+        end = int(e["t"])
+        out.append(view.Row(
+            job_id=job.job_id, task=job.task, step=str(e["step"]), state=e["state"], exit=e.get("exit") or 0,
+            signal=e.get("signal") or 0, submit=start, eligible=start, start=start, end=max(start, end),
+            now=ctx.now, ncpus=cpus, nnodes=nnodes, nodes=nodes, ntasks=e.get("ntasks"),
+            tres=(cpus, tres[1], nnodes, ctx.gres_only(tres[3]), False), total_cpu=0.0, user_cpu=0.0,
+            sys_cpu=0.0, cluster=ctx.cluster, name=e.get("name") or "", partition=job.partition,
+            account=job.account, user=job.user, uid=job.uid, group=job.group, sluid_ms=job.sluid_ms,
+            submit_line=e.get("submit_line") or "", order=job.order))
+    return out
+
+
+def derived_exit(ends: list[dict[str, Any]]) -> tuple[int, int] | None:
+    """DerivedExitCode: the highest of the steps' wait statuses (exit code << 8 | signal, as Slurm
+    compares them: exit 3 outweighs signal 15), as (exit code, signal); None without steps."""
+    best = None
+    for e in ends:
+        code, sig = (e.get("exit") or 0) & 0xFF, (e.get("signal") or 0) & 0x7F
+        if best is None or (code << 8 | sig) > (best[0] << 8 | best[1]):
+            best = (code, sig)
+    return best

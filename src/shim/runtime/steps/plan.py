@@ -339,6 +339,7 @@ STEP_FIELDS: tuple[tuple[str, tuple[Callable[[Any], bool], str], Any], ...] = (
     ("exclude", OPT_STR, None),
     ("cpu_bind", OPT_STR, None),
     ("cpu_bind_verbose", BOOL, False),
+    ("submit_line", OPT_STR, None),  # srun's command line as Slurm keeps it (the step's SubmitLine)
 )
 
 
@@ -357,7 +358,8 @@ class StepRequest:
     ``time`` (minutes, None: no limit), ``chdir``, ``export`` (``{"all": bool, "vars": {...}}``),
     ``distribution``, ``name``, ``quiet``, ``verbose``, ``mpi`` (none, pmi2, pmix), ``overcommit``,
     ``nodelist``/``exclude`` (-w/-x), ``cpu_bind`` (cores, threads or None) and
-    ``cpu_bind_verbose``; ``prog`` names the command in messages."""
+    ``cpu_bind_verbose``; ``submit_line`` srun's command line (request.submit_line: the step's
+    SubmitLine in sacct; None: not known); ``prog`` names the command in messages."""
 
     __slots__ = tuple(f[0] for f in STEP_FIELDS)
     __record_fields__ = __slots__  # (what plain.replace copies)
@@ -392,6 +394,7 @@ class StepRequest:
     exclude: str | None
     cpu_bind: str | None
     cpu_bind_verbose: bool
+    submit_line: str | None
 
     def __init__(self, **values: Any) -> None:
         """Fields by name, each checked (StepError: a field that is not one, or a value of the

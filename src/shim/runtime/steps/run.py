@@ -500,11 +500,56 @@ class _Step:
         rec = load_step(state_dir, alloc.key, step_id) or {}
         rec.update({"end": time.time(), "state": st, "exit": rc})
         record_step(state_dir, alloc.key, step_id, rec)
+        self._end_event(rec, results, flags["timed_out"], flags["cancel"])
         return StepResult(rc, statuses, flags["timed_out"], flags["cancel"])
+
+    def _end_event(self, rec: Mapping[str, Any], results: list[tuple[int, int]], timed_out: bool,
+                   cancelled: bool) -> None:
+        """The step's end as sacct reads it (its ``N.s`` row, the job's DerivedExitCode): one event,
+        ``step<id>``, in the owner's records beside the job's own (its id shard; state.record_event,
+        which never fails the step). See ``step_end``."""
+        alloc = self.alloc
+        sub = alloc.record.get("sub") if alloc.record is not None else None
+        hosts = {h for h, _, _ in self.layout}
+        cpus = sum(n for h, n in alloc.hosts if h in hosts)
+        data = step_end(results, timed_out=timed_out, cancelled=cancelled)
+        data.update({"step": self.step_id, "name": rec.get("name") or "", "start": rec.get("start"),
+                     "node": self.common.get("SLURM_STEP_NODELIST", ""), "nodes": len(self.layout),
+                     "ntasks": rec.get("ntasks"), "cpus": cpus or rec.get("cpus"),
+                     "submit_line": self.req.submit_line or ""})
+        if isinstance(sub, (int, float)) and not isinstance(sub, bool):
+            data["sub"] = sub
+        try:
+            import pwd
+
+            data["owner"] = pwd.getpwuid(os.getuid()).pw_name
+        except KeyError:
+            pass
+        state.record_event(self.state_dir, alloc.job_id, alloc.task, state.step_kind(self.step_id), data)
 
 
     def _tids(self, host: str) -> list[int]:
         return next((list(t) for h, _, t in self.layout if h == host), [])
+
+
+def step_end(results: list[tuple[int, int]], *, timed_out: bool = False, cancelled: bool = False) -> dict[str, Any]:
+    """A step's state, exit code and signal as Slurm's accounting keeps them, from its tasks'
+    (exit code, signal): a task killed by a signal makes the step CANCELLED with that signal (the
+    highest), whoever sent it (scancel, or the task itself: 0:9, 0:15, as real 22.05.8, 24.11.5
+    and 26.05.5 answer it: fixtures/slurm-*/oracle-step-rows.json); else the highest exit code,
+    FAILED when not 0; TIMEOUT past the time limit, CANCELLED when srun was told to end it."""
+    sigs = [sg for _, sg in results if sg]
+    if sigs:
+        code, sig = 0, max(sigs)
+    else:
+        code, sig = max((c for c, _ in results), default=0), 0
+    if timed_out:
+        st = "TIMEOUT"
+    elif sig or cancelled:
+        st = "CANCELLED"
+    else:
+        st = "COMPLETED" if code == 0 else "FAILED"
+    return {"state": st, "exit": code, "signal": sig}
 
 
 def _remote_statuses(state_dir: str, name: str) -> list[tuple[int, int]] | None:

@@ -324,6 +324,8 @@ class Row:
     sluid_ms = None  # the job's creation in ms (its submit record's), for SLUID; None: its submit time
     exclusive = ""  # 26.05's Exclusive (NO, NODE, USER, ...) and OverSubscribe (NO, YES), as asked
     oversubscribe = ""
+    derived = None  # DerivedExitCode: (exit code, signal) of the job's worst srun step; None: 0:0
+    exit_wrap = False  # ExitCode of 128 or more printed less 128 (22.05's, 24.11's sacct: releases.SACCT_EXIT_AS_IS)
 
     def __init__(self, **kw: Any):
         self.__dict__.update(kw)
@@ -365,6 +367,15 @@ class Row:
         if self.state == "CANCELLED" and self.cancel_uid is not None and not self.step:
             return f"CANCELLED by {self.cancel_uid}"
         return self.state or ""
+
+    @property
+    def exit_text(self) -> str:
+        """ExitCode: ``<exit code>:<signal>``; with ``exit_wrap`` an exit code of 128 or more less
+        128 (real 22.05.8 and 24.11.5: exit 143 is 15:0, 200 is 72:0; 26.05.5 prints it as it is)."""
+        code = self.exit or 0
+        if self.exit_wrap and code >= 128:
+            code -= 128
+        return f"{code}:{self.signal or 0}"
 
     @property
     def elapsed(self) -> int:
@@ -425,7 +436,12 @@ def _nodelist(r: Row, _c: Any = None) -> str:
 
 
 def _exit(r: Row, _c: Any = None) -> str:
-    return f"{r.exit or 0}:{r.signal or 0}"
+    return r.exit_text
+
+
+def _derived(r: Row, _c: Any = None) -> str:
+    d = r.derived
+    return f"{d[0]}:{d[1]}" if d else "0:0"
 
 
 def _mem_kb(attr: str) -> Callable[..., str]:
@@ -478,7 +494,7 @@ GETTERS.update({
     "Constraints": _job_only(lambda r, c=None: r.constraints or ""),
     "CPUTime": _cputime,
     "CPUTimeRAW": lambda r, c=None: str(r.elapsed * (r.ncpus or 0)),
-    "DerivedExitCode": _job_only(lambda r, c=None: "0:0"),
+    "DerivedExitCode": _job_only(_derived),
     "Elapsed": lambda r, c=None: time_text(r.elapsed),
     "ElapsedRaw": lambda r, c=None: str(r.elapsed),
     "Eligible": _date("eligible"),
@@ -522,7 +538,7 @@ GETTERS.update({
     "Start": _start,
     "State": lambda r, c=None: r.state_text,
     "Submit": _date("submit"),
-    "SubmitLine": _job_only(lambda r, c=None: r.submit_line or ""),
+    "SubmitLine": lambda r, c=None: r.submit_line or "",  # (a step's: srun's line; the batch step has none)
     "Suspended": lambda r, c=None: "00:00:00",
     "SystemCPU": _cpu("sys_cpu"),
     "Timelimit": _limit,
@@ -550,7 +566,7 @@ _INLINE = {
     "AllocCPUS": '"" if r.ncpus is None else str(r.ncpus)',
     "NCPUS": '"" if r.ncpus is None else str(r.ncpus)',
     "State": "r.state_text",
-    "ExitCode": 'f"{r.exit or 0}:{r.signal or 0}"',
+    "ExitCode": "r.exit_text",
     "User": '"" if r.step else (r.user or "")',
     "Group": '"" if r.step else (r.group or "")',
     "Cluster": 'r.cluster or ""',
