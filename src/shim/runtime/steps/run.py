@@ -500,7 +500,10 @@ class _Step:
         rec = load_step(state_dir, alloc.key, step_id) or {}
         rec.update({"end": time.time(), "state": st, "exit": rc})
         record_step(state_dir, alloc.key, step_id, rec)
-        self._end_event(rec, results, flags["timed_out"], flags["cancel"])
+        try:
+            self._end_event(rec, results, flags["timed_out"], flags["cancel"])
+        except (OSError, TypeError, ValueError):  # bookkeeping never fails the step
+            pass
         return StepResult(rc, statuses, flags["timed_out"], flags["cancel"])
 
     def _end_event(self, rec: Mapping[str, Any], results: list[tuple[int, int]], timed_out: bool,
