@@ -288,7 +288,7 @@ def test_running_over_and_under_keep_the_running_jobs_26_05_kept(case):
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("case, exit_, signal", [
     ("term_b_nostep_sacct", 0, 15),  # scancel -b -s TERM: the batch shell died of it
-    ("term_b_withstep_sacct", 0, 15),  # the same with an srun step running (its row: not recorded yet)
+    ("term_b_withstep_sacct", 0, 15),  # the same with an srun step running (its row: test_step_rows.py)
     ("term_plainstep_sacct", None, 0),  # --signal=TERM to the step: the script exits with srun's code
 ])
 def test_a_jobs_rows_after_scancel_term_are_each_releases(site, monkeypatch, capsys, name, case, exit_, signal):

@@ -160,7 +160,8 @@ def test_new_job_runs_qrsh_with_the_translation(monkeypatch, tmp_path):
     assert p["req"]["argv"] == ["echo", "a b"] and p["req"]["ntasks"] == 2 and p["record"]["name"] == "named"
     # job_main reads both typed: the step request exactly as srun made it, the submit record as a
     # SubmitRecord that is key for key the record srun wrote (what job_main records for the job)
-    assert steps.StepRequest.from_json(p["req"]) == req(["-n2", "-c2", "--mem=100", "-J", "named", "echo", "a b"])
+    made = req(["-n2", "-c2", "--mem=100", "-J", "named", "echo", "a b"])
+    assert steps.StepRequest.from_json(p["req"]) == made.replace(submit_line="srun -n2 -c2 --mem=100 -J named echo")
     rec = SubmitRecord.from_dict(p["record"])
     assert rec.to_dict() == p["record"] and (rec.name, rec.ntasks, rec.cpus_per_task) == ("named", 2, 2)
     assert any(c[0][:3] == ("qrsh", "-w", "v") for c in rb.calls)  # --mem: checked before queueing
@@ -317,3 +318,19 @@ def test_a_step_that_lost_the_jobs_variables_rebuilds_them_from_the_typed_record
     assert "ENVIRONMENT" not in got and "SLURM_TASK_PID" not in got
     as_dict = steps.Allocation(9, [("vm", 2)], task=5, ge_task="2", record=rec.to_dict())  # type: ignore[arg-type]
     assert srun.job_variables(as_dict, None) == got
+
+
+def test_a_steps_submit_line_is_sruns_words_and_the_commands_name(monkeypatch):
+    """The step's SubmitLine (sacct's step rows): srun's options and the command's name, not the
+    command's arguments (they may be secret; sbatch's line leaves out the script's too)."""
+    seen = {}
+
+    def in_allocation(o, req, environ, cfg, job_id):
+        seen["req"], seen["job"] = req, job_id
+        return 0
+
+    monkeypatch.setattr(srun, "in_allocation", in_allocation)
+    assert srun.main(["--jobid", "77", "-n", "2", "-l", "python3", "-c", "print('token=s3cret')"]) == 0
+    assert seen["job"] == 77
+    assert seen["req"].submit_line == "srun --jobid 77 -n 2 -l python3"
+    assert seen["req"].argv == ["python3", "-c", "print('token=s3cret')"]

@@ -134,6 +134,10 @@ def test_the_steps_rows_and_derived_exit_code_are_each_releases(site, monkeypatc
     assert [g[5:9] for g in got[2:]] == [w[5:9] for w in want[2:]]
     assert [g[9] for g in got[2:]] == [w[9] for w in want[2:]]
     assert got[1][9] == ""  # (the batch step has no SubmitLine)
+    _rc, out, _err = run(monkeypatch, capsys, "sacct", "-j", "30", "--json")
+    derived = json.loads(out)["jobs"][0]["derived_exit_code"]  # the JSON's DerivedExitCode: the same 3:0
+    assert derived["return_code"] in (3, {"set": True, "infinite": False, "number": 3})
+    assert derived["status"] in ("FAILED", ["ERROR"])
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -24,6 +24,7 @@ from ..slurm.options import sources
 from ..slurm.options.getopt import Table
 from ..slurm.options.table import command_table
 from ..slurm.options.values import INFINITE
+from ..slurm.request import submit_line
 from . import common
 
 PROG = "srun"
@@ -310,7 +311,9 @@ def main(argv: list[str]) -> int:
         common.print_defined_options(o, t, PROG, CLI_ONLY)
     cfg = siteconf.get()
     submit.check_cluster(PROG, o.clusters, cfg)
-    req = request(o, positional, environ)
+    # the step's SubmitLine (sacct): srun's words and the command's name, not its arguments (as
+    # sbatch's line leaves out the script's: request.submit_line)
+    req = request(o, positional, environ).replace(submit_line=submit_line(PROG, argv, len(positional) - 1))
     if o.jobid is not None:
         from ..slurm.jobids import split_task_id
 

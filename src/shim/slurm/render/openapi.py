@@ -401,7 +401,7 @@ def sacct_job(row: Any, steps: list[Any], layout: Layout) -> dict[str, Any]:
         "association": {"account": "" if layout.fields_45 else row.account or "", "cluster": row.cluster or "",
                         "partition": "", "user": "" if layout.fields_45 else row.user or "", "id": 0},
         "block": "", "cluster": row.cluster or "", "constraints": row.constraints or "", "container": "",
-        "sluid": sluid, "derived_exit_code": exit_json(0, 0),
+        "sluid": sluid, "derived_exit_code": exit_json(*(getattr(row, "derived", None) or (0, 0))),
         "time": {"elapsed": row.elapsed, "eligible": int(row.eligible or 0), "end": int(row.end or 0),
                  "planned": num(max(0, int(row.start - (row.eligible or row.submit or row.start)))
                                 if started else None),

@@ -698,7 +698,7 @@ def job_json(job: Row, steps: list[Row]) -> dict[str, Any]:
         "cluster": job.cluster or "",
         "constraints": job.constraints or "",
         "container": None,
-        "derived_exit_code": {"status": "SUCCESS", "return_code": 0},
+        "derived_exit_code": _exit_json(*(job.derived or (0, 0))),
         "time": {
             "elapsed": job.elapsed,
             "eligible": int(job.eligible or 0),
