@@ -364,3 +364,17 @@ def test_26_05s_expediting_state_is_taken_and_matches_no_job(queue, capsys, name
     queue(name)
     c = oracle(name)["t_expediting"]
     assert run(capsys, "squeue", *c["cmd"].split()[1:]) == (c["rc"], c["stdout"], c["stderr"])
+
+
+def test_a_synopsis_amendment_names_lines_the_text_has_once():
+    """A newer release's --usage is the older one with the lines it changed (releases._amend): a
+    line that is not there, or is there twice, is an error, not a silent no-op."""
+    text = "Usage: x [-a]\n        [-b]\n"
+    assert releases._amend(text, {"        [-b]": ("        [-b] [-c]", "        [-d]")}) == \
+        "Usage: x [-a]\n        [-b] [-c]\n        [-d]\n"
+    assert releases._amend(text, {"Usage: x [-a]": ()}) == "        [-b]\n"
+    for bad in ("        [-z]", "  [-b]"):
+        with pytest.raises(ValueError):
+            releases._amend(text, {bad: ()})
+    with pytest.raises(ValueError):
+        releases._amend("[-a]\n[-a]\n", {"[-a]": ()})

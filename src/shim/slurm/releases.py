@@ -162,7 +162,9 @@ Usage: squeue [-A account] [--clusters names] [-i seconds] [--job jobid]
 
 # sbatch's, srun's, salloc's and scancel's --usage as 24.11.5 and 26.05.5 print them
 # (fixtures/slurm-*/cases.json: usage_<command>; 22.05's: render/help.py, cli/scancel.py)
-_SBATCH_USAGE_24 = """\
+# sbatch's, srun's and salloc's --usage as 22.05.8 prints it (fixtures/slurm-22.05/cases.json:
+# usage_<command>); each later release's is the one before it with the lines it changed (_amend)
+_SBATCH_USAGE_22 = """\
 Usage: sbatch [-N nnodes] [-n ntasks]
               [-c ncpus] [-r n] [-p partition] [--hold] [--parsable] [-t minutes]
               [-D path] [--no-kill] [--overcommit]
@@ -186,12 +188,10 @@ Usage: sbatch [-N nnodes] [-n ntasks]
               [--use-min-nodes]
               [--cpus-per-gpu=n] [--gpus=n] [--gpu-bind=...] [--gpu-freq=...]
               [--gpus-per-node=n] [--gpus-per-socket=n] [--gpus-per-task=n]
-              [--mem-per-gpu=MB] [--tres-bind=...] [--tres-per-task=list]
-              [--oom-kill-step[=0|1]]
+              [--mem-per-gpu=MB]
               executable [args...]
 """
-
-_SRUN_USAGE_24 = """\
+_SRUN_USAGE_22 = """\
 Usage: srun [-N nnodes] [-n ntasks] [-i in] [-o out] [-e err]
             [-c ncpus] [-r n] [-p partition] [--hold] [-t minutes]
             [-D path] [--immediate[=secs]] [--overcommit] [--overlap] [--no-kill]
@@ -222,16 +222,15 @@ Usage: srun [-N nnodes] [-n ntasks] [-i in] [-o out] [-e err]
             [--mpi-combine=yes|no] [--het-group=value]
             [--cpus-per-gpu=n] [--gpus=n] [--gpu-bind=...] [--gpu-freq=...]
             [--gpus-per-node=n] [--gpus-per-socket=n] [--gpus-per-task=n]
-            [--mem-per-gpu=MB] [--tres-bind=...] [--tres-per-task=list]
-            [--oom-kill-step[=0|1]]
+            [--mem-per-gpu=MB]
             executable [args...]
 """
-
-_SALLOC_USAGE_24 = """\
+_SALLOC_USAGE_22 = """\
 Usage: salloc [-N numnodes|[min nodes]-[max nodes]] [-n num-processors]
               [-c cpus-per-node] [-r n] [-p partition] [--hold] [-t minutes]
               [--immediate[=secs]] [--no-kill] [--overcommit] [-D path]
-              [--oversubscribe] [-J jobname] [--verbose] [--licenses=names]
+              [--oversubscribe] [-J jobname]
+              [--verbose] [--gid=group] [--uid=user] [--licenses=names]
               [--clusters=cluster_names]
               [--contiguous] [--mincpus=n] [--mem=MB] [--tmp=MB] [-C list]
               [--account=name] [--dependency=type:jobid[+time]] [--comment=name]
@@ -248,108 +247,85 @@ Usage: salloc [-N numnodes|[min nodes]-[max nodes]] [-n num-processors]
               [--delay-boot=mins] [--use-min-nodes]
               [--cpus-per-gpu=n] [--gpus=n] [--gpu-bind=...] [--gpu-freq=...]
               [--gpus-per-node=n] [--gpus-per-socket=n] [--gpus-per-task=n]
-              [--mem-per-gpu=MB] [--tres-bind=...] [--tres-per-task=list]
-              [--oom-kill-step[=0|1]]
+              [--mem-per-gpu=MB]
               [command [args...]]
 """
 
-_SBATCH_USAGE_26 = """\
-Usage: sbatch [-N nnodes] [-n ntasks]
-              [-c ncpus] [-r n] [-p partition] [--hold] [--parsable] [-t minutes]
-              [-D path] [--no-kill] [--overcommit]
-              [--input file] [--output file] [--error file]
-              [--time-min=minutes] [--licenses=names] [--clusters=cluster_names]
-              [--chdir=directory] [--oversubscribe] [-m dist] [-J jobname]
-              [--verbose] [--gid=group] [--uid=user] [--contiguous]
-              [--container=path] [--container-id=id] [--container-type=type]
-              [--mincpus=n] [--mem=MB] [--tmp=MB] [-C list]
-              [--account=name] [--dependency=type:jobid[+time]] [--comment=name]
-              [--mail-type=type] [--mail-user=user] [--nice[=value]] [--wait]
-              [--requeue[=expedite]] [--no-requeue] [--ntasks-per-node=n]
-              [--propagate] [--nodefile=file] [--nodelist=hosts] [--exclude=hosts]
-              [--network=type] [--mem-per-cpu=MB] [--qos=qos] [--gres=list]
-              [--mem-bind=...] [--reservation=name] [--mcs-label=mcs]
-              [--cpu-freq=min[-max[:gov]]] [--power=flags] [--gres-flags=opts]
-              [--switches=max-switches{@max-time-to-wait}] [--reboot]
-              [--core-spec=cores] [--thread-spec=threads]
-              [--bb=burst_buffer_spec] [--bbf=burst_buffer_file]
-              [--array=index_values] [--profile=...] [--ignore-pbs] [--spread-job]
-              [--spread-segments]
-              [--export[=names]] [--export-file=file|fd] [--delay-boot=mins]
-              [--use-min-nodes]
-              [--cpus-per-gpu=n] [--gpus=n] [--gpu-bind=...] [--gpu-freq=...]
-              [--gpus-per-node=n] [--gpus-per-socket=n] [--gpus-per-task=n]
-              [--mem-per-gpu=MB] [--tres-bind=...] [--tres-per-task=list]
-              [--oom-kill-step[=0|1]]
-              executable [args...]
-"""
 
-_SRUN_USAGE_26 = """\
-Usage: srun [-N nnodes] [-n ntasks] [-i in] [-o out] [-e err]
-            [-c ncpus] [-r n] [-p partition] [--hold] [-t minutes]
-            [-D path] [--immediate[=secs]] [--overcommit] [--overlap] [--no-kill]
-            [--oversubscribe] [--label] [--unbuffered] [-m dist] [-J jobname]
-            [--jobid=id] [--verbose] [--slurmd_debug=#] [--gres=list]
-            [-T threads] [-W sec] [--gres-flags=opts]
-            [--licenses=names] [--clusters=cluster_names]
-            [--qos=qos] [--time-min=minutes] [--contiguous]
-            [--mincpus=n] [--mem=MB] [--tmp=MB] [-C list]
-            [--container=path] [--container-id=id] [--container-type=type]
-            [--mpi=type] [--account=name] [--dependency=type:jobid[+time]]
-            [--kill-on-bad-exit] [--propagate[=rlimits] [--comment=name]
-            [--cpu-bind=...] [--mem-bind=...] [--network=type]
-            [--ntasks-per-node=n] [--ntasks-per-socket=n] [reservation=name]
-            [--ntasks-per-core=n] [--mem-per-cpu=MB] [--preserve-env]
-            [--profile=...] [--exact]
-            [--mail-type=type] [--mail-user=user] [--nice[=value]]
-            [--prolog=fname] [--epilog=fname]
-            [--task-prolog=fname] [--task-epilog=fname]
-            [--ctrl-comm-ifhn=addr] [--multi-prog] [--mcs-label=mcs]
-            [--cpu-freq=min[-max[:gov]]] [--power=flags] [--spread-job]
-            [--spread-segments]
-            [--switches=max-switches{@max-time-to-wait}] [--reboot]
-            [--core-spec=cores] [--thread-spec=threads]
-            [--bb=burst_buffer_spec] [--bbf=burst_buffer_file]
-            [--bcast=<dest_path>] [--bcast-exclude=<NONE|path1,...,pathN>]
-            [--send-libs[=y|n]] [--compress[=library]]
-            [--acctg-freq=<datatype>=<interval>] [--delay-boot=mins]
-            [-w hosts...] [-x hosts...] [--use-min-nodes]
-            [--mpi-combine=yes|no] [--het-group=value]
-            [--cpus-per-gpu=n] [--gpus=n] [--gpu-bind=...] [--gpu-freq=...]
-            [--gpus-per-node=n] [--gpus-per-socket=n] [--gpus-per-task=n]
-            [--mem-per-gpu=MB] [--tres-bind=...] [--tres-per-task=list]
-            [--oom-kill-step[=0|1]] [--ignore-signals=signals...]
-            [--async] [--parsable]
-            executable [args...]
-"""
+def _amend(text: str, lines: dict[str, tuple[str, ...]]) -> str:
+    """``text`` with each line named in ``lines`` replaced by its lines there (() drops it): a
+    release's synopsis as the release before it printed it, where the newer one changed it."""
+    old = text.splitlines()
+    if any(old.count(line) != 1 for line in lines):
+        raise ValueError("an amended line is not in the text once")
+    return "".join(f"{new}\n" for line in old for new in lines.get(line, (line,)))
 
-_SALLOC_USAGE_26 = """\
-Usage: salloc [-N numnodes|[min nodes]-[max nodes]] [-n num-processors]
-              [-c cpus-per-node] [-r n] [-p partition] [--hold] [-t minutes]
-              [--immediate[=secs]] [--no-kill] [--overcommit] [-D path]
-              [--oversubscribe] [-J jobname] [--verbose] [--licenses=names]
-              [--clusters=cluster_names] [--contiguous]
-              [--container=path] [--container-id=id] [--container-type=type]
-              [--mincpus=n] [--mem=MB] [--tmp=MB] [-C list]
-              [--account=name] [--dependency=type:jobid[+time]] [--comment=name]
-              [--mail-type=type] [--mail-user=user] [--nice[=value]]
-              [--bell] [--no-bell] [--kill-command[=signal]] [--spread-job]
-              [--spread-segments]
-              [--nodefile=file] [--nodelist=hosts] [--exclude=hosts]
-              [--network=type] [--mem-per-cpu=MB] [--qos=qos]
-              [--mem-bind=...] [--reservation=name] [--mcs-label=mcs]
-              [--time-min=minutes] [--gres=list] [--gres-flags=opts]
-              [--cpu-freq=min[-max[:gov]]] [--power=flags] [--profile=...]
-              [--switches=max-switches[@max-time-to-wait]]
-              [--core-spec=cores] [--thread-spec=threads] [--reboot]
-              [--bb=burst_buffer_spec] [--bbf=burst_buffer_file]
-              [--delay-boot=mins] [--use-min-nodes]
-              [--cpus-per-gpu=n] [--gpus=n] [--gpu-bind=...] [--gpu-freq=...]
-              [--gpus-per-node=n] [--gpus-per-socket=n] [--gpus-per-task=n]
-              [--mem-per-gpu=MB] [--tres-bind=...] [--tres-per-task=list]
-              [--oom-kill-step[=0|1]]
-              [command [args...]]
-"""
+
+_SBATCH_USAGE_24 = _amend(_SBATCH_USAGE_22, {
+    '              [--mem-per-gpu=MB]':
+        ('              [--mem-per-gpu=MB] [--tres-bind=...] [--tres-per-task=list]',
+         '              [--oom-kill-step[=0|1]]'),
+})
+
+_SRUN_USAGE_24 = _amend(_SRUN_USAGE_22, {
+    '            [--mem-per-gpu=MB]':
+        ('            [--mem-per-gpu=MB] [--tres-bind=...] [--tres-per-task=list]',
+         '            [--oom-kill-step[=0|1]]'),
+})
+
+_SALLOC_USAGE_24 = _amend(_SALLOC_USAGE_22, {
+    '              [--oversubscribe] [-J jobname]':
+        ('              [--oversubscribe] [-J jobname] [--verbose] [--licenses=names]',),
+    '              [--verbose] [--gid=group] [--uid=user] [--licenses=names]':
+        (),
+    '              [--mem-per-gpu=MB]':
+        ('              [--mem-per-gpu=MB] [--tres-bind=...] [--tres-per-task=list]',
+         '              [--oom-kill-step[=0|1]]'),
+})
+
+_SBATCH_USAGE_26 = _amend(_SBATCH_USAGE_24, {
+    '              [--verbose] [--gid=group] [--uid=user]':
+        ('              [--verbose] [--gid=group] [--uid=user] [--contiguous]',
+         '              [--container=path] [--container-id=id] [--container-type=type]',
+         '              [--mincpus=n] [--mem=MB] [--tmp=MB] [-C list]'),
+    '              [--contiguous] [--mincpus=n] [--mem=MB] [--tmp=MB] [-C list]':
+        (),
+    '              [--requeue] [--no-requeue] [--ntasks-per-node=n] [--propagate]':
+        ('              [--requeue[=expedite]] [--no-requeue] [--ntasks-per-node=n]',
+         '              [--propagate] [--nodefile=file] [--nodelist=hosts] [--exclude=hosts]'),
+    '              [--nodefile=file] [--nodelist=hosts] [--exclude=hosts]':
+        (),
+    '              [--array=index_values] [--profile=...] [--ignore-pbs] [--spread-job]':
+        ('              [--array=index_values] [--profile=...] [--ignore-pbs] [--spread-job]',
+         '              [--spread-segments]'),
+})
+
+_SRUN_USAGE_26 = _amend(_SRUN_USAGE_24, {
+    '            [--qos=qos] [--time-min=minutes]':
+        ('            [--qos=qos] [--time-min=minutes] [--contiguous]',
+         '            [--mincpus=n] [--mem=MB] [--tmp=MB] [-C list]',
+         '            [--container=path] [--container-id=id] [--container-type=type]'),
+    '            [--contiguous] [--mincpus=n] [--mem=MB] [--tmp=MB] [-C list]':
+        (),
+    '            [--cpu-freq=min[-max[:gov]]] [--power=flags] [--spread-job]':
+        ('            [--cpu-freq=min[-max[:gov]]] [--power=flags] [--spread-job]',
+         '            [--spread-segments]'),
+    '            [--oom-kill-step[=0|1]]':
+        ('            [--oom-kill-step[=0|1]] [--ignore-signals=signals...]',
+         '            [--async] [--parsable]'),
+})
+
+_SALLOC_USAGE_26 = _amend(_SALLOC_USAGE_24, {
+    '              [--clusters=cluster_names]':
+        ('              [--clusters=cluster_names] [--contiguous]',
+         '              [--container=path] [--container-id=id] [--container-type=type]',
+         '              [--mincpus=n] [--mem=MB] [--tmp=MB] [-C list]'),
+    '              [--contiguous] [--mincpus=n] [--mem=MB] [--tmp=MB] [-C list]':
+        (),
+    '              [--bell] [--no-bell] [--kill-command[=signal]] [--spread-job]':
+        ('              [--bell] [--no-bell] [--kill-command[=signal]] [--spread-job]',
+         '              [--spread-segments]'),
+})
 
 _SCANCEL_USAGE_24 = """\
 Usage: scancel [-A account] [--batch] [--ctld] [--full] [--interactive] [-n job_name]
@@ -575,6 +551,7 @@ R22_05 = Release(
         "srun": ("gid", "power", "uid"),
         "salloc": ("get-user-env", "gid", "power", "uid"),
     },
+    usage={"sbatch": _SBATCH_USAGE_22, "srun": _SRUN_USAGE_22, "salloc": _SALLOC_USAGE_22},
     texts={"sbatch --verbose": _SBATCH_VERBOSE_22},
 )
 
