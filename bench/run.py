@@ -159,26 +159,36 @@ def w_latency(args) -> dict:
     return {"times": out, "errors": errors}
 
 
+def _children_cpu() -> float:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def w_rate(args) -> dict:
     env = worker_env(args.get("env"))
+    c0 = _children_cpu()
     t0 = time.perf_counter()
     bad = 0
     for _ in range(args["n"]):
         if subprocess.run(args["argv"], env=env, cwd=args["cwd"], stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL).returncode != 0:
             bad += 1
-    return {"seconds": time.perf_counter() - t0, "failed": bad}
+    return {"seconds": time.perf_counter() - t0, "failed": bad, "cpu_children_s": _children_cpu() - c0}
 
 
 def w_burst(args) -> dict:
     env = worker_env(args.get("env"))
+    c0 = _children_cpu()
     t0 = time.perf_counter()
     ps = [subprocess.Popen(args["argv"], env=env, cwd=args["cwd"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
           for _ in range(args["n"])]
     outs = [p.communicate(timeout=600) for p in ps]
     dt = time.perf_counter() - t0
     ids = [int(m.group(1)) for o, _ in outs if (m := re.search(rb"job (\d+)", o))]
-    return {"seconds": dt, "ids": len(ids), "distinct": len(set(ids)), "failed": sum(p.returncode != 0 for p in ps)}
+    return {"seconds": dt, "ids": len(ids), "distinct": len(set(ids)), "failed": sum(p.returncode != 0 for p in ps),
+            "cpu_children_s": _children_cpu() - c0}
 
 
 def w_waiters(args) -> dict:
@@ -789,7 +799,10 @@ class Bench:
                  "qsub": {"argv": [str(raw / "qsub"), "job.sh"]}}
         for i in range(runs):
             for name, spec in sides.items():
+                c0 = self.cpu()
                 r = self.worker("burst", {"n": n, "cwd": cwd, **spec})
+                c1 = self.cpu()
+                r["cpu_daemon_s"], r["cpu_qmaster_s"] = c1["daemon"] - c0["daemon"], c1["qmaster"] - c0["qmaster"]
                 r["queued"] = max(0, len(sh(["qstat", "-u", USER]).stdout.splitlines()) - 2)
                 out[name].append(r)
                 print(f"  swarm run {i + 1}/{runs} {name}: {r['seconds']:.2f} s, {r['distinct']}/{n} distinct, "
@@ -803,7 +816,8 @@ class Bench:
             self.row(f"{n} concurrent `sbatch job.sh` (agent; {how}) vs {n} concurrent `qsub job.sh` (raw binary)",
                      f"{s:.2f} s", f"{q:.2f} s", f"{s / q:.2f}×",
                      f"goal ≤ 1.5× (issue 29) — **{'met' if s <= 1.5 * q and ok else 'not met'}**; issue 19's ≤ 2.6 s "
-                     f"— {'met' if s <= 2.6 and ok else 'not met'}; all {n} queued, ids distinct: {ok}")
+                     f"— {'met' if s <= 2.6 and ok else 'not met'}; all {n} queued, ids distinct: {ok}; "
+                     f"{self.cpu_note(out[key], n)} (raw qsub: {self.cpu_note(out['qsub'], n)})")
 
     def waiters(self) -> None:
         """Issue 29's swarm of waiters: ``--swarm`` (256) concurrent ``sbatch --wait job.sh`` (agent;
@@ -858,7 +872,7 @@ class Bench:
     def event_clients(self) -> list[str]:
         """qmaster's event clients (``qconf -secl``, as root: a manager), one line each."""
         cp = sh([str(Path(site_gridengine()["bin_dir"]) / "qconf"), "-secl"], env=dict(os.environ, **SGE))
-        lines = [x for x in cp.stdout.splitlines() if x.strip() and not x.startswith(("ID", "-"))]
+        lines = [x.strip() for x in cp.stdout.splitlines() if x.strip() and not x.strip().startswith(("ID ", "-"))]
         return lines if cp.returncode == 0 else [f"qconf -secl failed: {cp.stderr.strip()[:200]}"]
 
     def sample_pollers(self, window: float) -> dict:
@@ -890,6 +904,41 @@ class Bench:
         return {"pollers": len(set(qstats.values())), "qstat_seen": len(qstats), "window_s": time.monotonic() - t0,
                 "sbatch_processes": waiting}
 
+    def cpu(self) -> dict:
+        """CPU seconds so far of the bench user's daemon (with its reaped children: the warm calls)
+        and of this cell's qmaster (``bin_dir``'s sge_qmaster): where a submission's time goes."""
+        tick = os.sysconf("SC_CLK_TCK")
+
+        def of(pid) -> float:
+            try:
+                f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                return sum(int(x) for x in f[11:15]) / tick  # utime stime cutime cstime
+            except (OSError, ValueError, IndexError):
+                return float("nan")
+
+        try:
+            daemon = int((BASE / "agent" / "service.lock").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            daemon = None
+        qmaster = str(Path(site_gridengine()["bin_dir"]) / "sge_qmaster")
+        qm = None
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    if os.readlink(f"/proc/{name}/exe") == qmaster:
+                        qm = name
+                        break
+                except OSError:
+                    continue
+        return {"daemon": of(daemon) if daemon else float("nan"), "qmaster": of(qm) if qm else float("nan")}
+
+    def cpu_note(self, runs: list[dict], jobs: int) -> str:
+        """CPU a job, median over the runs: the commands (the worker's children), the daemon, qmaster."""
+        per = {k: median([r[k] for r in runs if k in r]) * 1000 / jobs
+               for k in ("cpu_children_s", "cpu_daemon_s", "cpu_qmaster_s")}
+        return (f"CPU a job: commands {per['cpu_children_s']:.1f} ms, daemon (its calls' children included) "
+                f"{per['cpu_daemon_s']:.1f} ms, qmaster {per['cpu_qmaster_s']:.1f} ms")
+
     def warm_service(self, env: dict, cwd: str) -> None:
         """Start the bench user's warm service (its first call runs in-process) and wait for it."""
         self.worker("latency", {"runs": 1, "cwd": cwd, "cmds": [["w", {"argv": [str(self.cbin / "squeue"), "--version"],
@@ -909,23 +958,30 @@ class Bench:
                  "sbatch_warm": {"argv": [str(self.cbin / "sbatch"), "job.sh"], "env": self.env("agent")}}
         self.warm_service(self.env("agent"), cwd)
         res: dict[str, list[float]] = {k: [] for k in sides}
+        cpu: dict[str, list[dict]] = {}
         self.worker("latency", {"runs": 1, "cwd": cwd, "cmds": [["w", sides["sbatch_agent"]]]})
         self.wait_agent()
         self.cleanup()
         for i in range(runs):
             for name, spec in sides.items():
+                c0 = self.cpu()
                 r = self.worker("rate", {"n": n, "cwd": cwd, **spec})
+                c1 = self.cpu()
+                r["cpu_daemon_s"], r["cpu_qmaster_s"] = c1["daemon"] - c0["daemon"], c1["qmaster"] - c0["qmaster"]
+                cpu.setdefault(name, []).append(r)
                 res[name].append(n / r["seconds"])
                 print(f"  rate_raw run {i + 1}/{runs} {name}: {n / r['seconds']:.1f}/s ({r['failed']} failed)",
                       file=sys.stderr, flush=True)
                 self.cleanup()
         self.raw["rate_raw"] = res
+        self.raw["rate_raw_cpu"] = cpu
         q = median(res["qsub"])
         for key, how in (("sbatch_agent", "in-process"), ("sbatch_warm", "warm service, C client")):
             sb = median(res[key])
             self.row(f"{n} sequential `sbatch job.sh` (agent; {how}) vs {n} sequential `qsub job.sh` (raw binary)",
                      f"{sb:.1f} jobs/s", f"{q:.1f} jobs/s", f"{sb / q:.2f}× the rate",
-                     f"goal ≥ 1.0× — **{'met' if sb >= q else 'not met'}**")
+                     f"goal ≥ 1.0× — **{'met' if sb >= q else 'not met'}**; {self.cpu_note(cpu[key], n)} "
+                     f"(raw qsub: {self.cpu_note(cpu['qsub'], n)})")
 
     def squeue(self) -> None:
         n = self.o.queued
