@@ -31,18 +31,32 @@ def order(recs, listed=None):
     return ids(jobqueue.sort_records(recs, jobqueue.Query(), None, listed=listed))
 
 
-def test_tasks_split_when_they_start_come_after_jobs_submitted_before():
+def listed(recs, every=None):
+    """The controller's job list order the shim models (jobqueue.created_key), which squeue's
+    sorts keep for ties on 24.11 and 26.05."""
+    return ids(sorted(recs, key=jobqueue.created_key(recs, every)))
+
+
+def test_the_first_task_to_start_keeps_the_arrays_place():
     """Array 100 (submitted at 0, tasks 1 and 2 started at 30, 3-4 waiting) and job 200
-    (submitted at 10, started at 20): the tasks' records were created at 30, after 200's."""
+    (submitted at 10, started at 20): task 1 is the array's own record (job_array_split gives the
+    started task the array's record), task 2 was split at 30, after 200's creation, and the
+    waiting remainder is the copy of the last split (as 24.11's and 26.05's squeue -t R captures
+    show: 320_1 at the array's place, 320_2 after the jobs submitted before it started)."""
     recs = [rec(100, 1, start=30), rec(100, 2, start=30), rec(100, state="PENDING", pending="3-4"),
             rec(200, submit=10, start=20)]
-    assert order(recs) == ["100_[3-4]", 200, "100_1", "100_2"]  # PD before R; the running ones by creation
+    assert listed(recs) == ["100_1", 200, "100_2", "100_[3-4]"]
+    # 22.05 (priority/basic): each job's priority decreases with its submission, the tasks share
+    # the array's: by job id (22.05's squeue -t R capture: 112_1 112_2 before 113)
+    assert order(recs) == ["100_[3-4]", "100_1", "100_2", 200]
 
 
-def test_the_last_task_to_start_keeps_the_arrays_place():
-    """No task waits: the task that started last is the array's own record (created at submission)."""
+def test_the_last_task_to_start_with_none_waiting_is_the_previous_splits_copy():
+    """No task waits: the first to start keeps the array's place, a later one is created at its
+    start, and the last is the copy made at the split before it."""
     recs = [rec(100, 1, start=30), rec(100, 2, start=40), rec(200, submit=10, start=20), rec(100, 3, start=35)]
-    assert order(recs) == ["100_2", 200, "100_1", "100_3"]
+    assert listed(recs) == ["100_1", 200, "100_3", "100_2"]
+    assert order(recs) == ["100_1", "100_3", "100_2", 200]  # (22.05: the array's tasks by id, then as listed)
 
 
 def test_keys_before_ties():
@@ -54,12 +68,13 @@ def test_keys_before_ties():
 
 def test_order_is_decided_on_the_whole_listing():
     """-t R keeps the running tasks where the whole list put them: the waiting remainder (filtered
-    away) still makes task 2 a split record, not the array's own."""
+    away) still makes task 2 a record split at its start (40, after job 200's at 35), not the copy
+    of the split before it (at 30)."""
     every = [rec(100, 1, start=30), rec(100, 2, start=40), rec(100, state="PENDING", pending="3"),
-             rec(200, submit=10, start=20)]
+             rec(200, submit=35, start=36)]
     running = [r for r in every if r.state == "RUNNING"]
-    assert order(running, every) == [200, "100_1", "100_2"]
-    assert order(running) == ["100_2", 200, "100_1"]  # without the whole list it could not tell
+    assert listed(running, every) == ["100_1", 200, "100_2"]
+    assert listed(running) == ["100_1", "100_2", 200]  # without the whole list it could not tell
 
 
 def norec(job, task=None, start=0, prio=100):
@@ -78,9 +93,9 @@ def test_running_jobs_without_their_submission_time_keep_the_id_order():
 
 def test_an_array_released_after_a_later_job_keeps_its_place():
     """Array 100 held, job 104 submitted (at 45) and started; array released: its tasks start at
-    46. Task 3 is the array's own record (created at 100's submission, before 104's); tasks 1
-    and 2 were split at 46, after it. qstat gives none of the running jobs' submission times; the
+    46. Task 1 is the array's own record (created at 100's submission, before 104's); tasks 2
+    and 3 were made at 46, after it. qstat gives none of the running jobs' submission times; the
     pending job 101 (submitted at 45) bounds 100's."""
     running = [norec(100, 1, start=46), norec(100, 2, start=46), norec(100, 3, start=46), norec(104, start=45)]
     every = running + [rec(101, state="PENDING", submit=45)]
-    assert order(running, every) == ["100_3", 104, "100_1", "100_2"]
+    assert listed(running, every) == ["100_1", 104, "100_2", "100_3"]

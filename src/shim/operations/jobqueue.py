@@ -333,7 +333,9 @@ def sort_records(recs: list, qy: Query, ctx: Ctx, keys: list | None = None, list
     if _start_time_first(ctx):  # (releases.EQUAL_PRIORITIES) the start-time sort, then P,t,-p (stable)
         base = start_time_order(sorted(recs, key=created))
         return sorted(base, key=lambda r: (r.partition, codes.get(r.state, r.state), -r.priority))
-    return sorted(recs, key=lambda r: (r.partition, codes.get(r.state, r.state), -r.priority, created(r)))
+    # 22.05's priority/basic: each job's priority decreases with its submission, an array's tasks
+    # share the array's: ties of Grid Engine's priority in job id order, then the controller's
+    return sorted(recs, key=lambda r: (r.partition, codes.get(r.state, r.state), -r.priority, r.job_id, created(r)))
 
 
 def _start_time_first(ctx: Ctx | None) -> bool:
@@ -349,7 +351,16 @@ def start_time_order(recs: list) -> list:
     the greater of any two, and glibc's merge sort then takes the later one first every time)."""
     started = [r for r in recs if r.start_time is not None]
     started.sort(key=lambda r: r.start_time, reverse=True)  # (stable: equal times keep their order)
-    return started + [r for r in recs if r.start_time is None][::-1]
+    groups: list[list] = []  # the records without a start, each -r's rows of one pending record together
+    for r in recs:
+        if r.start_time is not None:
+            continue
+        if (groups and r.array_task is not None and groups[-1][-1].array_task is not None
+                and groups[-1][-1].job_id == r.job_id and groups[-1][-1].start_time is None):
+            groups[-1].append(r)
+        else:
+            groups.append([r])
+    return started + [r for g in groups[::-1] for r in g]
 
 
 def state_only_order(recs: list, created, listed: list | None = None) -> list:
@@ -403,10 +414,14 @@ def created_key(recs: list, listed: list | None = None):
     (squeue/sort.c: each key is one list_sort, from the last key to the first, and list_sort is
     glibc's qsort, a stable merge sort on Debian 12's glibc 2.36). slurmctld appends a job's
     record to its job list when it is created (job_mgr.c _create_job_record, list_append) and
-    pack_all_jobs walks the list in that order: a job at its submission; an array's task when it
-    is split from the array's record, i.e. when it starts (job_array_split), except the task that
-    starts last, which is the array's own record and keeps the array's place. So: by the time the
-    record was created (submission, or the task's start), then job id and index.
+    pack_all_jobs walks the list in that order: a job at its submission; an array's first task to
+    start keeps the array's place (job_array_split gives the started task the array's record and
+    appends a copy for the tasks still pending), each later task is created at its start, the
+    last one when none waits is the copy of the previous split, and the pending remainder is the
+    copy made at the last split (as state_only_order; measured on 24.11.5 and 26.05.5: the
+    captures' squeue -t R puts 320_1 at the array's place, 320_2 after the jobs submitted before
+    its start). So: by the time the record was created (submission, or a split), then job id and
+    index. The rows -r makes of a pending record's tasks are that record's, in index order.
 
     A running job's submission time is not in qstat's listing (only its start) and is read only
     where a field needs it. Job ids grow with submission, so a record created at submission was
@@ -416,20 +431,19 @@ def created_key(recs: list, listed: list | None = None):
     before the earliest time known of the jobs that follow."""
     every = recs if listed is None else listed
     waiting: set[int] = set()
-    last: dict[int, tuple] = {}  # array -> (start, index) of its task that started last (the array's own record)
+    started: dict[int, list] = {}  # array -> (start, index) of its started tasks, in the order they started
     known: dict[int, object] = {}  # job id -> the earliest time known of its record created at submission
     for r in every:
         if r.array_pending is not None or (r.array_task is not None and r.start_time is None and r.state == "PENDING"):
             waiting.add(r.job_id)
         elif r.array_task is not None and r.start_time is not None:
-            mark = (r.start_time, r.array_task)
-            if last.get(r.job_id, mark) <= mark:
-                last[r.job_id] = mark
-    for job in waiting:
-        last.pop(job, None)
+            started.setdefault(r.job_id, []).append((r.start_time, r.array_task))
+    for marks in started.values():
+        marks.sort()
     for r in every:
-        if r.array_task is not None and r.start_time is not None and last.get(r.job_id) != (r.start_time, r.array_task):
-            continue  # a split task: created at its start
+        marks = started.get(r.job_id)
+        if marks and (r.start_time is None or (r.start_time, r.array_task) != marks[0]):
+            continue  # a split task or the pending remainder: created at a split
         t = r.submit_time or r.start_time
         if t is not None and (r.job_id not in known or t < known[r.job_id]):
             known[r.job_id] = t
@@ -445,11 +459,17 @@ def created_key(recs: list, listed: list | None = None):
 
     def created(r) -> tuple:
         task = r.array_task
-        if task is None:
-            return (created_at.get(r.job_id) or r.submit_time or r.start_time or epoch, 0, r.job_id, -1)
+        base = (created_at.get(r.job_id) or r.submit_time or r.start_time or epoch, 0, r.job_id)
+        marks = started.get(r.job_id)
+        if not marks:
+            return (*base, -1 if task is None else task)
         start = r.start_time
-        if start is not None and last.get(r.job_id) != (start, task):
-            return (start, 1, r.job_id, task)  # split from the array when it started
-        return (created_at.get(r.job_id) or r.submit_time or start or epoch, 0, r.job_id, task)
+        if start is None or task is None:  # the pending remainder: the copy made at the last split
+            return (marks[-1][0], 2, r.job_id, -1 if task is None else task)
+        if (start, task) == marks[0]:
+            return (*base, task)  # the first to start: the array's own record
+        if (start, task) == marks[-1] and r.job_id not in waiting:
+            return (marks[-2][0], 2, r.job_id, task)  # the last, none waiting: the previous split's copy
+        return (start, 1, r.job_id, task)  # split from the array when it started
 
     return created
