@@ -221,35 +221,56 @@ def suspend_error(text: str) -> str:
 
 def suspend(s, words: list[str], resume: bool = False) -> Iterator[Note]:
     """suspend, resume (update_job.c scontrol_suspend): job ids only, each failure
-    "scontrol: error: <slurm_strerror> for job <id>"; each job (array task) acted on gets a
-    "suspend" or "resume" event in the shim's records (a warning when it cannot be written)."""
+    "<slurm_strerror> for job <id>" on stderr, exit 1, with no "scontrol: error: " before it (as
+    real 22.05.8, 24.11.5 and 26.05.5 answer: fixtures/slurm-*/oracle-step-ends.txt, section M):
+    an id no job has is "Unexpected message received" (the controller's answer), a word that is
+    no id "Invalid job id specified", a pending job "Job is pending execution", resuming a job
+    that is not suspended "Job is not suspended", an ended job "Job/step already completing or
+    completed", another user's job "Access/permission denied". Each job (array task) acted on
+    gets a "suspend" or "resume" event in the shim's records (a warning when it cannot be
+    written)."""
     kind = "resume" if resume else "suspend"
     me, uid = caller()
-    for t in targets(s, words, names="none")[1]:  # scontrol_suspend: ids only
+    jl, named = targets(s, words, names="none")  # scontrol_suspend: ids only
+    for t in named:
         tok, recs, tasks = t.label, t.records, t.tasks
         if not recs:
-            yield Note(f"{PROG}: error: {INVALID} for job {tok}")
+            yield Note(f"{INVALID if recs is None else _gone(jl, tok, UNEXPECTED)} for job {tok}")
             continue
-        if not resume and all(r.state == "PENDING" for r in recs):
-            yield Note(f"{PROG}: error: Job is pending execution for job {tok}")
+        if all(r.state == "PENDING" for r in recs):
+            yield Note(f"{PENDING} for job {tok}")
             continue
         if resume and not any(r.state == "SUSPENDED" for r in recs):
-            yield Note(f"{PROG}: error: Job is not suspended for job {tok}")
+            yield Note(f"Job is not suspended for job {tok}")
             continue
         ids = jobs.ge_ids(s.cfg, recs[0].job_id, tasks, recs[0])
         res = s.backend().resume(ids) if resume else s.backend().suspend(ids)
         if res.kind is not None:
             why = refused(res, "Access/permission denied")
-            yield Note(f"{PROG}: error: {why} for job {tok}")
+            yield Note(f"{why} for job {tok}")
             continue
         if not all([record_event(s.cfg, r, kind, uid, me) for r in recs]):
             yield Note(f"{PROG}: warning: could not record the {kind} of job {tok} in {s.cfg.cluster.state_dir}",
                        fails=False)
 
 
+UNEXPECTED = "Unexpected message received"  # suspend/resume of an id the controller does not know
+PENDING = "Job is pending execution"  # suspend, resume, requeue, requeuehold of a pending job
+ENDED = "Job/step already completing or completed"  # suspend, resume of an ended job
+
+
+def _gone(jl, tok: str, unknown: str) -> str:
+    """Why a job id names no active job: ENDED where the listing still knows the job (it ended
+    within MinJobAge), else ``unknown``."""
+    job = tok.split("_")[0]
+    return ENDED if job.isdigit() and int(job) in jl.known else unknown
+
+
 def requeue(s, words: list[str], hold: bool = False) -> Iterator[Note]:
     """requeue, requeuehold (update_job.c scontrol_requeue/_hold): job ids only, no names; each
-    failure is "<slurm_strerror> for job <id>" on stderr, exit 1."""
+    failure is "<slurm_strerror> for job <id>" on stderr, exit 1: "Job is pending execution" for
+    a pending job, with or without hold (as every release answers: oracle-messages.txt section U,
+    oracle-control.txt)."""
     jl, named = targets(s, words, names="none")
     for t in named:
         tok, recs, tasks = t.label, t.records, t.tasks
@@ -259,6 +280,9 @@ def requeue(s, words: list[str], hold: bool = False) -> Iterator[Note]:
                 yield Note(f"Requeue of job {tok} failed: Requeue of a job that has ended is not possible on Grid Engine")
             else:
                 yield Note(f"{INVALID} for job {tok}")
+            continue
+        if all(r.state == "PENDING" for r in recs):
+            yield Note(f"{PENDING} for job {tok}")
             continue
         ids = jobs.ge_ids(s.cfg, recs[0].job_id, tasks, recs[0])
         running = [r for r in recs if r.state in ("RUNNING", "SUSPENDED")]

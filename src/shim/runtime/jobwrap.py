@@ -17,6 +17,7 @@ modules.
 from __future__ import annotations
 
 import base64
+import errno
 import os
 import pwd
 import signal
@@ -897,9 +898,8 @@ def main() -> None:
     event("start", {"node": this_host})
     try:
         r.child = _launch(p, env, script_path, in_fd, out_fd, err_fd)
-    except OSError as e:
-        os.write(err_fd, stepd.error(this_host, f"execve(): {script_path}: {e.strerror}").encode())
-        finish(0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure")
+    except OSError as e:  # a missing #! interpreter (BadInterpreter), or nothing could be started
+        finish(*_exec_failed(e, err_fd, this_host, script_path))
     try:
         r.err_fd = os.dup(err_fd)
     except OSError:
@@ -986,12 +986,35 @@ def _runner(p: SubmitRecord) -> Runner:
     return r
 
 
+class BadInterpreter(OSError):
+    """The script's ``#!`` names no file (stepd.bad_interpreter): what execve would fail with."""
+
+    def __init__(self, text: str):
+        super().__init__(errno.ENOENT, os.strerror(errno.ENOENT))
+        self.text = text
+
+
+def _exec_failed(e: OSError, err_fd: int, host: str, script_path: str) -> tuple[int, int, str, str]:
+    """slurmstepd's line on the job's stderr for a script that did not start, and the job's end
+    (finish's arguments): a missing interpreter ends the task as execve's ENOENT would, FAILED
+    2:0 (every release, oracle-messages.txt E); anything else is the launch's failure (0:53)."""
+    if isinstance(e, BadInterpreter):
+        os.write(err_fd, stepd.bad_interpreter_line(host, e.text).encode())
+        return errno.ENOENT, 0, "FAILED", "None"
+    os.write(err_fd, stepd.error(host, f"execve(): {script_path}: {e.strerror}").encode())
+    return 0, LAUNCH_FAILED_SIGNAL, "FAILED", "JobLaunchFailure"
+
+
 def _launch(p: SubmitRecord, env: dict[str, str], script_path: str, in_fd: int, out_fd: int, err_fd: int):
     """The batch script started in its own session: Grid Engine's notify signals reach the wrapper,
     which turns them into Slurm's signals; Grid Engine's final SIGKILL still reaches every process
     of the job through its additional group id (execd_params ENABLE_ADDGRP_KILL). sh only sets
     SLURM_TASK_PID to its own pid and execs the script in place: no user text is part of the
-    shell's program, the script and its arguments are plain argv."""
+    shell's program, the script and its arguments are plain argv. A script whose ``#!`` names no
+    file is not started (BadInterpreter: sh's exec would say ``not found``, exit 127)."""
+    missing = stepd.bad_interpreter(script_path, p.workdir)
+    if missing is not None:
+        raise BadInterpreter(missing)
     launcher = ["/bin/sh", "-c", jobenv.TASK_LAUNCH, script_path]
     return proc.popen([*launcher, *(p.args or [])], env=env, stdin=in_fd, stdout=out_fd,
                       stderr=err_fd, start_new_session=True, close_fds=True)

@@ -11,6 +11,8 @@ A site config that cannot be read gives the default release's words, never an er
 
 from __future__ import annotations
 
+import errno
+import os
 import signal
 import time
 
@@ -67,6 +69,36 @@ def signal_text(sig: int) -> str:
         return signal.strsignal(sig) or f"Unknown signal {sig}"
     except ValueError:
         return f"Unknown signal {sig}"
+
+
+def bad_interpreter(path: str, cwd: str = "") -> str | None:
+    """What follows ``#!`` on the first line of the script at ``path`` when its interpreter does
+    not exist: execve's ENOENT for a file that is there, which slurmstepd words ``execve(): bad
+    interpreter(<that text>): No such file or directory`` and ends the task with exit code 2
+    (ENOENT): FAILED 2:0, as real 22.05.8, 24.11.5 and 26.05.5 answer a batch script starting
+    ``#!/nonexistent/interp`` (fixtures/slurm-*/oracle-messages.txt, section E). As Slurm, the
+    file's first 255 bytes are read and the line is printed as written (its argument too). None
+    for a file without ``#!``, one whose interpreter exists, or one that cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(255)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    line = head[2:].split(b"\n", 1)[0]
+    words = line.split(None, 1)  # (the kernel's: the interpreter, then at most one argument)
+    if not words:
+        return None  # no interpreter at all: ENOEXEC, not this line
+    interp = os.fsdecode(words[0])
+    if os.path.exists(interp if os.path.isabs(interp) else os.path.join(cwd or os.getcwd(), interp)):
+        return None
+    return line.decode("utf-8", "replace")
+
+
+def bad_interpreter_line(host: str, text: str, rel: Release | None = None) -> str:
+    """slurmstepd's line for a script whose interpreter is missing (``bad_interpreter``)."""
+    return error(host, f"execve(): bad interpreter({text}): {os.strerror(errno.ENOENT)}", rel)
 
 
 def launch_errors_first(rel: Release | None = None) -> bool:

@@ -93,6 +93,14 @@ def resolve(cmd: str, path: str | None, cwd: str) -> int:
     return 0 if shutil.which(cmd, path=path if path is not None else os.defpath) else errno.ENOENT
 
 
+def executable(cmd: str, path: str | None, cwd: str) -> str:
+    """The file execve runs for argv[0] ``cmd`` (resolve says it can): ``cmd`` in ``cwd`` where it
+    names a path, else the first on ``path``."""
+    if "/" in cmd:
+        return cmd if os.path.isabs(cmd) else os.path.join(cwd, cmd)
+    return shutil.which(cmd, path=path if path is not None else os.defpath) or cmd
+
+
 class HostLaunch:
     """The tasks of one step on this host (slurmstepd's part).
 
@@ -206,6 +214,11 @@ class HostLaunch:
             if err:
                 msg = stepd.error(self.host, f"execve(): {argv[0] if argv else ''}: {os.strerror(err)}")
                 self._launch_failed(tid, msg, err, err_fd if err_fd is not None else self.stderr)
+                continue
+            missing = stepd.bad_interpreter(executable(argv[0], env.get("PATH"), cwd), cwd)
+            if missing is not None:  # a script whose #! names no file: execve's ENOENT, the task's exit 2
+                self._launch_failed(tid, stepd.bad_interpreter_line(self.host, missing), errno.ENOENT,
+                                    err_fd if err_fd is not None else self.stderr)
                 continue
             pmi_fd = None
             if self.pmi is not None:

@@ -1,0 +1,191 @@
+"""What each release prints where the shim ends, stops or fails to start a job (issue 30), against
+what real 22.05.8, 24.11.5 and 26.05.5 answered when asked (fixtures/slurm-*/oracle-messages.txt,
+oracle-step-ends.txt, oracle-control.txt): scontrol suspend, resume, requeue and requeuehold's
+failures; a batch script (or a step's command) whose ``#!`` interpreter is missing; srun's and
+salloc's lines at -v; slurmstepd's line for a step ended with its job."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+import pytest
+
+from conftest import FIXTURES
+from shim.runtime import stepd
+from shim.slurm import releases
+from shim.store import records, state
+
+NAMES = ("22.05", "24.11", "26.05")
+
+
+def section(name: str, file: str, key: str) -> str:
+    """The answer to the question ``### <key>: ...`` of a release's oracle file."""
+    text = (FIXTURES / f"slurm-{name}" / file).read_text()
+    m = re.search(rf"^### {re.escape(key)}: [^\n]*\n(.*?)(?=^### )", text, re.S | re.M)
+    assert m, (file, key)
+    return m[1]
+
+
+def answers(text: str) -> dict[str, tuple[int, str]]:
+    """``-- <command>`` blocks of a section: the command -> (its rc, what it printed), the job's
+    id written N; a command asked twice keeps its last answer under its name and the first
+    under ``<name> (first)``."""
+    out: dict[str, tuple[int, str]] = {}
+    for m in re.finditer(r"^-- ([^\n]*)\n(.*?)^rc=(\d+)\n", text, re.S | re.M):
+        said = re.sub(r"for job \d+", "for job N", m[2])
+        if m[1] in out:
+            out[f"{m[1]} (first)"] = out[m[1]]
+        out[m[1]] = (int(m[3]), said)
+    return out
+
+
+# --- scontrol suspend, resume, requeue, requeuehold --------------------------------------------------
+
+@pytest.fixture
+def verbs(release_site, monkeypatch):
+    """scontrol on test_scontrol's Grid Engine listing (105 running, 107 suspended, 112 held
+    pending) plus job 300, ended 5 s ago, in the release named."""
+    import test_scontrol
+
+    monkeypatch.setattr(time, "time", lambda: test_scontrol.NOW)
+
+    def set_release(name: str):
+        from shim import siteconf
+
+        release_site(name)
+        sdir = siteconf.get().cluster.state_dir
+        state.record_submit(sdir, 300, {"name": "done", "partition": "debug", "user": "root", "workdir": "/srv"})
+        state.record_event(sdir, 300, None, "end", {"exit": 0, "signal": 0, "state": "COMPLETED", "node": "vm",
+                                                    "start": test_scontrol.NOW - 30})
+        os.utime(state.record_file(sdir, "events", "300.x.end.json"), (test_scontrol.NOW - 5,) * 2)
+
+    return set_release
+
+
+def said(capsys, *argv, answers_=None) -> tuple[int, str]:
+    import test_scontrol
+
+    rc, out, err, _calls = test_scontrol.scontrol(capsys, *argv, answers=answers_)
+    assert out == ""
+    return rc, re.sub(r"for job \d+", "for job N", err)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_suspend_and_resume_fail_as_each_release_words_it(verbs, capsys, name):
+    """No ``scontrol: error:`` before the line, in any release: an id no job has is the controller's
+    ``Unexpected message received``, a word that is no id ``Invalid job id specified``, a pending
+    job ``Job is pending execution``, resuming a running job ``Job is not suspended``, an ended
+    one ``Job/step already completing or completed``, another user's ``Access/permission
+    denied``."""
+    from test_scancel import recorded_refusal
+
+    verbs(name)
+    unknown = answers(section(name, "oracle-messages.txt", "S"))
+    pending = answers(section(name, "oracle-messages.txt", "U"))
+    running = answers(section(name, "oracle-step-ends.txt", "M"))
+    word = answers(section(name, "oracle-control.txt", "P"))
+    assert said(capsys, "suspend", "999999") == unknown["scontrol suspend 999999"]
+    assert said(capsys, "resume", "999999") == unknown["scontrol resume 999999"]
+    assert said(capsys, "suspend", "abc") == word["scontrol suspend abc"]
+    assert said(capsys, "resume", "abc") == word["scontrol resume abc"]
+    assert said(capsys, "suspend", "112") == pending["scontrol suspend PENDING"]
+    assert said(capsys, "resume", "112") == pending["scontrol resume PENDING"]
+    assert said(capsys, "resume", "105") == running["scontrol resume RUNNING"] == (1, "Job is not suspended for job N\n")
+    assert said(capsys, "suspend", "300") == running["scontrol suspend ENDED"]
+    assert said(capsys, "resume", "300") == running["scontrol resume ENDED"]
+    denied = {"qmod": (1, recorded_refusal("qmod -sj JOB", 105))}
+    assert said(capsys, "suspend", "105", answers_=denied) == running["scontrol suspend RUNNING (as bob)"]
+    assert said(capsys, "resume", "107", answers_=denied) == running["scontrol resume RUNNING (as bob)"]
+    assert said(capsys, "requeue", "105", answers_=denied) == running["scontrol requeue RUNNING (as bob)"]
+    # and what succeeds says nothing
+    assert said(capsys, "suspend", "105") == running["scontrol suspend RUNNING"] == (0, "")
+    assert said(capsys, "resume", "107") == (0, "")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_requeue_of_a_pending_job_fails_as_each_release(verbs, capsys, name):
+    """requeue and requeuehold of a pending job: ``Job is pending execution for job N``, exit 1,
+    and nothing asked of Grid Engine; a word that is no id: ``Invalid job id specified``."""
+    import test_scontrol
+
+    verbs(name)
+    pending = answers(section(name, "oracle-messages.txt", "U"))
+    word = answers(section(name, "oracle-control.txt", "P"))
+    assert said(capsys, "requeue", "112") == pending["scontrol requeue PENDING"]
+    assert said(capsys, "requeuehold", "112") == word["scontrol requeuehold PENDING"]
+    assert said(capsys, "requeue", "abc") == word["scontrol requeue abc"]
+    assert said(capsys, "requeuehold", "abc") == word["scontrol requeuehold abc"]
+    rc, _out, _err, calls = test_scontrol.scontrol(capsys, "requeuehold", "112")
+    assert (rc, calls) == (1, [])
+
+
+# --- a missing #! interpreter ------------------------------------------------------------------------
+
+def bad_interp_line(name: str) -> str:
+    [line] = [ln for ln in section(name, "oracle-messages.txt", "E").splitlines() if "execve()" in ln]
+    return line
+
+
+def shape(line: str) -> str:
+    return re.sub(r"^\[[^]]*\]", "[T]", line)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_batch_script_whose_interpreter_is_missing_fails_2_0_as_each_release(release_site, tmp_path, name):
+    """``sbatch bad.sh`` starting ``#!/nonexistent/interp``: slurmstepd's ``execve(): bad
+    interpreter(/nonexistent/interp): No such file or directory`` in the job's output (the
+    release's prefix), and the job FAILED with exit code 2 (ENOENT), reason None, as every release
+    answers (sacct: ``FAILED|2:0|None``)."""
+    from test_runtime_batch_step import a_record, run_wrapper
+    import base64
+
+    release_site(name)
+    sdir = tmp_path / "state"
+    work = tmp_path / "work"
+    work.mkdir()
+    script = b"#!/nonexistent/interp\necho hi\n"
+    cp = run_wrapper(sdir, work, a_record(sdir, work, script=base64.b64encode(script).decode("ascii"), args=[]))
+    assert cp.returncode == 2, cp.stderr
+    out = (work / "out-77.txt").read_text()
+    assert [shape(ln) for ln in out.splitlines()] == [shape(bad_interp_line(name))]
+    assert out.splitlines()[0].startswith("slurmstepd-") == (name != "26.05")
+    end = records.Reader(str(sdir)).events(77, os.getuid())[(None, "end")]
+    assert (end["state"], end["exit"], end["signal"], end["reason"]) == ("FAILED", 2, 0, "None")
+    assert section(name, "oracle-messages.txt", "E").splitlines()[-1] == "FAILED|2:0|None"
+
+
+def test_the_interpreters_line_is_printed_as_written(tmp_path):
+    """Slurm prints what follows ``#!`` up to the line's end (an argument too); a script whose
+    interpreter exists, without ``#!``, or with nothing after it, is no bad interpreter."""
+    cases = {b"#!/nonexistent/interp\necho\n": "/nonexistent/interp", b"#! /no/such -x\n": " /no/such -x",
+             b"#!/bin/sh\necho\n": None, b"echo hi\n": None, b"#!\n": None, b"#!/no/such": "/no/such"}
+    for n, (text, want) in enumerate(cases.items()):
+        p = tmp_path / f"s{n}"
+        p.write_bytes(text)
+        assert stepd.bad_interpreter(str(p), str(tmp_path)) == want, text
+    assert stepd.bad_interpreter(str(tmp_path / "gone")) is None
+    (tmp_path / "rel").write_bytes(b"#!interp\n")
+    assert stepd.bad_interpreter(str(tmp_path / "rel"), str(tmp_path)) == "interp"
+    (tmp_path / "interp").write_bytes(b"")
+    assert stepd.bad_interpreter(str(tmp_path / "rel"), str(tmp_path)) is None
+    rel = releases.get("22.05")
+    assert stepd.bad_interpreter_line("vm", "/x", rel) == \
+        "slurmstepd-vm: error: execve(): bad interpreter(/x): No such file or directory\n"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_step_whose_script_has_no_interpreter_exits_2(release_site, tmp_path, name):
+    """srun of such a script: the same line from the task's launcher, and the task's exit code 2
+    (srun then says ``Exited with exit code 2``)."""
+    from test_releases_messages import _launch
+
+    release_site(name)
+    script = tmp_path / "bad.sh"
+    script.write_bytes(b"#!/nonexistent/interp\necho hi\n")
+    script.chmod(0o755)
+    launch, err = _launch([str(script)], str(tmp_path))
+    assert launch.statuses == {0: (2, 0)}
+    lines = err.splitlines() + launch.late_errors
+    assert [shape(ln) for ln in lines] == [shape(bad_interp_line(name))]
