@@ -94,14 +94,16 @@ NOT_THE_CAPTURES = '\n[licenses.anthropic_api]\ncomplex = "anthropic_api"\n'
 
 def replay(release: str, name: str, tmp_path, monkeypatch, capsys,
            answers: dict[tuple[str, ...], str] | None = None, site: tuple[str, str] | None = None,
-           refuse: str | None = None) -> tuple[int, str, str]:
+           refuse: str | None = None, queue=None) -> tuple[int, str, str]:
     """(exit code, stdout, stderr) of the shim for this case of this release; ``answers``: more of
     Grid Engine's answers (argv -> stdout, rc 0); ``site``: (text, replacement) in the unit site
     config, to say what the captured cluster's slurm.conf says; ``refuse``: Grid Engine refuses the
-    submission with this answer. The site's licenses are the
+    submission with this answer; ``queue``: a callable given the state directory that plants the
+    captured queue's records there and returns the Grid Engine that holds that queue
+    (release_listing.py), in place of the empty one. The site's licenses are the
     capture's: matlab."""
     case = cases(release)[name]
-    use_site_config(monkeypatch, tmp_path)
+    state_dir = use_site_config(monkeypatch, tmp_path)
     conf = tmp_path / "config.toml"
     text = conf.read_text()
     assert NOT_THE_CAPTURES in text
@@ -124,7 +126,7 @@ def replay(release: str, name: str, tmp_path, monkeypatch, capsys,
     stdin = case.get("stdin") or ""
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin.encode())))
     found = _ID.search(case["stdout"])
-    backend = CaptureGridEngine(int(found.group(0)) if found else 1, refuse)
+    backend = CaptureGridEngine(int(found.group(0)) if found else 1, refuse) if queue is None else queue(state_dir)
     for (tool, *args), text in (answers or {}).items():
         backend.add(tool, args, text)
     backends.use(backend)

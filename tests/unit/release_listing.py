@@ -1,0 +1,228 @@
+"""The captured cluster's queue, rebuilt as Grid Engine and the shim would hold it, so that a
+release's listing cases (squeue, scontrol show job, sacct) replay through the shim's dispatch
+(issue 30's first Done-when, the cases "the captured cluster's own jobs").
+
+fixtures/release-listings/<release>.json holds, per release, the queue at the moments its cases
+were captured: a small job table per moment (``moments``) and the moment each replayed case saw
+(``cases``). A table is derived from the capture itself (``from_all``: the rows of the release's
+``squeue -o %all``, the ids, names, users, partitions, states, times, limits and requests it
+printed; test_release_listing.py checks each table against those rows). ``build`` turns a
+moment's table into
+
+- Grid Engine's answer to ``qstat -u '*' -r -xml`` in SGE 8.1.9's layout (the elements and order
+  of fixtures/gridengine/sge-8.1.9/live-qstat-u-all-r-xml.*.xml: running jobs and array tasks in
+  ``queue_info``, waiting ones in ``job_info``), served by listing_replay.ListingReplay (which
+  answers the narrower ``-u U`` and ``qstat -j`` questions from it);
+- the shim's submit records of those jobs, written through the shim's own store writer
+  (state.record_submit) into the test's state directory, as sbatch writes them;
+
+and the clock the moment was captured at (``now``; the test fixes time.time to it)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from xml.sax.saxutils import escape
+
+from conftest import FIXTURES
+from shim.store import state
+
+LISTINGS = FIXTURES / "release-listings"
+# squeue -o %all's fields, in order (22.05's %s is empty, 24.11 has none, 26.05's is the SLUID)
+LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+USERS = {"root": (0, 0, "root"), "bob": (1001, 1001, "bob")}  # the captured cluster's users (its %U, %G, %g)
+
+
+def table(release: str) -> dict:
+    return json.loads((LISTINGS / f"{release}.json").read_text())
+
+
+def all_rows(release: str, stdout: str) -> list[dict[str, str]]:
+    """``squeue -o %all``'s rows as {letter: value}."""
+    letters = LETTERS.replace("s", "") if release == "24.11" else LETTERS
+    return [dict(zip(letters, line.split("|"))) for line in stdout.splitlines()[1:]]
+
+
+def _seconds(used: str) -> int:
+    """squeue's %M (``0:07``, ``1:02:03``, ``1-00:00:00``) in seconds."""
+    days, _, rest = used.rpartition("-")
+    total = 0
+    for x in rest.split(":"):
+        total = total * 60 + int(x)
+    return int(days or 0) * 86400 + total
+
+
+def _minutes(limit: str) -> int | None:
+    """squeue's %l (``UNLIMITED``, ``10:00``, ``1:00:00``, ``1-00:00:00``) in minutes."""
+    if limit in ("UNLIMITED", "NOT_SET", "N/A"):
+        return None
+    days, _, rest = limit.rpartition("-")
+    parts = [int(x) for x in rest.split(":")]
+    while len(parts) < 3:
+        parts.insert(0, 0)
+    h, m, s = parts
+    return (int(days or 0) * 24 + h) * 60 + m + (1 if s else 0)
+
+
+HELD = {"JobHeldUser", "JobHeldAdmin", "Dependency", "DependencyNeverSatisfied"}
+
+
+def from_all(row: dict[str, str]) -> dict:
+    """One job-table entry from a ``%all`` row: what Grid Engine's listing and the submit record
+    say of that job (the Slurm-only facts, priorities and reasons, are left to the shim)."""
+    state_ = {"RUNNING": "r", "SUSPENDED": "s", "PENDING": "qw"}[row["T"]]
+    if state_ == "qw" and row["r"] in HELD:
+        state_ = "hqw"
+    job: dict = {"id": int(row["F"]), "name": row["j"], "user": row["u"], "partition": row["P"], "state": state_,
+                 "submit": row["V"], "cpus": int(row["C"]), "nodes": int(row["D"]), "workdir": row["Z"],
+                 "command": row["o"], "mem_mb": int(row["m"].rstrip("M"))}
+    if state_ in ("r", "s"):
+        job["start"] = row["S"]
+    if state_ == "s":  # suspended after its TIME had run (scontrol suspend: the shim's suspend event)
+        job["suspended"] = (datetime.fromisoformat(row["S"]) + timedelta(seconds=_seconds(row["M"]))).isoformat()
+    task = row["K"]
+    if task != "N/A":
+        if "%" in task or "-" in task or "," in task:
+            indices, _, throttle = task.partition("%")
+            job["tasks"] = indices
+            if throttle:
+                job["throttle"] = int(throttle)
+        else:
+            job["task"] = int(task)
+    limit = _minutes(row["l"])
+    if limit is not None:
+        job["time"] = limit
+    if row["W"] != "(null)":
+        job["licenses"] = row["W"]
+    if row["b"] != "N/A":
+        job["gres"] = row["b"].replace("gres/", "").replace("gres:", "")
+    if row["y"] not in ("0", ""):
+        job["nice"] = int(row["y"])
+    if row["E"] != "(null)":
+        dep = row["E"].split("(")[0]
+        job["dependency"] = dep
+        if row["r"] == "Dependency":
+            job["after"] = [int(x) for x in dep.split(":")[1:]]
+    if row["r"] == "BeginTime":
+        job["begin"] = row["S"]
+    if row["r"] == "JobHeldAdmin":
+        job["hold"] = "admin"
+    return job
+
+
+def _ts(iso: str) -> float:
+    return datetime.fromisoformat(iso).timestamp()
+
+
+def _hard(job: dict) -> list[tuple[str, str]]:
+    out = []
+    if job.get("time") is not None:
+        out.append(("h_rt", str(job["time"] * 60)))
+    out.append(("mem_free", f"{job['mem_mb']}M"))
+    if job.get("gres"):
+        name, _, count = job["gres"].rpartition(":")
+        out.append((name, count))
+    for lic in (job.get("licenses") or "").split(","):
+        if lic:
+            name, _, count = lic.partition(":")
+            out.append((name, count or "1"))
+    return out
+
+
+def _ge_tasks(job: dict) -> str:
+    """A pending array's Grid Engine task range (its indices are the task numbers: 1-based arrays)."""
+    from shim.slurm.jobids import expand
+
+    idx = expand(job["tasks"])
+    return f"{idx[0]}-{idx[-1]}:1" if idx == list(range(idx[0], idx[-1] + 1)) else ",".join(map(str, idx))
+
+
+def job_element(job: dict) -> str:
+    """One ``job_list`` element in SGE 8.1.9's layout."""
+    running = job["state"] in ("r", "s")
+    prio = "0.00000" if job["state"].startswith("h") else "0.50000"
+    lines = [f'    <job_list state="{"running" if running else "pending"}">',
+             f"      <JB_job_number>{job['id']}</JB_job_number>",
+             f"      <JAT_prio>{prio}</JAT_prio>",
+             f"      <JB_name>{escape(job['name'])}</JB_name>",
+             f"      <JB_owner>{job['user']}</JB_owner>",
+             f"      <state>{job['state']}</state>",
+             (f"      <JAT_start_time>{job['start']}</JAT_start_time>" if running
+              else f"      <JB_submission_time>{job['submit']}</JB_submission_time>"),
+             f"      <queue_name>{job['partition'] + '@vm' if running else ''}</queue_name>",
+             f"      <slots>{job['cpus']}</slots>"]
+    if "task" in job:
+        lines.append(f"      <tasks>{job['task']}</tasks>")
+    elif "tasks" in job:
+        lines.append(f"      <tasks>{_ge_tasks(job)}</tasks>")
+    lines.append(f"      <full_job_name>{escape(job['name'])}</full_job_name>")
+    if job["cpus"] > 1 or job["nodes"] > 1:
+        pe = "mpi" if job["nodes"] > 1 else "smp"
+        lines.append(f'      <requested_pe name="{pe}">{job["cpus"]}</requested_pe>')
+        if running:
+            lines.append(f'      <granted_pe name="{pe}">{job["cpus"]}</granted_pe>')
+    lines += [f'      <hard_request name="{n}" resource_contribution="0.000000">{v}</hard_request>'
+              for n, v in _hard(job)]
+    lines.append(f"      <hard_req_queue>{job['partition']}</hard_req_queue>")
+    for p in job.get("after", ()):
+        lines += [f"      <predecessor_jobs_req>{p}</predecessor_jobs_req>", f"      <predecessor_jobs>{p}</predecessor_jobs>"]
+    lines += ["      <binding>NONE</binding>", "    </job_list>"]
+    return "\n".join(lines) + "\n"
+
+
+def listing(jobs: list[dict]) -> str:
+    """``qstat -u '*' -r -xml`` holding these jobs (running ones first, as qstat lists them)."""
+    run = [j for j in jobs if j["state"] in ("r", "s")]
+    wait = [j for j in jobs if j["state"] not in ("r", "s")]
+    return ("<?xml version='1.0'?>\n<job_info  xmlns:xsd=\"http://arc.liv.ac.uk/repos/darcs/sge/source/dist/util/"
+            "resources/schemas/qstat/qstat.xsd\">\n  <queue_info>\n" + "".join(map(job_element, run))
+            + "  </queue_info>\n  <job_info>\n" + "".join(map(job_element, wait)) + "  </job_info>\n</job_info>\n")
+
+
+def submit_record(job: dict, array: list[int] | None) -> dict:
+    """The shim's submit record of a job (the keys sbatch writes, store/records.py SUBMIT_TYPES)."""
+    uid = USERS[job["user"]][0]
+    rec = {"name": job["name"], "user": job["user"], "uid": uid, "partition": job["partition"],
+           "account": "research", "qos": "normal", "workdir": job["workdir"], "script_path": job["command"],
+           "ntasks": 1, "cpus_per_task": 1, "nodes": job["nodes"], "time": job.get("time", -1),
+           "submit_time": _ts(job["submit"]), "sub": _ts(job["submit"]), "mem_mb": job["mem_mb"]}
+    if job["cpus"] > 1:
+        rec["ntasks"] = job["cpus"]
+    for key in ("licenses", "dependency", "nice", "throttle"):
+        if key in job:
+            rec[key] = job[key]
+    if job.get("gres"):
+        rec["gres"] = job["gres"]
+    if "begin" in job:
+        rec["begin"] = _ts(job["begin"])
+    if array:
+        rec["array"] = array
+    return rec
+
+
+def build(state_dir, jobs: list[dict]) -> str:
+    """Write the jobs' submit records into ``state_dir`` (as their submitter: the test runs as
+    root, whose copy speaks for every user's job) and return Grid Engine's listing of them."""
+    from shim.slurm.jobids import expand
+
+    arrays: dict[int, set[int]] = {}
+    for j in jobs:
+        if "task" in j:
+            arrays.setdefault(j["id"], set()).add(j["task"])
+        elif "tasks" in j:
+            arrays.setdefault(j["id"], set()).update(expand(j["tasks"]))
+    done: set[int] = set()
+    for j in jobs:
+        if j["id"] in done:
+            continue
+        done.add(j["id"])
+        same = [x for x in jobs if x["id"] == j["id"]]
+        arr = list(range(1, max(arrays[j["id"]]) + 1)) if j["id"] in arrays else None  # (1-N: sbatch -a 1-N)
+        merged = {**j, **{k: x[k] for x in same for k in ("throttle",) if k in x}}
+        assert state.record_submit(str(state_dir), j["id"], submit_record(merged, arr))
+    for j in jobs:
+        if "suspended" in j:
+            assert state.record_event(str(state_dir), j["id"], j.get("task"), "suspend",
+                                      {"t": _ts(j["suspended"]), "uid": 0, "user": "root", "owner": j["user"],
+                                       "sub": _ts(j["submit"])})
+    return listing(jobs)
