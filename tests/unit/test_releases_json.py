@@ -292,8 +292,10 @@ def test_squeue_yaml_is_the_json_document(site, name):
 
 # --- sacct --json -----------------------------------------------------------------------------------------
 
-def rows_of(j: dict) -> tuple[sacct_view.Row, list[sacct_view.Row]]:
-    """The shim's accounting rows of a captured sacct job (the job row and its batch step)."""
+def rows_of(j: dict, release: releases.Release) -> tuple[sacct_view.Row, list[sacct_view.Row]]:
+    """The shim's accounting rows of a captured sacct job (the job row and its batch step), its
+    output paths from what sbatch was given (-o as the capture's stdout; -e, -i where not merged,
+    /dev/null): the expanded paths are the shim's own."""
     t = j["time"]
     mem = _n(j["required"]["memory_per_cpu"])
     usecs = {k: t[k]["seconds"] + t[k]["microseconds"] / 1e6 for k in ("total", "user", "system")}
@@ -304,8 +306,9 @@ def rows_of(j: dict) -> tuple[sacct_view.Row, list[sacct_view.Row]]:
         nnodes=j["allocation_nodes"], nodes=[j["nodes"]], time_limit=_n(t["limit"]), req_mem_mb=mem,
         tres=(1, mem, 1, {}), total_cpu=usecs["total"], user_cpu=usecs["user"], sys_cpu=usecs["system"],
         reason=j["state"]["reason"], workdir=j["working_directory"], qos=j["qos"], priority=_n(j["priority"]),
-        cluster=j["cluster"], submit_line=j["submit_line"], stdout=j["stdout"], stdout_expanded=j["stdout_expanded"],
-        extra={})
+        cluster=j["cluster"], submit_line=j["submit_line"], extra={},
+        std=sacct_view.job_stdio(j["stdout"], j["stderr"] or None, None if j["stdin"] == "/dev/null" else j["stdin"],
+                                 j["working_directory"], False, sacct_view.StdStyle.of(release)))
     steps = []
     for s in j["steps"]:
         st = s["time"]
@@ -328,7 +331,7 @@ def test_sacct_json_is_the_releases_layout(site, name):
     c = cases(name)["sacct_json"]
     ref = json.loads(c["stdout"])
     release = releases.get(name)
-    groups = [rows_of(j) for j in ref["jobs"]]
+    groups = [rows_of(j, release) for j in ref["jobs"]]
     client = openapi.Client(c["cmd"].split(), "root", "root")
     text = openapi.sacct_text(groups, release, "cluster", client)
     doc = json.loads(text)

@@ -38,6 +38,10 @@ TEST_ONLY_STRAY_A = "test-only-stray-a"
 NODE_CONFIG_AT_SUBMIT = "node-config-at-submit"
 SACCT_LISTS_AT_ONCE = "sacct-lists-at-once"
 SACCT_EXIT_AS_IS = "sacct-exit-as-is"
+SACCT_DEFAULT_OUT_AS_IS = "sacct-default-out-as-is"
+SACCT_NODE_NONE = "sacct-node-none"
+SACCT_PATTERN_KEEPS_UNKNOWN = "sacct-pattern-keeps-unknown"
+SACCT_STEP_STDIO = "sacct-step-stdio"
 RULES = {
     # sacct answers --help, --helpformat, --helpstate and --helpreason where its getopt loop meets
     # them: the first of them wins, before a later bad option (24.11 reads the whole line first, a
@@ -47,6 +51,19 @@ RULES = {
     # 128 (a script's exit 143 is 15:0, 128 is 0:0, a step's exit 200 is 72:0); DerivedExitCode,
     # scontrol's ExitCode and --json keep it (fixtures/slurm-*/oracle-step-rows.json)
     SACCT_EXIT_AS_IS: "26.05",
+    # sacct's StdOut (and --json's stdout) of a batch job submitted without -o is Slurm's default
+    # pattern as it is, slurm-%j.out (slurm-%A_%a.out in an array); 24.11 prints it under the job's
+    # working directory. Expanded, both are under it (fixtures/slurm-*/oracle-sacct-stdio.json)
+    SACCT_DEFAULT_OUT_AS_IS: "26.05",
+    # sacct --expand-patterns: %N of a job that has no node (pending, cancelled before it ran) is
+    # "None"; 24.11 prints "(null)"
+    SACCT_NODE_NONE: "26.05",
+    # sacct --expand-patterns: a width before a letter that is no pattern stays as written (%5q);
+    # 24.11 drops the '%' and every digit but the last (5q), as the job's own files are named
+    SACCT_PATTERN_KEEPS_UNKNOWN: "26.05",
+    # sacct: a srun step's row carries its -o, -e, -i (StdOut, StdErr, StdIn under its working
+    # directory; --json's as written, beside the expanded paths); 24.11's step rows have none
+    SACCT_STEP_STDIO: "26.05",
     # afterok/afternotok on a job the controller does not know (never was, or ended more than
     # MinJobAge ago) is refused at submission: "Job dependency problem", exit 1 (22.05 took it
     # and the job ran at once: an unknown job counts as done)
@@ -610,7 +627,8 @@ R26_05 = Release(
         "parameters, parameters for cluster/federation selection, and the printing options.")},
     rules=_RULES_24 + (JOB_FIELDS_26, MERGED_STDERR_EMPTY, OVERSUBSCRIBE_NO, EITHER_LICENSE, STEPD_STAMP,
                        CANCEL_SIGNAL_NAMED, SUSPEND_ERROR_NO_SPACE, TEST_ONLY_STRAY_A, SACCT_LISTS_AT_ONCE,
-                       SACCT_EXIT_AS_IS),
+                       SACCT_EXIT_AS_IS, SACCT_DEFAULT_OUT_AS_IS, SACCT_NODE_NONE, SACCT_PATTERN_KEEPS_UNKNOWN,
+                       SACCT_STEP_STDIO),
     json="v0.0.45",
 )
 

@@ -419,6 +419,7 @@ def _keeper(qy: Selection, emit: Any, out: list) -> Any:
     step_jobs = {s.job for s in qy.jobs if s.step} if qy.jobs is not None else set()
     # ExitCode of 128 or more less 128, as 22.05's and 24.11's sacct print it (releases.SACCT_EXIT_AS_IS)
     wrap = not releases.current().has(releases.SACCT_EXIT_AS_IS)
+    expand = qy.expand  # --expand-patterns: StdOut, StdErr, StdIn expanded (render.sacct.expand_path)
 
     def finish(job: Row, steps: list[Row]) -> None:
         if not match(job, qy):
@@ -427,6 +428,9 @@ def _keeper(qy: Selection, emit: Any, out: list) -> Any:
             for r in (job, *steps):
                 if (r.exit or 0) >= 128:
                     r.exit_wrap = True
+        if expand:
+            for r in (job, *steps):
+                r.expand = True
         if no_steps:
             shown_steps: list[Row] = []
         elif qy.jobs is None:

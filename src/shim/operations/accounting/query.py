@@ -165,6 +165,7 @@ class Selection:
         self.duplicates = False
         self.truncate = False
         self.array = False  # --array (24.11): a pending array's tasks on rows of their own
+        self.expand = False  # --expand-patterns (24.11): StdOut, StdErr and StdIn expanded
         self.now = time.time()
         self._sels: dict[int, list[JobSel]] | None = None
 
@@ -229,6 +230,7 @@ def build_query(o: Options, uid: int, me: str) -> Selection:
 
         qy.nodes = set(expand(o.nodelist))
     qy.array = bool(o.get("array"))
+    qy.expand = bool(o.get("expand_patterns"))
     if o.reason:
         qy.reasons = {r.lower() for r in split_list(o.reason)}
     if o.ncpus:

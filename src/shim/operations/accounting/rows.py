@@ -53,6 +53,9 @@ class Lookups:
         self.eager = False  # list each user's records at first use (a listing that reads most of them)
         self.owners: dict[int, str] = {}  # job -> its owner, as Grid Engine reported it
         self.me = os.getuid()
+        from ...slurm import releases
+
+        self.style = view.StdStyle.of(releases.current())  # what the release does with output paths
 
     def outcome(self, rec: qacct.Record) -> qacct.Outcome:
         """qacct.outcome of a record without shim events; shared by the records with the same
@@ -241,7 +244,18 @@ def _ident(ctx: Lookups, job: int, s: Submitted | None, ge_name: str, owner: str
         "group": group, "gid": group_id(group) if group else None,
         "comment": s.comment or "", "workdir": s.workdir or "", "submit_line": s.submit_line or "",
         "qos": s.qos or "normal", "cluster": ctx.cluster, **job_marks(s),
+        "std": job_std(ctx, s, s.workdir or ""),
     }
+
+
+def job_std(ctx: Lookups, s: Submitted | None, workdir: str) -> view.Stdio | None:
+    """A job's output paths from sbatch's record (-o, -e, -i as written, its working directory):
+    render.sacct.job_stdio. None (StdOut, StdErr, StdIn empty) for a job without one (not
+    submitted by sbatch: Grid Engine's accounting keeps no paths) and for srun's and salloc's own
+    jobs, whose rows Slurm leaves empty too."""
+    if not s or s.get("interactive"):
+        return None
+    return view.job_stdio(s.stdout or None, s.stderr or None, s.stdin or None, workdir, bool(s.array), ctx.style)
 
 
 def job_marks(s: Submitted | None) -> dict[str, Any]:
@@ -437,7 +451,8 @@ def rows_from_live(ctx: Lookups, rec: Any) -> tuple[view.Row, view.Row | None]:
         name=rec.name, partition=rec.partition, account=rec.account or "", user=rec.user, uid=rec.uid,
         group=rec.group or (jobs.group_name(rec.gid) if rec.gid is not None else ""), gid=rec.gid,
         comment=rec.comment, workdir=rec.work_dir, qos=rec.qos or "normal", cluster=ctx.cluster,
-        priority=rec.priority, extra={"throttle": rec.array_max_tasks, "live": True}, **job_marks(s))
+        priority=rec.priority, extra={"throttle": rec.array_max_tasks, "live": True}, **job_marks(s),
+        std=job_std(ctx, s, (s.workdir if s else "") or rec.work_dir or ""))
     if not start:
         return job, None
     batch = view.Row(
@@ -460,6 +475,7 @@ def step_rows(ctx: Lookups, job: view.Row, ends: list[dict[str, Any]]) -> list[v
 
     tres = job.tres or (job.ncpus, None, job.nnodes, {})
     out = []
+    paths = ctx.style.steps  # (26.05: a step's own -o, -e, -i on its row)
     for e in ends:
         try:
             nodes = expand(e.get("node") or "") if e.get("node") else list(job.nodes)
@@ -476,8 +492,21 @@ def step_rows(ctx: Lookups, job: view.Row, ends: list[dict[str, Any]]) -> list[v
             tres=(cpus, tres[1], nnodes, ctx.gres_only(tres[3]), False), total_cpu=0.0, user_cpu=0.0,
             sys_cpu=0.0, cluster=ctx.cluster, name=e.get("name") or "", partition=job.partition,
             account=job.account, user=job.user, uid=job.uid, group=job.group, sluid_ms=job.sluid_ms,
-            submit_line=e.get("submit_line") or "", order=job.order))
+            submit_line=e.get("submit_line") or "", order=job.order,
+            std=_step_std(ctx, job, e) if paths else None))
     return out
+
+
+def _step_std(ctx: Lookups, job: view.Row, e: dict[str, Any]) -> view.Stdio | None:
+    """A srun step's output paths, from its end event's ``stdout``, ``stderr``, ``stdin`` (srun's
+    -o, -e, -i as written) and ``cwd`` (its working directory; else the job's): where the release
+    shows them (render.sacct.step_stdio); text only, anything else is no path."""
+    def text(key: str) -> str | None:
+        v = e.get(key)
+        return v if isinstance(v, str) and v else None
+
+    return view.step_stdio(text("stdout"), text("stderr"), text("stdin"), text("cwd") or job.workdir or "",
+                           e.get("step"), job.name or "", bool(job.std and job.std.array), ctx.style)
 
 
 def derived_exit(ends: list[dict[str, Any]]) -> tuple[int, int] | None:

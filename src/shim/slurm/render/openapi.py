@@ -381,6 +381,18 @@ def _sluid(row: Any) -> str:
     return sacct_sluid(row)
 
 
+def _sacct_std(row: Any) -> dict[str, str]:
+    """A row's streams (render/sacct.Stdio) as sacct's JSON has them, in its order: each stream
+    expanded, then as written; all empty where sacct knows none (a job not submitted by sbatch,
+    srun's and salloc's own jobs, the batch step)."""
+    std = row.std
+    if std is None:
+        return dict.fromkeys(("stdin_expanded", "stdout_expanded", "stderr_expanded", "stdout", "stderr", "stdin"), "")
+    out, err, inp = std.written
+    return {"stdin_expanded": std.expanded(2, row), "stdout_expanded": std.expanded(0, row),
+            "stderr_expanded": std.expanded(1, row), "stdout": out, "stderr": err, "stdin": inp}
+
+
 def sacct_job(row: Any, steps: list[Any], layout: Layout) -> dict[str, Any]:
     """One job of sacct's document, with its steps, in the layout's field order."""
     from .sacct import _nodelist
@@ -389,7 +401,6 @@ def sacct_job(row: Any, steps: list[Any], layout: Layout) -> dict[str, Any]:
     arrayed = row.task is not None or row.array_text is not None
     mem = int(row.req_mem_mb or 0)
     ncpus = row.ncpus or 1
-    out, err = getattr(row, "stdout", "") or "", getattr(row, "stderr", "") or ""
     sluid = _sluid(row)
     d: dict[str, Any] = {
         "account": row.account or "",
@@ -419,9 +430,7 @@ def sacct_job(row: Any, steps: list[Any], layout: Layout) -> dict[str, Any]:
         "kill_request_user": "" if row.cancel_uid is None else str(row.cancel_uid), "restart_cnt": 0,
         "reservation": {"id": 0, "name": "", "requested": ""} if layout.fields_45 else {"id": 0, "name": ""},
         "script": "", "segment_size": 0, "original_sluid": sluid,
-        "stdin_expanded": "/dev/null", "stdout_expanded": getattr(row, "stdout_expanded", "") or "",
-        "stderr_expanded": getattr(row, "stderr_expanded", "") or "", "stdout": out, "stderr": err,
-        "stdin": "/dev/null", "state": {"current": [row.state or "PENDING"], "reason": row.reason or "None"},
+        **_sacct_std(row), "state": {"current": [row.state or "PENDING"], "reason": row.reason or "None"},
         "steps": [sacct_step(s, layout) for s in steps], "submit_line": row.submit_line or "",
         "tres": {"allocated": tres_list(row.alloc_tres, energy=-2), "requested": tres_list(row.req_tres)},
         "used_gres": "", "user": row.user or "", "wckey": {"wckey": "", "flags": []},
@@ -445,9 +454,10 @@ def sacct_step(s: Any, layout: Layout) -> dict[str, Any]:
         t["limit"] = limit(s.time_limit)
     t.update({"total": _usecs(s.total_cpu), "user": _usecs(s.user_cpu)})
     step: dict[str, Any] = {"id": f"{s.job_text.rsplit('.', 1)[0]}.{s.step}", "name": s.step}
-    if layout.fields_45:
-        step.update({k: "" for k in ("stderr", "stdin", "stdout", "stderr_expanded", "stdin_expanded",
-                                     "stdout_expanded")})
+    if layout.fields_45:  # (in this order; 24.11's steps have none)
+        std = _sacct_std(s)
+        step.update({k: std[k] for k in ("stderr", "stdin", "stdout", "stderr_expanded", "stdin_expanded",
+                                         "stdout_expanded")})
     d: dict[str, Any] = {
         "time": t, "exit_code": exit_json(s.exit, s.signal),
         "nodes": {"count": len(nodes), "range": _nodelist(s) if nodes else "", "list": nodes},

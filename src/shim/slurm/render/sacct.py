@@ -326,6 +326,8 @@ class Row:
     oversubscribe = ""
     derived = None  # DerivedExitCode: (exit code, signal) of the job's worst srun step; None: 0:0
     exit_wrap = False  # ExitCode of 128 or more printed less 128 (22.05's, 24.11's sacct: releases.SACCT_EXIT_AS_IS)
+    std = None  # the output paths (Stdio), None where sacct knows none: StdOut, StdErr, StdIn print empty
+    expand = False  # --expand-patterns: StdOut, StdErr, StdIn expanded
 
     def __init__(self, **kw: Any):
         self.__dict__.update(kw)
@@ -383,6 +385,143 @@ class Row:
             return 0
         end = self.end if self.end else (self.now or time.time())
         return max(0, int(end - self.start))
+
+
+# ---------------------------------------------------------------------------------------------
+# output paths: StdOut, StdErr, StdIn (24.11 on) and --json's stdout, stderr, stdin (*_expanded)
+
+
+class StdStyle:
+    """What a release does with output paths in sacct (releases.SACCT_DEFAULT_OUT_AS_IS,
+    SACCT_NODE_NONE, SACCT_PATTERN_KEEPS_UNKNOWN, SACCT_STEP_STDIO): the default pattern printed
+    as it is (else under the working directory), %N's text for a job without a node, a width
+    before a letter that is no pattern kept as written, srun steps' own paths on their rows."""
+
+    __slots__ = ("default_as_is", "null_node", "keep_unknown", "steps")
+
+    def __init__(self, default_as_is: bool = False, null_node: str = "(null)", keep_unknown: bool = False,
+                 steps: bool = False):
+        self.default_as_is, self.null_node, self.keep_unknown, self.steps = default_as_is, null_node, keep_unknown, steps
+
+    @classmethod
+    def of(cls, release: Any) -> StdStyle:
+        from .. import releases
+
+        return cls(release.has(releases.SACCT_DEFAULT_OUT_AS_IS),
+                   "None" if release.has(releases.SACCT_NODE_NONE) else "(null)",
+                   release.has(releases.SACCT_PATTERN_KEEPS_UNKNOWN), release.has(releases.SACCT_STEP_STDIO))
+
+
+class Stdio:
+    """A row's streams as sacct shows them, each a triple (stdout, stderr, stdin): ``shown`` what
+    StdOut, StdErr and StdIn print, ``written`` what --json's stdout, stderr and stdin hold,
+    ``paths`` the patterns --expand-patterns and the ``*_expanded`` keys expand; ``array`` (%A,
+    %a), ``step`` (%s: ``batch`` on the job's row, else the srun step's id), ``name`` (%x where it
+    is not the row's: a step's job), ``style`` (the release's StdStyle). Made once per job and
+    shared by its rows; expanded only when a field asks."""
+
+    __slots__ = ("shown", "written", "paths", "array", "step", "name", "style")
+
+    def __init__(self, shown: tuple[str, str, str], written: tuple[str, str, str], paths: tuple[str, str, str],
+                 array: bool, step: str, name: str | None, style: StdStyle):
+        self.shown, self.written, self.paths = shown, written, paths
+        self.array, self.step, self.name, self.style = array, step, name, style
+
+    def expanded(self, i: int, r: Row) -> str:
+        """Stream ``i`` (0 stdout, 1 stderr, 2 stdin) of row ``r`` with its patterns replaced."""
+        return expand_path(self.paths[i], r, self)
+
+
+def _under(path: str, cwd: str) -> str:
+    """A relative path under the working directory, as sbatch and sacct make it absolute."""
+    if not path or path.startswith("/") or not cwd:
+        return path
+    return cwd + path if cwd.endswith("/") else f"{cwd}/{path}"
+
+
+def job_stdio(out: str | None, err: str | None, inp: str | None, workdir: str, array: bool,
+              style: StdStyle) -> Stdio:
+    """A batch job's streams from sbatch's -o, -e, -i as written (None where not given) and its
+    working directory, as 24.11.5 and 26.05.5 print them (fixtures/slurm-*/oracle-sacct-stdio.json):
+    a relative path under the working directory; without -o Slurm's default slurm-%j.out
+    (slurm-%A_%a.out in an array) under it, or as it is (StdStyle.default_as_is); StdErr empty
+    unless -e was given (merged with stdout), even where -e names the stdout's file; StdIn
+    /dev/null unless -i. --json's fields hold the same."""
+    default = "slurm-%A_%a.out" if array else "slurm-%j.out"
+    out_path = _under(out or default, workdir)
+    shown = (default if not out and style.default_as_is else out_path,
+             _under(err, workdir) if err else "", _under(inp, workdir) if inp else "/dev/null")
+    return Stdio(shown, shown, (out_path, shown[1], shown[2]), array, "batch", None, style)
+
+
+def step_stdio(out: str | None, err: str | None, inp: str | None, cwd: str, step: Any, job_name: str,
+               array: bool, style: StdStyle) -> Stdio | None:
+    """A srun step's streams from srun's -o, -e, -i as written and its working directory, where
+    the release shows them (StdStyle.steps: 26.05): the fields under the working directory,
+    --json's as written, empty where not given (no /dev/null); None where it shows none."""
+    if not style.steps or not (out or err or inp):
+        return None
+    written = (out or "", err or "", inp or "")
+    paths = (_under(written[0], cwd), _under(written[1], cwd), _under(written[2], cwd))
+    return Stdio(paths, written, paths, array, str(step), job_name, style)
+
+
+def _keep_unknown(pattern: str, known: Any) -> str:
+    """``pattern`` with each width before a letter that is no pattern (``%5q``) doubled as ``%%5q``,
+    so that expanding it leaves it as written."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        if pattern[i] != "%" or i + 1 >= n:
+            out.append(pattern[i])
+            i += 1
+            continue
+        if pattern[i + 1] == "%":
+            out.append("%%")
+            i += 2
+            continue
+        j = i + 1
+        while j < n and pattern[j].isdigit():
+            j += 1
+        if j > i + 1 and (j >= n or pattern[j] not in known):
+            out.append("%" + pattern[i:j])
+            i = j
+            continue
+        out.append("%")
+        i += 1
+    return "".join(out)
+
+
+def expand_path(pattern: str, r: Row, std: Stdio) -> str:
+    """A stream's pattern as sacct --expand-patterns prints it (slurm/patterns.expand): %j the
+    job's own id (an array task's, jobids.task_job_id, as its job wrapper named the file), %J
+    the same (a step's: ``<id>.<step>``), %A the array's, %a the task (NO_VAL outside an array),
+    %x the job's name, %u its user, %N its first node (StdStyle.null_node without one), %n and
+    %t 0, %s ``batch`` or the step, %% one %."""
+    if not pattern:
+        return ""
+    from ..jobids import NO_VAL, task_job_id
+    from ..patterns import expand
+
+    task = r.task if std.array else None
+    own = task_job_id(r.job_id, task) if task is not None else r.job_id
+    fields = {"j": own, "J": own if std.step == "batch" else f"{own}.{std.step}", "A": r.job_id,
+              "a": task if task is not None else NO_VAL, "n": 0, "t": 0, "s": std.step,
+              "x": std.name if std.name is not None else (r.name or ""), "u": r.user or "",
+              "N": r.nodes[0] if r.nodes else std.style.null_node}
+    if std.style.keep_unknown:
+        pattern = _keep_unknown(pattern, fields)
+    return expand(pattern, fields)
+
+
+def _std(i: int) -> Callable[..., str]:
+    """StdOut (0), StdErr (1), StdIn (2): as shown, or expanded with --expand-patterns."""
+    def get(r: Row, _c: Any = None) -> str:
+        std = r.std
+        if std is None:
+            return ""
+        return std.expanded(i, r) if r.expand else std.shown[i]
+    return get
 
 
 def _blank(_r: Row, _c: Any = None) -> str:
@@ -532,6 +671,9 @@ GETTERS.update({
     "PlannedCPU": _job_only(lambda r, c=None: time_text(_reserved(r) * (r.ncpus or 0))),
     "PlannedCPURAW": _job_only(lambda r, c=None: str(_reserved(r) * (r.ncpus or 0))),
     "SLUID": _sluid,
+    "StdOut": _std(0),
+    "StdErr": _std(1),
+    "StdIn": _std(2),
     "OriginalSLUID": _sluid,
     "Exclusive": _job_only(lambda r, c=None: r.exclusive or "NO"),
     "OverSubscribe": _job_only(lambda r, c=None: r.oversubscribe or "NO"),
