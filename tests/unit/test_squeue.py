@@ -177,9 +177,11 @@ def test_job_ids(capsys):
                             "               105     debug  fx_run1     root  R       9:41      1 vm\n")
     assert ok(capsys, MIXED, "-j105") == ok(capsys, MIXED, "--jobs=105") == ok(capsys, MIXED, "--job", "105")
     out = ok(capsys, MIXED, "-j", "110")
+    # one job named: the controller's answer about it alone, the array's newest record first
+    # (jobqueue.one_job_order; the release captures' squeue -j <array>: 112_2 before 112_1)
     assert out.split("\n")[1:4] == ["         110_[3-5]     debug   fx_arr     root PD       0:00      1 (Priority)",
-                                    "             110_1     debug   fx_arr     root  R       9:41      1 vm",
-                                    "             110_2     debug   fx_arr     root  R       9:41      1 vm"]
+                                    "             110_2     debug   fx_arr     root  R       9:41      1 vm",
+                                    "             110_1     debug   fx_arr     root  R       9:41      1 vm"]
     assert ok(capsys, MIXED, "-j", "110_4") == HEADER + \
         "             110_4     debug   fx_arr     root PD       0:00      1 (Priority)\n"
     assert ok(capsys, MIXED, "-h", "-j", "110_2") == "             110_2     debug   fx_arr     root  R       9:41      1 vm\n"

@@ -99,3 +99,13 @@ def test_an_array_released_after_a_later_job_keeps_its_place():
     running = [norec(100, 1, start=46), norec(100, 2, start=46), norec(100, 3, start=46), norec(104, start=45)]
     every = running + [rec(101, state="PENDING", submit=45)]
     assert listed(running, every) == ["100_1", 104, "100_2", "100_3"]
+
+
+def test_one_job_named_lists_the_arrays_newest_record_first():
+    """squeue -j 100 asks the controller about job 100 alone: the array's own record (the pending
+    remainder), then its other records the last made first; -j 100,200 lists as the whole queue."""
+    recs = [rec(100, 1, start=30), rec(100, 2, start=40), rec(100, state="PENDING", pending="3-4")]
+    one = jobqueue.sort_records(recs, jobqueue.Query(job_ids=[(100, None)]), None)
+    assert ids(one) == ["100_[3-4]", "100_2", "100_1"]
+    two = jobqueue.sort_records(recs, jobqueue.Query(job_ids=[(100, None), (200, None)]), None)
+    assert ids(two) == ["100_[3-4]", "100_1", "100_2"]

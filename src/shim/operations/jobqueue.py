@@ -315,6 +315,8 @@ def sort_records(recs: list, qy: Query, ctx: Ctx, keys: list | None = None, list
     if not recs:
         return []
     created = created_key(recs, listed)
+    if qy.job_ids and len(qy.job_ids) == 1 and qy.job_ids[0][1] is None and not (qy.steps or qy.whole):
+        created = one_job_order(recs, created)
     if qy.sort or qy.start:
         base = sorted(recs, key=created)
         if qy.sort:
@@ -336,6 +338,22 @@ def sort_records(recs: list, qy: Query, ctx: Ctx, keys: list | None = None, list
     # 22.05's priority/basic: each job's priority decreases with its submission, an array's tasks
     # share the array's: ties of Grid Engine's priority in job id order, then the controller's
     return sorted(recs, key=lambda r: (r.partition, codes.get(r.state, r.state), -r.priority, r.job_id, created(r)))
+
+
+def one_job_order(recs: list, created):
+    """The ties' order where squeue names one job (``-j N``): squeue asks the controller about that
+    job alone (slurm_load_job), whose answer (pack_one_job) is the job's own record (an array's:
+    the pending remainder), then the array's other records as its hash chain holds them, the
+    last made first (each is put at the chain's head): the running tasks newest record first (the
+    release captures' squeue -j <array>, all three releases: 112_2 before 112_1)."""
+    rank = {id(r): i for i, r in enumerate(sorted(recs, key=created))}
+
+    def key(r) -> tuple:
+        if r.array_task is not None and r.start_time is not None:
+            return (1, -rank[id(r)])
+        return (0, rank[id(r)])
+
+    return key
 
 
 def _start_time_first(ctx: Ctx | None) -> bool:
