@@ -3,7 +3,8 @@ case fixtures/release-cases.json marks ``replayed`` by ``test_the_shim_prints_th
 runs through the shim's dispatch on the queue it saw, rebuilt by release_listing.py from
 fixtures/release-listings/<release>.json (Grid Engine's listing of those jobs and the shim's
 submit records of them, the clock at the moment of the capture), and prints the release's exit
-code, stdout and stderr byte for byte; each ``differs`` case of that table still differs."""
+code, stdout and stderr byte for byte; the whole-queue listings differ in the known rows only
+(``test_the_pending_rows_differ_in_the_known_reasons_only``)."""
 
 from __future__ import annotations
 
@@ -62,8 +63,7 @@ def replay_queue(release: str, name: str, tmp_path, monkeypatch, capsys) -> tupl
 
 
 def rows(kind: str) -> list[tuple[str, str]]:
-    return [(r, name) for r in RELEASES for name, (k, what) in TABLE[r].items()
-            if (k == kind and what == HERE) or (kind == "differs" and k == kind and name in table(r)["cases"])]
+    return [(r, name) for r in RELEASES for name, (k, what) in TABLE[r].items() if k == kind and what == HERE]
 
 
 def named(found: list[tuple[str, str]], names: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -82,7 +82,7 @@ def test_each_table_is_the_captures_own_rows():
 
 
 @pytest.mark.parametrize("release, name", named(rows("replayed"), (
-    "squeue_L_matlab", "squeue_j_array_task_pending", "squeue_j_array_task_running", "squeue_j_list",
+    "squeue_L_matlab", "squeue_j_array", "squeue_r_j_array", "squeue_j_array_task_pending", "squeue_j_array_task_running", "squeue_j_list",
     "squeue_j_mixed_unknown", "squeue_n_name", "squeue_t_R", "squeue_t_S", "squeue_u_bob", "squeue_w_node")))
 def test_the_shim_prints_the_captured_queue(release, name, tmp_path, monkeypatch, capsys):
     case = cases(release)[name]
@@ -90,15 +90,31 @@ def test_the_shim_prints_the_captured_queue(release, name, tmp_path, monkeypatch
     assert replay_queue(release, name, tmp_path, monkeypatch, capsys) == (case["rc"], case["stdout"], case["stderr"])
 
 
-@pytest.mark.parametrize("release, name", rows("differs"))
-def test_the_shim_still_differs_on_the_captured_queue(release, name, tmp_path, monkeypatch, capsys):
-    """The to-do list on the captured queue: each still differs from what the release printed
-    (fixing one fails this: mark it replayed in fixtures/release-cases.json)."""
-    case = cases(release)[name]
-    rc, out, err = replay_queue(release, name, tmp_path, monkeypatch, capsys)
-    assert "internal error" not in err
-    assert (rc, err) == (case["rc"], case["stderr"]) and out != case["stdout"]
-    assert sorted(out.splitlines()) == sorted(case["stdout"].splitlines())  # the same rows, in another order
+# What keeps the whole-queue listings from the release's bytes, job by job (squeue -t PD's rows on
+# the captured queue, order aside): Slurm's scheduler's reason for gpu2 (not the shim's to know),
+# and four the shim could know and does not print yet: a job held by root's scontrol hold is
+# JobHeldAdmin (Grid Engine's listing shows every hold as h: the shim says JobHeldUser); a time
+# limit above the partition's MaxTime waits with PartitionTimeLimit, and -N above the partition's
+# nodes with PartitionNodeLimit (the shim says Resources or Priority); and a job whose afterok
+# dependency failed waits with DependencyNeverSatisfied (the shim's job wrapper cancels it, as
+# kill_invalid_depend would; here it is rebuilt as the held job Grid Engine would list first).
+KNOWN = {"gpu2", "adminheld", "toolong", "twonodes", "depnever"}
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_pending_rows_differ_in_the_known_reasons_only(release, tmp_path, monkeypatch, capsys):
+    case = cases(release)["squeue_t_PD"]
+    rc, out, err = replay_queue(release, "squeue_t_PD", tmp_path, monkeypatch, capsys)
+    assert (rc, err) == (case["rc"], case["stderr"])
+    names = {j["id"]: j["name"] for j in _moment(release, "squeue_t_PD")["jobs"]}
+
+    def by_id(text: str) -> dict[str, str]:
+        return {line.split()[0]: line for line in text.splitlines()[1:]}
+
+    want, got = by_id(case["stdout"]), by_id(out)
+    assert set(want) == set(got)
+    differ = {names[int(i.split("_")[0])] for i in want if want[i] != got[i]}
+    assert differ == KNOWN & set(names.values())
 
 
 def test_every_case_the_tables_name_is_replayed_or_differs_here():
