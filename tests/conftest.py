@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -362,6 +363,17 @@ def store_top(tmp_path: Path) -> Path:
     return tmp_path
 
 
+_RELEASE_KEY = re.compile(r'\n\[slurm\]\nrelease = "[^"]*"[^\n]*\n')
+
+
+def with_release(text: str, name: str | None) -> str:
+    """A site config's text with ``[slurm] release = name`` in place of the one it names (the
+    unit-test config names 22.05, the release its captures are of); None: no such key, so the
+    shim's default, the newest."""
+    text = _RELEASE_KEY.sub("\n", text)
+    return text + (f'\n[slurm]\nrelease = "{name}"\n' if name else "")
+
+
 def use_site_config(monkeypatch, tmp_path: Path) -> Path:
     """Point the shim at the unit-test site config (fixtures/site/config.toml) with a private
     state directory and config cache under tmp_path; returns the state directory."""
@@ -399,7 +411,7 @@ def release_site(monkeypatch, tmp_path):
     base = conf.read_text()
 
     def set_release(name: str):
-        conf.write_text(base + f'\n[slurm]\nrelease = "{name}"\n')
+        conf.write_text(with_release(base, name))
         siteconf.reset()
         return sq.Ctx(siteconf.get(), now=0.0)
 
@@ -520,6 +532,26 @@ def _fixture_users(request, monkeypatch):
     monkeypatch.setattr(pwd, "getpwuid", getpwuid)
     monkeypatch.setattr(state, "_uids", {})  # (the shim's cache of names looked up)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _unit_site_config(request, monkeypatch):
+    """A unit or package test that names no site config sees the unit-test one
+    (fixtures/site/config.toml, on 22.05, the release of its captures), never the machine's
+    (/etc/slurm-shim: a cell's, whose release its admin chose) nor none (the newest release): what
+    it asserts does not depend on the machine. Programs it starts inherit it. A module of the warm
+    service's tests (``SERVES_THE_MACHINES_CONFIG``) is left alone: a service serves the config it
+    was started for, and those tests compare it with the same command in-process."""
+    if (request.node.path.parent.name not in ("unit", "package") or "SLURM_SHIM_CONFIG" in os.environ
+            or getattr(request.module, "SERVES_THE_MACHINES_CONFIG", False)):
+        yield
+        return
+    from shim import siteconf
+
+    monkeypatch.setenv("SLURM_SHIM_CONFIG", str(FIXTURES / "site" / "config.toml"))
+    siteconf.reset()
+    yield
+    siteconf.reset()
 
 
 @pytest.fixture(autouse=True)

@@ -121,7 +121,7 @@ class Submit(_Model):
 
 class Slurm(_Model):
     release: Literal["22.05", "24.11", "26.05"] = Field(
-        "22.05", description="the Slurm release the site comes from: the commands' --version, options and "
+        "26.05", description="the Slurm release the site comes from (default: the newest): the commands' --version, options and "
         "messages, and the job's environment follow it (releases.py); a release between two of these picks "
         "the newest of them not newer than it (23.02: 22.05, 25.05: 24.11)")
 

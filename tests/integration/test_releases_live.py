@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run, shim_env, wait_until
+from conftest import run, shim_env, wait_until, with_release
 
 pytestmark = pytest.mark.gridengine
 
@@ -28,7 +28,7 @@ def release_config(tmp_path):
 
     def make(release: str) -> dict[str, str]:
         path = conf_dir / f"config-{release}.toml"
-        path.write_text(base + f'\n[slurm]\nrelease = "{release}"\n')
+        path.write_text(with_release(base, release))
         path.chmod(0o644)
         return {"SLURM_SHIM_CONFIG": str(path)}
 

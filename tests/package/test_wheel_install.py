@@ -28,7 +28,8 @@ TIMINGS: dict[str, float] = {}
 
 def sh(argv, *, env=None, cwd=None, timeout=600, check=True) -> subprocess.CompletedProcess:
     e = {"PATH": BASE_PATH, "HOME": os.environ.get("HOME", "/root"), "LANG": "C.UTF-8"}
-    for k in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_CONFIG_FILE", "SGE_ROOT", "SGE_CELL"):
+    for k in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_CONFIG_FILE", "SGE_ROOT", "SGE_CELL",
+              "SLURM_SHIM_CONFIG"):  # (conftest's unit-test site config: 22.05, shim.SLURM_VERSION)
         if k in os.environ:
             e[k] = os.environ[k]
     e.update(env or {})

@@ -17,7 +17,7 @@ import re
 import shlex
 import sys
 
-from conftest import FIXTURES, use_site_config
+from conftest import FIXTURES, use_site_config, with_release
 from shim import siteconf
 from shim.__main__ import dispatch
 from shim.gridengine import backends
@@ -111,7 +111,7 @@ def replay(release: str, name: str, tmp_path, monkeypatch, capsys,
     if site:
         assert site[0] in text
         text = text.replace(*site)
-    conf.write_text(text + f'\n[slurm]\nrelease = "{release}"\n')
+    conf.write_text(with_release(text, release))
     siteconf.reset()
     # Grid Engine's accounting holds no job either (never the machine's own file: its history)
     accounting = tmp_path / "accounting"

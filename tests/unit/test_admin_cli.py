@@ -154,12 +154,27 @@ def test_cluster_ups_config_carries_the_release_asked(name):
         assert cfg.slurm.release == name and "release" in cfg.slurm.model_fields_set
 
 
-def test_without_the_option_the_config_is_todays_bytes():
-    """The live suites compare against 22.05's output: no option, no key, the same text as before."""
+def test_without_the_option_the_config_names_the_newest():
+    """A new cell follows the newest release, and its config says so (an older one is named)."""
     for text in (cluster.site_config_text(), cluster_ocs.site_config_text(cluster_ocs.Cell())):
-        assert "[slurm]" not in text and "release" not in text
-        assert config.parse(text, "up.toml").slurm.release == releases.DEFAULT == "22.05"
-    assert cluster.site_config_text(release=None) == cluster.site_config_text()
+        assert '\n[slurm]\nrelease = "26.05"' in text
+        cfg = config.parse(text, "up.toml")
+        assert cfg.slurm.release == releases.DEFAULT == "26.05" and "release" in cfg.slurm.model_fields_set
+    assert cluster.site_config_text(release=None) == cluster.site_config_text(release="26.05")
+
+
+def test_cluster_up_again_keeps_the_release_its_config_names(tmp_path):
+    """cluster up without --slurm-release on a cell whose config names a release keeps it (the
+    test setup's 22.05 cell stays 22.05 when a test runs cluster up); no file, key or a release
+    the shim does not follow: the newest."""
+    path = tmp_path / "config.toml"
+    assert cluster.kept_release(str(path)) is None
+    path.write_text(cluster.site_config_text(release="22.05"))
+    assert cluster.kept_release(str(path)) == "22.05"
+    path.write_text(cluster.site_config_text().replace('release = "26.05"', 'release = "23.02"'))
+    assert cluster.kept_release(str(path)) is None
+    path.write_text("[slurm\n")
+    assert cluster.kept_release(str(path)) is None
 
 
 def test_cluster_up_hands_the_release_to_the_site_step(monkeypatch):
@@ -196,7 +211,7 @@ def test_install_plan_shows_the_release_in_the_drafted_config(tmp_path, monkeypa
     out = capsys.readouterr().out
     assert '\n  [slurm]\n  release = "24.11"\n' in out
     assert admin.main(argv) == 0
-    assert "[slurm]" not in capsys.readouterr().out  # (no option: no key, 22.05)
+    assert '\n  [slurm]\n  release = "26.05"\n' in capsys.readouterr().out  # (no option: the newest)
     drafted = install.draft(install.probe(reference()), install.Cell(), state_dir="/s", release="26.05").text
     assert config.parse(drafted, "d").slurm.release == "26.05"
     assert not (tmp_path / "config.toml").exists()  # (--plan writes nothing)
@@ -223,16 +238,18 @@ def test_doctor_names_the_release_the_site_follows(tmp_path, monkeypatch, capsys
     assert _doctor(monkeypatch, capsys, path) == (0, [
         f"ok    site config {path} is valid",
         f"ok    slurm release 24.11: the commands follow Slurm 24.11.5 ([slurm] release in {path})"])
-    path.write_text(cluster.site_config_text())
+    path.write_text(cluster.site_config_text().replace('[slurm]\nrelease = "26.05"  # --slurm-release\n', ""))
     assert _doctor(monkeypatch, capsys, path)[1][1] == (
-        f"ok    slurm release 22.05: the commands follow Slurm 22.05.8 (the default: {path} names no [slurm] release)")
+        f"ok    slurm release 26.05: the commands follow Slurm 26.05.5 (the default, the newest: {path} names no "
+        "[slurm] release)")
     f = cluster.release_finding(config.SiteConfig(), None)
-    assert f.line() == "ok    slurm release 22.05: the commands follow Slurm 22.05.8 (the default: no site config)"
+    assert f.line() == ("ok    slurm release 26.05: the commands follow Slurm 26.05.5 (the default, the newest: no "
+                        "site config)")
 
 
 def test_doctor_fails_an_unknown_release_naming_the_valid_ones_and_checks_the_rest(tmp_path, monkeypatch, capsys):
     path = tmp_path / "config.toml"
-    path.write_text(cluster.site_config_text().replace("[cluster]", '[slurm]\nrelease = "23.02"\n\n[cluster]', 1))
+    path.write_text(cluster.site_config_text(release="24.11").replace('release = "24.11"', 'release = "23.02"', 1))
     with pytest.raises(Exception, match="is not one the shim follows"):  # what every command says of it
         config.load(str(path))
     checked: list[config.SiteConfig] = []

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES, use_site_config
+from conftest import FIXTURES, use_site_config, with_release
 from shim.gridengine import backends
 from shim import config, siteconf
 from shim.slurm import releases
@@ -36,7 +36,7 @@ def site(monkeypatch, tmp_path):
     base = conf.read_text()
 
     def set_release(name: str | None) -> None:
-        conf.write_text(base + (f'\n[slurm]\nrelease = "{name}"\n' if name else ""))
+        conf.write_text(with_release(base, name))
         siteconf.reset()
 
     set_release.state_dir = state_dir
@@ -54,8 +54,8 @@ def run(capsys, cmd: str, *argv: str) -> tuple[int, str, str]:
 
 # --- the key -------------------------------------------------------------------------------------
 
-def test_the_key_names_one_of_three_releases_and_defaults_to_22_05():
-    assert config.parse("", "c.toml").slurm.release == "22.05"
+def test_the_key_names_one_of_three_releases_and_defaults_to_the_newest():
+    assert config.parse("", "c.toml").slurm.release == releases.DEFAULT == NAMES[-1] == "26.05"
     for name in NAMES:
         assert config.parse(f'[slurm]\nrelease = "{name}"\n', "c.toml").slurm.release == name
 
@@ -78,7 +78,7 @@ def test_an_unknown_key_in_the_section_is_refused():
 @pytest.mark.parametrize("name", [None, *NAMES])
 def test_the_configured_release_is_current(site, name):
     site(name)
-    assert releases.current() is releases.get(name or "22.05")
+    assert releases.current() is releases.get(name or "26.05")
 
 
 def test_the_tables_vary_only_what_they_name():
@@ -142,7 +142,7 @@ def test_squeues_newer_options_as_the_release_asked(site, capsys, name, case):
 
 @pytest.mark.parametrize("option", ["--only-job-state", "--helpformat", "--helpFormat", "--helpstate"])
 def test_on_22_05_the_newer_options_are_unrecognized(site, capsys, option):
-    site(None)
+    site("22.05")
     bogus = cases("22.05")["squeue_bogus_option"]
     assert run(capsys, "squeue", option) == (1, "", bogus["stderr"].replace("--bogus", option))
 

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import FIXTURES, use_site_config
+from conftest import FIXTURES, use_site_config, with_release
 from shim import siteconf
 from shim.__main__ import dispatch
 from shim.gridengine import backends
@@ -49,7 +49,7 @@ def site(monkeypatch, tmp_path):
     monkeypatch.setenv("SLURM_SHIM_ACCOUNTING", str(tmp_path / "accounting"))
 
     def set_release(name: str) -> None:
-        conf.write_text(base + f'\n[slurm]\nrelease = "{name}"\n')
+        conf.write_text(with_release(base, name))
         siteconf.reset()
 
     set_release.dir = tmp_path

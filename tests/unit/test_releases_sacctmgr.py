@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, with_release
 from policy_replay import replaying, run_command
 from shim import siteconf
 from shim.gridengine import ops
@@ -37,7 +37,7 @@ def research(monkeypatch, tmp_path):
         base = conf.read_text()
 
         def set_release(name: str) -> None:
-            conf.write_text(base + f'\n[slurm]\nrelease = "{name}"\n')
+            conf.write_text(with_release(base, name))
             siteconf.reset()
 
         yield set_release

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, use_site_config
+from conftest import FIXTURES, use_site_config, with_release
 from shim import siteconf
 from shim.__main__ import dispatch
 from shim.errors import ShimError
@@ -38,7 +38,7 @@ def site(monkeypatch, tmp_path):
     backend.add("qstat", ["-j", "4242,999999"], stdout="job_number:                 4242\nowner: root\n")
 
     def set_release(name: str) -> None:
-        conf.write_text(base + f'\n[slurm]\nrelease = "{name}"\n')
+        conf.write_text(with_release(base, name))
         siteconf.reset()
         backends.use(backend)
 

@@ -28,6 +28,9 @@ from conftest import as_foreground, wait_until
 
 from shim.service import server as service
 
+# the services these tests start serve the machine's site config, as a user's would (conftest._unit_site_config)
+SERVES_THE_MACHINES_CONFIG = True
+
 REPO = Path(__file__).resolve().parents[2]
 CLIENT_C = REPO / "src" / "shim" / "client" / "client.c"
 NOBODY = 65534

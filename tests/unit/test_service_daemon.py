@@ -20,6 +20,8 @@ from shim.store import rundir
 from test_service import _dead, _probe, cbin, client, stop_service, wait_for, world  # noqa: F401 (fixtures)
 from test_submitter import ARGV, STUB, Cfg, FakeBackend
 
+SERVES_THE_MACHINES_CONFIG = True  # (conftest._unit_site_config; test_service.py's)
+
 
 def _dispatch(cmd, argv):
     """The probe's commands, and ``submit LOG``: a submission from inside the served command."""

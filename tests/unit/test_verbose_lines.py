@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, use_site_config
+from conftest import FIXTURES, use_site_config, with_release
 from release_capture import RELEASES, CaptureGridEngine, cases
 from shim import siteconf
 from shim.__main__ import dispatch
@@ -33,7 +33,7 @@ def release(monkeypatch, tmp_path):
     monkeypatch.chdir(wd)
 
     def set_release(name: str) -> None:
-        conf.write_text(base + f'\n[slurm]\nrelease = "{name}"\n')
+        conf.write_text(with_release(base, name))
         siteconf.reset()
 
     yield set_release

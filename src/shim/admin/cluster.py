@@ -280,9 +280,11 @@ def site_config_text(
 ) -> str:
     """The site config describing the cluster `up` builds (it mirrors the real Slurm cluster).
     The keywords are another cell's (cluster_ocs.py); the defaults describe Debian's. ``release``
-    (--slurm-release) is written as ``[slurm] release``; None writes no such key (22.05)."""
+    (--slurm-release, else kept_release's) is written as ``[slurm] release``; None: the newest."""
+    from ..slurm import releases
+
     why = {"agent": "a per-user DRMAA agent; sbatch falls back to qsub whenever it is unavailable"}.get(submit, "")
-    slurm = f'[slurm]\nrelease = "{release}"  # --slurm-release\n\n' if release else ""
+    slurm = f'[slurm]\nrelease = "{release or releases.DEFAULT}"  # --slurm-release\n\n'
     return f"""\
 # Written by `slurm-shim cluster up{flavour}`: the single-host Grid Engine it configured.
 exclusive_complex = "exclusive"
@@ -1514,16 +1516,34 @@ def _without_release(path: str) -> tuple[object, config.SiteConfig | None]:
         return None, None
 
 
+def kept_release(path: str) -> str | None:
+    """The ``[slurm] release`` the site config at ``path`` names when it is one the shim follows
+    (cluster up without --slurm-release keeps a cell's release); None: no such file, key or release."""
+    import tomllib
+
+    from ..slurm import releases
+
+    try:
+        with open(path, "rb") as f:  # root's own config (/etc/slurm-shim), which only root writes
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    slurm = data.get("slurm")
+    value = slurm.get("release") if isinstance(slurm, dict) else None
+    return value if value in releases.NAMES else None
+
+
 def release_finding(cfg: config.SiteConfig, path: str | None) -> Finding:
     """doctor's line of the Slurm release the site follows: the config's [slurm] release, else the
-    default (issue 30)."""
+    default, the newest (issue 30)."""
     from ..slurm import releases
 
     r = releases.get(cfg.slurm.release)
     if "slurm" in cfg.model_fields_set and "release" in cfg.slurm.model_fields_set:
         where = f"[slurm] release in {path}"
     else:
-        where = f"the default: {path} names no [slurm] release" if path else "the default: no site config"
+        where = (f"the default, the newest: {path} names no [slurm] release" if path
+                 else "the default, the newest: no site config")
     return Finding("ok", f"slurm release {r.name}: the commands follow Slurm {r.version} ({where})")
 
 

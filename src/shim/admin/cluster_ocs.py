@@ -547,7 +547,7 @@ def site_config_text(c: Cell, release: str | None = None) -> str:
 
 def up(source: str | None = None, c: Cell = Cell(), release: str | None = None) -> int:
     """The cell: built from ``source`` (else the cache or the installed one), its site config
-    following the Slurm ``release`` (None: no [slurm] release key, 22.05)."""
+    following the Slurm ``release`` (None: the one the cell's site config names, else the newest)."""
     cluster.require_root("cluster up --flavour ocs", "it builds, installs and starts Open Cluster Scheduler")
     cluster.require_debian()
     started = time.monotonic()
@@ -572,7 +572,7 @@ def up(source: str | None = None, c: Cell = Cell(), release: str | None = None) 
         with phase("queues") as p:
             p.note = cluster.wait_queues_ready(host)
         with phase("site") as p:
-            p.note = install.ensure_site(SITE_CONFIG, site_config_text(c, release))
+            p.note = install.ensure_site(SITE_CONFIG, site_config_text(c, release or cluster.kept_release(SITE_CONFIG)))
         with phase("test jobs") as p:
             # (OCS 9.1.4: a non-manager's `qsub -sync y` prints the job's end at once but exits up
             # to 30 s later; qmaster logs `denied: "alice" must be manager to initiate TRIGGER

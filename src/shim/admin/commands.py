@@ -16,7 +16,8 @@ from . import cluster, install
 
 
 def up(release: str | None = None) -> int:
-    """Debian's cell; ``release``: the site config's ``[slurm] release`` (None: no such key, 22.05)."""
+    """Debian's cell; ``release``: the site config's ``[slurm] release`` (None: the one the site
+    config up wrote before names, else the newest)."""
     cluster.require_root("cluster up", "it installs packages and starts daemons")
     cluster.require_debian()
     from .cluster_ocs import SITE_CONFIG as OCS_CONFIG
@@ -42,7 +43,8 @@ def up(release: str | None = None) -> int:
     with cluster.phase("queues") as p:
         p.note = cluster.wait_queues_ready(host)
     with cluster.phase("site") as p:
-        p.note = install.ensure_site(config.config_path(), cluster.site_config_text(release=release))
+        path = config.config_path()
+        p.note = install.ensure_site(path, cluster.site_config_text(release=release or cluster.kept_release(path)))
     with cluster.phase("test jobs") as p:
         p.note = cluster.run_test_jobs()
     print(f"cluster: up in {time.monotonic() - started:.1f} s")

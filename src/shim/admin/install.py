@@ -402,7 +402,9 @@ class Draft:
 def draft(p: Probe, cell: Cell, *, state_dir: str, queues: list[str] | None = None, cluster_name: str = "cluster",
           default_queue: str | None = None, release: str | None = None) -> Draft:
     """A site config for the cluster probed: every queue (or those named) a partition; ``release``
-    (--slurm-release) its ``[slurm] release`` (None: no such key, 22.05)."""
+    (--slurm-release) its ``[slurm] release`` (None: the newest)."""
+    from ..slurm import releases
+
     notes: list[str] = []
     names = [q for q in (queues or list(p.queues))]
     for q in names:
@@ -432,7 +434,9 @@ def draft(p: Probe, cell: Cell, *, state_dir: str, queues: list[str] | None = No
         "# Drafted by `slurm-shim install --plan` from the live Grid Engine: review it.",
         f"exclusive_complex = {_s(excl)}",
         "",
-        *(["[slurm]", f"release = {_s(release)}", ""] if release else []),
+        "[slurm]",
+        f"release = {_s(release or releases.DEFAULT)}",
+        "",
         "[cluster]",
         f"name = {_s(cluster_name)}",
         f"state_dir = {_s(state_dir)}",
@@ -736,7 +740,7 @@ class Options:
     replace_config: bool = False
     hosts: list[str] | None = None  # the exec hosts to offer the exclusive complex (None: the partitions')
     client: str | None = None  # the prefix whose served commands become the thin client (install; not cluster up)
-    release: str | None = None  # the drafted config's [slurm] release (None: no such key, 22.05)
+    release: str | None = None  # the drafted config's [slurm] release (None: the newest)
 
 
 def plan(p: Probe, cell: Cell, opts: Options) -> Plan:
@@ -1160,7 +1164,7 @@ class Request:
     bin_dir: str | None = None
     qmaster_port: int | None = None
     execd_port: int | None = None
-    slurm_release: str | None = None  # the drafted config's [slurm] release (None: no such key, 22.05)
+    slurm_release: str | None = None  # the drafted config's [slurm] release (None: the newest)
 
 
 def run(args: Request) -> int:

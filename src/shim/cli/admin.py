@@ -93,11 +93,12 @@ class _Release(click.Choice):
 
 
 def _release_option(what: str, without: str = ""):
+    from ..slurm import releases
+
     kind = _Release()
     return click.option("--slurm-release", metavar="RELEASE", type=kind, default=None,
                         help=f"the Slurm release the site follows ({'|'.join(kind.choices)}), written as "
-                        f"[slurm] release into {what}. Without it no such key is written: the site follows "
-                        f"the default, 22.05{without}")
+                        f"[slurm] release into {what}. Without it: {without}the newest, {releases.DEFAULT}")
 
 
 _FLAVOUR = click.option("--flavour", type=click.Choice(["debian", "ocs"]), default="debian", show_default=True,
@@ -122,8 +123,7 @@ def cluster() -> None:
 @_FLAVOUR
 @click.option("--source", metavar="TARBALL", help="the Open Cluster Scheduler source tarball (--flavour ocs; "
               "default $SLURM_SHIM_OCS_TARBALL)")
-@_release_option("the site config it writes", " (a config up wrote with another release is rewritten without "
-                 "the key)")
+@_release_option("the site config it writes", "the release the site config up wrote before names, else ")
 def up(flavour: str, source: str | None, slurm_release: str | None) -> int:
     """Install, configure and start Grid Engine, write the site config, then run test jobs (root)."""
     if source and flavour != "ocs":
