@@ -13,6 +13,8 @@ import pytest
 
 from conftest import FIXTURES
 from shim import siteconf
+from shim.__main__ import dispatch
+from shim.gridengine import backends
 from shim.slurm import releases
 from shim.slurm.jobids import task_job_id
 from shim.slurm.render import openapi
@@ -269,3 +271,34 @@ def test_the_json_of_a_job_without_a_record_has_empty_paths():
     row = view.Row(job_id=5, name="qsub", user="u", state="COMPLETED", extra={})
     doc = openapi.sacct_job(row, [], openapi.LAYOUTS["v0.0.45"])
     assert [doc[k] for k in ("stdout", "stdout_expanded", "stdin", "stdin_expanded")] == ["", "", "", ""]
+
+
+# --- live jobs ----------------------------------------------------------------------------------------------
+
+MIXED = (FIXTURES / "gridengine" / "sge-8.1.9" / "live-qstat-u-all-r-xml.mixed.xml").read_text()
+
+
+@pytest.mark.parametrize("name", NEWER)
+def test_a_pending_and_a_running_jobs_paths(site, monkeypatch, capsys, name):
+    """A job Grid Engine holds (112, hqw): its paths as written, %N expanded as the release's text
+    for no node (oracle held_expand_P, job 95 there); a running one's (105 on vm) with its node."""
+    from shim.gridengine.replay import ReplayBackend
+    from shim.proc import Result
+    from test_sacct import ts
+
+    site(name)
+    cfg = siteconf.get()
+    sub = ts("2026-11-30T09:10:21")
+    for job, words in ((112, ["-J", "fx_held", "-o", "/tmp/w5/h-%j-%N.out"]),
+                       (105, ["-J", "fx_run1", "-o", "r-%j-%N-%x.out"])):
+        assert state.record_submit(cfg, job, {**request(words), "partition": "debug", "user": "root", "uid": 0,
+                                              "submit_time": sub, "sub": sub, "cluster": "cluster"})
+    monkeypatch.setattr(backends, "_override", ReplayBackend({("qstat",): Result(("qstat",), 0, MIXED, "")}))
+    for case in ("held_P", "held_expand_P"):
+        c = answer(name, case)
+        job = c["stdout"].splitlines()[1].split("|")[0]
+        argv = [w.replace(job, "112") for w in shlex.split(c["cmd"])[1:]]
+        assert dispatch("sacct", argv) == 0
+        assert capsys.readouterr() == (c["stdout"].replace(f"{job}|", "112|").replace(f"-{job}-", "-112-"), "")
+    assert dispatch("sacct", ["--expand-patterns", "-X", "-P", "-n", "-j", "105", "-o", "StdOut,StdIn"]) == 0
+    assert capsys.readouterr().out == "/tmp/w5/r-105-vm-fx_run1.out|/dev/null\n"
