@@ -76,11 +76,14 @@ def main(argv: list[str]) -> int:
         common.print_defined_options(o, t, PROG, ("cli",))
     command = positional or [environ.get("SHELL") or pwd.getpwuid(os.getuid()).pw_shell or "/bin/sh"]
     submitted = time.time()
-    job_id, rec = submit.allocate(o, environ, cfg, allocation.holder_script(cfg.cluster.state_dir, not o.no_shell),
-                                  PROG)
+    holder = allocation.holder_script(cfg.cluster.state_dir, not o.no_shell)
+    job_id, rec = submit.allocate(allocation.shim_verbosity(o), environ, cfg, holder, PROG)  # (qsub's line: -vv)
 
     def say(text: str) -> None:
         info(o, text)
+
+    for line in allocation.verbose_lines(job_id, "submitted") if o.verbose else ():
+        say(line)
 
     alloc = allocation.wait_granted(job_id, cfg, o.immediate, say, submitted, rec.env_file or None, PROG)
     info(o, f"Granted job allocation {job_id}")
@@ -120,6 +123,8 @@ def main(argv: list[str]) -> int:
     rc = status if status >= 0 else 128 - status
     allocation.release(cfg, job_id, rc)
     info(o, f"Relinquishing job allocation {job_id}")
+    for line in allocation.verbose_lines(job_id, "released") if o.verbose else ():
+        info(o, line)
     return rc
 
 

@@ -29,6 +29,19 @@ STALE = 300.0
 """An allocation record older than the submission by this much is another job's (a reused id)."""
 
 
+def shim_verbosity(o):
+    """``o`` (the command's Options) as ``submit.allocate`` and ``submit.interactive_job`` read
+    it: one -v fewer, so that their Grid Engine command line (qsub, qrsh), the shim's own, comes
+    from -vv on and -v prints the release's lines alone (as sbatch's qsub line: cli/sbatch.py).
+    A copy; the caller's ``o`` is unchanged (submit reads ``o``, never writes it)."""
+    from ..slurm.options.sources import Options
+
+    quieter = Options(o)
+    quieter.source, quieter.raw = o.source, o.raw
+    quieter["verbose"] = max(int(o.get("verbose") or 0) - 1, 0) or None
+    return quieter
+
+
 def holder_script(state_dir: str, watch_pid: bool = True) -> bytes:
     """The allocation job's batch script: shim.steps.hold_main, told where salloc runs (so that an
     allocation whose salloc died on the same host ends; --no-shell allocations outlive salloc)."""
@@ -108,6 +121,21 @@ def nodes_ready(alloc: dict) -> str:
     nodes = (alloc.get("env") or {}).get("SLURM_JOB_NODELIST") or \
         hostlist.compress([h[0] for h in alloc.get("hosts") or [] if isinstance(h, (list, tuple)) and h])
     return f"Nodes {nodes} are ready for job"
+
+
+def verbose_lines(job_id: int, when: str) -> list[str]:
+    """What salloc -v says about its job where the release says it (fixtures/slurm-*/
+    oracle-step-ends.txt, N): ``when`` "submitted", "JobId=N returned by the controller" (26.05:
+    releases.JOB_ID_RETURNED); ``when`` "released", after "Relinquishing job allocation N", "Job
+    allocation N has been revoked." (22.05: releases.REVOKED_AFTER_RELEASE)."""
+    from ..slurm import releases
+
+    rel = releases.current()
+    if when == "submitted" and rel.has(releases.JOB_ID_RETURNED):
+        return [f"JobId={job_id} returned by the controller"]
+    if when == "released" and rel.has(releases.REVOKED_AFTER_RELEASE):
+        return [f"Job allocation {job_id} has been revoked."]
+    return []
 
 
 def release(cfg, job_id: int, rc: int) -> None:

@@ -17,7 +17,7 @@ TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings 
 if TYPE_CHECKING:
     from typing import Iterable
 
-DEFAULT = "26.05"  # the release of a site config without [slurm] release: the newest (cluster up and install write it)
+DEFAULT = "22.05"  # the release of a site config without [slurm] release (this slice: exact 22.05)
 
 
 # What a release does or does not do, beyond variables, options and texts: a name each, for the
@@ -38,6 +38,9 @@ TEST_ONLY_STRAY_A = "test-only-stray-a"
 NODE_CONFIG_AT_SUBMIT = "node-config-at-submit"
 SACCT_LISTS_AT_ONCE = "sacct-lists-at-once"
 SACCT_EXIT_AS_IS = "sacct-exit-as-is"
+JOB_ID_RETURNED = "job-id-returned"
+LAUNCH_LINES_PLAIN = "launch-lines-plain"
+REVOKED_AFTER_RELEASE = "revoked-after-release"
 SACCT_DEFAULT_OUT_AS_IS = "sacct-default-out-as-is"
 SACCT_NODE_NONE = "sacct-node-none"
 SACCT_PATTERN_KEEPS_UNKNOWN = "sacct-pattern-keeps-unknown"
@@ -114,6 +117,15 @@ RULES = {
     # configuration is not available", exit 1 (srun, salloc: "Unable to allocate resources",
     # "Job submit/allocate failed"); 22.05 and 26.05 take it and it pends (PartitionNodeLimit)
     NODE_CONFIG_AT_SUBMIT: "24.11",
+    # -v: salloc, and srun in a job of its own, say "JobId=N returned by the controller" first
+    # about their job (fixtures/slurm-*/oracle-step-ends.txt, N)
+    JOB_ID_RETURNED: "26.05",
+    # srun -v's lines of the launch ("CpuBindType=...", "Node vm, 1 tasks started", "Received task
+    # exit notification ...", "vm: task 0: Completed") without 22.05's "launch/slurm: <function>: "
+    LAUNCH_LINES_PLAIN: "24.11",
+    # 22.05 only: salloc -v's last line, after "Relinquishing job allocation N", is "Job allocation
+    # N has been revoked." (every time it was asked; never without -v)
+    REVOKED_AFTER_RELEASE: "22.05",
 }  # (rule: the first of the three releases that follows it)
 
 
@@ -569,7 +581,9 @@ R22_05 = Release(
         "salloc": ("get-user-env", "gid", "power", "uid"),
     },
     usage={"sbatch": _SBATCH_USAGE_22, "srun": _SRUN_USAGE_22, "salloc": _SALLOC_USAGE_22},
-    texts={"sbatch --verbose": _SBATCH_VERBOSE_22},
+    texts={"sbatch --verbose": _SBATCH_VERBOSE_22, "salloc --verbose": _SBATCH_VERBOSE_22.replace("sbatch: ", "salloc: "),
+           "srun --verbose launch": "route/default: init: route default plugin loaded\n"},  # (srun -v: its plugin)
+    rules=(REVOKED_AFTER_RELEASE,),
 )
 
 _ENV_24 = (
@@ -583,7 +597,7 @@ _ENV_24 = (
 _SQUEUE_24 = ("only-job-state", "helpformat", "helpFormat", "helpstate")  # --only-job-state: 23.11.5
 _SCONTROL_24 = ("json", "yaml")  # scontrol show job --json (22.05: unrecognized option)
 
-_RULES_24 = (KNOWN_DEPENDENCY, TRES_SLASH, JOB_TRES_SPLIT, EQUAL_PRIORITIES, NODES_READY)
+_RULES_24 = (KNOWN_DEPENDENCY, TRES_SLASH, JOB_TRES_SPLIT, EQUAL_PRIORITIES, NODES_READY, LAUNCH_LINES_PLAIN)
 
 R24_11 = Release(
     "24.11", "24.11.5",
@@ -592,7 +606,8 @@ R24_11 = Release(
              "scontrol": _SCONTROL_24, "sacct": _SACCT_24},
     usage={"squeue": _SQUEUE_USAGE_24 + "              [-ahjlrsv]\n", "sbatch": _SBATCH_USAGE_24,
            "srun": _SRUN_USAGE_24, "salloc": _SALLOC_USAGE_24, "scancel": _SCANCEL_USAGE_24},
-    texts={"squeue --helpformat": _SQUEUE_HELPFORMAT, "squeue --helpFormat": _SQUEUE_HELPFORMAT_LONG, **_SACCT_TEXTS_24},
+    texts={"squeue --helpformat": _SQUEUE_HELPFORMAT, "squeue --helpFormat": _SQUEUE_HELPFORMAT_LONG, **_SACCT_TEXTS_24,
+           "srun --verbose launch": "topology/default: init: topology Default plugin loaded\n"},  # (26.05: none)
     job_states=_JOB_STATES_24,
     conflicts={"squeue --only-job-state": (("steps",), "squeue: fatal: Options --only-job-state and -s(--steps) are "
                                            "mutually exclusive. Please remove one and retry.")},
@@ -625,7 +640,7 @@ R26_05 = Release(
          "start", "priority", "long", "all"),
         "squeue: fatal: Option --only-job-state only works alone, with -j (--jobs) and/or -t (--states) "
         "parameters, parameters for cluster/federation selection, and the printing options.")},
-    rules=_RULES_24 + (JOB_FIELDS_26, MERGED_STDERR_EMPTY, OVERSUBSCRIBE_NO, EITHER_LICENSE, STEPD_STAMP,
+    rules=_RULES_24 + (JOB_ID_RETURNED, JOB_FIELDS_26, MERGED_STDERR_EMPTY, OVERSUBSCRIBE_NO, EITHER_LICENSE, STEPD_STAMP,
                        CANCEL_SIGNAL_NAMED, SUSPEND_ERROR_NO_SPACE, TEST_ONLY_STRAY_A, SACCT_LISTS_AT_ONCE,
                        SACCT_EXIT_AS_IS, SACCT_DEFAULT_OUT_AS_IS, SACCT_NODE_NONE, SACCT_PATTERN_KEEPS_UNKNOWN,
                        SACCT_STEP_STDIO),

@@ -20,7 +20,7 @@ from .. import stepd
 from .allocation import Allocation, short_host
 from .io import Broadcast, get_winsize, isatty, raw_mode, restore_tty
 from .launch import KILL_WAIT, HostLaunch, boot_argv, drop_payload, forward_signals, from_rc, global_rc, quoted, restore_signals, status_name, summary_lines
-from .plan import NO_VAL, StepError, StepRequest, expand_io, host_env, io_mode, plan_step, ranges, step_env, varies_per_task
+from .plan import NO_VAL, StepError, StepRequest, expand_io, host_env, io_mode, plan_step, step_env, varies_per_task
 
 STEP_LOCK_WAIT = 10.0  # seconds srun waits for the step counter before it says so
 SIGNAL_POLL = 0.5  # seconds between looks for scancel's signal requests to the steps
@@ -213,15 +213,8 @@ class _Step:
             self.raw_tty = None
             self._start_open_mpi()
             return
-        if req.verbose and self.job_mode and _nodes_ready():  # srun -v in a job of its own (24.11 on)
-            from ...slurm.hostlist import compress
-
-            nodes = self.base_env.get("SLURM_JOB_NODELIST") or compress([h for h, _ in self.alloc.hosts])
-            print(f"{prog}: Nodes {nodes} are ready for job", file=sys.stderr)
-        if req.verbose:
-            for host, slots, tids in self.layout:
-                print(f"{prog}: launching StepId={self.own_id}.{self.step_id} on host {host}, {len(tids)} tasks: "
-                      f"{ranges(tids)}", file=sys.stderr)
+        if req.verbose:  # srun -v: the release's lines (verbose.start_lines)
+            sys.stderr.write("".join(line + "\n" for line in self._verbose_start()))
         self.stdin_tty = isatty(0)
         stdin_consumers = 0
         for host, _, tids in self.layout:
@@ -251,6 +244,17 @@ class _Step:
         self.raw_tty = None
         if req.pty and self.remotes and self.stdin_tty:
             self.raw_tty = raw_mode(0)
+
+    def _verbose_start(self) -> list[str]:
+        """srun -v's lines before the tasks start (verbose.start_lines), for this job and step."""
+        from ...slurm.hostlist import compress
+        from .verbose import cpu_counts, start_lines
+
+        hosts = self.alloc.hosts
+        return start_lines(self.prog, stepd.release(), job_id=self.own_id, step_id=self.step_id,
+                           nodes=self.base_env.get("SLURM_JOB_NODELIST") or compress([h for h, _ in hosts]),
+                           cpu_counts=cpu_counts([n for _, n in hosts]), nnodes=len(hosts), layout=self.layout,
+                           own_job=self.job_mode, cpu_bind=self.req.cpu_bind)
 
     def _start_remote(self, spec: dict[str, Any], host: str, tids: list[int], in_direct: bool) -> None:
         """``qrsh -inherit <host>`` with the host launcher (``remote_main``), in the job (JOB_ID,
@@ -338,7 +342,11 @@ class _Step:
             if local is not None:
                 local.start()
                 local.start_stdin(self.extra_sinks)
-            elif self.extra_sinks:
+            if req.verbose and self.ompi is None:  # srun -v: "Node vm, 1 tasks started"
+                from .verbose import started_lines
+
+                sys.stderr.write("".join(line + "\n" for line in started_lines(prog, stepd.release(), self.layout)))
+            if local is None and self.extra_sinks:
                 Broadcast(0, self.extra_sinks).start()
             pending_tasks = set(local.procs) if local is not None else set()
             if local is not None:
@@ -466,6 +474,11 @@ class _Step:
                 lines += summary_lines(host, {t: ranks[t] for t in tids if t in ranks}, prog,
                                        signals=not flags["cancel"])
             statuses = {t: v for t, v in ranks.items()}
+        elif self.req.verbose:  # srun -v: each outcome's notification and "Completed" (verbose.end_lines)
+            from .verbose import end_lines
+
+            lines = end_lines(prog, stepd.release(), self.this_host, f"{self.own_id}.{step_id}", statuses,
+                              signals=not flags["cancel"])
         else:
             lines = summary_lines(self.this_host, statuses, prog, signals=not flags["cancel"])
         lines += local.late_errors if local is not None else []
@@ -567,14 +580,6 @@ def _remote_statuses(state_dir: str, name: str) -> list[tuple[int, int]] | None:
             return None
         out.append((v[0], v[1]))
     return out
-
-
-def _nodes_ready() -> bool:
-    """Whether srun -v says "Nodes <nodes> are ready for job" when its own job has started
-    (releases.NODES_READY: 24.11 on; not for a step of an existing allocation, as asked of it)."""
-    from ...slurm import releases
-
-    return stepd.release().has(releases.NODES_READY)
 
 
 def _step_cancelled_line(job_id: int, step_id: int, host: str, *, why: str | None = None, sig: int | None = None
