@@ -21,6 +21,7 @@ and the clock the moment was captured at (``now``; the test fixes time.time to i
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timedelta
 from xml.sax.saxutils import escape
 
@@ -139,7 +140,7 @@ def _ge_tasks(job: dict) -> str:
 
 def job_element(job: dict) -> str:
     """One ``job_list`` element in SGE 8.1.9's layout."""
-    running = job["state"] in ("r", "s")
+    running = bool(set(job["state"]) & set("rsS"))  # (dr: being deleted while it runs)
     prio = "0.00000" if job["state"].startswith("h") else "0.50000"
     lines = [f'    <job_list state="{"running" if running else "pending"}">',
              f"      <JB_job_number>{job['id']}</JB_job_number>",
@@ -172,8 +173,8 @@ def job_element(job: dict) -> str:
 
 def listing(jobs: list[dict]) -> str:
     """``qstat -u '*' -r -xml`` holding these jobs (running ones first, as qstat lists them)."""
-    run = [j for j in jobs if j["state"] in ("r", "s")]
-    wait = [j for j in jobs if j["state"] not in ("r", "s")]
+    run = [j for j in jobs if set(j["state"]) & set("rsS")]
+    wait = [j for j in jobs if not set(j["state"]) & set("rsS")]
     return ("<?xml version='1.0'?>\n<job_info  xmlns:xsd=\"http://arc.liv.ac.uk/repos/darcs/sge/source/dist/util/"
             "resources/schemas/qstat/qstat.xsd\">\n  <queue_info>\n" + "".join(map(job_element, run))
             + "  </queue_info>\n  <job_info>\n" + "".join(map(job_element, wait)) + "  </job_info>\n</job_info>\n")
@@ -198,6 +199,37 @@ def submit_record(job: dict, array: list[int] | None) -> dict:
     if array:
         rec["array"] = array
     return rec
+
+
+def jobs_of(moments: dict, name: str) -> list[dict]:
+    """A moment's job table: its own (``jobs``), or its ``base`` moment's with ``edits`` (job id ->
+    the fields that changed, from the case's own rows; ``null`` drops a field) and without the
+    jobs ``gone`` (ended: the shim's events say how, ``ended``)."""
+    m = moments[name]
+    if "jobs" in m:
+        return m["jobs"]
+    out = []
+    for j in jobs_of(moments, m["base"]):
+        if j["id"] in m.get("gone", ()):
+            continue
+        key = f"{j['id']}_{j['task']}" if "task" in j else str(j["id"])
+        edit = m.get("edits", {}).get(key, {})
+        out.append({k: v for k, v in {**j, **edit}.items() if v is not None})
+    return out
+
+
+def ended(state_dir, jobs: list[dict]) -> None:
+    """The shim's records of jobs that ended (their submit record, and the job wrapper's start and
+    end events as it writes them: runtime/jobwrap.py), which Grid Engine no longer lists."""
+    for j in jobs:
+        assert state.record_submit(str(state_dir), j["id"], submit_record(j, None))
+        start, end = _ts(j["start"]), _ts(j["end"])
+        assert state.record_event(str(state_dir), j["id"], None, "start", {"t": start, "node": "vm"})
+        assert state.record_event(str(state_dir), j["id"], None, "end",
+                                  {"t": end, "exit": j["exit"], "signal": 0, "state": j["ended"], "reason": "None",
+                                   "node": "vm", "start": start})
+        for kind, t in (("start", start), ("end", end)):  # (written when they happened: their files' times too)
+            os.utime(state.record_file(str(state_dir), "events", f"{j['id']}.x.{kind}.json"), (t, t))
 
 
 def build(state_dir, jobs: list[dict]) -> str:
