@@ -17,7 +17,7 @@ TYPE_CHECKING = False  # typing costs ~9 ms of a start; annotations are strings 
 if TYPE_CHECKING:
     from typing import Iterable
 
-DEFAULT = "22.05"  # the release of a site config without [slurm] release (this slice: exact 22.05)
+DEFAULT = "26.05"  # the release of a site config without [slurm] release: the newest (cluster up and install write it)
 
 
 # What a release does or does not do, beyond variables, options and texts: a name each, for the
