@@ -189,3 +189,106 @@ def test_a_step_whose_script_has_no_interpreter_exits_2(release_site, tmp_path, 
     assert launch.statuses == {0: (2, 0)}
     lines = err.splitlines() + launch.late_errors
     assert [shape(ln) for ln in lines] == [shape(bad_interp_line(name))]
+
+
+# --- a step ended with its job -----------------------------------------------------------------------
+
+def step_ended(capfd, job_state: str) -> tuple[object, list[str]]:
+    """srun's step (``sleep 60``) of batch job 7 on this host, whose job ends under it: once the
+    step has its record, the job wrapper's word that the job ended (``steps/7.ended``, as
+    jobwrap.end_steps writes it); the step's result and srun's stderr lines."""
+    import os
+    import threading
+
+    from conftest import wait_until
+    from shim import siteconf
+    from shim.runtime import steps
+    from shim.runtime.steps import run as run_mod
+
+    sdir = siteconf.get().cluster.state_dir
+    alloc = steps.Allocation(7, [(steps.short_host(), 1)], inside=True)
+
+    def end_the_job():
+        wait_until(lambda: state.read_step(sdir, "7", 0), what="the step's record")
+        assert state.write_own(sdir, "steps", "7.ended", {"state": job_state})
+
+    t = threading.Thread(target=end_the_job)
+    t.start()
+    res = run_mod.run_step(steps.StepRequest(argv=["sleep", "60"]), alloc, base_env={"PATH": os.defpath},
+                           state_dir=sdir)
+    t.join()
+    return res, capfd.readouterr().err.splitlines()
+
+
+def ends(name: str, key: str, file: str = "oracle-step-ends.txt") -> list[str]:
+    return section(name, file, key).splitlines()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_step_running_when_its_batch_script_ends_is_cancelled_as_each_release(release_site, capfd, name):
+    """The batch script ends (exit 0) while ``srun sleep 300`` runs: srun's ``Job step aborted``
+    notice, slurmstepd's ``*** STEP N.0 ON vm CANCELLED AT <time> ***`` (26.05: ``DUE to SIGNAL
+    Terminated``), then ``task 0: Terminated``, no ``Force Terminated``; the step is CANCELLED
+    (sacct: 0:15), as every release answered (J)."""
+    from shim.runtime import steps
+
+    release_site(name)
+    res, got = step_ended(capfd, "COMPLETED")
+    host = steps.short_host()
+    ref = [ln for ln in ends(name, "J") if ln.startswith(("srun:", "slurmstepd", "["))]
+    job = re.search(r"STEP (\d+)\.0", "\n".join(ref))[1]
+    want = [re.sub(r"\bvm\b", host, ln.replace(f"STEP {job}.0", "STEP 7.0")) for ln in ref]
+    assert [shape(stamped(ln)) for ln in got] == [shape(stamped(ln)) for ln in want]
+    assert res.cancelled and res.statuses == {0: (0, 15)}
+    assert f"{job}.0|CANCELLED|0:15" in ends(name, "J")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_step_running_when_its_job_fails_says_failed_as_each_release(release_site, capfd, name):
+    """The job failed under the step (its batch shell ended by a signal or an exit code): the
+    step's line is ``*** STEP N.0 ON vm FAILED (non-zero exit code or other failure mode) ***`` in
+    every release, 26.05's with its stamp and no signal named (scancel-signal-joboutput.txt, job
+    342's step after ``scancel -b -s TERM``)."""
+    from shim.runtime import steps
+
+    release_site(name)
+    _res, got = step_ended(capfd, "FAILED")
+    captured = (FIXTURES / f"slurm-{name}" / "scancel-signal-joboutput.txt").read_text()
+    [ref] = [ln for ln in captured.splitlines() if "FAILED (non-zero" in ln]
+    job = re.search(r"STEP (\d+)\.0", ref)[1]
+    want = re.sub(r"\bvm\b", steps.short_host(), ref.replace(f"STEP {job}.0", "STEP 7.0"))
+    assert [shape(ln) for ln in got if "*** STEP" in ln] == [shape(want)]
+
+
+def stamped(line: str) -> str:
+    """A line with its CANCELLED AT time written T (the moment differs; its form is compared)."""
+    return re.sub(r"AT \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", "AT T", line)
+
+
+def test_the_wrapper_tells_the_running_steps_and_waits_for_their_ends(unit_site):
+    """jobwrap.end_steps: a step without an end gets ``steps/<key>.ended`` (the job's state) and
+    the wrapper waits for its end, then removes the word; with none running it writes nothing."""
+    from shim.runtime import jobwrap
+
+    sdir = str(unit_site)
+    assert jobwrap.end_steps(sdir, "7", "COMPLETED") is False  # no step: nothing to tell
+    assert state.write_step(sdir, "7", 0, {"start": 1.0, "end": 2.0})
+    assert state.write_step(sdir, "7", 1, {"start": 1.0})
+    assert jobwrap.running_steps(sdir, "7") == [1]
+    seen = []
+
+    def sleep(_s):  # srun ends its step once told
+        seen.append(state.read_from(sdir, None, "steps", "7.ended"))
+        assert state.write_step(sdir, "7", 1, {"start": 1.0, "end": 3.0})
+
+    assert jobwrap.end_steps(sdir, "7", "FAILED", clock=lambda: 0.0, sleep=sleep) is True
+    assert seen == [{"state": "FAILED"}] and state.read_from(sdir, None, "steps", "7.ended") is None
+    # a step that never ends is waited for KillWait and 2 s at most
+    assert state.write_step(sdir, "7", 2, {"start": 1.0})
+    now = [0.0]
+
+    def later(s):
+        now[0] += s
+
+    assert jobwrap.end_steps(sdir, "7", "COMPLETED", clock=lambda: now[0], sleep=later) is True
+    assert 32.0 <= now[0] < 32.0 + 2 * jobwrap.STEPS_END_WAIT

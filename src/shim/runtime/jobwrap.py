@@ -909,8 +909,7 @@ def main() -> None:
     r.schedule(start)
     status = _wait(r, sdir, job_id, task, stamp.get("sub"), this_host, env["SLURM_JOB_ID"], start)
     signal.alarm(0)
-    code, sig, st = _end_state(r, status)
-    finish(code, sig, st)
+    finish(*_ended(r, status, sdir, state.signal_key(job_id, task)))
 
 
 def _never_satisfied(p: SubmitRecord, sdir: str, task: int | None, event, user_name: str, this_host: str) -> None:
@@ -1058,6 +1057,50 @@ def _end_state(r: Runner, status: int) -> tuple[int, int, str]:
     else:
         st = "FAILED"
     return code, sig, st
+
+
+STEPS_END_WAIT = 0.2  # seconds between looks at the steps a job's end is ending
+
+
+def _ended(r: Runner, status: int, sdir: str, key: str) -> tuple[int, int, str]:
+    """The script's end (``_end_state``), once the job's srun steps that were still running have
+    been ended with it (``end_steps``)."""
+    code, sig, st = _end_state(r, status)
+    if st in ("COMPLETED", "FAILED"):  # (a cancel, a time limit: the steps have had their signal)
+        end_steps(sdir, key, st)
+    return code, sig, st
+
+
+def running_steps(sdir: str, key: str) -> list[int]:
+    """The job's srun steps whose record has no end yet (the ids count up from 0)."""
+    out = []
+    for step_id in range(100000):
+        rec = state.read_step(sdir, key, step_id)
+        if rec is None:
+            break
+        if "end" not in rec:
+            out.append(step_id)
+    return out
+
+
+def end_steps(sdir: str, key: str, job_state: str, clock=time.monotonic, sleep=time.sleep) -> bool:
+    """The batch script ended while srun steps of its job still run: as Slurm ends a job's steps
+    with the job, each such srun is told (``steps/<key>.ended``, the job's state, which it looks
+    for as it looks for scancel's requests) and prints slurmstepd's line (CANCELLED AT, or FAILED
+    where the job failed: stepd.step_ended_with_job) and ends its tasks; the wrapper waits for
+    their ends up to KillWait (+2 s, srun's own wait), then leaves the rest to Grid Engine's end
+    of the job. Whether any step was told."""
+    from .steps.launch import KILL_WAIT
+
+    if not running_steps(sdir, key) or not state.write_own(sdir, "steps", f"{key}.ended", {"state": job_state}):
+        return False
+    deadline = clock() + KILL_WAIT + 2
+    try:
+        while running_steps(sdir, key) and clock() < deadline:
+            sleep(STEPS_END_WAIT)
+    finally:
+        state.remove_own(sdir, "steps", f"{key}.ended")  # (a later job of the same id is not ended)
+    return True
 
 
 def _fallback_state_dir() -> str | None:

@@ -63,6 +63,24 @@ def cancelled(what: str, host: str, *, why: str | None = None, sig: int | None =
     return error(host, f"*** {what} ON {host} CANCELLED AT {stamp(now)}{due} ***", rel, now)
 
 
+def failed(what: str, host: str, rel: Release | None = None, now: float | None = None) -> str:
+    """slurmstepd's ``*** <what> ON <host> FAILED (non-zero exit code or other failure mode) ***``:
+    a step (``STEP 7.0``) still running when its job failed (its batch script ended by a signal or
+    a non-zero exit), the same words in every release (fixtures/slurm-*/scancel-signal-joboutput.txt,
+    job 342: 26.05 too names no signal)."""
+    return error(host, f"*** {what} ON {host} FAILED (non-zero exit code or other failure mode) ***", rel, now)
+
+
+def step_ended_with_job(what: str, host: str, job_state: str, rel: Release | None = None,
+                        now: float | None = None) -> str:
+    """The line of a step (``STEP 7.0``) that its job's end ends: FAILED where the job failed, else
+    CANCELLED AT (26.05: ``DUE to SIGNAL Terminated``, as a step whose batch script ended while it
+    ran: fixtures/slurm-*/oracle-step-ends.txt, J)."""
+    if job_state == "FAILED":
+        return failed(what, host, rel, now)
+    return cancelled(what, host, sig=signal.SIGTERM, rel=rel, now=now)
+
+
 def signal_text(sig: int) -> str:
     """A signal's description as strsignal gives it (SIGTERM: Terminated, SIGKILL: Killed)."""
     try:

@@ -82,7 +82,7 @@ class _Step:
         self.remotes: dict[str, Any] = {}
         self.launch_files: list[str] = []
         self.extra_sinks: list[int] = []
-        self.flags = {"timed_out": False, "cancel": False, "killed_at": None}
+        self.flags = {"timed_out": False, "cancel": False, "killed_at": None, "job_ended": False}
         self.bad_exit_seen = False
         self.remote_rc: dict[str, int] = {}
         self.pmi: Any = None  # the step's PMI service (--mpi=pmi2)
@@ -423,6 +423,23 @@ class _Step:
             if sreq["sig"] in (signal.SIGTERM, signal.SIGKILL):
                 _step_cancelled_line(self.own_id, self.step_id, self.this_host, sig=sreq["sig"])
             self.local.kill(sreq["sig"])
+        if not self.job_mode and self.flags["killed_at"] is None:
+            ended = state.read_from(self.state_dir, None, "steps", f"{self.alloc.key}.ended")
+            if ended is not None:
+                self._job_ended(str(ended.get("state") or ""))
+
+    def _job_ended(self, job_state: str) -> None:
+        """The job ended under the step (its batch script ended: jobwrap.end_steps): srun's notice,
+        slurmstepd's line (CANCELLED AT, or FAILED where the job failed), SIGTERM to the tasks and
+        SIGKILL after KillWait; the step ends CANCELLED, its tasks' signals reported (as the
+        releases answer: fixtures/slurm-*/oracle-step-ends.txt, J)."""
+        self.flags["job_ended"] = True
+        print(f"{self.prog}: Job step aborted: Waiting up to {KILL_WAIT + 2} seconds for job step to finish.",
+              file=sys.stderr)
+        sys.stderr.write(stepd.step_ended_with_job(f"STEP {self.own_id}.{self.step_id}", self.this_host, job_state))
+        sys.stderr.flush()
+        self.kill_all(signal.SIGTERM)
+        self.flags["killed_at"] = time.time()
 
     def _on_timeout(self, first_end: float | None) -> None:
         """What a quiet moment in wait() means: a cancellation seen by ``cancelled()``, KillWait over
@@ -506,18 +523,19 @@ class _Step:
         results = list(statuses.values()) + remote_results
         rc = global_rc(results)
         signaled = any(s for _, s in results) and not self.bad_exit_seen
-        if signaled and not flags["timed_out"] and not flags["cancel"] and not self.req.quiet:
+        if signaled and not flags["timed_out"] and not flags["cancel"] and not flags["job_ended"] and not self.req.quiet:
             print(f"{prog}: Force Terminated StepId={self.own_id}.{step_id}", file=sys.stderr)
-        st = "TIMEOUT" if flags["timed_out"] else "CANCELLED" if flags["cancel"] else \
+        cancelled = flags["cancel"] or flags["job_ended"]
+        st = "TIMEOUT" if flags["timed_out"] else "CANCELLED" if cancelled else \
             "COMPLETED" if rc == 0 else "FAILED"
         rec = load_step(state_dir, alloc.key, step_id) or {}
         rec.update({"end": time.time(), "state": st, "exit": rc})
         record_step(state_dir, alloc.key, step_id, rec)
         try:
-            self._end_event(rec, results, flags["timed_out"], flags["cancel"])
+            self._end_event(rec, results, flags["timed_out"], cancelled)
         except (OSError, TypeError, ValueError):  # bookkeeping never fails the step
             pass
-        return StepResult(rc, statuses, flags["timed_out"], flags["cancel"])
+        return StepResult(rc, statuses, flags["timed_out"], cancelled)
 
     def _end_event(self, rec: Mapping[str, Any], results: list[tuple[int, int]], timed_out: bool,
                    cancelled: bool) -> None:
