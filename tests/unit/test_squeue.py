@@ -62,11 +62,11 @@ def test_default_view_of_every_state(capsys):
                114     debug   fx_eqw     root PD       0:00      1 (launch failed requeued held)
                116     debug  fx_licw     root PD       0:00      1 (Licenses)
          110_[3-5]     debug   fx_arr     root PD       0:00      1 (Priority)
-               112     debug  fx_held     root PD       0:00      1 (JobHeldUser)
                113     debug   fx_dep     root PD       0:00      1 (Dependency)
                115     debug fx_later     root PD       0:00      1 (Priority)
-               118     debug my job/1     root PD       0:00      1 (JobHeldUser)
        119_[1,3-4]     debug  fx_arrh     root PD       0:00      1 (JobHeldUser)
+               118     debug my job/1     root PD       0:00      1 (JobHeldUser)
+               112     debug  fx_held     root PD       0:00      1 (JobHeldUser)
                105     debug  fx_run1     root  R       9:41      1 vm
                106     debug fx_alice    alice  R       9:41      1 vm
                109     debug  fx_lic3     root  R       9:41      1 vm
@@ -118,10 +118,9 @@ def test_misc_fields(capsys):
         "114|114|114|N/A|PD|launch failed requeued held|N/A|(null)|UNLIMITED|1|(null)|1073741824|0.25000000000000",
         "116|116|116|N/A|PD|Licenses|N/A|matlab:1|UNLIMITED|1|(null)|1073741824|0.25000000000000",
         "110_[3-5]|110|110|3-5|PD|Priority|N/A|(null)|UNLIMITED|1|(null)|0|0.00000000000000",
-        "112|112|112|N/A|PD|JobHeldUser|N/A|(null)|UNLIMITED|1|(null)|0|0.00000000000000",
+        "113|113|113|N/A|PD|Dependency|N/A|(null)|UNLIMITED|1|afterany:105(unfulfilled)|0|0.00000000000000",
     ]
-    assert "113|113|113|N/A|PD|Dependency|N/A|(null)|UNLIMITED|1|afterany:105(unfulfilled)|0|0.00000000000000" \
-        in out.splitlines()
+    assert "112|112|112|N/A|PD|JobHeldUser|N/A|(null)|UNLIMITED|1|(null)|0|0.00000000000000" in out.splitlines()
     gpu = ok(capsys, MIXED, "-h", "-o", "%i %b %l %L", "-p", "gpu")
     assert gpu == "117 gres:gpu:3 2:00:00 2:00:00\n108 gres:gpu:1 UNLIMITED UNLIMITED\n"
 

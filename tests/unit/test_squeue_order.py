@@ -56,7 +56,7 @@ def test_the_last_task_to_start_with_none_waiting_is_the_previous_splits_copy():
     start, and the last is the copy made at the split before it."""
     recs = [rec(100, 1, start=30), rec(100, 2, start=40), rec(200, submit=10, start=20), rec(100, 3, start=35)]
     assert listed(recs) == ["100_1", 200, "100_3", "100_2"]
-    assert order(recs) == ["100_1", "100_3", "100_2", 200]  # (22.05: the array's tasks by id, then as listed)
+    assert order(recs) == ["100_2", "100_3", "100_1", 200]  # (22.05: the array's tasks by id, latest start first)
 
 
 def test_keys_before_ties():
@@ -104,8 +104,19 @@ def test_an_array_released_after_a_later_job_keeps_its_place():
 def test_one_job_named_lists_the_arrays_newest_record_first():
     """squeue -j 100 asks the controller about job 100 alone: the array's own record (the pending
     remainder), then its other records the last made first; -j 100,200 lists as the whole queue."""
-    recs = [rec(100, 1, start=30), rec(100, 2, start=40), rec(100, state="PENDING", pending="3-4")]
+    recs = [rec(100, 1, start=30), rec(100, 2, start=30), rec(100, state="PENDING", pending="3-4")]
     one = jobqueue.sort_records(recs, jobqueue.Query(job_ids=[(100, None)]), None)
     assert ids(one) == ["100_[3-4]", "100_2", "100_1"]
     two = jobqueue.sort_records(recs, jobqueue.Query(job_ids=[(100, None), (200, None)]), None)
     assert ids(two) == ["100_[3-4]", "100_1", "100_2"]
+
+
+def test_held_jobs_come_last_on_22_05_in_the_start_time_sorts_order():
+    """22.05's priority/basic gives a held job priority 0, below every other: held jobs come after
+    the others whatever Grid Engine's priority, and tie in the start-time sort's order (without a
+    start: the controller's order backwards, as 22.05's squeue -t PD lists 132 131 120)."""
+    recs = [rec(120, state="PENDING", submit=1, prio=0), rec(121, state="PENDING", submit=2, prio=50),
+            rec(131, state="PENDING", submit=3, prio=0), rec(132, state="PENDING", submit=4, prio=0)]
+    for r in recs:
+        r.reason = "JobHeldUser" if r.job_id != 121 else "Priority"
+    assert order(recs) == [121, 132, 131, 120]

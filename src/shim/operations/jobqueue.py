@@ -315,7 +315,7 @@ def sort_records(recs: list, qy: Query, ctx: Ctx, keys: list | None = None, list
     if not recs:
         return []
     created = created_key(recs, listed)
-    if qy.job_ids and len(qy.job_ids) == 1 and qy.job_ids[0][1] is None and not (qy.steps or qy.whole):
+    if qy.job_ids and len(qy.job_ids) == 1 and qy.job_ids[0][1] is None and not (qy.steps or qy.whole or qy.state_only):
         created = one_job_order(recs, created)
     if qy.sort or qy.start:
         base = sorted(recs, key=created)
@@ -336,8 +336,20 @@ def sort_records(recs: list, qy: Query, ctx: Ctx, keys: list | None = None, list
         base = start_time_order(sorted(recs, key=created))
         return sorted(base, key=lambda r: (r.partition, codes.get(r.state, r.state), -r.priority))
     # 22.05's priority/basic: each job's priority decreases with its submission, an array's tasks
-    # share the array's: ties of Grid Engine's priority in job id order, then the controller's
-    return sorted(recs, key=lambda r: (r.partition, codes.get(r.state, r.state), -r.priority, r.job_id, created(r)))
+    # share the array's: ties of Grid Engine's priority in job id order. A held job's priority is
+    # 0, below every other, so held jobs come last and tie in Slurm too, in the start-time sort's
+    # order (latest start first, the rest in the controller's order backwards: 22.05's squeue -r -j
+    # 1172,1173,1174 lists the held arrays 1174 1173 1172; its squeue -t PD 132 131 120)
+    base = start_time_order(sorted(recs, key=created))
+
+    def basic(r) -> tuple:
+        held = r.state == "PENDING" and r.reason in HELD_AT_ZERO
+        return (r.partition, codes.get(r.state, r.state), held, -r.priority, 0 if held else r.job_id)
+
+    return sorted(base, key=basic)
+
+
+HELD_AT_ZERO = ("JobHeldUser", "JobHeldAdmin")  # (Slurm's hold sets a job's priority to 0)
 
 
 def one_job_order(recs: list, created):
