@@ -19,6 +19,21 @@ if TYPE_CHECKING:
 
 DEFAULT_PATH = "/etc/slurm-shim/config.toml"
 _loaded: "NS | None" = None
+# The cache file last read in this process: (its key, its contents). Kept across reset(), so the
+# warm service's children (forked from a daemon that read the config) and a process that reads the
+# config again skip the read and the JSON parse while the cache file is the same file, unchanged:
+# the key is its lstat (device, inode, size, times, owner, mode) and this process's uid, so a
+# rewritten, replaced, relinked or chowned cache file is read (and checked) again.
+_memo: "tuple[tuple, Any] | None" = None
+
+
+def _memo_key(cache: str) -> tuple | None:
+    try:
+        st = os.lstat(cache)
+    except OSError:
+        return None
+    return (cache, os.getuid(), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_uid,
+            st.st_mode)
 
 
 def _cache_path(path: str, st: os.stat_result) -> str:
@@ -54,7 +69,7 @@ def _write_cache(cache: str, cfg: Any) -> None:
 
 def get() -> NS:
     """The site config of this process (validated once per change of the file)."""
-    global _loaded
+    global _loaded, _memo
     if _loaded is not None:
         return _loaded
     path = os.environ.get("SLURM_SHIM_CONFIG") or DEFAULT_PATH
@@ -64,8 +79,14 @@ def get() -> NS:
         st = None
     cache = _cache_path(path, st) if st is not None else None
     if cache:
+        key = _memo_key(cache)
+        if key is not None and _memo is not None and _memo[0] == key:
+            _loaded = NS.wrap(_memo[1])  # (a fresh copy: callers may change theirs)
+            return _loaded
         try:
-            _loaded = NS.wrap(_read_cache(cache))
+            data = _read_cache(cache)
+            _loaded = NS.wrap(data)
+            _memo = (key, data) if key is not None else None
             return _loaded
         except (OSError, ValueError):
             pass

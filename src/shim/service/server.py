@@ -238,7 +238,8 @@ def preload() -> None:
                  "fcntl", "errno", "shlex", "locale", "resource", "time", "datetime", "calendar", "math",
                  "base64", "hashlib", "stat", "io", "collections", "functools", "itertools", "heapq",
                  "bisect", "textwrap", "string", "re", "contextlib", "xml.etree.ElementTree",
-                 "xml.parsers.expat", "tomllib", "uuid", "random", "glob", "fnmatch", "select", "errno"):
+                 "xml.parsers.expat", "tomllib", "uuid", "random", "glob", "fnmatch", "select", "errno", "atexit",
+                 "_sha256", "_sha2"):  # (store/state.sha256_hex's)
         try:
             importlib.import_module(name)
         except ImportError:
@@ -248,15 +249,54 @@ def preload() -> None:
     import shim
 
     skip = ("shim.runtime", "shim.__main__.", "shim.admin", "shim.service.__main__", "shim.slurm.render.manpage")
+    # not served (SERVED): slurm-shim's own commands (click, tabulate) and the config's validation
+    # (pydantic: siteconf's cache serves the children; one validates only a changed file), ~12 MB
+    # of heap that every fork would copy the page tables of and every child's exit free again
+    unserved = ("shim.agent", "shim.cli.srun", "shim.cli.salloc", "shim.cli.admin", "shim.cli.explain", "shim.config")
     for info in pkgutil.walk_packages(shim.__path__, "shim."):
         name = info.name
-        if name.startswith(skip) or name in ("shim.agent", "shim.cli.srun", "shim.cli.salloc"):
+        if name.startswith(skip) or name in unserved:
             continue
         try:
             importlib.import_module(name)
         except Exception:  # an optional dependency missing: the child imports what it needs
             pass
     warm()
+    rehearse()
+
+
+REHEARSAL = (b"#!/bin/sh\n#SBATCH -J rehearsal\n#SBATCH -o /dev/null\n#SBATCH -t 10\n#SBATCH --mem=1G\n"
+             b"#SBATCH -n 2\ntrue\n")
+
+
+def rehearse(times: int = 12) -> None:
+    """Go through sbatch's path up to Grid Engine a few times on the site config, with nothing
+    written, no Grid Engine asked and no file read (operations/submit.batch over a script given
+    as its stdin and over --wrap, an empty environment, from "/"; then the job script and the
+    records' JSON, as submit_batch makes them): each served sbatch then starts from code the
+    interpreter has already specialised and from the regexes and tables it built, which a forked
+    child would otherwise build again, with pages of its own (the warm path's CPU, issue 29).
+    Nothing of it outlives it: the config is forgotten, the parsers' site limit set back."""
+    import io
+    import json
+
+    from .. import siteconf
+    from ..operations import submit
+    from ..slurm.options import values
+
+    try:
+        for _ in range(times):
+            for argv, script in ((["-o", "/dev/null", "--wrap=true"], b""), ([], REHEARSAL)):
+                _o, sub, _cfg = submit.batch(argv, {}, stdin=io.BytesIO(script), cwd="/")
+                rec = sub.record.replace(sub=0.0)
+                submit.job_script(rec.without_secrets("/", "0" * 64).to_dict())
+                json.dumps(rec.public().to_dict())
+                json.dumps(rec.secrets())
+    except Exception:  # (a config the children will report on: nothing to rehearse with)
+        pass
+    finally:
+        values.use_site(values.MAX_ARRAY_SIZE)  # (the value before: only a command sets it)
+        siteconf.reset()
 
 
 def warm() -> None:
@@ -278,6 +318,14 @@ def warm() -> None:
                 getattr(m, fn)()
             except Exception:
                 pass
+    table, releases = sys.modules.get("shim.slurm.options.table"), sys.modules.get("shim.slurm.releases")
+    if table is not None and releases is not None:  # every release's submission tables (options/table.py)
+        for release in releases.RELEASES.values():
+            for prog in ("sbatch", "srun", "salloc"):
+                try:
+                    table.command_table(prog, release)
+                except Exception:
+                    pass
 
 
 class Service:

@@ -513,7 +513,19 @@ def command_table(prog: str, release: "Release | None" = None) -> Table:
     from .. import releases
 
     release = release or releases.current()
-    return Table(prog, [o for o in OPTIONS if release.knows(prog, o.long)], order=GETOPT_ORDER)
+    known = releases.RELEASES.get(release.name) is release  # (one of the table's own: its rows never change)
+    key = (prog, release.name)
+    if known and key in _TABLES:
+        return _TABLES[key]
+    t = Table(prog, [o for o in OPTIONS if release.knows(prog, o.long)], order=GETOPT_ORDER)
+    if known:
+        _TABLES[key] = t
+    return t
+
+
+# (command, release name) -> its Table, built once a process (the warm service builds them before
+# it forks: service/server.warm). A Table is only read once built.
+_TABLES: dict[tuple[str, str], Table] = {}
 
 
 def every_table(prog: str) -> Table:

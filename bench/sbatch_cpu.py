@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""The Python CPU one ``sbatch`` costs, in-process and as the warm service runs it (issue 29).
+
+    /opt/slurm-shim/bin/python bench/sbatch_cpu.py                  # 500 submissions a mode
+    /opt/slurm-shim/bin/python bench/sbatch_cpu.py -n 200 --profile 25 --json out.json
+
+Grid Engine answers at once: a ReplayBackend whose qsub gives the next job id (``InstantGE``), so
+only the shim's own work is measured. The store is a private state directory (under /dev/shm when
+there is one) named by a private copy of the unit tests' site config (fixtures/site/config.toml),
+with a private XDG_CACHE_HOME for siteconf's cache. Four forms of sbatch, in turn:
+
+- ``wrap``: ``sbatch -o /dev/null -J w --wrap='echo hi'``
+- ``script``: ``sbatch job.sh`` whose ``#SBATCH`` lines ask -J, -o, -t, --mem, -n
+- ``resources``: ``sbatch -n 4 -c 2 --mem 4G -t 10 -p gpu --gres gpu:1 --wrap=hostname``
+- ``array``: ``sbatch --array=1-10%2 job.sh``
+
+Two modes:
+
+- ``loop``: every submission in this process (``shim.__main__.dispatch``, what the console
+  script runs), one after the other: the first (cold: imports, the site config read, tables
+  built) reported apart, then the steady state, ms of ``time.process_time`` a submission.
+- ``fork``: as the warm service runs a command (service/server.py): this process preloads what
+  the daemon preloads (``server.preload``: the modules and ``warm``'s tables), then collects and
+  freezes its heap; each submission runs in a child forked from it that forgets the site config
+  (``siteconf.reset``, as the service does) and runs ``server._run`` (what the service's child
+  runs). Reported: the child's ``process_time`` around ``_run``, and the child's whole CPU from
+  ``os.wait4`` (the fork's copy-on-write faults and the exit included). This is the warm path's
+  cost: each child starts from the daemon's state, so nothing a child caches outlives it.
+
+``--profile N``: cProfile top-N of the steady-state loop by cumulative and by own time, and of
+the fork mode's children (each child's profile merged), by both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import json
+import os
+import pstats
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, os.environ.get("BENCH_SRC") or str(REPO / "src"))  # (BENCH_SRC: another tree's, e.g. a before)
+
+from shim import siteconf  # noqa: E402
+from shim.__main__ import dispatch  # noqa: E402
+from shim.gridengine import backends  # noqa: E402
+from shim.gridengine.replay import ReplayBackend  # noqa: E402
+from shim.proc import Result  # noqa: E402
+
+FIRST_JOB = 7_000_000
+SCRIPT = """#!/bin/bash
+#SBATCH -J swarm-agent
+#SBATCH -o /dev/null
+#SBATCH -t 00:30:00
+#SBATCH --mem=2G
+#SBATCH -n 1
+echo hello from $SLURM_JOB_ID
+"""
+
+
+class InstantGE(ReplayBackend):
+    """qsub answers the next job id at once; qstat -j: every job exists; anything else: empty success."""
+
+    def __init__(self):
+        super().__init__()
+        self.next = FIRST_JOB
+
+    def run(self, tool, args, *, input=None, timeout=None):
+        key = (tool, *args)
+        if tool == "qsub":
+            self.next += 1
+            return Result(key, 0, f"{self.next}\n", "")  # (qsub -terse)
+        return Result(key, 0, "", "")
+
+
+def forms(work: str) -> list[tuple[str, list[str]]]:
+    script = os.path.join(work, "job.sh")
+    Path(script).write_text(SCRIPT)
+    return [
+        ("wrap", ["-o", "/dev/null", "-J", "w", "--wrap=echo hi"]),
+        ("script", [script]),
+        ("resources", ["-n", "4", "-c", "2", "--mem", "4G", "-t", "10", "-p", "gpu", "--gres", "gpu:1",
+                       "--wrap=hostname"]),
+        ("array", ["--array=1-10%2", script]),
+    ]
+
+
+def setup(top: str) -> str:
+    """A private state directory, site config and cache; returns the work directory."""
+    state = os.path.join(top, "state")
+    os.makedirs(state, mode=0o755)
+    for sub in ("users", "gpus"):  # as `slurm-shim cluster up` makes them: root's, sticky
+        os.mkdir(os.path.join(state, sub))
+        os.chmod(os.path.join(state, sub), 0o1777)
+    text = (REPO / "fixtures" / "site" / "config.toml").read_text()
+    text = text.replace('state_dir = "/tmp/slurm-shim-unit-state"', f'state_dir = "{state}"')
+    assert state in text
+    cfg = os.path.join(top, "config.toml")
+    Path(cfg).write_text(text)
+    os.environ["SLURM_SHIM_CONFIG"] = cfg
+    os.environ["XDG_CACHE_HOME"] = os.path.join(top, "cache")
+    for k in [k for k in os.environ if k.startswith(("SBATCH_", "SLURM_")) and k != "SLURM_SHIM_CONFIG"]:
+        del os.environ[k]
+    work = os.path.join(top, "work")
+    os.makedirs(work)
+    os.chdir(work)
+    siteconf.reset()
+    return work
+
+
+class Quiet:
+    """fd 1 and 2 to /dev/null while a submission runs (sbatch prints with print and os.write)."""
+
+    def __enter__(self):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.saved = os.dup(1), os.dup(2)
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.close(null)
+
+    def __exit__(self, *exc):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(self.saved[0], 1)
+        os.dup2(self.saved[1], 2)
+        os.close(self.saved[0])
+        os.close(self.saved[1])
+
+
+def _ms(xs: list[float]) -> dict:
+    xs = sorted(xs)
+    return {"n": len(xs), "median_ms": round(statistics.median(xs) * 1000, 3),
+            "mean_ms": round(statistics.fmean(xs) * 1000, 3), "p90_ms": round(xs[int(len(xs) * 0.9)] * 1000, 3)}
+
+
+def loop(todo: list, n: int, profile: cProfile.Profile | None) -> dict:
+    """Every submission in this process; the first (cold) apart."""
+    per: dict[str, list[float]] = {name: [] for name, _ in todo}
+    cold = None
+    for i in range(n + 1):
+        name, argv = todo[i % len(todo)]
+        with Quiet():
+            t0 = time.process_time()
+            if profile is not None and i > 0:
+                profile.enable()
+            rc = dispatch("sbatch", list(argv))
+            if profile is not None:
+                profile.disable()
+            dt = time.process_time() - t0
+        if rc != 0:  # again, where its error shows
+            raise SystemExit(f"sbatch {argv}: exit {rc} (again: exit {dispatch('sbatch', list(argv))})")
+        if i == 0:
+            cold = (name, dt)
+        else:
+            per[name].append(dt)
+    every = [x for xs in per.values() for x in xs]
+    return {"cold": {"form": cold[0], "ms": round(cold[1] * 1000, 3)}, "steady": _ms(every),
+            "forms": {k: _ms(v) for k, v in per.items()}}
+
+
+def _child(argv: list[str], wfd: int, prof_path: str | None) -> None:
+    from shim.service import server
+
+    try:
+        import resource
+
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
+        t0 = time.process_time()
+        prof = cProfile.Profile() if prof_path else None
+        with (Quiet() if not os.environ.get("BENCH_LOUD") else open(os.devnull)):
+            if prof is not None:
+                prof.enable()
+            siteconf.reset()
+            rc = server._run("sbatch", list(argv))
+            if prof is not None:
+                prof.disable()
+        dt = time.process_time() - t0
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
+        if prof is not None:
+            prof.dump_stats(prof_path)
+        os.write(wfd, json.dumps({"rc": rc, "cpu": dt, "user": r1.ru_utime - r0.ru_utime, "sys": r1.ru_stime - r0.ru_stime,
+                                  "faults": r1.ru_minflt - r0.ru_minflt}).encode())
+    finally:
+        os._exit(0)
+
+
+def forked(todo: list, n: int, profile_dir: str | None) -> dict:
+    """Each submission in a child forked from a preloaded, frozen parent, as the warm service runs it."""
+    per: dict[str, list[float]] = {name: [] for name, _ in todo}
+    whole: list[float] = []
+    user, system, faults = [], [], []
+    profiles = []
+    for i in range(n):
+        name, argv = todo[i % len(todo)]
+        r, w = os.pipe()
+        prof_path = os.path.join(profile_dir, f"{i}.prof") if profile_dir else None
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            _child(argv, w, prof_path)
+        os.close(w)
+        with os.fdopen(r, "rb") as f:
+            data = f.read()
+        _, status, ru = os.wait4(pid, 0)
+        got = json.loads(data or b'{"rc": -1, "cpu": 0}')
+        if got["rc"] != 0 or status != 0:
+            raise SystemExit(f"sbatch {argv} in a forked child: exit {got['rc']}, status {status}")
+        per[name].append(got["cpu"])
+        whole.append(ru.ru_utime + ru.ru_stime)
+        user.append(got["user"])
+        system.append(got["sys"])
+        faults.append(got["faults"])
+        if prof_path:
+            profiles.append(prof_path)
+    every = [x for xs in per.values() for x in xs]
+    return {"child_run": _ms(every), "child_whole": _ms(whole), "child_run_user": _ms(user),
+            "child_run_sys": _ms(system), "child_run_minor_faults": statistics.median(faults),
+            "forms": {k: _ms(v) for k, v in per.items()},
+            "profiles": profiles}
+
+
+def top(stats: pstats.Stats, key: str, n: int) -> str:
+    buf = io.StringIO()
+    stats.stream = buf
+    stats.sort_stats(key).print_stats(n)
+    lines = buf.getvalue().splitlines()
+    start = next((i for i, line in enumerate(lines) if "ncalls" in line), 0)
+    return "\n".join(lines[start:])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-n", type=int, default=500, help="submissions a mode (default 500)")
+    ap.add_argument("--forked", type=int, default=None, help="submissions of the fork mode (default: -n)")
+    ap.add_argument("--profile", type=int, default=0, metavar="N", help="print cProfile's top N")
+    ap.add_argument("--json", help="write the numbers here")
+    ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    a = ap.parse_args()
+    out: dict = {"python": sys.version.split()[0], "n": a.n}
+    top_dir = tempfile.mkdtemp(prefix="sbatch-cpu-", dir=a.dir)  # (no TemporaryDirectory: its atexit
+    try:  # hook would run in the forked children, whose _run runs the exit functions)
+        work = setup(top_dir)
+        todo = forms(work)
+        ge = InstantGE()
+        backends.use(ge)
+        from shim.service import server
+
+        siteconf.get()  # what the daemon holds before its first fork (server.serve, Service._begin):
+        siteconf.reset()  # the config read once, every served module preloaded, the heap frozen;
+        server.preload()  # no sbatch has run in it (the loop runs after the fork mode)
+        gc.collect()
+        gc.freeze()
+        pdir = os.path.join(top_dir, "prof") if a.profile else None
+        if pdir:
+            os.makedirs(pdir)
+        out["fork"] = forked(todo, a.forked or a.n, pdir)
+        profiles = out["fork"].pop("profiles")
+        gc.unfreeze()
+        prof = cProfile.Profile() if a.profile else None
+        out["loop"] = loop(todo, a.n, prof)
+        _print(out)
+        if a.profile:
+            for label, stats in (("loop (steady state)", pstats.Stats(prof)),
+                                 ("fork (the children, merged)", pstats.Stats(*profiles) if profiles else None)):
+                if stats is None:
+                    continue
+                stats.strip_dirs()
+                for key in ("cumulative", "tottime"):
+                    print(f"\n## {label}: top {a.profile} by {key}\n")
+                    print(top(stats, key, a.profile))
+    finally:
+        if os.environ.get("BENCH_KEEP"):
+            print(f"kept {top_dir}", file=sys.stderr)
+        else:
+            shutil.rmtree(top_dir, ignore_errors=True)
+    if a.json:
+        Path(a.json).write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+def _print(out: dict) -> None:
+    lp, fk = out["loop"], out["fork"]
+    print(f"sbatch CPU per submission (python {out['python']}; ms of process_time)")
+    print(f"loop: cold (first, {lp['cold']['form']}) {lp['cold']['ms']} ms; steady median "
+          f"{lp['steady']['median_ms']} ms, mean {lp['steady']['mean_ms']}, p90 {lp['steady']['p90_ms']} "
+          f"(n={lp['steady']['n']})")
+    for k, v in lp["forms"].items():
+        print(f"  {k:10s} median {v['median_ms']:7.3f} ms  mean {v['mean_ms']:7.3f}  p90 {v['p90_ms']:7.3f}")
+    print(f"fork (as the warm service): in the child's _run median {fk['child_run']['median_ms']} ms, mean "
+          f"{fk['child_run']['mean_ms']}; the child whole (wait4) median {fk['child_whole']['median_ms']} ms, "
+          f"mean {fk['child_whole']['mean_ms']} (n={fk['child_run']['n']})")
+    print(f"  in _run: user median {fk['child_run_user']['median_ms']} ms, system {fk['child_run_sys']['median_ms']} ms, "
+          f"{fk['child_run_minor_faults']:g} minor page faults (copy-on-write and new pages)")
+    for k, v in fk["forms"].items():
+        print(f"  {k:10s} median {v['median_ms']:7.3f} ms  mean {v['mean_ms']:7.3f}  p90 {v['p90_ms']:7.3f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
