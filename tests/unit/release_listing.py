@@ -130,12 +130,26 @@ def _hard(job: dict) -> list[tuple[str, str]]:
     return out
 
 
-def _ge_tasks(job: dict) -> str:
-    """A pending array's Grid Engine task range (its indices are the task numbers: 1-based arrays)."""
+def indices(job: dict) -> list[int]:
+    """The array's whole index list as submitted (``indices``: sbatch -a's list), else 1-N up to
+    the highest index the entry names (sbatch -a 1-N)."""
     from shim.slurm.jobids import expand
 
-    idx = expand(job["tasks"])
-    return f"{idx[0]}-{idx[-1]}:1" if idx == list(range(idx[0], idx[-1] + 1)) else ",".join(map(str, idx))
+    if "indices" in job:
+        return expand(job["indices"])
+    top = job["task"] if "task" in job else max(expand(job["tasks"]))
+    return list(range(1, top + 1))
+
+
+def _ge_tasks(job: dict) -> str:
+    """Grid Engine's task numbers of a pending array's indices: their places in the array's index
+    list (1-based), as the shim submits an array (qsub -t 1-N, its record mapping index to task)."""
+    from shim.slurm.jobids import compress, expand
+
+    whole = indices(job)
+    tasks = [whole.index(i) + 1 for i in expand(job["tasks"])]
+    text = compress(tasks)
+    return f"{text}:1" if "-" in text and "," not in text else text
 
 
 def job_element(job: dict) -> str:
@@ -153,7 +167,7 @@ def job_element(job: dict) -> str:
              f"      <queue_name>{job['partition'] + '@vm' if running else ''}</queue_name>",
              f"      <slots>{job['cpus']}</slots>"]
     if "task" in job:
-        lines.append(f"      <tasks>{job['task']}</tasks>")
+        lines.append(f"      <tasks>{indices(job).index(job['task']) + 1}</tasks>")
     elif "tasks" in job:
         lines.append(f"      <tasks>{_ge_tasks(job)}</tasks>")
     lines.append(f"      <full_job_name>{escape(job['name'])}</full_job_name>")
@@ -249,7 +263,7 @@ def build(state_dir, jobs: list[dict]) -> str:
             continue
         done.add(j["id"])
         same = [x for x in jobs if x["id"] == j["id"]]
-        arr = list(range(1, max(arrays[j["id"]]) + 1)) if j["id"] in arrays else None  # (1-N: sbatch -a 1-N)
+        arr = max((indices(x) for x in same if "task" in x or "tasks" in x), key=len) if j["id"] in arrays else None
         merged = {**j, **{k: x[k] for x in same for k in ("throttle",) if k in x}}
         assert state.record_submit(str(state_dir), j["id"], submit_record(merged, arr))
     for j in jobs:
