@@ -193,10 +193,15 @@ def test_a_step_whose_script_has_no_interpreter_exits_2(release_site, tmp_path, 
 
 # --- a step ended with its job -----------------------------------------------------------------------
 
+def task(started: str) -> list[str]:
+    """A step's task that says it has started (the file ``started``), then sleeps 60 s."""
+    return ["sh", "-c", 'echo > "$0"; exec sleep 60', started]
+
+
 def step_ended(capfd, job_state: str) -> tuple[object, list[str]]:
-    """srun's step (``sleep 60``) of batch job 7 on this host, whose job ends under it: once the
-    step has its record, the job wrapper's word that the job ended (``steps/7.ended``, as
-    jobwrap.end_steps writes it); the step's result and srun's stderr lines."""
+    """srun's step (``task``) of batch job 7 on this host, whose job ends under it: the job
+    wrapper's word that the job ended (``steps/7.ended``, as jobwrap.end_steps writes it) once the
+    task has started; the step's result and srun's stderr lines."""
     import os
     import threading
 
@@ -208,13 +213,15 @@ def step_ended(capfd, job_state: str) -> tuple[object, list[str]]:
     sdir = siteconf.get().cluster.state_dir
     alloc = steps.Allocation(7, [(steps.short_host(), 1)], inside=True)
 
+    started = os.path.join(sdir, "started")
+
     def end_the_job():
-        wait_until(lambda: state.read_step(sdir, "7", 0), what="the step's record")
+        wait_until(lambda: os.path.exists(started), what="the step's task")
         assert state.write_own(sdir, "steps", "7.ended", {"state": job_state})
 
     t = threading.Thread(target=end_the_job)
     t.start()
-    res = run_mod.run_step(steps.StepRequest(argv=["sleep", "60"]), alloc, base_env={"PATH": os.defpath},
+    res = run_mod.run_step(steps.StepRequest(argv=task(started)), alloc, base_env={"PATH": os.defpath},
                            state_dir=sdir)
     t.join()
     return res, capfd.readouterr().err.splitlines()
@@ -292,3 +299,43 @@ def test_the_wrapper_tells_the_running_steps_and_waits_for_their_ends(unit_site)
 
     assert jobwrap.end_steps(sdir, "7", "COMPLETED", clock=lambda: now[0], sleep=later) is True
     assert 32.0 <= now[0] < 32.0 + 2 * jobwrap.STEPS_END_WAIT
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_step_at_its_jobs_time_limit_says_so_as_each_release(release_site, capfd, name):
+    """The job's time limit (the wrapper's word, then its SIGTERM to the batch shell's group, srun
+    in it): slurmstepd's ``*** STEP N.0 ON vm CANCELLED AT <time> DUE TO TIME LIMIT ***`` in every
+    release, srun's ``Job step aborted`` notice after it, ``task 0: Terminated``; the step is
+    CANCELLED 0:15 (K)."""
+    import os
+    import signal
+    import threading
+
+    from conftest import wait_until
+    from shim import siteconf
+    from shim.runtime import steps
+    from shim.runtime.steps import run as run_mod
+
+    release_site(name)
+    sdir = siteconf.get().cluster.state_dir
+    host = steps.short_host()
+
+    started = os.path.join(sdir, "started")
+
+    def time_limit():
+        wait_until(lambda: os.path.exists(started), what="the step's task")
+        assert state.write_own(sdir, "steps", "7.ended", {"state": "TIMEOUT"})
+        os.kill(os.getpid(), signal.SIGTERM)  # (srun's handler takes it in the main thread)
+
+    t = threading.Thread(target=time_limit)
+    t.start()
+    res = run_mod.run_step(steps.StepRequest(argv=task(started)), steps.Allocation(7, [(host, 1)], inside=True),
+                           base_env={"PATH": os.defpath}, state_dir=sdir)
+    t.join()
+    got = capfd.readouterr().err.splitlines()
+    ref = [ln for ln in ends(name, "K") if "STEP" in ln or ln.startswith(("srun: Job step", "srun: error"))]
+    job = re.search(r"STEP (\d+)\.0", "\n".join(ref))[1]
+    want = [re.sub(r"\bvm\b", host, ln.replace(f"STEP {job}.0", "STEP 7.0")) for ln in ref]
+    assert [shape(stamped(ln)) for ln in got] == [shape(stamped(ln)) for ln in want]
+    assert res.cancelled and res.statuses == {0: (0, 15)}
+    assert f"{job}.0|CANCELLED|0:15" in ends(name, "K")

@@ -578,6 +578,7 @@ class Runner:
         self.cancel_line = False
         self.host = ""  # this host and the job's own id (an array task's), for that line
         self.label = ""
+        self.key = ""  # the job's key among its steps' records (state.signal_key), for end_steps
 
     def say_cancelled(self, sig: int | None = None, why: str | None = None) -> None:
         """slurmstepd's ``*** JOB N ON host CANCELLED AT <time> ... ***`` line on the job's stderr,
@@ -663,6 +664,8 @@ class Runner:
             if what == "term":
                 self.timed_out = True
                 self.say_cancelled(why="TIME LIMIT")
+                if self.key:  # the steps say DUE TO TIME LIMIT as they take the SIGTERM (end_steps)
+                    tell_steps(self.p.state_dir, self.key, "TIMEOUT")
                 self._group(signal.SIGTERM)
             elif what == "kill":
                 self._group(signal.SIGKILL)
@@ -894,7 +897,7 @@ def main() -> None:
         launch_failed(f"cannot write the job script: {e}", err_fd)
 
     r = _runner(p)
-    r.host, r.label = this_host, env["SLURM_JOB_ID"]  # (a task's own id)
+    r.host, r.label, r.key = this_host, env["SLURM_JOB_ID"], state.signal_key(job_id, task)  # (a task's own id)
     event("start", {"node": this_host})
     try:
         r.child = _launch(p, env, script_path, in_fd, out_fd, err_fd)
@@ -1066,7 +1069,7 @@ def _ended(r: Runner, status: int, sdir: str, key: str) -> tuple[int, int, str]:
     """The script's end (``_end_state``), once the job's srun steps that were still running have
     been ended with it (``end_steps``)."""
     code, sig, st = _end_state(r, status)
-    if st in ("COMPLETED", "FAILED"):  # (a cancel, a time limit: the steps have had their signal)
+    if st != "CANCELLED":  # (scancel's steps have had their signal, each its line)
         end_steps(sdir, key, st)
     return code, sig, st
 
@@ -1083,6 +1086,12 @@ def running_steps(sdir: str, key: str) -> list[int]:
     return out
 
 
+def tell_steps(sdir: str, key: str, job_state: str) -> bool:
+    """``steps/<key>.ended`` with the job's state, where a step of the job is still running (at the
+    time limit the wrapper writes it before its SIGTERM reaches srun). Whether it was written."""
+    return bool(running_steps(sdir, key)) and state.write_own(sdir, "steps", f"{key}.ended", {"state": job_state})
+
+
 def end_steps(sdir: str, key: str, job_state: str, clock=time.monotonic, sleep=time.sleep) -> bool:
     """The batch script ended while srun steps of its job still run: as Slurm ends a job's steps
     with the job, each such srun is told (``steps/<key>.ended``, the job's state, which it looks
@@ -1092,7 +1101,7 @@ def end_steps(sdir: str, key: str, job_state: str, clock=time.monotonic, sleep=t
     of the job. Whether any step was told."""
     from .steps.launch import KILL_WAIT
 
-    if not running_steps(sdir, key) or not state.write_own(sdir, "steps", f"{key}.ended", {"state": job_state}):
+    if not tell_steps(sdir, key, job_state):
         return False
     deadline = clock() + KILL_WAIT + 2
     try:

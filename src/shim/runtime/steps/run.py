@@ -313,6 +313,12 @@ class _Step:
         flags, local = self.flags, self.local
         if self.job_mode and sig == signal.SIGUSR1:
             return  # Grid Engine's notice of a coming suspension: nothing for the tasks
+        if sig == signal.SIGTERM and not self.job_mode:  # the job wrapper's, at the job's time limit?
+            ended = None if flags["job_ended"] else self._job_end_word()
+            if ended is not None:
+                self._job_ended(ended)
+            if flags["job_ended"]:
+                return  # (the step is ending with its job already)
         if self.job_mode and sig == signal.SIGUSR2:
             # qdel (scancel) of the job srun made: Grid Engine's notice before its SIGKILL
             if not flags["cancel"]:
@@ -424,9 +430,15 @@ class _Step:
                 _step_cancelled_line(self.own_id, self.step_id, self.this_host, sig=sreq["sig"])
             self.local.kill(sreq["sig"])
         if not self.job_mode and self.flags["killed_at"] is None:
-            ended = state.read_from(self.state_dir, None, "steps", f"{self.alloc.key}.ended")
+            ended = self._job_end_word()
             if ended is not None:
-                self._job_ended(str(ended.get("state") or ""))
+                self._job_ended(ended)
+
+    def _job_end_word(self) -> str | None:
+        """The job's state where the job wrapper says the job ended under its steps
+        (``steps/<key>.ended``: jobwrap.tell_steps), else None."""
+        ended = state.read_from(self.state_dir, None, "steps", f"{self.alloc.key}.ended")
+        return None if ended is None else str(ended.get("state") or "")
 
     def _job_ended(self, job_state: str) -> None:
         """The job ended under the step (its batch script ended: jobwrap.end_steps): srun's notice,
@@ -434,9 +446,9 @@ class _Step:
         SIGKILL after KillWait; the step ends CANCELLED, its tasks' signals reported (as the
         releases answer: fixtures/slurm-*/oracle-step-ends.txt, J)."""
         self.flags["job_ended"] = True
-        print(f"{self.prog}: Job step aborted: Waiting up to {KILL_WAIT + 2} seconds for job step to finish.",
-              file=sys.stderr)
-        sys.stderr.write(stepd.step_ended_with_job(f"STEP {self.own_id}.{self.step_id}", self.this_host, job_state))
+        aborted = f"{self.prog}: Job step aborted: Waiting up to {KILL_WAIT + 2} seconds for job step to finish.\n"
+        line = stepd.step_ended_with_job(f"STEP {self.own_id}.{self.step_id}", self.this_host, job_state)
+        sys.stderr.write(line + aborted if job_state == "TIMEOUT" else aborted + line)  # (as each was seen)
         sys.stderr.flush()
         self.kill_all(signal.SIGTERM)
         self.flags["killed_at"] = time.time()
