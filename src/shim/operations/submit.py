@@ -584,15 +584,22 @@ def will_run_line(prog: str, job_id: int, cpus: int, nodes: str, partition: str,
 # sbatch --wait asks Grid Engine whether its job still exists first this long after it starts
 # waiting, then at doubling intervals up to the second figure (seconds): its answer comes from the
 # job's end records in the store (local files, read every 0.2-2 s), and qmaster is asked only for a
-# job killed so hard that nothing wrote its end (raw qdel of a waiting job, a lost host). So N
-# waiting sbatch cost qmaster about N/60 calls a second, not N/2 (issue 29: a swarm's waiters).
+# job killed so hard that nothing wrote its end (raw qdel of a waiting job, a lost host).
 QMASTER_ASKS = (2.0, 60.0)
+# ... and the waiting sbatch of one user on one host share one answer (store/waits.py): an answer
+# younger than this (seconds) is every waiter's, so N of them cost qmaster at most one qstat -j
+# every QMASTER_SHARE seconds together, not N/60 a second (issue 29: a swarm's waiters).
+QMASTER_SHARE = 5.0
 
 
 def wait_for(job_id: int, rec: SubmitRecord, cfg, clock=time.monotonic, sleep=time.sleep) -> int:
     """sbatch --wait: block until every task has ended; the highest exit code, as Slurm. A job
-    Grid Engine no longer has and that left no end record ended unseen: 1 (QMASTER_ASKS says how
-    often that is asked)."""
+    Grid Engine no longer has and that left no end record ended unseen: 1. QMASTER_ASKS says how
+    often that is asked; the question is shared (store/waits.py): N waiters of one user on one
+    host cost qmaster at most one ``qstat -j`` of all their jobs every QMASTER_SHARE seconds
+    together, not N. Without a private directory of the user's own, each waiter asks for its job
+    alone, as before."""
+    from ..store import waits
     from ..store.records import Reader
 
     backend = backends.get(cfg)
@@ -601,28 +608,42 @@ def wait_for(job_id: int, rec: SubmitRecord, cfg, clock=time.monotonic, sleep=ti
     me, sub_t = os.getuid(), rec.sub
     ask_in, interval_max = QMASTER_ASKS
     next_ask = clock() + ask_in
+    shared, registered = None, False
 
     def load() -> dict:
         # the caller's own events of this job (and root's naming the caller): nobody else's
         return Reader(cfg).events(job_id, me, sub_t)
 
-    while True:
-        events = load()
-        ends = [events.get((t, "end")) for t in tasks]
-        cancels = [events.get((t, "cancel")) or events.get((None, "cancel")) for t in tasks]
-        if all(e is not None or c is not None for e, c in zip(ends, cancels)):
-            codes = [(e.get("exit") or (128 + e["signal"] if e.get("signal") else 0)) if e else 0 for e in ends]
-            return max(codes) if codes else 0
-        if clock() >= next_ask:
-            if not backend.exists(job_id):  # gone from Grid Engine: its end may have been written since
-                events = load()
-                if all(events.get((t, "end")) for t in tasks):
-                    continue
-                return 1
-            ask_in = min(ask_in * 2, interval_max)
-            next_ask = clock() + ask_in
-        sleep(delay)
-        delay = min(delay * 1.5, 2.0)
+    def found(ids: list[int]) -> set[int] | None:
+        owners = backend.job_owners(ids)
+        return None if owners is None else set(owners)
+
+    try:
+        while True:
+            events = load()
+            ends = [events.get((t, "end")) for t in tasks]
+            cancels = [events.get((t, "cancel")) or events.get((None, "cancel")) for t in tasks]
+            if all(e is not None or c is not None for e, c in zip(ends, cancels)):
+                codes = [(e.get("exit") or (128 + e["signal"] if e.get("signal") else 0)) if e else 0 for e in ends]
+                return max(codes) if codes else 0
+            if not registered:  # still running at the first read: a waiter the next asker asks about
+                shared, registered = waits.register(cfg, job_id, QMASTER_SHARE, clock, sleep), True
+            if clock() >= next_ask:
+                # True/False; None: Grid Engine would not say (asked again at the next ask)
+                there, again = shared.ask(found) if shared else (backend.exists(job_id), None)
+                if there is False:  # gone from Grid Engine: its end may have been written since
+                    events = load()
+                    if all(events.get((t, "end")) for t in tasks):
+                        continue
+                    return 1
+                if again is None:
+                    ask_in = min(ask_in * 2, interval_max)
+                next_ask = again if again is not None else clock() + ask_in
+            sleep(delay)
+            delay = min(delay * 1.5, 2.0)
+    finally:
+        if shared is not None:
+            shared.close()
 
 
 def allocate(o: Options, environ: dict[str, str], cfg, holder: bytes, prog: str = "salloc") -> tuple[int, SubmitRecord]:
