@@ -14,18 +14,28 @@ with a private XDG_CACHE_HOME for siteconf's cache. Four forms of sbatch, in tur
 - ``resources``: ``sbatch -n 4 -c 2 --mem 4G -t 10 -p gpu --gres gpu:1 --wrap=hostname``
 - ``array``: ``sbatch --array=1-10%2 job.sh``
 
-Two modes:
+Three measures, the forked ones first, from a parent that has run no sbatch (as the daemon):
 
+- ``fork``: as the warm service runs a command (service/server.py). This process holds what the
+  daemon holds before its first fork: the config read once from siteconf's cache (validated by
+  another process first, so pydantic is not loaded here either), ``server.preload`` (the served
+  modules, ``warm``'s tables, ``rehearse`` where the tree has it), the heap collected and frozen.
+  Each submission runs in a child forked from it that forgets the site config
+  (``siteconf.reset``, as the service's children start) and runs ``server._run`` (what the
+  service's child runs). Reported: the child's ``process_time`` around ``_run``, its minor page
+  faults there (copy-on-write copies of the parent's pages and new pages: most of the cost), and
+  the child's whole CPU from ``os.wait4`` (the fork's aftermath and the exit included).
+- ``service child``: the same, through ``Service.child`` whole (the request's descriptors put in
+  place, the caller's environment, signals, TZ and sys.std* set up, ``_run``, the exit report):
+  the child's CPU from ``os.wait4`` and the parent's CPU for the fork (the daemon's serial part).
+  Not measured: the client, the daemon's accept and checks, the DRMAA submission's round trip.
 - ``loop``: every submission in this process (``shim.__main__.dispatch``, what the console
-  script runs), one after the other: the first (cold: imports, the site config read, tables
-  built) reported apart, then the steady state, ms of ``time.process_time`` a submission.
-- ``fork``: as the warm service runs a command (service/server.py): this process preloads what
-  the daemon preloads (``server.preload``: the modules and ``warm``'s tables), then collects and
-  freezes its heap; each submission runs in a child forked from it that forgets the site config
-  (``siteconf.reset``, as the service does) and runs ``server._run`` (what the service's child
-  runs). Reported: the child's ``process_time`` around ``_run``, and the child's whole CPU from
-  ``os.wait4`` (the fork's copy-on-write faults and the exit included). This is the warm path's
-  cost: each child starts from the daemon's state, so nothing a child caches outlives it.
+  script runs), one after the other: the first (cold for sbatch's own work; the imports were
+  done by the preload) reported apart, then the steady state. This is NOT the warm path's cost:
+  the service forks a child per command, and nothing a child caches outlives it.
+
+``BENCH_SRC=<tree>/src`` measures another tree (a before), ``BENCH_KEEP=1`` keeps the temporary
+directory (the children's profiles), ``BENCH_LOUD=1`` lets the forked children's output through.
 
 ``--profile N``: cProfile top-N of the steady-state loop by cumulative and by own time, and of
 the fork mode's children (each child's profile merged), by both.
@@ -114,6 +124,12 @@ def setup(top: str) -> str:
     os.makedirs(work)
     os.chdir(work)
     siteconf.reset()
+    # the config validated and cached by another process (pydantic stays out of this one, as out
+    # of the daemon, which finds the config cached by the command that started it)
+    import subprocess
+
+    subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); from shim import siteconf; "
+                    "siteconf.get()", sys.path[0]], check=True)
     return work
 
 
@@ -189,8 +205,7 @@ def _child(argv: list[str], wfd: int, prof_path: str | None) -> None:
         r1 = resource.getrusage(resource.RUSAGE_SELF)
         if prof is not None:
             prof.dump_stats(prof_path)
-        os.write(wfd, json.dumps({"rc": rc, "cpu": dt, "user": r1.ru_utime - r0.ru_utime, "sys": r1.ru_stime - r0.ru_stime,
-                                  "faults": r1.ru_minflt - r0.ru_minflt}).encode())
+        os.write(wfd, json.dumps({"rc": rc, "cpu": dt, "faults": r1.ru_minflt - r0.ru_minflt}).encode())
     finally:
         os._exit(0)
 
@@ -199,7 +214,7 @@ def forked(todo: list, n: int, profile_dir: str | None) -> dict:
     """Each submission in a child forked from a preloaded, frozen parent, as the warm service runs it."""
     per: dict[str, list[float]] = {name: [] for name, _ in todo}
     whole: list[float] = []
-    user, system, faults = [], [], []
+    faults: list[int] = []
     profiles = []
     for i in range(n):
         name, argv = todo[i % len(todo)]
@@ -218,16 +233,68 @@ def forked(todo: list, n: int, profile_dir: str | None) -> dict:
             raise SystemExit(f"sbatch {argv} in a forked child: exit {got['rc']}, status {status}")
         per[name].append(got["cpu"])
         whole.append(ru.ru_utime + ru.ru_stime)
-        user.append(got["user"])
-        system.append(got["sys"])
         faults.append(got["faults"])
         if prof_path:
             profiles.append(prof_path)
     every = [x for xs in per.values() for x in xs]
-    return {"child_run": _ms(every), "child_whole": _ms(whole), "child_run_user": _ms(user),
-            "child_run_sys": _ms(system), "child_run_minor_faults": statistics.median(faults),
+    return {"child_run": _ms(every), "child_whole": _ms(whole), "child_run_minor_faults": statistics.median(faults),
             "forms": {k: _ms(v) for k, v in per.items()},
             "profiles": profiles}
+
+
+class _Daemon:
+    """What ``Service.child`` reads of the daemon: its listening socket (detached in the child) and
+    the locale it coerced (none here)."""
+
+    def __init__(self):
+        import socket
+
+        self.lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.coerced = None
+
+
+def served(todo: list, n: int, work: str) -> dict:
+    """Each submission as the service's child runs it, whole: ``Service.child`` (the request's
+    descriptors put in place, every other closed, signals, umask, the caller's environment, TZ,
+    fresh sys.std*, then ``_run`` and the exit report), forked from this preloaded, frozen parent.
+    Reported: the child's CPU from ``os.wait4`` and the parent's CPU of the fork."""
+    import socket
+
+    from shim.service import server
+
+    daemon = _Daemon()
+    env = [k.encode() + b"=" + v.encode() for k, v in os.environ.items()]
+    per: dict[str, list[float]] = {name: [] for name, _ in todo}
+    forks: list[float] = []
+    for i in range(n):
+        name, argv = todo[i % len(todo)]
+        r = server.Request()
+        r.cmd, r.argv, r.env = "sbatch", [b"sbatch", *(os.fsencode(a) for a in argv)], env
+        null = os.open(os.devnull, os.O_RDWR)
+        r.fds, r.targets = [os.dup(null), os.dup(null), os.dup(null)], [0, 1, 2]
+        os.close(null)
+        r.cwd_fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
+        r.umask, r.ignored, r.blocked = 0o022, 0, 0
+        mine, theirs = socket.socketpair()
+        t0 = time.process_time()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                server.Service.child(daemon, r, theirs.fileno())
+            finally:
+                os._exit(1)
+        forks.append(time.process_time() - t0)
+        theirs.close()
+        for fd in (*r.fds, r.cwd_fd):
+            os.close(fd)
+        report = mine.recv(8)
+        mine.close()
+        _, status, ru = os.wait4(pid, 0)
+        if status != 0 or len(report) != 8 or report[4:] != b"\0\0\0\0":
+            raise SystemExit(f"sbatch {argv} as the service's child: status {status}, report {report!r}")
+        per[name].append(ru.ru_utime + ru.ru_stime)
+    every = [x for xs in per.values() for x in xs]
+    return {"child_whole": _ms(every), "fork_in_parent": _ms(forks), "forms": {k: _ms(v) for k, v in per.items()}}
 
 
 def top(stats: pstats.Stats, key: str, n: int) -> str:
@@ -242,7 +309,7 @@ def top(stats: pstats.Stats, key: str, n: int) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=500, help="submissions a mode (default 500)")
-    ap.add_argument("--forked", type=int, default=None, help="submissions of the fork mode (default: -n)")
+    ap.add_argument("--forked", type=int, default=None, help="submissions of each forked measure (default: -n)")
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="print cProfile's top N")
     ap.add_argument("--json", help="write the numbers here")
     ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
@@ -266,6 +333,7 @@ def main() -> int:
             os.makedirs(pdir)
         out["fork"] = forked(todo, a.forked or a.n, pdir)
         profiles = out["fork"].pop("profiles")
+        out["service_child"] = served(todo, a.forked or a.n, work)
         gc.unfreeze()
         prof = cProfile.Profile() if a.profile else None
         out["loop"] = loop(todo, a.n, prof)
@@ -300,10 +368,12 @@ def _print(out: dict) -> None:
     print(f"fork (as the warm service): in the child's _run median {fk['child_run']['median_ms']} ms, mean "
           f"{fk['child_run']['mean_ms']}; the child whole (wait4) median {fk['child_whole']['median_ms']} ms, "
           f"mean {fk['child_whole']['mean_ms']} (n={fk['child_run']['n']})")
-    print(f"  in _run: user median {fk['child_run_user']['median_ms']} ms, system {fk['child_run_sys']['median_ms']} ms, "
-          f"{fk['child_run_minor_faults']:g} minor page faults (copy-on-write and new pages)")
+    print(f"  in _run: {fk['child_run_minor_faults']:g} minor page faults (median; copy-on-write and new pages)")
     for k, v in fk["forms"].items():
         print(f"  {k:10s} median {v['median_ms']:7.3f} ms  mean {v['mean_ms']:7.3f}  p90 {v['p90_ms']:7.3f}")
+    sc = out["service_child"]
+    print(f"service child (Service.child, whole: wait4): median {sc['child_whole']['median_ms']} ms, mean "
+          f"{sc['child_whole']['mean_ms']}; the parent's fork median {sc['fork_in_parent']['median_ms']} ms")
 
 
 if __name__ == "__main__":
