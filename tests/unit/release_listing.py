@@ -233,17 +233,33 @@ def jobs_of(moments: dict, name: str) -> list[dict]:
 
 
 def ended(state_dir, jobs: list[dict]) -> None:
-    """The shim's records of jobs that ended (their submit record, and the job wrapper's start and
-    end events as it writes them: runtime/jobwrap.py), which Grid Engine no longer lists."""
+    """The shim's records of jobs that ended, which Grid Engine no longer lists: their submit
+    record, and the events as the shim writes them (runtime/jobwrap.py's start and end of a run,
+    scancel's cancel: ``cancel`` is what it says, ``was`` the job's state then). An entry is a job,
+    or one task of an array (``task``; ``indices``: the array's)."""
     for j in jobs:
-        assert state.record_submit(str(state_dir), j["id"], submit_record(j, None))
-        start, end = _ts(j["start"]), _ts(j["end"])
-        assert state.record_event(str(state_dir), j["id"], None, "start", {"t": start, "node": "vm"})
-        assert state.record_event(str(state_dir), j["id"], None, "end",
-                                  {"t": end, "exit": j["exit"], "signal": 0, "state": j["ended"], "reason": "None",
-                                   "node": "vm", "start": start})
-        for kind, t in (("start", start), ("end", end)):  # (written when they happened: their files' times too)
-            os.utime(state.record_file(str(state_dir), "events", f"{j['id']}.x.{kind}.json"), (t, t))
+        assert j["user"] == "root"  # (another user's would be in that user's directory, as its wrapper writes them)
+        _ended(state_dir, j)
+
+
+def _ended(state_dir, j: dict) -> None:
+    task = j.get("task")
+    if task is None or task == indices(j)[0]:
+        assert state.record_submit(str(state_dir), j["id"], submit_record(j, indices(j) if task else None))
+    written = []
+    if "start" in j:
+        start = _ts(j["start"])
+        written.append(("start", {"t": start, "node": "vm"}))
+    if "cancel" in j:
+        written.append(("cancel", {"t": _ts(j["end"]), "uid": 0, "user": "root", **j["cancel"]}))
+    if "ended" in j:
+        written.append(("end", {"t": _ts(j["end"]), "exit": j.get("exit", 0), "signal": j.get("signal", 0),
+                                "state": j["ended"], "reason": j.get("reason", "None"), "node": "vm",
+                                "start": _ts(j["start"])}))
+    for kind, data in written:  # (written when they happened: their files' times too)
+        assert state.record_event(str(state_dir), j["id"], task, kind, data)
+        name = f"{j['id']}.{'x' if task is None else task}.{kind}.json"
+        os.utime(state.record_file(str(state_dir), "events", name), (data["t"], data["t"]))
 
 
 def build(state_dir, jobs: list[dict]) -> str:
