@@ -228,6 +228,8 @@ def jobs_of(moments: dict, name: str) -> list[dict]:
             continue
         key = f"{j['id']}_{j['task']}" if "task" in j else str(j["id"])
         edit = m.get("edits", {}).get(key, {})
+        if edit is None:
+            continue  # (that entry gone: a pending array's remainder cancelled)
         out.append({k: v for k, v in {**j, **edit}.items() if v is not None})
     return out
 

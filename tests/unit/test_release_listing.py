@@ -124,6 +124,19 @@ def test_the_pending_rows_differ_in_the_known_reasons_only(release, tmp_path, mo
     assert differ == KNOWN & set(names.values())
 
 
+@pytest.mark.parametrize("release, name", [(r, n) for r in RELEASES for n, (k, what) in TABLE[r].items()
+                                           if k == "differs" and "test_release_listing.py" in what])
+def test_the_shim_still_differs_on_the_captured_queue(release, name, tmp_path, monkeypatch, capsys):
+    """The to-do list on the captured queue: each still differs from what the release printed
+    (squeue_array_after_whole_cancel: a cancel per index where Slurm keeps one record, and a
+    completing task's time counted on). Fixing one fails this: mark it replayed in
+    fixtures/release-cases.json."""
+    case = cases(release)[name]
+    rc, out, err = replay_queue(release, name, tmp_path, monkeypatch, capsys)
+    assert "internal error" not in err
+    assert (rc, err) == (case["rc"], case["stderr"]) and out != case["stdout"]
+
+
 def test_every_case_the_tables_name_is_replayed_or_differs_here():
     for r in RELEASES:
         for name in table(r)["cases"]:
