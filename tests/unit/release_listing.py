@@ -264,6 +264,24 @@ def _ended(state_dir, j: dict) -> None:
         os.utime(state.record_file(str(state_dir), "events", name), (data["t"], data["t"]))
 
 
+def accounting_lines(jobs: list[dict]) -> str:
+    """Grid Engine's accounting file records (SGE 8.1.9's accounting(5): qname, hostname, group,
+    owner, job_name, job_number, account, priority, submission, start and end times, failed,
+    exit_status, ru_wallclock, ..., slots, task_number, ...) of the ended jobs that ran."""
+    out = []
+    for j in jobs:
+        if "start" not in j or "ended" not in j:
+            continue
+        sub, start, end = (int(_ts(j[k])) for k in ("submit", "start", "end"))
+        status = 128 + j["signal"] if j.get("signal") else j.get("exit", 0)
+        out.append(":".join(str(x) for x in [
+            j["partition"], "vm", j["user"], j["user"], j["name"], j["id"], "sge", 0, sub, start, end, 0, status,
+            end - start, "0.001000", "0.000000", "0.000000", 0, 0, 0, 0, 300, 0, 0, "0.000000", 16, 0, 0, 0, 2, 1,
+            "NONE", "defaultdepartment", "NONE", j["cpus"], j.get("task", 0), "0.001000", "0.000000", "0.000000",
+            f"-q {j['partition']}", "0.000000", "NONE", "0.000000", 0, 0]) + "\n")
+    return "".join(out)
+
+
 def build(state_dir, jobs: list[dict]) -> str:
     """Write the jobs' submit records into ``state_dir`` (as their submitter: the test runs as
     root, whose copy speaks for every user's job) and return Grid Engine's listing of them."""

@@ -18,7 +18,7 @@ import pytest
 from conftest import FIXTURES
 from listing_replay import ListingReplay
 from release_capture import RELEASES, cases, replay
-from release_listing import USERS, all_rows, build, ended, from_all, jobs_of, table
+from release_listing import USERS, accounting_lines, all_rows, build, ended, from_all, jobs_of, table
 from shim.store import records, state
 
 TABLE = json.loads((FIXTURES / "release-cases.json").read_text())["releases"]
@@ -59,6 +59,8 @@ def replay_queue(release: str, name: str, tmp_path, monkeypatch, capsys) -> tupl
         backend = CapturedQueue()
         backend.add("qstat", ["-u", "*", "-r", "-xml"], stdout=build(state_dir, moment["jobs"]))
         ended(state_dir, moment.get("ended", []))
+        with open(state_dir.parent / "accounting", "a") as f:  # (release_capture.replay's accounting file)
+            f.write(accounting_lines(moment.get("ended", [])))
         return backend
 
     return replay(release, name, tmp_path, monkeypatch, capsys, queue=queue)
@@ -90,7 +92,7 @@ def test_each_table_is_the_captures_own_rows():
     "squeue_j_mixed_unknown", "squeue_n_name", "squeue_t_R", "squeue_t_S", "squeue_u_bob", "squeue_w_node",
     "squeue_after_task_cancel", "squeue_array_after_task_cancel", "squeue_after_cancel_running",
     "squeue_j_completed_recent", "squeue_j_completed_recent_t_all", "squeue_array_ranges", "squeue_array_ranges_O",
-    "squeue_array_ranges_r", "squeue_after_signals")))
+    "squeue_array_ranges_r", "squeue_after_signals", "sacct_array", "sacct_array_task")))
 def test_the_shim_prints_the_captured_queue(release, name, tmp_path, monkeypatch, capsys):
     case = cases(release)[name]
     assert case["user"] == "root"
