@@ -329,11 +329,17 @@ def test_without_a_private_place_sbatch_refuses_and_submits_nothing(squatted_cel
     c = squatted_cell
     users = c["state"] / "users"
     os.chown(users, NOBODY, NOBODY)
-    before = run("qstat", "-u", VICTIM).stdout
+    before = _victims_jobs()
     cp = as_user(VICTIM, "sbatch", "--wrap", "echo x", env={**c["env"], "MYSECRET": "sq-refused"}, timeout=CMD_TIMEOUT)
     assert cp.returncode == 1 and cp.stdout == ""
     assert cp.stderr.startswith("sbatch: error: Batch job submission failed: no private directory of your own under ")
-    assert run("qstat", "-u", VICTIM).stdout == before
+    # no job of the victim's that was not there before (one an earlier test qdel'ed may leave meanwhile)
+    assert _victims_jobs() <= before
+
+
+def _victims_jobs() -> set[str]:
+    """The ids of the victim's jobs Grid Engine has (qstat's first column, below its two header lines)."""
+    return {line.split()[0] for line in run("qstat", "-u", VICTIM).stdout.splitlines()[2:] if line.strip()}
 
 
 def _text(p: Path) -> str:
