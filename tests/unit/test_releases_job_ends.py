@@ -207,7 +207,7 @@ def step_ended(capfd, job_state: str) -> tuple[object, list[str]]:
 
     from conftest import wait_until
     from shim import siteconf
-    from shim.runtime import steps
+    from shim.runtime import jobwrap, steps
     from shim.runtime.steps import run as run_mod
 
     sdir = siteconf.get().cluster.state_dir
@@ -217,7 +217,7 @@ def step_ended(capfd, job_state: str) -> tuple[object, list[str]]:
 
     def end_the_job():
         wait_until(lambda: os.path.exists(started), what="the step's task")
-        assert state.write_own(sdir, "steps", "7.ended", {"state": job_state})
+        assert jobwrap.tell_steps(sdir, "7", job_state)
 
     t = threading.Thread(target=end_the_job)
     t.start()
@@ -289,7 +289,7 @@ def test_the_wrapper_tells_the_running_steps_and_waits_for_their_ends(unit_site)
         assert state.write_step(sdir, "7", 1, {"start": 1.0, "end": 3.0})
 
     assert jobwrap.end_steps(sdir, "7", "FAILED", clock=lambda: 0.0, sleep=sleep) is True
-    assert seen == [{"state": "FAILED"}] and state.read_from(sdir, None, "steps", "7.ended") is None
+    assert [w["state"] for w in seen] == ["FAILED"] and state.read_from(sdir, None, "steps", "7.ended") is None
     # a step that never ends is waited for KillWait and 2 s at most
     assert state.write_step(sdir, "7", 2, {"start": 1.0})
     now = [0.0]
@@ -313,7 +313,7 @@ def test_a_step_at_its_jobs_time_limit_says_so_as_each_release(release_site, cap
 
     from conftest import wait_until
     from shim import siteconf
-    from shim.runtime import steps
+    from shim.runtime import jobwrap, steps
     from shim.runtime.steps import run as run_mod
 
     release_site(name)
@@ -324,7 +324,7 @@ def test_a_step_at_its_jobs_time_limit_says_so_as_each_release(release_site, cap
 
     def time_limit():
         wait_until(lambda: os.path.exists(started), what="the step's task")
-        assert state.write_own(sdir, "steps", "7.ended", {"state": "TIMEOUT"})
+        assert jobwrap.tell_steps(sdir, "7", "TIMEOUT")
         os.kill(os.getpid(), signal.SIGTERM)  # (srun's handler takes it in the main thread)
 
     t = threading.Thread(target=time_limit)
@@ -339,3 +339,96 @@ def test_a_step_at_its_jobs_time_limit_says_so_as_each_release(release_site, cap
     assert [shape(stamped(ln)) for ln in got] == [shape(stamped(ln)) for ln in want]
     assert res.cancelled and res.statuses == {0: (0, 15)}
     assert f"{job}.0|CANCELLED|0:15" in ends(name, "K")
+
+
+# --- scontrol requeue of a running job ----------------------------------------------------------------
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_requeued_job_and_its_step_say_due_to_job_requeue_as_each_release(release_site, capfd, name):
+    """scontrol requeue of a running job: its event (control.requeue) makes the job wrapper's line
+    ``*** JOB N ON vm CANCELLED AT <time> DUE TO JOB REQUEUE ***`` where Grid Engine's notice comes
+    (on_cancel), and the step's ``*** STEP N.0 ... DUE TO JOB REQUEUE ***`` (srun: the wrapper's
+    word before its SIGTERM), in every release (L); a cancel without that event keeps its line."""
+    import os
+    import signal
+    import threading
+
+    from conftest import wait_until
+    from shim import siteconf
+    from shim.runtime import jobwrap, steps
+    from shim.runtime.steps import run as run_mod
+    from shim.slurm.request import SubmitRecord
+
+    release_site(name)
+    sdir = siteconf.get().cluster.state_dir
+    host = steps.short_host()
+    ref = ends(name, "L")
+    job = re.search(r"JOB (\d+) ON", "\n".join(ref))[1]
+    want = {k: re.sub(r"\bvm\b", host, ln.replace(f"{k} {job}", f"{k} 7"))
+            for k in ("JOB", "STEP") for ln in ref if f"*** {k} " in ln}
+
+    def runner(when: float):
+        r = jobwrap.Runner(SubmitRecord(state_dir=sdir))
+        rfd, wfd = os.pipe()
+        r.err_fd, r.host, r.label, r.key, r.started = wfd, host, "7", "7", when
+        old = signal.getsignal(signal.SIGALRM)
+        try:
+            r.on_cancel(signal.SIGUSR2, None)
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, old)
+        os.close(wfd)
+        with os.fdopen(rfd) as f:
+            return r, f.read()
+
+    r, said = runner(time.time())
+    assert "REQUEUE" not in said and not r.requeued  # a plain cancel (scancel)
+    assert state.record_event(sdir, 7, None, "requeue", {"user": "root"})
+    r, said = runner(time.time() + 3600)  # a later run of the job: that requeue was an earlier run's
+    assert not r.requeued
+    r, said = runner(time.time() - 60)
+    assert r.requeued and [shape(stamped(said.rstrip("\n")))] == [shape(stamped(want["JOB"]))]
+
+    started = os.path.join(sdir, "started")
+
+    def requeue():
+        wait_until(lambda: os.path.exists(started), what="the step's task")
+        assert jobwrap.tell_steps(sdir, "7", "REQUEUE")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    t = threading.Thread(target=requeue)
+    t.start()
+    res = run_mod.run_step(steps.StepRequest(argv=task(started)), steps.Allocation(7, [(host, 1)], inside=True),
+                           base_env={"PATH": os.defpath}, state_dir=sdir)
+    t.join()
+    got = capfd.readouterr().err.splitlines()
+    assert [shape(stamped(ln)) for ln in got if "*** STEP" in ln] == [shape(stamped(want["STEP"]))]
+    assert res.cancelled and res.statuses == {0: (0, 15)}
+
+
+def test_a_word_from_an_earlier_run_of_the_job_is_not_taken(release_site, capfd):
+    """A requeued job's wrapper may be killed before it takes its word back: a step started after
+    that word runs to its end."""
+    import os
+
+    from shim import siteconf
+    from shim.runtime import steps
+    from shim.runtime.steps import run as run_mod
+
+    release_site("24.11")
+    sdir = siteconf.get().cluster.state_dir
+    assert state.write_own(sdir, "steps", "7.ended", {"state": "REQUEUE", "t": time.time() - 600})
+    res = run_mod.run_step(steps.StepRequest(argv=["sh", "-c", "sleep 1"]),
+                           steps.Allocation(7, [(steps.short_host(), 1)], inside=True),
+                           base_env={"PATH": os.defpath}, state_dir=sdir)
+    assert (res.rc, res.cancelled) == (0, False) and capfd.readouterr().err == ""
+
+
+def test_scontrol_requeue_leaves_the_jobs_wrapper_its_word(capsys, monkeypatch, unit_site):
+    """control.requeue writes the running job's ``requeue`` event before qmod -rj."""
+    import test_scontrol
+
+    monkeypatch.setattr(time, "time", lambda: test_scontrol.NOW)
+    rc, _out, err, calls = test_scontrol.scontrol(capsys, "requeue", "105")
+    assert (rc, err, calls) == (0, "", [["qmod", "-rj", "105"]])
+    assert os.path.exists(state.record_file(str(unit_site), "events", "105.x.requeue.json"))

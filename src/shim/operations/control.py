@@ -270,7 +270,9 @@ def requeue(s, words: list[str], hold: bool = False) -> Iterator[Note]:
     """requeue, requeuehold (update_job.c scontrol_requeue/_hold): job ids only, no names; each
     failure is "<slurm_strerror> for job <id>" on stderr, exit 1: "Job is pending execution" for
     a pending job, with or without hold (as every release answers: oracle-messages.txt section U,
-    oracle-control.txt)."""
+    oracle-control.txt). A running job gets a "requeue" event first: its job wrapper then says
+    ``*** JOB N ON host CANCELLED AT <time> DUE TO JOB REQUEUE ***``, its steps likewise
+    (runtime/jobwrap.requeue_asked; every release: oracle-step-ends.txt, L)."""
     jl, named = targets(s, words, names="none")
     for t in named:
         tok, recs, tasks = t.label, t.records, t.tasks
@@ -287,6 +289,9 @@ def requeue(s, words: list[str], hold: bool = False) -> Iterator[Note]:
         ids = jobs.ge_ids(s.cfg, recs[0].job_id, tasks, recs[0])
         running = [r for r in recs if r.state in ("RUNNING", "SUSPENDED")]
         if running:
+            me, uid = caller()
+            for r in running:  # the job wrapper's word that this end is a requeue (DUE TO JOB REQUEUE)
+                record_event(s.cfg, r, "requeue", uid, me)
             res = s.backend().requeue(ids)
             if not res.ok:
                 why = refused(res, "Grid Engine refused")

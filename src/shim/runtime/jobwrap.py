@@ -579,6 +579,8 @@ class Runner:
         self.host = ""  # this host and the job's own id (an array task's), for that line
         self.label = ""
         self.key = ""  # the job's key among its steps' records (state.signal_key), for end_steps
+        self.started = 0.0  # when the script started (schedule): a requeue asked before is an earlier run's
+        self.requeued = False  # the cancel is scontrol requeue's (on_cancel)
 
     def say_cancelled(self, sig: int | None = None, why: str | None = None) -> None:
         """slurmstepd's ``*** JOB N ON host CANCELLED AT <time> ... ***`` line on the job's stderr,
@@ -628,9 +630,13 @@ class Runner:
 
     def on_cancel(self, signum, frame) -> None:
         # qdel of a -notify job: Grid Engine sends SIGUSR2, then SIGKILL after the queue's notify
-        # time. Slurm's scancel sends SIGTERM, then SIGKILL; slurmstepd's line says so first.
+        # time. Slurm's scancel sends SIGTERM, then SIGKILL; slurmstepd's line says so first. A
+        # requeue (qmod -rj: scontrol requeue's event) says DUE TO JOB REQUEUE, its steps too.
         self.cancelled = True
-        self.say_cancelled(signal.SIGTERM)
+        requeue = self.requeued = bool(self.key) and requeue_asked(self.p.state_dir, self.key, self.started)
+        if requeue:
+            tell_steps(self.p.state_dir, self.key, "REQUEUE")
+        self.say_cancelled(signal.SIGTERM, why="JOB REQUEUE" if requeue else None)
         self._group(signal.SIGTERM)
         signal.signal(signal.SIGALRM, lambda *a: self._group(signal.SIGKILL))
         signal.alarm(max(1, int(self.p.get("notify_kill", 4))))
@@ -643,6 +649,7 @@ class Runner:
 
     def schedule(self, start: float) -> None:
         """Time limit and --signal, as Slurm: SIG at limit-secs, SIGTERM at the limit, SIGKILL after KillWait."""
+        self.started = start
         events: list[tuple[float, str, int]] = []
         limit = int(self.p.get("time", -1))
         if limit > 0:
@@ -1069,8 +1076,8 @@ def _ended(r: Runner, status: int, sdir: str, key: str) -> tuple[int, int, str]:
     """The script's end (``_end_state``), once the job's srun steps that were still running have
     been ended with it (``end_steps``)."""
     code, sig, st = _end_state(r, status)
-    if st != "CANCELLED":  # (scancel's steps have had their signal, each its line)
-        end_steps(sdir, key, st)
+    if st != "CANCELLED" or r.requeued:  # (scancel's steps have had their signal, each its line)
+        end_steps(sdir, key, "REQUEUE" if r.requeued else st)
     return code, sig, st
 
 
@@ -1087,9 +1094,24 @@ def running_steps(sdir: str, key: str) -> list[int]:
 
 
 def tell_steps(sdir: str, key: str, job_state: str) -> bool:
-    """``steps/<key>.ended`` with the job's state, where a step of the job is still running (at the
-    time limit the wrapper writes it before its SIGTERM reaches srun). Whether it was written."""
-    return bool(running_steps(sdir, key)) and state.write_own(sdir, "steps", f"{key}.ended", {"state": job_state})
+    """``steps/<key>.ended`` with the job's state (or REQUEUE) and the time, where a step of the job
+    is still running (at the time limit, or a requeue, the wrapper writes it before its SIGTERM
+    reaches srun; a step started later ignores it). Whether it was written."""
+    return bool(running_steps(sdir, key)) and state.write_own(sdir, "steps", f"{key}.ended",
+                                                              {"state": job_state, "t": time.time()})
+
+
+def requeue_asked(sdir: str, key: str, since: float) -> bool:
+    """Whether scontrol requeue asked for this job (its ``requeue`` event, in the owner's records or
+    root's: control.requeue) since ``since`` (this run's start)."""
+    job, _, task = key.partition("_")
+    name = f"{job}.{task or 'x'}.requeue.json"
+    for owner in (os.getuid(), 0):
+        path = state.record_file(sdir, "events", name, owner)
+        data = state.read_json(path, owner) if path else None
+        if data is not None and isinstance(data.get("t"), (int, float)) and data["t"] >= since:
+            return True
+    return False
 
 
 def end_steps(sdir: str, key: str, job_state: str, clock=time.monotonic, sleep=time.sleep) -> bool:

@@ -74,13 +74,15 @@ def failed(what: str, host: str, rel: Release | None = None, now: float | None =
 def step_ended_with_job(what: str, host: str, job_state: str, rel: Release | None = None,
                         now: float | None = None) -> str:
     """The line of a step (``STEP 7.0``) that its job's end ends: FAILED where the job failed,
-    ``DUE TO TIME LIMIT`` at the job's time limit (K), else CANCELLED AT (26.05: ``DUE to SIGNAL
+    ``DUE TO TIME LIMIT`` at the job's time limit (K), ``DUE TO JOB REQUEUE`` (L), else CANCELLED AT (26.05: ``DUE to SIGNAL
     Terminated``, as a step whose batch script ended while it ran: fixtures/slurm-*/
     oracle-step-ends.txt, J)."""
     if job_state == "FAILED":
         return failed(what, host, rel, now)
     if job_state == "TIMEOUT":  # (the job's time limit: every release, K)
         return cancelled(what, host, why="TIME LIMIT", rel=rel, now=now)
+    if job_state == "REQUEUE":  # (scontrol requeue of the running job: every release, L)
+        return cancelled(what, host, why="JOB REQUEUE", rel=rel, now=now)
     return cancelled(what, host, sig=signal.SIGTERM, rel=rel, now=now)
 
 

@@ -90,6 +90,7 @@ class _Step:
         self.ompi: dict[str, Any] | None = None  # an Open MPI step: its mpirun and rank status directory
         # an array task's own Slurm job id: the steps' SLURM_JOB_ID, %j and srun's StepId messages
         self.own_id = task_job_id(alloc.job_id, alloc.task)
+        self.began = time.time() - 1.0  # (a job end word older than the step is an earlier run's)
 
     def plan(self, step_id: int | None, gpu_ids: str | None) -> None:
         """The layout (StepError when it cannot be made), the step id (step 0, with a warning,
@@ -438,7 +439,9 @@ class _Step:
         """The job's state where the job wrapper says the job ended under its steps
         (``steps/<key>.ended``: jobwrap.tell_steps), else None."""
         ended = state.read_from(self.state_dir, None, "steps", f"{self.alloc.key}.ended")
-        return None if ended is None else str(ended.get("state") or "")
+        if ended is None or not isinstance(ended.get("t", 0), (int, float)) or ended.get("t", 0) < self.began:
+            return None  # (none, or an earlier run's: a requeued job's word its wrapper could not take back)
+        return str(ended.get("state") or "")
 
     def _job_ended(self, job_state: str) -> None:
         """The job ended under the step (its batch script ended: jobwrap.end_steps): srun's notice,
@@ -448,7 +451,7 @@ class _Step:
         self.flags["job_ended"] = True
         aborted = f"{self.prog}: Job step aborted: Waiting up to {KILL_WAIT + 2} seconds for job step to finish.\n"
         line = stepd.step_ended_with_job(f"STEP {self.own_id}.{self.step_id}", self.this_host, job_state)
-        sys.stderr.write(line + aborted if job_state == "TIMEOUT" else aborted + line)  # (as each was seen)
+        sys.stderr.write(aborted + line if job_state in ("COMPLETED", "FAILED") else line + aborted)  # (as seen)
         sys.stderr.flush()
         self.kill_all(signal.SIGTERM)
         self.flags["killed_at"] = time.time()
