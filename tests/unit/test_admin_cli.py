@@ -190,10 +190,17 @@ def test_cluster_up_hands_the_release_to_the_site_step(monkeypatch):
     monkeypatch.setattr(cluster, "run_test_jobs", lambda *a: "stub")
     sites: list[tuple[str, str | None]] = []
     monkeypatch.setattr(install, "ensure_site", lambda path, text=None: sites.append((path, text)) or "stub")
-    assert commands.run_cluster("up", "debian", None, "26.05") == 0
+    kept: list[str | None] = [None]  # what the config up wrote before names (none: the newest)
+    monkeypatch.setattr(cluster, "kept_release", lambda path: kept[0] if path == config.DEFAULT_PATH else "24.11")
+    assert commands.run_cluster("up", "debian", None, "24.11") == 0
     assert commands.run_cluster("up") == 0
-    assert sites == [(config.DEFAULT_PATH, cluster.site_config_text(release="26.05")),
-                     (config.DEFAULT_PATH, cluster.site_config_text())]
+    kept[0] = "22.05"
+    assert commands.run_cluster("up") == 0
+    assert commands.run_cluster("up", "debian", None, "26.05") == 0
+    assert sites == [(config.DEFAULT_PATH, cluster.site_config_text(release="24.11")),
+                     (config.DEFAULT_PATH, cluster.site_config_text(release="26.05")),
+                     (config.DEFAULT_PATH, cluster.site_config_text(release="22.05")),
+                     (config.DEFAULT_PATH, cluster.site_config_text(release="26.05"))]
     ocs: list[tuple] = []
     monkeypatch.setattr(cluster_ocs, "up", lambda source, release=None: ocs.append((source, release)) or 0)
     assert commands.run_cluster("up", "ocs", "t.tar.gz", "24.11") == 0
