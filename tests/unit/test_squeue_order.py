@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from shim.operations import jobqueue
+from shim.slurm import releases
 from shim.slurm.model import JobRecord
 
 
@@ -27,8 +28,15 @@ def ids(recs):
             f"{r.job_id}_{r.array_task if r.array_task is not None else '[' + r.array_pending + ']'}" for r in recs]
 
 
-def order(recs, listed=None):
-    return ids(jobqueue.sort_records(recs, jobqueue.Query(), None, listed=listed))
+class Ctx:
+    """What sort_records reads of squeue's context: the release (22.05 here: priority/basic's
+    order, which these tests are about; the newer releases' start-time rule: test_releases_order.py)."""
+
+    release = releases.get("22.05")
+
+
+def order(recs, listed=None, qy=None):
+    return ids(jobqueue.sort_records(recs, qy or jobqueue.Query(), Ctx(), listed=listed))
 
 
 def listed(recs, every=None):
@@ -105,18 +113,17 @@ def test_one_job_named_lists_the_arrays_newest_record_first():
     """squeue -j 100 asks the controller about job 100 alone: the array's own record (the pending
     remainder), then its other records the last made first; -j 100,200 lists as the whole queue."""
     recs = [rec(100, 1, start=30), rec(100, 2, start=30), rec(100, state="PENDING", pending="3-4")]
-    one = jobqueue.sort_records(recs, jobqueue.Query(job_ids=[(100, None)]), None)
-    assert ids(one) == ["100_[3-4]", "100_2", "100_1"]
-    two = jobqueue.sort_records(recs, jobqueue.Query(job_ids=[(100, None), (200, None)]), None)
-    assert ids(two) == ["100_[3-4]", "100_1", "100_2"]
+    assert order(recs, qy=jobqueue.Query(job_ids=[(100, None)])) == ["100_[3-4]", "100_2", "100_1"]
+    assert order(recs, qy=jobqueue.Query(job_ids=[(100, None), (200, None)])) == ["100_[3-4]", "100_1", "100_2"]
 
 
 def test_held_jobs_come_last_on_22_05_in_the_start_time_sorts_order():
     """22.05's priority/basic gives a held job priority 0, below every other: held jobs come after
     the others whatever Grid Engine's priority, and tie in the start-time sort's order (without a
     start: the controller's order backwards, as 22.05's squeue -t PD lists 132 131 120)."""
-    recs = [rec(120, state="PENDING", submit=1, prio=0), rec(121, state="PENDING", submit=2, prio=50),
-            rec(131, state="PENDING", submit=3, prio=0), rec(132, state="PENDING", submit=4, prio=0)]
+    recs = [rec(118, state="PENDING", submit=0, prio=50), rec(120, state="PENDING", submit=1, prio=0),
+            rec(121, state="PENDING", submit=2, prio=50), rec(131, state="PENDING", submit=3, prio=0),
+            rec(132, state="PENDING", submit=4, prio=0)]
     for r in recs:
-        r.reason = "JobHeldUser" if r.job_id != 121 else "Priority"
-    assert order(recs) == [121, 132, 131, 120]
+        r.reason = "JobHeldUser" if r.job_id in (120, 131, 132) else "Priority"
+    assert order(recs) == [118, 121, 132, 131, 120]  # (24.11's start-time rule would put 121 before 118)
