@@ -92,7 +92,8 @@ def test_each_table_is_the_captures_own_rows():
     "squeue_j_mixed_unknown", "squeue_n_name", "squeue_t_R", "squeue_t_S", "squeue_u_bob", "squeue_w_node",
     "squeue_after_task_cancel", "squeue_array_after_task_cancel", "squeue_after_cancel_running",
     "squeue_j_completed_recent", "squeue_j_completed_recent_t_all", "squeue_array_ranges", "squeue_array_ranges_O",
-    "squeue_array_ranges_r", "squeue_after_signals", "sacct_array", "sacct_array_task")))
+    "squeue_array_ranges_r", "squeue_after_signals", "sacct_array", "sacct_array_task", "sacct_S_E",
+    "sacct_noheader_P_state", "sacct_name")))
 def test_the_shim_prints_the_captured_queue(release, name, tmp_path, monkeypatch, capsys):
     case = cases(release)[name]
     assert case["user"] == "root"
