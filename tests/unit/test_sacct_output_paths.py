@@ -7,6 +7,7 @@ each compared with what real Slurm 24.11.5 and 26.05.5 answered for the same sub
 from __future__ import annotations
 
 import json
+import os
 import shlex
 
 import pytest
@@ -17,6 +18,7 @@ from shim.__main__ import dispatch
 from shim.gridengine import backends
 from shim.slurm import releases
 from shim.slurm.jobids import task_job_id
+from shim.slurm.options import sources
 from shim.slurm.render import openapi
 from shim.slurm.render import sacct as view
 from shim.store import state
@@ -254,6 +256,77 @@ def test_a_step_event_with_other_than_text_shows_no_path(site, monkeypatch, caps
     steps_ran(site, 40, "odd", "/tmp/o.out", [{"stdout": 7, "stderr": ["x"], "stdin": "/tmp/in", "cwd": 3}])
     rc, out, err = run(monkeypatch, capsys, "sacct", "-P", "-j", "40", "-o", "JobID,StdOut,StdErr,StdIn")
     assert out.splitlines()[-1] == "40.0|||/tmp/in"
+
+
+def srun_here(job: int, words: list[str]) -> int:
+    """srun ``words`` as a step of job ``job`` on this host, through srun's own options
+    (cli.srun.request) and run_step, which writes the step's end event; srun's exit code."""
+    from shim.cli import srun
+    from shim.runtime import steps
+    from shim.runtime.steps import run as run_mod
+    from shim.slurm.options.getopt import getopt
+
+    t = srun.table()
+    cli, positional = getopt(t, words)
+    req = srun.request(sources.collect(t, words, environ={}, cli=cli), positional, {})
+    host = steps.short_host()
+    res = run_mod.run_step(req, steps.Allocation(job, [(host, 1)], inside=True),
+                           base_env={"PATH": os.defpath, "SLURM_JOB_NODELIST": host},
+                           state_dir=siteconf.get().cluster.state_dir)
+    return res.rc
+
+
+@pytest.mark.parametrize("name", NEWER)
+def test_srun_records_its_own_paths_for_sacct(site, monkeypatch, capsys, tmp_path, name):
+    """The oracle's steps.sh run for real (run_step's own end events): srun -o, -e, -i as written
+    and its working directory; sacct prints them on 26.05's step rows (relative under the
+    directory, --json's as written) and nothing on 24.11's, byte for byte as the release did
+    (its /tmp/w5 here the test's directory, its node vm this host)."""
+    from shim.runtime import steps
+
+    site(name)
+    c = answer(name, "steps_io")
+    job = int(c["stdout"].splitlines()[1].split("|")[0])
+    d = str(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    submitted(site, {job: request(["-J", "stio", "-o", f"{d}/stio-%j.out"], workdir=d)})
+    write_event(siteconf.get(), job, "end", {"t": SUBMIT + 5, "exit": 0, "signal": 0, "node": "vm",
+                                             "start": SUBMIT + 2, "state": "COMPLETED", "sub": SUBMIT + 0.25})
+    (tmp_path / "in2.txt").write_text("hi\n")
+    for words in (["-o", "rel-%j-%s.out", "true"],
+                  ["-o", f"{d}/abs-%j-%s-%t-%N-%x.out", "-e", f"{d}/err-%s.err", "true"],
+                  ["-i", f"{d}/in2.txt", "cat"], ["true"]):
+        assert srun_here(job, words) == 0
+    capsys.readouterr()
+    host = steps.short_host()
+    want = c["stdout"].replace("/tmp/w5", d).replace("-0-vm-stio.out", f"-0-{host}-stio.out")
+    outs = [run(monkeypatch, capsys, "sacct", *expand, "-P", "-j", str(job), "-o", "JobID,StdOut,StdErr,StdIn")
+            for expand in ([], ["--expand-patterns"])]
+    assert [(rc, err) for rc, _, err in outs] == [(0, ""), (0, "")]
+    rc, out, err = run(monkeypatch, capsys, "sacct", "--json", "-j", str(job))
+    steps_json = [f"{s['step']['id']} {json.dumps({k: v for k, v in s['step'].items() if 'std' in k}, sort_keys=True)}\n"
+                  for s in json.loads(out)["jobs"][0]["steps"]]
+    assert outs[0][1] + outs[1][1] + "".join(steps_json) == want
+
+
+def test_srun_D_is_made_absolute_against_the_current_directory(site, monkeypatch, capsys, tmp_path):
+    """srun -D sub: the step's relative -o is under <cwd>/sub on 26.05's row; the event keeps -o as
+    written and no -e or -i (absent, not empty)."""
+    site("26.05")
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    submitted(site, {41: request(["-J", "dd", "-o", "/tmp/dd.out"], workdir="/elsewhere")})
+    write_event(siteconf.get(), 41, "end", {"t": SUBMIT + 5, "exit": 0, "signal": 0, "node": "vm",
+                                            "start": SUBMIT + 2, "state": "COMPLETED", "sub": SUBMIT + 0.25})
+    assert srun_here(41, ["-D", "sub", "-o", "x-%s.out", "true"]) == 0
+    assert (tmp_path / "sub" / "x-0.out").exists()
+    capsys.readouterr()
+    rc, out, err = run(monkeypatch, capsys, "sacct", "-P", "-j", "41", "-o", "JobID,StdOut,StdErr,StdIn")
+    assert (rc, out.splitlines()[-1], err) == (0, f"41.0|{tmp_path}/sub/x-%s.out||", "")
+    rc, out, err = run(monkeypatch, capsys, "sacct", "--json", "-j", "41")
+    step = json.loads(out)["jobs"][0]["steps"][-1]["step"]
+    assert (step["stdout"], step["stdout_expanded"], step["stderr"], step["stdin"]) == \
+        ("x-%s.out", f"{tmp_path}/sub/x-0.out", "", "")
 
 
 # --- the expansion itself -----------------------------------------------------------------------------------

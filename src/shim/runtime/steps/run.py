@@ -568,6 +568,7 @@ class _Step:
                      "submit_line": self.req.submit_line or ""})
         if isinstance(sub, (int, float)) and not isinstance(sub, bool):
             data["sub"] = sub
+        data.update(step_paths(self.req))
         try:
             import pwd
 
@@ -579,6 +580,20 @@ class _Step:
 
     def _tids(self, host: str) -> list[int]:
         return next((list(t) for h, _, t in self.layout if h == host), [])
+
+
+def step_paths(req: StepRequest) -> dict[str, str]:
+    """The step's output paths as sacct shows them (26.05's step rows: rows._step_std): srun's
+    -o, -e, -i as written (the pattern, not expanded; absent when not given) under ``stdout``,
+    ``stderr``, ``stdin``, and ``cwd``, its working directory (-D made absolute against the
+    current directory, else the current directory). Paths the user gave, world-readable like
+    sbatch's submit record, which keeps -o, -e, -i too."""
+    cwd = req.chdir or os.getcwd()
+    out = {"cwd": cwd if os.path.isabs(cwd) else os.path.normpath(os.path.join(os.getcwd(), cwd))}
+    for key, value in (("stdout", req.output), ("stderr", req.error), ("stdin", req.input)):
+        if isinstance(value, str) and value:
+            out[key] = value
+    return out
 
 
 def step_end(results: list[tuple[int, int]], *, timed_out: bool = False, cancelled: bool = False) -> dict[str, Any]:
