@@ -1016,6 +1016,7 @@ class Bench:
                      "goal ≤ 60 MB")
             self.row("  … the qstat squeue runs (`qstat -u '*' -r -xml`) alone", "—", f"{median(qr)*1000:.0f} ms",
                      f"{median(qr)/q:.2f}× of the baseline", "part of the gap that is Grid Engine's")
+            self.one_job_on_a_full_queue(env, count)
             self.squeue_lookup()
             if self.o.cprofile:
                 self.raw["squeue_profile"] = self.profile([str(BIN / "squeue")], env)
@@ -1023,6 +1024,29 @@ class Bench:
             t0 = time.perf_counter()
             self.cleanup()
             self.raw["squeue_cleanup_seconds"] = time.perf_counter() - t0
+
+    def one_job_on_a_full_queue(self, env: dict, count: int) -> None:
+        """Issue 29's big queue: ``scontrol show job N`` and ``scancel N`` against ``qstat -j N`` and
+        ``qdel N`` on the full queue (goal: at most 2×), interleaved, each on jobs of its own."""
+        ids = [ln.split()[0] for ln in sh(["qstat", "-u", USER]).stdout.splitlines()[2:] if ln.strip()]
+        runs = self.o.runs_squeue
+        mid = len(ids) // 2
+        show, qj, sc, qd = [], [], [], []
+        for i in range(runs):
+            job = ids[mid + i]
+            show.append(timed([str(BIN / "scontrol"), "show", "job", job], env, "/")[0])
+            qj.append(timed(["qstat", "-j", job], env, "/")[0])
+            dt, out, rc, _ = timed([str(BIN / "scancel"), ids[mid + runs + 2 * i]], env, "/")
+            if rc != 0:
+                raise RuntimeError(f"scancel failed: {out[:500]}")
+            sc.append(dt)
+            qd.append(timed(["qdel", ids[mid + runs + 2 * i + 1]], env, "/")[0])
+        self.raw["one_job_full_queue"] = {"queued": count, "scontrol_show_job": show, "qstat_j": qj, "scancel": sc,
+                                          "qdel": qd}
+        for what, s, r in ((f"`scontrol show job N` on {count} queued vs `qstat -j N`", show, qj),
+                           (f"`scancel N` on {count} queued vs `qdel N`", sc, qd)):
+            self.row(what, f"{median(s)*1000:.0f} ms", f"{median(r)*1000:.0f} ms", f"{median(s)/median(r):.2f}×",
+                     f"goal ≤ 2× — {'met' if median(s) <= 2 * median(r) else 'not met'}")
 
     def squeue_lookup(self) -> None:
         """While the queue is full: the cost of the agent's no-double lookup (the rare path)."""
