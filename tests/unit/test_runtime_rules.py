@@ -26,6 +26,18 @@ def test_unknown_letter_with_a_width_keeps_its_last_digit_in_both():
         assert steps.expand_io(pattern, STEP) == want, pattern
 
 
+def test_sacct_of_26_05_keeps_an_unknown_letter_and_its_width_as_written():
+    """26.05's sacct --expand-patterns prints ``%5q`` as written where every other expansion
+    (24.11's sacct, the job's files) keeps the last digit: the one expander's ``keep_unknown``
+    (fixtures/slurm-26.05/oracle-sacct-stdio.json)."""
+    from shim.slurm.patterns import expand
+
+    for pattern, kept, dropped in (("o-%5q", "o-%5q", "o-5q"), ("o-%12", "o-%12", "o-2"), ("o-%q", "o-%q", "o-%q"),
+                                   ("%4j-%%", "0042-%", "0042-%")):
+        assert expand(pattern, {"j": 42}, keep_unknown=True) == kept, pattern
+        assert expand(pattern, {"j": 42}) == dropped, pattern
+
+
 def test_padding_numbers_only_and_at_most_ten():
     """Slurm pads with ``%0*u`` (numbers only: %N, %u, %x never), the width capped at MAX_WIDTH
     (10) in both parsers; %J pads the job id and adds ``.<step>`` for a step (srun's

@@ -12,7 +12,7 @@ from .jobids import NO_VAL, task_job_id
 MAX_PAD = 10  # Slurm's widest zero padding in a file name pattern (%12j pads to 10)
 
 
-def expand(pattern: str, fields: Mapping[str, Any]) -> str:
+def expand(pattern: str, fields: Mapping[str, Any], keep_unknown: bool = False) -> str:
     """Slurm's file name patterns (``--output``, ``--error``, ``--input``), for the letters in
     ``fields`` (letter -> value). ``%%`` is one ``%``. A width (``%4j``) zero-pads an integer
     value, at most to MAX_PAD; text values (``%N``, ``%x``) are never padded, and a callable value
@@ -20,7 +20,8 @@ def expand(pattern: str, fields: Mapping[str, Any]) -> str:
     (``%q``); with a width, Slurm drops the ``%`` and every digit but the last (``%5q`` -> ``5q``,
     ``%12q`` and ``%12`` at the end -> ``2q`` and ``2``): its batch and step parsers
     (``_create_batch_fname`` in src/slurmd/common/fname.c, ``fname_create`` in
-    src/srun/libsrun/fname.c) do this alike."""
+    src/srun/libsrun/fname.c) do this alike. ``keep_unknown``: such a width and letter stay as
+    written (``%5q``), as 26.05's sacct --expand-patterns prints them."""
     out: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
@@ -48,7 +49,7 @@ def expand(pattern: str, fields: Mapping[str, Any]) -> str:
                 out.append(str(value))
             i = j + 1
         elif j > i + 1:
-            out.append(pattern[j - 1])
+            out.append(pattern[i:j] if keep_unknown else pattern[j - 1])
             i = j
         else:
             out.append("%")

@@ -466,32 +466,6 @@ def step_stdio(out: str | None, err: str | None, inp: str | None, cwd: str, step
     return Stdio(paths, written, paths, array, str(step), job_name, style)
 
 
-def _keep_unknown(pattern: str, known: Any) -> str:
-    """``pattern`` with each width before a letter that is no pattern (``%5q``) doubled as ``%%5q``,
-    so that expanding it leaves it as written."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        if pattern[i] != "%" or i + 1 >= n:
-            out.append(pattern[i])
-            i += 1
-            continue
-        if pattern[i + 1] == "%":
-            out.append("%%")
-            i += 2
-            continue
-        j = i + 1
-        while j < n and pattern[j].isdigit():
-            j += 1
-        if j > i + 1 and (j >= n or pattern[j] not in known):
-            out.append("%" + pattern[i:j])
-            i = j
-            continue
-        out.append("%")
-        i += 1
-    return "".join(out)
-
-
 def expand_path(pattern: str, r: Row, std: Stdio) -> str:
     """A stream's pattern as sacct --expand-patterns prints it (slurm/patterns.expand): %j the
     job's own id (an array task's, jobids.task_job_id, as its job wrapper named the file), %J
@@ -509,9 +483,7 @@ def expand_path(pattern: str, r: Row, std: Stdio) -> str:
               "a": task if task is not None else NO_VAL, "n": 0, "t": 0, "s": std.step,
               "x": std.name if std.name is not None else (r.name or ""), "u": r.user or "",
               "N": r.nodes[0] if r.nodes else std.style.null_node}
-    if std.style.keep_unknown:
-        pattern = _keep_unknown(pattern, fields)
-    return expand(pattern, fields)
+    return expand(pattern, fields, keep_unknown=std.style.keep_unknown)
 
 
 def _std(i: int) -> Callable[..., str]:
