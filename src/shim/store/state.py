@@ -704,36 +704,49 @@ def release_path(cfg: Where, key: str) -> str | None:
     return own_path(cfg, "steps", f"{key}.release")
 
 
+def lock_own_file(path: str, wait: float, clock: Callable[[], float] = time.monotonic,
+                  sleep: Callable[[float], None] = time.sleep) -> int:
+    """An exclusive lock on ``path`` (made 0600 if absent): its fd, held until closed. The file
+    must be the user's own regular file (opened without following a link or blocking), and the
+    lock is waited for at most ``wait`` seconds: OSError when either fails (the fd closed)."""
+    import errno
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+            raise OSError(errno.EPERM, "not the user's own regular file", path)
+        deadline = clock() + wait
+        delay = 0.005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                if clock() >= deadline:
+                    raise OSError(errno.EWOULDBLOCK, "locked too long", path) from None
+                sleep(delay)
+                delay = min(delay * 2, 0.1)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def next_step_id(cfg: Where, key: str, wait: float) -> int:
     """The next step id of a job: 0, 1, 2, ... A counter file in the user's private ``steps/``
     under an exclusive lock, so that concurrent sruns of one job (``srun a & srun b &``) get
     distinct ids. The file must be the user's own regular file (opened without following a link
     or blocking), and the lock is waited for at most ``wait`` seconds: OSError when either fails."""
     import errno
-    import fcntl
 
     if not _KEY.fullmatch(key):
         raise OSError(errno.EINVAL, "not a job key", key)
     d = own_dir(cfg, "steps")
     if d is None:
         raise OSError(errno.EACCES, "no private directory in the state directory", os.path.join(root_of(cfg), "users"))
-    path = os.path.join(d, key)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    fd = lock_own_file(os.path.join(d, key), wait)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
-            raise OSError(errno.EPERM, "step counter is not the user's own file", path)
-        deadline = time.monotonic() + wait
-        delay = 0.005
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise OSError(errno.EWOULDBLOCK, "step counter locked too long", path) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.1)
         raw = os.read(fd, 64).strip()
         n = int(raw) if raw.isascii() and raw.isdigit() else 0
         os.lseek(fd, 0, os.SEEK_SET)

@@ -30,7 +30,6 @@ Nothing here asks Grid Engine: the caller passes ``ask`` (``operations/submit.wa
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 import stat
@@ -217,32 +216,11 @@ class Waiter:
     def _lock(self) -> int | None:
         """The asker's lock, held (its fd; closing it lets go), waited for at most LOCK_WAIT;
         None when it is held longer or the file is not the user's own regular file."""
-        import fcntl
-
         path = os.path.join(self.dir, LOCK)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
-        except OSError as e:
-            state.debug(f"cannot open {path}: {e}")
-            return None
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
-                raise OSError(errno.EPERM, "not the user's own lock", path)
-            deadline = self.clock() + LOCK_WAIT
-            delay = 0.01
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    return fd
-                except BlockingIOError:
-                    if self.clock() >= deadline:
-                        raise OSError(errno.EWOULDBLOCK, "held too long", path) from None
-                    self.sleep(delay)
-                    delay = min(delay * 2, 0.2)
+            return state.lock_own_file(path, LOCK_WAIT, self.clock, self.sleep)
         except OSError as e:
             state.debug(f"no lock {path}: {e}")
-            os.close(fd)
             return None
 
     def registered(self) -> list[int]:
