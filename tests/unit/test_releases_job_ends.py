@@ -272,6 +272,30 @@ def stamped(line: str) -> str:
     return re.sub(r"AT \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", "AT T", line)
 
 
+def test_a_step_whose_srun_is_gone_from_this_host_is_not_waited_for(unit_site):
+    """A step record without an end whose srun ran on this host and no longer runs (killed hard,
+    or an earlier job's of the same id, its pid gone or now another process's) is not a running
+    step: the wrapper would wait for it in vain at the job's end. One whose srun lives, or ran on
+    another host, or whose record does not say, is."""
+    import subprocess
+
+    from shim.runtime import jobwrap
+    from shim.runtime.steps import run
+    from shim.slurm import hostlist
+
+    sdir = str(unit_site)
+    me = run.srun_process()
+    assert me["srun_host"] == hostlist.this_host() and me["srun_pid"] == os.getpid() and me["srun_since"]
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    assert state.write_step(sdir, "8", 0, {"start": 1.0, **me})  # this srun: alive
+    assert state.write_step(sdir, "8", 1, {"start": 1.0, **me, "srun_pid": dead.pid})  # gone
+    assert state.write_step(sdir, "8", 2, {"start": 1.0, **me, "srun_since": "1"})  # the pid is another process now
+    assert state.write_step(sdir, "8", 3, {"start": 1.0, **me, "srun_pid": dead.pid, "srun_host": "elsewhere"})
+    assert state.write_step(sdir, "8", 4, {"start": 1.0})  # (a record that does not say)
+    assert jobwrap.running_steps(sdir, "8") == [0, 3, 4]
+
+
 def test_the_wrapper_tells_the_running_steps_and_waits_for_their_ends(unit_site):
     """jobwrap.end_steps: a step without an end gets ``steps/<key>.ended`` (the job's state) and
     the wrapper waits for its end, then removes the word; with none running it writes nothing."""

@@ -1082,15 +1082,29 @@ def _ended(r: Runner, status: int, sdir: str, key: str) -> tuple[int, int, str]:
 
 
 def running_steps(sdir: str, key: str) -> list[int]:
-    """The job's srun steps whose record has no end yet (the ids count up from 0)."""
+    """The job's srun steps whose record has no end yet (the ids count up from 0), but for those
+    whose srun ran on this host and is gone (killed hard, or an earlier job's of the same id):
+    nobody would end them, and waiting for them would hold the job's end (end_steps)."""
     out = []
+    here = hostlist.this_host()
     for step_id in range(100000):
         rec = state.read_step(sdir, key, step_id)
         if rec is None:
             break
-        if "end" not in rec:
+        if "end" not in rec and not (rec.get("srun_host") == here and _srun_gone(rec)):
             out.append(step_id)
     return out
+
+
+def _srun_gone(rec: dict) -> bool:
+    """Whether the srun a step record names (srun_pid, started at srun_since) no longer runs here."""
+    from ..store import waits
+
+    pid = rec.get("srun_pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False  # (a record that does not say: as running)
+    since = waits.start_time(pid)
+    return since is None or bool(since and rec.get("srun_since") and since != rec.get("srun_since"))
 
 
 def tell_steps(sdir: str, key: str, job_state: str) -> bool:

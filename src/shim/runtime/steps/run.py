@@ -32,6 +32,16 @@ def next_step_id(state_dir: str, key: str) -> int:
     return state.next_step_id(state_dir, key, STEP_LOCK_WAIT)
 
 
+def srun_process() -> dict[str, Any]:
+    """Which process runs the step (this srun: its host, pid and the pid's start time), so that the
+    job wrapper waits at the job's end only for a step whose srun still lives (jobwrap.running_steps)."""
+    from ...slurm import hostlist
+    from ...store import waits
+
+    pid = os.getpid()
+    return {"srun_host": hostlist.this_host(), "srun_pid": pid, "srun_since": waits.start_time(pid) or ""}
+
+
 def record_step(state_dir: str, key: str, step_id: int, data: dict[str, Any]) -> bool:
     """The step's record (the user's private ``steps/``): name, tasks, nodes, start; at the end,
     its state and exit code."""
@@ -168,7 +178,7 @@ class _Step:
             "job_id": alloc.job_id, "task": alloc.task, "step_id": step_id, "name": req.name or
             os.path.basename(str(req.argv[0])), "ntasks": ntasks, "nodelist": self.common["SLURM_STEP_NODELIST"],
             "nodes": len(self.layout), "cpus": ntasks * (req.cpus_per_task or 1), "start": time.time(),
-            "state": "RUNNING", "user": user,
+            "state": "RUNNING", "user": user, **srun_process(),
         })
 
     def _open_mpi(self, req: StepRequest) -> dict[str, Any] | None:
