@@ -68,7 +68,8 @@ def test_a_job_of_a_newer_release_sees_its_end_time_and_squeue_answers_only_stat
 
 
 def test_the_cells_own_config_stays_22_05():
-    """Without the key (the cell's config): 22.05's answers."""
+    """The cell's own config (scripts/setup names 22.05, the release the live suites compare
+    with): 22.05's answers."""
     assert run("squeue", "--version").stdout == "slurm-wlm 22.05.8\n"
     cp = run("squeue", "--only-job-state")
     assert (cp.returncode, cp.stdout, cp.stderr) == (
@@ -150,6 +151,31 @@ def test_sruns_own_job_has_the_releases_variables(release_config, tmp_path, rele
     assert {k for k in got if k.startswith("SLURM")} - local - ours == ref - local
     assert int(got["SLURM_JOB_END_TIME"]) - int(got["SLURM_JOB_START_TIME"]) == 365 * 86400
     assert got["SLURM_JOB_GROUP"] == "root"
+
+
+@pytest.mark.parametrize("release", ["24.11", "26.05"])
+def test_sacct_prints_the_jobs_output_paths_as_the_release(release_config, tmp_path, release):
+    """sacct's StdOut, StdErr, StdIn of a job sbatch gave no -o, -e or -i, and --expand-patterns,
+    as real 24.11.5 and 26.05.5 printed them (fixtures/slurm-*/oracle-sacct-stdio.json, dflt_P and
+    dflt_expand_P): 24.11 the default pattern under the working directory, 26.05 as it is; the
+    expanded one is the file the job wrote."""
+    env = release_config(release)
+    cp = run("sbatch", "--parsable", "--wrap", "echo out", cwd=tmp_path, env=env)
+    assert cp.returncode == 0, cp.stderr
+    job = cp.stdout.strip()
+
+    def ended() -> bool:
+        return run("sacct", "-j", job, "-X", "-n", "-o", "State", env=env).stdout.strip() == "COMPLETED"
+
+    wait_until(ended, 120, f"job {job} COMPLETED in sacct")
+    fields = ["sacct", "-P", "-j", job, "-o", "JobID,StdOut,StdErr,StdIn"]
+    pattern = f"{tmp_path}/slurm-%j.out" if release == "24.11" else "slurm-%j.out"
+    got = run(*fields, env=env)
+    assert (got.returncode, got.stdout) == (0, f"JobID|StdOut|StdErr|StdIn\n{job}|{pattern}||/dev/null\n{job}.batch|||\n")
+    got = run(*fields[:1], "--expand-patterns", *fields[1:], env=env)
+    out = tmp_path / f"slurm-{job}.out"
+    assert got.stdout == f"JobID|StdOut|StdErr|StdIn\n{job}|{out}||/dev/null\n{job}.batch|||\n"
+    assert out.read_text() == "out\n"
 
 
 def env_of_text(text: str) -> dict[str, str]:

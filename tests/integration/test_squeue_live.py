@@ -136,19 +136,17 @@ def test_json_and_formats(jobs):
 
 
 def test_ties_come_in_slurms_order(tmp_path):
-    """squeue's default order on jobs that tie on its keys (issue 15 part 4). Slurm's squeue
-    (src/squeue/sort.c sort_job_list) sorts by "P,t,-p" with one list_sort per key from the last
-    key to the first (_sort_job_by_partition, _sort_job_by_state_compact, _sort_job_by_priority),
-    and list_sort is glibc's stable merge sort: jobs that tie keep the controller's list order.
-    slurmctld appends a record to its job list when it creates it (src/slurmctld/job_mgr.c
-    _create_job_record): a job at submission; an array task when it starts and is split from the
-    array's record (job_mgr.c job_array_split), except the task that starts last, which is the
-    array's own record and keeps the array's place. A held job's priority is 0 (sbatch -H), so
-    the held jobs tie on every key but the partition.
+    """squeue's default order on jobs that tie on its keys (issue 15 part 4), on the cell's 22.05.
+    Slurm's squeue sorts by "P,t,-p" (partition, compact state, priority down) with stable sorts,
+    after its sort by start time (latest first; jobs without one in the controller's list order
+    backwards). Under 22.05's priority/basic each job's priority falls with its submission and an
+    array's tasks share the array's, so ties of Grid Engine's priority go by job id; a held job's
+    priority is 0, below every other: held jobs come after the others of their partition and
+    state, newest first (22.05's capture: squeue -t PD lists the held 132 131 120;
+    tests/unit/test_release_listing.py replays it).
 
     Submitted in this order: A (array 1-3, held), h1 (gpu, held), h2, h3 (array 1-2, held), B
-    (runs), h4 (gpu, held), h5; then A is released and its three tasks start after B's
-    submission. Slurm's list: A_3 (A's own record), h1, h2, h3_[1-2], B, h4, h5, A_1, A_2."""
+    (runs), h4 (gpu, held), h5; then A is released and its three tasks start."""
     name = "tie" + uuid.uuid4().hex[:6]
     ids: list[str] = []
 
@@ -169,21 +167,18 @@ def test_ties_come_in_slurms_order(tmp_path):
         wait_until(lambda: squeue("-h", "-j", b, "-o", "%t").strip() == "R", 120, "B to run")
         assert run("scontrol", "release", a).returncode == 0
         wait_until(lambda: squeue("-h", "-j", a, "-o", "%t").split() == ["R"] * 3, 120, "A's three tasks to run")
-        created = [f"{a}_3", h1, h2, f"{h3}_[1-2]", b, h4, h5, f"{a}_1", f"{a}_2"]  # Slurm's job list
         shown = [ln.split() for ln in squeue("-h", "-n", name, "-o", "%i %P %t %Q").splitlines()]
         keys = {jid: (part, st, int(prio)) for jid, part, st, prio in shown}
-        assert sorted(keys) == sorted(created), shown
-        # sort_job_list: the last key first, each sort stable ("-p" is priority descending)
-        expected = sorted(created, key=lambda j: -keys[j][2])
-        expected = sorted(expected, key=lambda j: keys[j][1])
-        expected = sorted(expected, key=lambda j: keys[j][0])
-        assert [jid for jid, *_ in shown] == expected, (shown, expected)
-        # the held jobs tie on priority (0) and state: by partition, then as created
-        assert [j for j in expected if keys[j][1] == "PD"] == [h2, f"{h3}_[1-2]", h5, h1, h4]
-        assert {keys[j][2] for j in expected if keys[j][1] == "PD"} == {0}
-        running = [j for j in expected if keys[j][1] == "R"]
+        running = [f"{a}_1", f"{a}_2", f"{a}_3", b]
+        assert sorted(keys) == sorted([*running, h1, h2, f"{h3}_[1-2]", h4, h5]), shown
+        order = [jid for jid, *_ in shown]
+        # by partition (debug, gpu), then state (PD before R): the held jobs newest first
+        assert [j for j in order if j not in running] == [h5, f"{h3}_[1-2]", h2, h4, h1], shown
+        assert order[:3] == [h5, f"{h3}_[1-2]", h2] and order[-2:] == [h4, h1], shown
+        assert {keys[j][2] for j in order if keys[j][1] == "PD"} == {0}
+        assert sorted(order[3:7]) == sorted(running) and all(keys[j][1] == "R" for j in order[3:7])
         if len({keys[j][2] for j in running}) == 1:  # (Grid Engine gave all four one priority: the usual case)
-            assert running == [f"{a}_3", b, f"{a}_1", f"{a}_2"]
+            assert order[6] == b  # the ties by job id: A's tasks before B
     finally:
         if ids:
             run("scancel", *ids)
