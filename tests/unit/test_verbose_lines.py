@@ -180,14 +180,11 @@ def test_salloc_v_prints_the_releases_lines(release, capsys, monkeypatch, name):
     from shim.operations import allocation, submit
 
     release(name)
-    backends.use(CaptureGridEngine(5))
-    seen = {}
-
-    def allocate(o, *a, **k):
-        seen["verbose"] = o.verbose
-        return 117, type("Rec", (), {"env_file": ""})()
-
-    monkeypatch.setattr(submit, "allocate", allocate)
+    ge = CaptureGridEngine(5)
+    ge.first_task_pe = lambda pes: None  # (the allocation's PE: qconf -sp's answer, not asked here)
+    backends.use(ge)
+    # Grid Engine's side only: submit.allocate runs, and prints its qsub line or not
+    monkeypatch.setattr(submit, "queue", lambda *a, **k: 117)
     monkeypatch.setattr(allocation, "wait_granted", lambda *a, **k: {"hosts": [["vm", 1]], "env": {"SLURM_JOB_NODELIST": "vm"}})
     monkeypatch.setattr(allocation, "watching", lambda *a, **k: threading.Event())
     monkeypatch.setattr(allocation, "release", lambda cfg, j, rc: None)
@@ -196,20 +193,28 @@ def test_salloc_v_prints_the_releases_lines(release, capsys, monkeypatch, name):
     job = re.search(r"Granted job allocation (\d+)", ref)[1]
     ref = re.sub(rf"\b{job}\b", "117", "".join(ln for ln in ref.splitlines(keepends=True) if "waiting" not in ln
                                                and "allocated resources" not in ln and "Pending" not in ln))
-    assert capsys.readouterr().err == ref
-    assert seen["verbose"] is None  # submit.allocate prints its qsub line only from -vv on
-    assert dispatch("salloc", ["-vv", "-n1", "true"]) == 0 and seen["verbose"] == 1
+    assert capsys.readouterr().err == ref  # (no qsub line at -v)
+    assert dispatch("salloc", ["-vv", "-n1", "true"]) == 0
+    assert [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("salloc: qsub ")] != []
 
 
-def test_srun_hands_its_job_one_v_fewer(release, monkeypatch):
-    """srun's qrsh line (submit.interactive_job prints it at the verbosity it is given) from -vv
-    on: -v prints the release's lines alone."""
-    from shim.operations import submit
+def test_srun_prints_its_qrsh_line_from_vv_on(release, capsys, monkeypatch):
+    """srun in a job of its own (submit.interactive_job, run for real up to qrsh, which this Grid
+    Engine answers at once): its qrsh line from -vv on; -v prints the release's lines alone."""
+    from shim.proc import Result
+
+    class QrshAnswered(CaptureGridEngine):
+        def scheduler(self):
+            return Result(("qstat",), 0, "", "")
+
+        def interactive(self, flags, **kw):
+            self.calls.append((("qrsh", *flags), None))
+            return 0, 0
 
     release("24.11")
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
-    seen = []
-    monkeypatch.setattr(submit, "interactive_job", lambda o, req, *a: seen.append((o.verbose, req.verbose)) or 0)
-    for argv in (["-v", "true"], ["-vv", "true"], ["true"]):
-        assert dispatch("srun", argv) == 0
-    assert seen == [(None, 1), (1, 2), (None, 0)]
+    for argv, lines in ((["-v", "true"], 0), (["-vv", "true"], 1), (["true"], 0)):
+        backends.use(QrshAnswered(5))
+        dispatch("srun", argv)
+        err = capsys.readouterr().err
+        assert len([ln for ln in err.splitlines() if ln.startswith("srun: qrsh ")]) == lines, (argv, err)

@@ -77,7 +77,7 @@ def main(argv: list[str]) -> int:
     command = positional or [environ.get("SHELL") or pwd.getpwuid(os.getuid()).pw_shell or "/bin/sh"]
     submitted = time.time()
     holder = allocation.holder_script(cfg.cluster.state_dir, not o.no_shell)
-    job_id, rec = submit.allocate(allocation.shim_verbosity(o), environ, cfg, holder, PROG)  # (qsub's line: -vv)
+    job_id, rec = submit.allocate(o, environ, cfg, holder, PROG)
 
     def say(text: str) -> None:
         info(o, text)

@@ -321,6 +321,4 @@ def main(argv: list[str]) -> int:
         if task is not None:
             environ = {**environ, "SLURM_ARRAY_TASK_ID": str(task)}
         return in_allocation(o, req, environ, cfg, job)
-    from ..operations.allocation import shim_verbosity  # (its qrsh line: from -vv on)
-
-    return submit.interactive_job(shim_verbosity(o), req, environ, cfg, PROG)  # outside an allocation: a new job
+    return submit.interactive_job(o, req, environ, cfg, PROG)  # outside an allocation: a new job

@@ -29,19 +29,6 @@ STALE = 300.0
 """An allocation record older than the submission by this much is another job's (a reused id)."""
 
 
-def shim_verbosity(o):
-    """``o`` (the command's Options) as ``submit.allocate`` and ``submit.interactive_job`` read
-    it: one -v fewer, so that their Grid Engine command line (qsub, qrsh), the shim's own, comes
-    from -vv on and -v prints the release's lines alone (as sbatch's qsub line: cli/sbatch.py).
-    A copy; the caller's ``o`` is unchanged (submit reads ``o``, never writes it)."""
-    from ..slurm.options.sources import Options
-
-    quieter = Options(o)
-    quieter.source, quieter.raw = o.source, o.raw
-    quieter["verbose"] = max(int(o.get("verbose") or 0) - 1, 0) or None
-    return quieter
-
-
 def holder_script(state_dir: str, watch_pid: bool = True) -> bytes:
     """The allocation job's batch script: shim.steps.hold_main, told where salloc runs (so that an
     allocation whose salloc died on the same host ends; --no-shell allocations outlive salloc)."""

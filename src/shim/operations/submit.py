@@ -681,7 +681,7 @@ def allocate(o: Options, environ: dict[str, str], cfg, holder: bytes, prog: str 
         command="salloc",
         interactive=True,
     )
-    if o.verbose:
+    if (o.verbose or 0) > 1:  # (the shim's own line, from -vv: -v prints the release's lines alone)
         print(command_line(prog, argv), file=sys.stderr)
     try:
         job_id = queue(prog, "Job submit/allocate failed", argv, job_script(rec.to_dict()), cfg, rec.asked)
@@ -773,7 +773,7 @@ def interactive_job(o: Options, req, environ: dict[str, str], cfg, prog: str = "
         boot = steps.boot_argv(sdir, payload, "job_main")
     except steps.StepError as e:
         raise ShimError(f"{prog}: error: Unable to allocate resources: {e}", code=1) from None
-    if o.verbose:
+    if (o.verbose or 0) > 1:  # (the shim's own line, from -vv, as sbatch's and salloc's)
         print(command_line(prog, flags, interactive=True, now=immediate, pty=req.pty) + " ...", file=sys.stderr)
 
     def started() -> int | None:
