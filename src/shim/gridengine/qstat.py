@@ -401,6 +401,8 @@ class RowCache:
         self.names: dict[str, str] = {}
         self.hard: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
         self.runs: dict[str, dict[str, str]] = {}
+        self.run_res: dict[str, dict[str, Any]] = {}
+        self.strs: dict[str, str] = {}  # one string of each text of the listing's rows (record_from_match)
         self.dts: dict[float | None, Any] = {}  # datetimes of timestamps, for shim.operations.jobs
         self.gres = [(f"gres:{name}:", c.complex) for name, c in cfg.gres.items()]
         self.lics = [(f"{name}:", c.complex) for name, c in cfg.licenses.items()]
@@ -499,6 +501,15 @@ class RowCache:
         self.hard[key] = out
         return out
 
+    def run_resources(self, run: str) -> dict[str, Any]:
+        """resources() of a run of hard_request elements (the record fields it gives)."""
+        try:
+            return self.run_res[run]
+        except KeyError:
+            hard = self.hard_run(run)
+            v = self.run_res[run] = self.resources(hard) if hard else {}
+            return v
+
     def hard_run(self, run: str) -> dict[str, str]:
         """The hard requests of a run of hard_request elements (each caller gets its own dict)."""
         try:
@@ -571,7 +582,9 @@ def _tasks(extra: dict[str, Any], state: str, tasks: str) -> None:
 
 
 def record_from_match(m: tuple[str, ...], cache: RowCache) -> JobRecord:
-    """record_from_row(_layout_row(m)), built straight from the match."""
+    """record_from_row(_layout_row(m)), built straight from the match: the row itself
+    (``extra["ge_row"]``) is made only if it is read (``MatchRow``), and a run of hard requests
+    seen before in the listing gives its record fields at once (RowCache.run_resources)."""
     (section, num, prio_text, ge_name, owner, letters, ttag, ttext, queue_inst, slots_text, tasks, tasks_text,
      fjn, fjn_text, rpe, rpe_name, rpe_text, gpe, gpe_text, hard_run, hrq, hrq_text, deps, rest, binding,
      binding_text) = m
@@ -582,10 +595,7 @@ def record_from_match(m: tuple[str, ...], cache: RowCache) -> JobRecord:
         state, reason = c.states[letters]
     except KeyError:
         state, reason = c.state(letters)
-    row = _layout_row(m, c)
-    hard: dict[str, str] = row["hard"]
-    preds: list[str] = row["predecessors"]
-    queue, host, partition = c.place(queue_inst, row["hard_queues"])
+    queue, host, partition = c.place(queue_inst, (hrq_text,) if hrq else None)
     slots = _slots(slots_text, rpe_text if rpe else None)
     try:
         prio = c.prios[prio_text]
@@ -601,18 +611,80 @@ def record_from_match(m: tuple[str, ...], cache: RowCache) -> JobRecord:
         submit_ts, start_ts = None, c.time(ttext) if state != "PENDING" else None
     placed = host and state not in _NOT_PLACED
     rec = c.cls.__new__(c.cls)
-    extra = {"submit_ts": submit_ts, "start_ts": start_ts, "ge_row": row}
-    rec.__dict__ = {"job_id": int(num or 0), "name": name, "user": owner, "state": state, "reason": reason,
-                    "partition": partition, "queue": queue, "ge_state": letters, "num_cpus": slots,
-                    "num_tasks": slots, "priority": prio, "nodes": [host] if placed else [],
-                    "batch_host": host if placed else "", "extra": extra}
+    # (the row's texts, one string each of those that repeat: most of a listing's do, and a
+    # record keeps its row)
+    strs = c.strs.setdefault
+    extra = {"submit_ts": submit_ts, "start_ts": start_ts, "ge_row": MatchRow(tuple(map(strs, m, m)), c)}
+    d = rec.__dict__ = {"job_id": int(num or 0), "name": name, "user": owner, "state": state, "reason": reason,
+                        "partition": partition, "queue": queue, "ge_state": letters, "num_cpus": slots,
+                        "num_tasks": slots, "priority": prio, "nodes": [host] if placed else [],
+                        "batch_host": host if placed else "", "extra": extra}
     if tasks and tasks_text:
         _tasks(extra, state, tasks_text)
-    if hard:
-        rec.__dict__.update(c.resources(hard))
-    if preds:
-        extra["predecessors"] = [int(p) for p in preds if p.isdigit()]
+    if hard_run:
+        res = c.run_resources(hard_run)
+        if res:
+            d.update(res)
+    if deps:
+        preds: list[str] = []
+        _items_into({}, _FIELD_RE.findall(deps), {}, [], preds)
+        if preds:
+            extra["predecessors"] = [int(p) for p in preds if p.isdigit()]
     return rec
+
+
+class MatchRow:
+    """A record's qstat row (``extra["ge_row"]``) kept as its _LAYOUT_RE match: the dict
+    ``_layout_row`` makes of it is made on first use (most listings never read it), and reads as
+    that dict (``get``, ``[]``, ``in``, iteration, ``items``, equality with a dict). ``get("pe")``,
+    what every record's finishing asks, is answered from the match."""
+
+    __slots__ = ("m", "c", "row")
+
+    def __init__(self, m: tuple[str, ...], cache: RowCache | None = None):
+        self.m, self.c, self.row = m, cache, None
+
+    def dict(self) -> dict[str, Any]:
+        row = self.row
+        if row is None:
+            row = self.row = _layout_row(self.m, self.c)
+        return row
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key == "pe" and self.row is None:
+            return self.m[15] if self.m[14] else default
+        return self.dict().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.dict()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.dict()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.dict())
+
+    def __len__(self) -> int:
+        return len(self.dict())
+
+    def keys(self):
+        return self.dict().keys()
+
+    def items(self):
+        return self.dict().items()
+
+    def values(self):
+        return self.dict().values()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MatchRow):
+            other = other.dict()
+        return self.dict() == other if isinstance(other, dict) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self.dict())
 
 
 def parse_jobs(xml: str | bytes, cfg: SiteConfig) -> list[JobRecord]:

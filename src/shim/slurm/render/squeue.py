@@ -254,9 +254,21 @@ def _ts(attr: str) -> Callable[[JobRecord, Any], float]:
     return key
 
 
+_SECS: dict[int, str] = {}  # print_secs of the seconds a listing's jobs have run (most share a few)
+
+
+def secs_text(secs: int) -> str:
+    """print_secs(secs), kept for the next job that has run as long (a bounded memo: squeue -i
+    runs on)."""
+    if len(_SECS) >= 65536:
+        _SECS.clear()
+    text = _SECS[secs] = print_secs(secs)
+    return text
+
+
 # Getters of the busiest fields as expressions (fmt.getter): a compiled line inlines them.
 _XNS = {"STATE_CODES": STATE_CODES, "print_secs": print_secs, "run_secs": run_secs, "reason_list": reason_list,
-        "task_job_id": task_job_id}
+        "task_job_id": task_job_id, "SECS": _SECS, "secs_text": secs_text}
 
 
 def _x(expr: str) -> Callable[[JobRecord, Ctx], str]:
@@ -305,7 +317,7 @@ SQUEUE_FIELDS: tuple[FieldSpec, ...] = (
     F("J", "Threads", "THREADS_PER_CORE", _c("*")),
     F("K", "ArrayTaskID", "ARRAY_TASK_ID", lambda r, c: array_task_text(r)),
     F("L", "TimeLeft", "TIME_LEFT", time_left, cut=False),
-    F("M", "TimeUsed", "TIME", _x("print_secs(run_secs(r, c))"), key=lambda r, c: run_secs(r, c), cut=False),
+    F("M", "TimeUsed", "TIME", _x("(SECS.get(u_ := run_secs(r, c)) or secs_text(u_))"), key=lambda r, c: run_secs(r, c), cut=False),
     F("N", "NodeList", "NODELIST", lambda r, c: nodes_text(r), aliases=("nodes",), cut=False),
     F("O", "Contiguous", "CONTIGUOUS", _c("0")),
     F("P", "Partition", "PARTITION", _x("r.partition")),
