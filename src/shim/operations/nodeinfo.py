@@ -120,6 +120,47 @@ def host_partitions(cfg: Any, host: Host) -> list[str]:
     return [name for name, p in cfg.partitions.items() if on_partition(p, host)]
 
 
+def partition_cpus(cfg: Any, names: list[str], backend: Any = None) -> dict[str, list[int]] | None:
+    """The CPUs of each node of each partition ``names`` names, as many as Grid Engine could ever
+    give a job there: the slots of the partition's queue instance on the host (the host's own CPUs,
+    ``gridengine.nodes.cpus``, where the instance says none). One ``qhost -q -xml`` call; None when
+    Grid Engine does not answer (then nothing can be told)."""
+    from ..gridengine import backends
+
+    try:
+        hosts = ge_nodes.hosts(backend or backends.get(cfg))
+    except Exception:  # ShimError (no answer), BackendUnavailable and the like
+        return None
+    out = {}
+    for name in names:
+        p = cfg.partitions[name]
+        out[name] = [(h.queues[p.queue].slots_total or ge_nodes.cpus(h)) for h in partition_hosts(p, hosts)]
+    return out
+
+
+CPUS_PER_NODE = "CPU count per node can not be satisfied"
+
+
+def node_config_fault(cpus: list[int], lo: int, hi: int | None, ntasks: int, cpt: int,
+                      per_node: int) -> tuple[str, ...] | None:
+    """Why a partition whose nodes have ``cpus`` (partition_cpus) could never hold a job of
+    ``ntasks`` tasks of ``cpt`` CPUs on ``lo`` to ``hi`` nodes (None: no maximum), ``per_node``
+    tasks on each (0: not asked): the lines Slurm 24.11 prints before "Requested node configuration
+    is not available" (``()`` for none), or None where it fits. As asked of 24.11
+    (fixtures/slurm-24.11/oracle-sizes.txt): one task's CPUs or one node's tasks beyond the
+    largest node (-c 9, --ntasks-per-node=9) say CPUS_PER_NODE; more nodes than the partition has
+    (-N 2, -N 2-3) or more CPUs than its ``hi`` largest nodes have together (-n 9, -N 1-2 -n 9,
+    -n 3 -c 3) say nothing more. A partition with no node known fits (the job waits)."""
+    if not cpus:
+        return None
+    if cpt * max(per_node, 1) > max(cpus):
+        return (CPUS_PER_NODE,)
+    top = sorted(cpus, reverse=True)[:hi or len(cpus)]
+    if lo > len(cpus) or ntasks * cpt > sum(top):
+        return ()
+    return None
+
+
 def node_cpus(host: Host) -> tuple[int, int]:
     """(CPUs offered, CPUs allocated) of a node: allocated is the slots used over all its queue
     instances, at most what it offers (gridengine.nodes.cpus and used)."""

@@ -174,24 +174,35 @@ def check_fits(prog: str, o: Options, cfg) -> None:
     does so (releases.NODE_CONFIG_AT_SUBMIT: 24.11 alone; 22.05 and 26.05 take it and it pends):
     "Requested node configuration is not available", exit 1, in each command's words (sbatch
     "Batch job submission failed", srun "Unable to allocate resources", salloc "Job
-    submit/allocate failed"). Decided from the site config alone, without asking Grid Engine:
-    a minimum node count (-N) above every partition's ``nodes`` list, where each
-    partition of the request has one (a partition without one: Grid Engine's hosts, unknown here,
-    and the job waits). 24.11 also refuses more CPUs than the partition's nodes have (-n 100, -c 9
-    on 8-CPU nodes); the site config does not say how many CPUs a node has, so those wait."""
+    submit/allocate failed"), after "CPU count per node can not be satisfied" where one node's
+    share is too many CPUs (nodeinfo.node_config_fault; fixtures/slurm-24.11/oracle-sizes.txt).
+    A job held at submission (-H) is not looked at, as 24.11 does not. A minimum node count (-N)
+    above every partition's ``nodes`` list is told from the site config alone; the CPUs of the
+    partitions' nodes only by asking Grid Engine (nodeinfo.partition_cpus, one qhost -q -xml),
+    and only for a request of more than one CPU or node, never for the common one-CPU job."""
     from ..slurm import releases
 
-    if not releases.current().has(releases.NODE_CONFIG_AT_SUBMIT):
+    if not releases.current().has(releases.NODE_CONFIG_AT_SUBMIT) or o.hold:
         return
-    lo = o.nodes[0] if isinstance(o.nodes, tuple) else o.nodes if isinstance(o.nodes, int) else None
-    if not lo:
-        return
+    lo, hi = o.nodes if isinstance(o.nodes, tuple) else (o.nodes, o.nodes) if isinstance(o.nodes, int) else (0, None)
     members = [m for m in str(o.partition or cfg.default_partition).split(",") if m in cfg.partitions]
     sizes = [len(cfg.partitions[m].nodes or ()) for m in members]
-    if sizes and all(0 < n < lo for n in sizes):
+    cpt, per_node = o.cpus_per_task or 1, o.ntasks_per_node or 0
+    ntasks = o.ntasks or (per_node or 1) * (lo or 1)
+    if sizes and lo and all(0 < n < lo for n in sizes):
+        fault: tuple[str, ...] | None = ()
+    elif not members or (ntasks * cpt <= 1 and (lo or 1) <= 1):
+        return  # (one CPU on one node: every node holds it, no question asked)
+    else:
+        from . import nodeinfo
+
+        known = nodeinfo.partition_cpus(cfg, members) or {}
+        faults = [nodeinfo.node_config_fault(known.get(m, []), lo or 1, hi, ntasks, cpt, per_node) for m in members]
+        fault = faults[0] if all(f is not None for f in faults) else None
+    if fault is not None:
         from ..gridengine.translate.qsub import refused
 
-        raise refused(prog, "Requested node configuration is not available")
+        raise refused(prog, "Requested node configuration is not available", *fault)
 
 
 def _known_jobs(cfg):
