@@ -40,12 +40,15 @@ def env_files(release: str) -> list[str]:
 
 SGE = FIXTURES / "gridengine" / "sge-8.1.9"
 EMPTY = (SGE / "live-qstat-u-all-r-xml.empty.xml").read_text()  # qstat -u '*' -r -xml with no job
+UNKNOWN_XML = (SGE / "qstat-j-nonexistent-xml.xml").read_text()  # qstat -j 999999 -xml: no such job
+UNKNOWN_NAME = "    <ST_name>999999</ST_name>\n"
 
 
 class CaptureGridEngine(ReplayBackend):
     """A Grid Engine with no job: every listing (``qstat -u USERS -r -xml``) is SGE 8.1.9's empty
     one, ``qstat -j IDS`` is its rc 1 and "Following jobs do not exist" (that answer's form,
-    live-qstat-j-text.gone.stderr.txt); nothing else is recorded. A submission gets the id the
+    live-qstat-j-text.gone.stderr.txt), ``qstat -j IDS -xml`` its ``unknown_jobs`` document naming
+    each (qstat-j-nonexistent-xml.xml); nothing else is recorded. A submission gets the id the
     release gave it, or ``refuse``: qsub's refusal of it (rc 1, that text)."""
 
     def __init__(self, job_id: int, refuse: str | None = None):
@@ -60,6 +63,10 @@ class CaptureGridEngine(ReplayBackend):
         if tool == "qstat" and len(a) == 2 and a[0] == "-j":
             self.calls.append(((tool, *a), input))
             return Result((tool, *a), 1, "", "Following jobs do not exist: \n" + ", ".join(a[1].split(",")) + "\n")
+        if tool == "qstat" and len(a) == 3 and a[0] == "-j" and a[2] == "-xml":  # (rc 0: INDEX.tsv of that capture)
+            self.calls.append(((tool, *a), input))
+            return Result((tool, *a), 0, UNKNOWN_XML.replace(UNKNOWN_NAME, "".join(
+                UNKNOWN_NAME.replace("999999", x) for x in a[1].split(","))), "")
         return super().run(tool, args, input=input, timeout=timeout)
 
     def submit(self, args, script, *, agent=False, seen=None) -> int:

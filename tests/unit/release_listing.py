@@ -308,3 +308,98 @@ def build(state_dir, jobs: list[dict]) -> str:
                                       {"t": _ts(j["suspended"]), "uid": 0, "user": "root", "owner": j["user"],
                                        "sub": _ts(j["submit"])})
     return listing(jobs)
+
+
+# --- Grid Engine's answers to the job actions, on a moment's jobs ----------------------------------
+# SGE 8.1.9's own words (shared/reference/sge-8.1.9: qdel-root.txt, qdel-array-task.txt,
+# qdel-all-of-user.txt, qdel-pending-multiple.txt, qhold-user.txt, qrls-user.txt, qmod-suspend-job.txt,
+# qalter-running-hrt.txt, qalter-pending.txt, qdel-nonexistent.txt, qhold-nonexistent.txt, each with its
+# exit code in INDEX.tsv; and this repository's fixtures/gridengine/sge-8.1.9/live-qdel-mixed.txt,
+# live-qmod-rj.txt, live-qmod-usj.txt, live-qhold-array-task.txt, refusals.txt), job and task numbers put in.
+
+def _ge_task_numbers(job: dict) -> set[int]:
+    """Grid Engine's task numbers of a job-table entry (none for a job that is no array)."""
+    from shim.slurm.jobids import expand
+
+    if "task" in job:
+        return {indices(job).index(job["task"]) + 1}
+    if "tasks" in job:
+        whole = indices(job)
+        return {whole.index(i) + 1 for i in expand(job["tasks"])}
+    return set()
+
+
+def _ge_id(word: str) -> tuple[int, set[int] | None]:
+    """``5`` -> (5, None); ``5.3`` / ``5.3-4`` / ``5.1-6:1`` -> (5, {task numbers})."""
+    job, _, tasks = word.partition(".")
+    if not tasks:
+        return int(job), None
+    span, _, step = tasks.partition(":")
+    lo, _, hi = span.partition("-")
+    return int(job), set(range(int(lo), int(hi or lo) + 1, int(step or 1)))
+
+
+def ge_action(jobs: list[dict], caller: str, tool: str, args: list[str]) -> tuple[int, str]:
+    """(exit code, text) of Grid Engine's qdel, qhold, qrls, qalter or qmod -sj/-usj/-rj by
+    ``caller`` on these jobs (a job-table moment), as SGE 8.1.9 words it."""
+    if tool == "qalter":
+        words, target = args[:-1], [args[-1]]
+    elif tool == "qmod":
+        words, target = args[:1], args[1:]
+    else:
+        words, target = [], args
+    rc, out = 0, []
+    for word in target:
+        num, tasks = _ge_id(word)
+        rows = [j for j in jobs if j["id"] == num]
+        if not rows:
+            out.append(f'invalid queue or job "{num}"' if tool == "qmod" else f'denied: job "{num}" does not exist')
+            rc = {"qhold": 3, "qrls": 3}.get(tool, 1)
+            continue
+        owner = rows[0]["user"]
+        if caller not in ("root", owner):
+            rc = {"qhold": 18, "qrls": 18}.get(tool, 1)
+            out.append(f'{caller} - you do not have the necessary privileges to delete the job "{num}"' if tool == "qdel"
+                       else f'{caller} - you have no permission to modify job "{num}"' if tool == "qmod"
+                       else f'denied: "{caller}" must be at least owner of job {num} to change job attributes')
+            continue
+        if tasks is not None:
+            have = set().union(*map(_ge_task_numbers, rows))
+            missing = sorted(tasks - have)
+            if missing:
+                out.append(f'job "{num}" task "{missing[0]}" does not exist')
+                rc = 1
+                continue
+        out += _done(tool, words, caller, num, tasks, rows)
+    return rc, "".join(line + "\n" for line in out)
+
+
+def _done(tool: str, words: list[str], caller: str, num: int, tasks: set[int] | None, rows: list[dict]) -> list[str]:
+    """What Grid Engine says it did to job ``num`` (or some of its tasks)."""
+    if tool in ("qhold", "qrls"):
+        return [f"modified hold of job-array task {num}.{t}" for t in sorted(tasks)] if tasks else [f"modified hold of job {num}"]
+    if tool == "qalter":
+        what = "hard resource list" if "-l" in words else "job name" if "-N" in words else "job"
+        return [f"modified {what} of job {num}"]
+    if tool == "qmod":
+        return [{"-sj": f"{caller} - suspended job {num}", "-usj": f"{caller} - unsuspended job {num}",
+                 "-rj": f"Pushed rescheduling of job {num} on host vm"}[words[0]]]
+    out, waiting = [], []
+    for j in rows:
+        mine = _ge_task_numbers(j) if tasks is None else _ge_task_numbers(j) & tasks
+        if tasks is not None and not mine:
+            continue  # (another task of the array)
+        if "d" in j["state"]:
+            out.append(f"job {num} is already in deletion")
+        elif set(j["state"]) & set("rs"):
+            out += ([f"{caller} has registered the job-array task {num}.{t} for deletion" for t in sorted(mine)]
+                    if "task" in j else [f"{caller} has registered the job {num} for deletion"])
+        else:
+            waiting += sorted(mine)
+    if tasks is None and (waiting or not out):
+        out.append(f"{caller} has deleted job {num}")
+    elif len(waiting) > 1:
+        out.append(f"{caller} has deleted job-array tasks {','.join(map(str, waiting))} of job {num}")
+    elif waiting:
+        out.append(f"{caller} has deleted job-array task {num}.{waiting[0]}")
+    return out
