@@ -106,20 +106,25 @@ def test_squeue_j_of_a_forgotten_job_lists_no_other_users_jobs(capsys):
 
 
 def test_scancel_acts_on_one_job_without_the_whole_queue(capsys):
+    """(Issue 29: scancel asks ``qstat -j N -xml`` first, test_one_job_detail.py; where its answer
+    does not make the records, a running job's or an array's on SGE 8.1.9, it lists as here.)"""
     for job in ("105", "115", "110_4"):  # running, waiting (its reason is not scancel's business), a task
         out, calls = run(capsys, "scancel", job)
         assert out == (0, "", "")
-        assert WHOLE not in calls and calls[0] == MINE and calls[-1][0] == "qdel"
+        n = job.split("_")[0]
+        assert WHOLE not in calls and calls[0] == ("qstat", "-j", n, "-xml") and calls[-1][0] == "qdel"
+        assert calls[1] == (MINE if job != "115" else ("qdel", "115"))  # 115 waits: qstat -j made its record
     out, calls = run(capsys, "scancel", "106")  # alice's, by root
-    assert calls == [MINE, ("qstat", "-j", "106"), ("qstat", "-u", "alice", "-r", "-xml"), ("qdel", "106")]
+    assert calls == [("qstat", "-j", "106", "-xml"), MINE, ("qstat", "-j", "106"),
+                     ("qstat", "-u", "alice", "-r", "-xml"), ("qdel", "106")]
     out, calls = run(capsys, "scancel", "-v", "999999")
     assert out[0] == 0 and "Invalid job id specified" in out[2]
-    assert calls == [MINE, ("qstat", "-j", "999999")]
+    assert calls == [("qstat", "-j", "999999", "-xml"), MINE, ("qstat", "-j", "999999")]
 
 
 def test_scontrol_job_control_and_show_job_without_the_whole_queue(capsys):
-    out, calls = run(capsys, "scontrol", "hold", "115")  # waiting: hold shows no reason
-    assert out[0] == 0 and calls == [MINE, ("qhold", "115")]
+    out, calls = run(capsys, "scontrol", "hold", "115")  # waiting: hold shows no reason (its record: qstat -j)
+    assert out[0] == 0 and calls == [("qstat", "-j", "115", "-xml"), ("qhold", "115")]
     out, calls = run(capsys, "scontrol", "show", "job", "112")  # held: JobHeldUser is the job's own
     assert out[0] == 0 and "Reason=JobHeldUser" in out[1]
     assert listings(calls) == [MINE]
@@ -137,7 +142,7 @@ def test_a_caller_without_a_passwd_entry_asks_about_the_ids_first(capsys, monkey
     monkeypatch.setattr(jobs, "own_name", lambda: None)
     out, calls = run(capsys, "scancel", "105")
     assert out == (0, "", "")
-    assert calls == [("qstat", "-j", "105"), MINE, ("qdel", "105")]
+    assert calls == [("qstat", "-j", "105", "-xml"), ("qstat", "-j", "105"), MINE, ("qdel", "105")]
 
 
 def test_an_answer_about_the_ids_that_cannot_be_read_lists_the_whole_queue(capsys, monkeypatch, site):

@@ -121,9 +121,12 @@ class Session:
         """The listing (kept for the session); ``only``: a listing of these jobs (jobs.list_jobs:
         Grid Engine is asked about them and their owners' jobs, not the whole queue; ``show job
         N`` reads no other job's records), not kept. ``reasons``: the pending reasons are shown
-        (show job), else they need not be exact (the job-control verbs)."""
+        (show job), else they need not be exact (the job-control verbs, which print no priority
+        either: their records come from ``qstat -j <ids> -xml`` where it determines them,
+        jobs.list_jobs' ``direct``)."""
         if only is not None and (self._jobs is None or refresh):
-            return jobs.list_jobs(self.cfg, ended=True, only=only, reasons=reasons, quotas=None if reasons else False)
+            return jobs.list_jobs(self.cfg, ended=True, only=only, reasons=reasons, quotas=None if reasons else False,
+                                  direct=not reasons)  # (the job-control verbs: from qstat -j N alone)
         if self._jobs is None or refresh:
             self._jobs = jobs.list_jobs(self.cfg, ended=True)
         return self._jobs

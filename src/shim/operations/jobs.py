@@ -311,7 +311,7 @@ def detail(rec: JobRecord, cfg: SiteConfig) -> JobRecord:
 def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float | None = None,
               xml: str | None = None, started: q.Query | None = None, quotas: bool | None = None,
               only: set[int] | None = None, reasons: bool | None = None, stopped: bool | None = None,
-              users: list[str] | None = None) -> JobList:
+              users: list[str] | None = None, direct: bool | None = None) -> JobList:
     """Every job Grid Engine knows, as Slurm sees it; with ``ended``, also those that ended or were
     cancelled within ``cluster.min_job_age`` seconds (from the shim's event records).
 
@@ -332,6 +332,9 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
     (``q.listing_args``; ``started`` if it is that), whose records of their jobs are those of the
     whole listing; the whole queue is listed after all where one of their jobs waits with no
     reason of its own and reasons are shown (as for ``only``). Other jobs' records are missing.
+
+    ``direct``: the ``only`` jobs' records from ``qstat -j <ids> -xml`` where it can (``_direct``);
+    by default for ``DIRECT_COMMANDS``.
 
     ``quotas``: look up which waiting jobs a resource quota holds (``_refine_reasons``); by
     default only for the commands that show reasons (``QUOTA_COMMANDS``).
@@ -362,12 +365,16 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
             append(rec)
         submits.jobs = len(records) + len(into)
 
-    def read(qy: q.Query | None, text: str | None = None, named: bool = False) -> None:
+    def read(qy: q.Query | None, text: str | None = None, named: bool = False,
+             given: list[dict[str, Any]] | None = None) -> None:
         """One listing's records, added to ``records`` and ``by_job``; ``named``: only those of
-        the jobs ``only`` names (the rows of the others are not made records at all)."""
+        the jobs ``only`` names (the rows of the others are not made records at all); ``given``:
+        rows read already (``_direct``; the reader is fed nothing and finishes with none)."""
         got: list[JobRecord] = []
         reader = q.RowReader()
-        if text is not None:
+        if given is not None:
+            take(given, got, named)
+        elif text is not None:
             take(reader.feed(text), got, named)
         else:
             assert qy is not None
@@ -396,13 +403,15 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
         quotas = shows if quotas is None else quotas
         reasons = shows if reasons is None else reasons
         stopped = (ended or calls.command in STOPPED_COMMANDS) if stopped is None else stopped
+    if direct is None:
+        direct = _command() in DIRECT_COMMANDS
     # Tens of thousands of small containers, none in a cycle: the cyclic collector would only
     # walk the growing heap again and again (a third of the time). It is off while they are made.
     collecting = gc.isenabled()
     gc.disable()
     try:
         _listings(cfg, read, records, by_job, xml=xml, only=only, users=users, started=started, backend=backend,
-                  reasons=reasons)
+                  reasons=reasons, direct=direct)
     finally:
         if collecting:
             gc.enable()
@@ -421,13 +430,15 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
 
 def _listings(cfg: SiteConfig, read: Any, records: list[JobRecord], by_job: dict[int, list[JobRecord]], *,
               xml: str | None, only: set[int] | None, users: list[str] | None, started: q.Query | None,
-              backend: Any, reasons: bool | None) -> None:
+              backend: Any, reasons: bool | None, direct: bool = False) -> None:
     """list_jobs' qstat listings, read (``read``) into ``records`` and ``by_job``: the given text;
-    the named jobs' (``_named``), or the whole queue where a named job waits and reasons are shown;
-    some users' jobs, or the whole queue likewise; else the whole queue. ``started`` is used where
-    it lists what is asked, and closed where it does not."""
+    the named jobs' (``_direct`` with ``direct``, else ``_named``), or the whole queue where a named
+    job waits and reasons are shown; some users' jobs, or the whole queue likewise; else the whole
+    queue. ``started`` is used where it lists what is asked, and closed where it does not."""
     if xml is not None:
         read(None, xml)
+    elif only is not None and direct and started is None and _direct(cfg, only, backend, read):
+        pass
     elif only is not None:
         listed = _named(cfg, only, started, backend, read, by_job)
         if listed is None or (listed == NAMED and reasons and
@@ -495,6 +506,40 @@ def _named(cfg: SiteConfig, only: set[int], started: q.Query | None, backend: An
     if more:
         read(backends.start_qstat(cfg, q.listing_args(more), backend=backend), named=True)
     return NAMED
+
+
+def _command() -> str:
+    from ..gridengine import calls
+
+    return calls.command
+
+
+def _direct(cfg: SiteConfig, only: set[int], backend: Any, read: Any) -> bool:
+    """The named jobs' rows from one ``qstat -j <ids> -xml`` (gridengine/onejob.py), read into the
+    listing (``read``): True. False, nothing read, where there are more than OWNER_LOOKUPS ids or
+    the answer does not determine every named job's row (a job with a task enrolled or an array,
+    an answer that does not read): the caller lists them as before (``_named``).
+
+    For callers that act on the named jobs and read neither their priority (not in the detail) nor
+    their reasons (the whole queue's): scancel N (``DIRECT_COMMANDS``), scontrol's
+    hold/uhold/release/suspend/resume/requeue/update N (cli/scontrol.py); not squeue -j N or
+    scontrol show job N, which print both. Issue 29: on a 100,000-job queue the owner's listing
+    was 97% of scancel N."""
+    if not only or len(only) > OWNER_LOOKUPS:
+        return False
+    from ..errors import ShimError
+    from ..gridengine import onejob
+
+    ids = sorted(only)
+    try:
+        res = (backend if backend is not None else _backend(cfg)).detail_xml(ids)
+    except (OSError, ShimError):
+        return False  # (the listing says why Grid Engine does not answer)
+    rows = onejob.rows(res.returncode, res.stdout, ids)
+    if rows is None:
+        return False
+    read(None, given=rows, named=True)
+    return True
 
 
 def _waits(r: JobRecord) -> bool:
@@ -578,6 +623,7 @@ def _begin_ts(s: Submitted | None) -> float | None:
 
 QUOTA_COMMANDS = frozenset({"squeue", "scontrol"})  # list_jobs asks which jobs a quota holds for these
 STOPPED_COMMANDS = frozenset({"squeue", "scontrol"})  # list_jobs marks the stopped jobs for these
+DIRECT_COMMANDS = frozenset({"scancel"})  # list_jobs reads named jobs from qstat -j for these (``direct``)
 
 
 def _refine_reasons(records: list[JobRecord], by_job: dict[int, list[JobRecord]], cfg: SiteConfig,

@@ -1,0 +1,247 @@
+"""Issue 29, "a big queue": ``scancel N`` and scontrol's job-control verbs make the named jobs'
+records from one ``qstat -j <ids> -xml`` (gridengine/onejob.py, jobs.list_jobs' ``direct``), not
+from their owner's whole listing, where that answer determines the records; the listing as
+before where it does not (a task enrolled: running, suspended, in error, being deleted; an array;
+an answer that does not read). ``squeue -j N`` and ``scontrol show job N``, which print the
+priority and the reason, list as before.
+
+Exactness: for jobs captured both ways at the same moment (a job list row and a ``qstat -j``
+element of the same job), the records the cancel and control code reads are equal between the
+two paths, on SGE 8.1.9 and OCS 9.1.4 (fixtures/gridengine/sge-8.1.9/live-qstat-u-all-r-xml.mixed.xml
+with live-qstat-j-xml.mixed.xml; fixtures/gridengine/ocs-9.1.4/qstat-r-all-users.xml with
+qstat-j-held.xml, qstat-j.xml, qstat-j-array.xml: their READMEs say how they were captured)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from conftest import FIXTURES
+from listing_replay import ListingReplay
+from shim import siteconf
+from shim.__main__ import dispatch
+from shim.gridengine import backends, onejob
+from shim.operations import jobs
+from shim_records import frozen_site
+
+SGE = FIXTURES / "gridengine" / "sge-8.1.9"
+OCS = FIXTURES / "gridengine" / "ocs-9.1.4"
+WHOLE = ("qstat", "-u", "*", "-r", "-xml")
+MINE = ("qstat", "-u", "root", "-r", "-xml")
+
+# (listing, {ids asked: the qstat -j -xml answer}) per release, captured at one moment each
+SGE_PAIR = (SGE / "live-qstat-u-all-r-xml.mixed.xml", SGE / "live-qstat-j-xml.mixed.xml")
+OCS_DETAIL = {500018: OCS / "qstat-j.xml", 500019: OCS / "qstat-j-held.xml", 500020: OCS / "qstat-j-array.xml"}
+
+# what scancel (operations/cancel.py) and scontrol's verbs (operations/control.py) read of a record
+READ = ("job_id", "name", "user", "uid", "gid", "state", "partition", "queue", "num_cpus", "num_tasks", "nodes",
+        "batch_host", "submit_time", "start_time", "time_limit", "gres", "licenses", "min_memory_mb",
+        "mem_per_cpu", "array_task", "array_pending", "array_max_tasks", "is_array")
+READ_EXTRA = ("submit_ts", "start_ts", "pending_indices", "predecessors", "ge_tasks", "ge_task", "ended",
+              "stopped", "run_seconds")
+READ_ROW = ("hard", "hard_queues", "pe", "pe_slots", "predecessors")
+
+
+@pytest.fixture(autouse=True)
+def site(monkeypatch, tmp_path):
+    state_dir = frozen_site(monkeypatch, tmp_path)
+    monkeypatch.setenv("TZ", "UTC")  # the listings' times are the capturing host's local time (UTC)
+    time.tzset()
+    monkeypatch.setattr(jobs, "own_name", lambda: "root")
+    yield state_dir
+    monkeypatch.undo()
+    time.tzset()
+    siteconf.reset()
+    backends.use(None)
+
+
+def backend(listing, details: dict[tuple[int, ...], str] | None = None, rc: int = 0) -> ListingReplay:
+    """The recorded listing (and the narrower ones Grid Engine derives from it), and qstat -j
+    -xml's recorded answer for the ids given."""
+    b = ListingReplay()
+    b.add(WHOLE[0], list(WHOLE[1:]), stdout=listing.read_text())
+    for ids, text in (details or {}).items():
+        b.add("qstat", ["-j", ",".join(map(str, ids)), "-xml"], stdout=text, rc=rc)
+    b.add("qconf", ["-se", "global"], stdout=(SGE / "live-qconf-se-global.txt").read_text())
+    for tool in ("qdel", "qhold", "qrls", "qmod"):
+        b.add(tool, [], stdout="")
+    return b
+
+
+def seen(recs) -> list[tuple]:
+    """The records as the cancel and control code read them."""
+    out = []
+    for r in recs:
+        row = r.extra.get("ge_row") or {}
+        out.append((tuple(getattr(r, f) for f in READ), tuple(r.extra.get(k) for k in READ_EXTRA),
+                    tuple(row.get(k) or None for k in READ_ROW)))
+    return out
+
+
+def both(b, ids: set[int]):
+    """list_jobs' records of ``ids`` the direct way and the listing's way, and the calls of each."""
+    cfg = siteconf.get()
+    b.calls.clear()
+    fast = jobs.list_jobs(cfg, only=ids, reasons=False, quotas=False, ended=True, backend=b, direct=True)
+    fast_calls = [c for c, _ in b.calls]
+    b.calls.clear()
+    slow = jobs.list_jobs(cfg, only=ids, reasons=False, quotas=False, ended=True, backend=b, direct=False)
+    slow_calls = [c for c, _ in b.calls]
+    return fast, fast_calls, slow, slow_calls
+
+
+def detail_call(ids) -> tuple[str, ...]:
+    return ("qstat", "-j", ",".join(map(str, sorted(ids))), "-xml")
+
+
+# ---------------------------------------------------------------------------------------------
+# the records are those of the listing
+
+
+@pytest.mark.parametrize("ids", [{115}, {113}, {113, 115}])
+def test_sge_pending_jobs_read_from_qstat_j_alone_are_the_listings_records(ids):
+    """SGE 8.1.9: 115 waits (qw, -a an hour ahead), 113 waits for 105 (hqw: -hold_jid)."""
+    listing, detail = SGE_PAIR
+    b = backend(listing, {tuple(sorted(ids)): detail.read_text()})
+    fast, fast_calls, slow, slow_calls = both(b, ids)
+    assert fast_calls == [detail_call(ids)]  # one question, no listing
+    assert MINE in slow_calls
+    assert seen(fast.records) == seen(slow.records) and len(fast.records) == len(ids)
+    assert fast.known == slow.known == ids
+    assert [r.state for r in fast.records] == ["PENDING"] * len(ids)
+    assert [r.ge_state for r in fast.records] == [r.ge_state for r in slow.records]  # (hqw of -hold_jid too)
+
+
+def test_ocs_held_job_read_from_qstat_j_alone_is_the_listings_record():
+    """OCS 9.1.4: 500019, held (-h: JB_ja_u_h_ids), -pe smp 2, h_rt and mem_free requested."""
+    b = backend(OCS / "qstat-r-all-users.xml", {(500019,): OCS_DETAIL[500019].read_text()})
+    fast, fast_calls, slow, slow_calls = both(b, {500019})
+    assert fast_calls == [detail_call({500019})] and MINE in slow_calls
+    assert seen(fast.records) == seen(slow.records)
+    (r,) = fast.records
+    assert (r.state, r.ge_state, r.reason, r.num_cpus, r.time_limit) == ("PENDING", "hqw", "JobHeldUser", 2, 10)
+    assert (r.ge_state, r.reason) == (slow.records[0].ge_state, slow.records[0].reason)  # the hold list says it
+
+
+@pytest.mark.parametrize("job,why", [(105, "running"), (106, "running, alice's"), (110, "an array, two tasks running"),
+                                     (114, "Eqw: its task enrolled in error")])
+def test_sge_jobs_with_a_task_enrolled_or_arrays_are_listed_as_before(job, why):
+    """SGE 8.1.9's detail has no JAT_state, no granted queue, no hold lists: such jobs' records
+    come from the listing, the same as without ``direct``."""
+    listing, detail = SGE_PAIR
+    b = backend(listing, {(job,): detail.read_text()})
+    fast, fast_calls, slow, slow_calls = both(b, {job})
+    assert fast_calls[0] == detail_call({job}) and fast_calls[1:] == slow_calls, why
+    assert seen(fast.records) == seen(slow.records) and fast.records, why
+
+
+@pytest.mark.parametrize("job", [500018, 500020])
+def test_ocs_running_jobs_and_arrays_are_listed_as_before(job):
+    b = backend(OCS / "qstat-r-all-users.xml", {(job,): OCS_DETAIL[job].read_text()})
+    fast, fast_calls, slow, slow_calls = both(b, {job})
+    assert fast_calls[0] == detail_call({job}) and fast_calls[1:] == slow_calls
+    assert seen(fast.records) == seen(slow.records) and fast.records
+
+
+def test_one_unreadable_job_among_the_named_lists_them_all_as_before():
+    listing, detail = SGE_PAIR
+    b = backend(listing, {(105, 115): detail.read_text()})
+    fast, fast_calls, slow, slow_calls = both(b, {105, 115})
+    assert fast_calls[1:] == slow_calls and seen(fast.records) == seen(slow.records)
+
+
+def test_a_job_grid_engine_does_not_know_is_unknown_as_in_the_listing():
+    listing, _ = SGE_PAIR
+    b = backend(listing, {(999999,): (SGE / "qstat-j-nonexistent-xml.xml").read_text()}, rc=1)
+    fast, fast_calls, slow, slow_calls = both(b, {999999})
+    assert fast_calls == [detail_call({999999})]
+    assert fast.records == [] == slow.records and fast.known == slow.known == set()
+
+
+# ---------------------------------------------------------------------------------------------
+# the converter refuses what it cannot read whole
+
+
+def test_the_converter_reads_only_whole_answers():
+    text = (SGE / "live-qstat-j-xml.mixed.xml").read_text()
+    assert onejob.rows(0, text, [115])[0]["state"] == "qw"
+    assert onejob.rows(0, text, [115, 111]) is None  # 111 neither found nor named unknown
+    assert onejob.rows(0, text[:-40], [115]) is None  # cut short: no document
+    assert onejob.rows(0, text.replace("<messages>", "<other>").replace("</messages>", "</other>"), [115]) is None
+    assert onejob.rows(2, text, [115]) is None  # qstat failed
+    assert onejob.rows(0, "", [115]) is None
+    gone = (SGE / "qstat-j-nonexistent-xml.xml").read_text()
+    assert onejob.rows(1, gone, [999999]) == [] and onejob.rows(1, gone, [999999, 115]) is None
+    assert onejob.rows(0, text.replace("<JB_type>64</JB_type>", "<JB_type>x</JB_type>"), [115]) is None
+    held = (OCS / "qstat-j-held.xml").read_text()
+    assert onejob.rows(0, held, [500019])[0]["state"] == "hqw"
+    released = held.replace("JB_ja_u_h_ids", "JB_ja_n_h_ids")
+    assert onejob.rows(0, released, [500019])[0]["state"] == "qw"
+    # an OCS job whose id lists lack its task is no plain pending job
+    assert onejob.rows(0, held.replace("<RN_min>1</RN_min>\n          <RN_max>1</RN_max>\n          <RN_step>1</RN_step>\n"
+                                       "        </task_id_range>\n      </JB_ja_u_h_ids>",
+                                       "<RN_min>2</RN_min>\n          <RN_max>2</RN_max>\n          <RN_step>1</RN_step>\n"
+                                       "        </task_id_range>\n      </JB_ja_u_h_ids>"), [500019]) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# which commands ask what
+
+
+def run(capsys, b, cmd, *argv):
+    backends.use(b)
+    rc = dispatch(cmd, list(argv))
+    out, err = capsys.readouterr()
+    return (rc, out, err), [c for c, _ in b.calls]
+
+
+def events(site) -> dict[str, str]:
+    """The cancel events written (each once: the store hard-links them into time buckets), removed."""
+    out = {p.name: p.read_text() for p in site.rglob("*.cancel.json")}
+    for p in site.rglob("*.cancel.json"):
+        p.unlink()
+    return out
+
+
+@pytest.mark.parametrize("argv", [["115"], ["113"], ["-v", "113", "115"], ["-t", "PD", "-n", "fx_dep", "113"],
+                                  ["-p", "gpu", "-v", "115"]])
+def test_scancel_of_waiting_jobs_asks_qstat_j_once_and_does_what_the_listing_did(capsys, monkeypatch, site, argv):
+    listing, detail = SGE_PAIR
+    ids = {int(a) for a in argv if a.isdigit()}
+    fast, calls = run(capsys, backend(listing, {tuple(sorted(ids)): detail.read_text()}), "scancel", *argv)
+    assert calls[0] == detail_call(ids) and all(c[0] != "qstat" for c in calls[1:]), calls
+    made = events(site)
+    monkeypatch.setattr(jobs, "DIRECT_COMMANDS", frozenset())  # as before: the owner's listing
+    slow, slow_calls = run(capsys, backend(listing), "scancel", *argv)
+    assert MINE in slow_calls and fast == slow
+    assert [c for c in calls if c[0] != "qstat"] == [c for c in slow_calls if c[0] != "qstat"]
+    assert made == events(site)
+
+
+def test_scontrol_hold_and_release_of_a_waiting_job_ask_qstat_j_once(capsys):
+    listing, detail = SGE_PAIR
+    for verb, tool in (("hold", "qhold"), ("release", "qrls"), ("uhold", "qhold")):
+        out, calls = run(capsys, backend(listing, {(113,): detail.read_text()}), "scontrol", verb, "113")
+        assert out[0] == 0 and calls == [detail_call({113}), (tool, "113")], verb
+
+
+def test_scontrol_suspend_of_a_waiting_job_says_it_is_pending_from_qstat_j(capsys):
+    listing, detail = SGE_PAIR
+    out, calls = run(capsys, backend(listing, {(115,): detail.read_text()}), "scontrol", "suspend", "115")
+    assert out == (1, "", "Job is pending execution for job 115\n") and calls == [detail_call({115})]
+
+
+def test_squeue_j_and_scontrol_show_job_still_list(capsys):
+    """They print the priority and the reason, which qstat -j does not carry."""
+    listing, detail = SGE_PAIR
+    out, calls = run(capsys, backend(listing, {(113,): detail.read_text()}), "squeue", "-j", "113")
+    assert out[0] == 0 and calls[0] == MINE and detail_call({113}) not in calls
+    out, calls = run(capsys, backend(listing, {(113,): detail.read_text()}), "scontrol", "show", "job", "113")
+    assert out[0] == 0 and calls[0] == MINE and "Priority=" in out[1]  # (its qstat -j after: the job's detail)
+
+
+def test_scancel_of_a_running_job_asks_qstat_j_then_lists_as_before(capsys):
+    listing, detail = SGE_PAIR
+    out, calls = run(capsys, backend(listing, {(105,): detail.read_text()}), "scancel", "105")
+    assert out == (0, "", "") and calls == [detail_call({105}), MINE, ("qdel", "105")]
