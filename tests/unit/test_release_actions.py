@@ -11,13 +11,12 @@ The Grid Engine call each case makes is checked too (``ACTS``): a case that prin
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
 from conftest import FIXTURES
 from release_capture import RELEASES, cases
-from release_listing import USERS, ge_action, table
+from release_listing import ge_action, table
 from shim.proc import Result
 from test_release_listing import CapturedQueue, replay_queue
 
@@ -57,12 +56,14 @@ ACTS = {
     "scancel_signal_int_numeric_withstep": [],
     "scancel_state_pending_partition": [["qdel", "N:toolong", "N:gpu2"]], "scancel_step": [],
     "scancel_unknown_array_task": [], "scancel_bob_on_root_job": [["qdel", "J"]], "scancel_done_verbose": [],
+    "scancel_me_bob_nothing": [],
     "scancel_u_bob": [["qdel", "N:bobjob", "N:bobheld"]], "scancel_verbose": [["qdel", "J"]],
     **{f"scancel_signal_{s}": [] for s in ("int_numeric", "term_batch", "term_batch_withstep", "usr1", "usr1_batch",
                                             "usr1_batch_withstep", "usr1_full", "usr1_full_withstep", "usr1_withstep")},
     "scontrol_hold": [["qhold", "J"]], "scontrol_hold_again": [["qhold", "J"]], "scontrol_release": [["qrls", "J"]],
     "scontrol_release_array_task": [["qrls", "J.3"]], "scontrol_requeue": [["qmod", "-rj", "J"]],
     "scontrol_suspend": [["qmod", "-sj", "J"]], "scontrol_uhold": [["qhold", "J"]],
+    "scontrol_release_bob_other": [],  # (bob on root's job: the shim refuses it before asking Grid Engine)
     # (TimeLimit=00:30:00: the wrapper's limit, and Grid Engine's h_rt a minute behind it as the backstop;
     # qalter -l replaces the whole list, so the job's other request is asked again)
     "scontrol_update_timelimit": [["qalter", "-l", "h_rt=1860,mem_free=100M", "J"]],
@@ -98,14 +99,12 @@ def _moment(release: str, name: str) -> dict:
 
 
 def act(release: str, name: str, tmp_path, monkeypatch, capsys) -> tuple[tuple[int, str, str], ActingQueue]:
-    """The shim's (exit code, stdout, stderr) for this case, run as the case's user, and its Grid Engine."""
+    """The shim's (exit code, stdout, stderr) for this case (run as the case's user: replay_queue), and its
+    Grid Engine, which acts as that user."""
     user = cases(release)[name]["user"]
     made: list[ActingQueue] = []
 
     def grid_engine(jobs: list[dict]) -> ActingQueue:
-        # the records are in (root's, as each submitter's): from here on the caller is the case's user,
-        # whom the replay's passwd knows (replay_queue)
-        monkeypatch.setattr(os, "getuid", lambda: USERS[user][0])
         made.append(ActingQueue(jobs, user))
         return made[-1]
 
@@ -126,11 +125,12 @@ def named(found: list[tuple[str, str]], names: tuple[str, ...]) -> list[tuple[st
     "scancel_array_task_running", "scancel_array_whole", "scancel_name", "scancel_pending", "scancel_running",
     "scancel_signal_int_numeric_withstep", "scancel_state_pending_partition", "scancel_step",
     "scancel_unknown_array_task", "scancel_bob_on_root_job", "scancel_done_verbose", "scancel_u_bob", "scancel_verbose",
+    "scancel_me_bob_nothing",
     "scancel_signal_int_numeric", "scancel_signal_term_batch", "scancel_signal_term_batch_withstep",
     "scancel_signal_usr1", "scancel_signal_usr1_batch", "scancel_signal_usr1_batch_withstep",
     "scancel_signal_usr1_full", "scancel_signal_usr1_full_withstep", "scancel_signal_usr1_withstep",
     "scontrol_hold", "scontrol_hold_again", "scontrol_release", "scontrol_release_array_task", "scontrol_requeue",
-    "scontrol_suspend", "scontrol_uhold", "scontrol_update_timelimit")))
+    "scontrol_suspend", "scontrol_uhold", "scontrol_update_timelimit", "scontrol_release_bob_other")))
 def test_the_shim_acts_on_the_captured_queue(release, name, tmp_path, monkeypatch, capsys):
     case = cases(release)[name]
     got, ge = act(release, name, tmp_path, monkeypatch, capsys)

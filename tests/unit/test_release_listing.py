@@ -9,6 +9,7 @@ code, stdout and stderr byte for byte; the whole-queue listings differ in the kn
 from __future__ import annotations
 
 import json
+import os
 import pwd
 import time
 from datetime import datetime
@@ -41,7 +42,8 @@ def _moment(release: str, name: str) -> dict:
 
 def replay_queue(release: str, name: str, tmp_path, monkeypatch, capsys, grid_engine=None,
                  moment: dict | None = None) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of the shim for this case, on the queue the case saw (``moment``:
+    """(exit code, stdout, stderr) of the shim for this case, run as the case's user (root or bob,
+    whom the replay's passwd knows), on the queue the case saw (``moment``:
     that queue, else the one the table names); ``grid_engine``: makes the Grid Engine of that
     moment's jobs (test_release_actions.py's, which answers job actions too), else CapturedQueue."""
     moment = moment or _moment(release, name)
@@ -63,7 +65,10 @@ def replay_queue(release: str, name: str, tmp_path, monkeypatch, capsys, grid_en
         ended(state_dir, moment.get("ended", []))
         with open(state_dir.parent / "accounting", "a") as f:  # (release_capture.replay's accounting file)
             f.write(accounting_lines(moment.get("ended", [])))
-        backend = CapturedQueue() if grid_engine is None else grid_engine(moment["jobs"])  # (once the records are in)
+        # the records are in (root's, as each submitter's): from here on the caller is the case's user
+        user = cases(release)[name]["user"]
+        monkeypatch.setattr(os, "getuid", lambda: USERS[user][0])
+        backend = CapturedQueue() if grid_engine is None else grid_engine(moment["jobs"])
         backend.add("qstat", ["-u", "*", "-r", "-xml"], stdout=listed)
         return backend
 
@@ -97,10 +102,9 @@ def test_each_table_is_the_captures_own_rows():
     "squeue_after_task_cancel", "squeue_array_after_task_cancel", "squeue_after_cancel_running",
     "squeue_j_completed_recent", "squeue_j_completed_recent_t_all", "squeue_array_ranges", "squeue_array_ranges_O",
     "squeue_array_ranges_r", "squeue_after_signals", "sacct_array", "sacct_array_task", "sacct_S_E",
-    "sacct_noheader_P_state", "sacct_name", "squeue_array_after_whole_cancel")))
+    "sacct_noheader_P_state", "sacct_name", "squeue_array_after_whole_cancel", "squeue_me_bob")))
 def test_the_shim_prints_the_captured_queue(release, name, tmp_path, monkeypatch, capsys):
     case = cases(release)[name]
-    assert case["user"] == "root"
     assert replay_queue(release, name, tmp_path, monkeypatch, capsys) == (case["rc"], case["stdout"], case["stderr"])
 
 
