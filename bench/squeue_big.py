@@ -22,7 +22,8 @@ dispatch, imports before it excluded as for the baseline's interpreter), their r
 per-row cost, and the child's peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) against
 an idle child's (the same imports, no squeue). Median of ``--runs``.
 
-``BENCH_SRC=<tree>/src`` measures another tree (a before). ``--args`` gives squeue's arguments.
+``BENCH_SRC=<tree>/src`` measures another tree; ``--before <tree>/src`` runs that tree in turn with
+this one, each round (baseline, after, before). ``--args`` gives squeue's arguments.
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ def document(form: str, n: int, kind: str = "mix") -> str:
 def child(spec: dict) -> dict:
     import resource
 
-    sys.path.insert(0, SRC)
+    sys.path.insert(0, spec.get("src") or SRC)
     top = spec["top"]
     os.environ["SLURM_SHIM_CONFIG"] = os.path.join(top, "config.toml")
     os.environ["XDG_CACHE_HOME"] = os.path.join(top, "cache")
@@ -225,6 +226,7 @@ def main() -> None:
     ap.add_argument("--profile", type=int, default=0, help="cProfile top N of one run (each form)")
     ap.add_argument("--write", help="write the document here and stop")
     ap.add_argument("--json", help="write the numbers here")
+    ap.add_argument("--before", metavar="SRC", help="another tree's src/ (a before), run in turn with this one")
     o = ap.parse_args()
     if o.child:
         print(json.dumps(child(json.loads(sys.stdin.read()))))
@@ -244,18 +246,24 @@ def main() -> None:
             spec = {"top": top, "doc": doc, "args": o.args.split()}
             run_child({**spec, "runs": 1})  # (a warm-up: the page cache, siteconf's cache)
             idle = run_child({**spec, "idle": True})["rss_kb"]
-            base, shim, rss = [], [], []
-            for _ in range(o.runs):
+            trees = {"after": SRC, "before": o.before} if o.before else {"this": SRC}
+            base: list[float] = []
+            shim: dict[str, list[float]] = {t: [] for t in trees}
+            rss: dict[str, list[int]] = {t: [] for t in trees}
+            for _ in range(o.runs):  # (in turn: the load other work puts on the machine falls on each alike)
                 base.append(baseline(doc))
-                r = run_child(spec)
-                shim.append(r["seconds"])
-                rss.append(r["rss_kb"])
-            b, s = statistics.median(base), statistics.median(shim)
+                for t, src in trees.items():
+                    r = run_child({**spec, "src": src})
+                    shim[t].append(r["seconds"])
+                    rss[t].append(r["rss_kb"])
+            b = statistics.median(base)
             results[form] = {"rows": o.n, "bytes": os.path.getsize(doc), "baseline_s": base, "squeue_s": shim,
                              "rss_kb": rss, "idle_rss_kb": idle}
-            print(f"{form} {o.kind} {o.n} rows ({os.path.getsize(doc) / 1e6:.1f} MB): cat {b * 1000:.0f} ms, "
-                  f"squeue {s * 1000:.0f} ms ({s / b:.1f}x the baseline, {s / o.n * 1e6:.1f} us a row), "
-                  f"peak RSS {max(rss) / 1024:.0f} MB (idle child {idle / 1024:.0f} MB)", flush=True)
+            for t in trees:
+                s = statistics.median(shim[t])
+                print(f"{form} {o.kind} {o.n} rows ({os.path.getsize(doc) / 1e6:.1f} MB), {t}: cat {b * 1000:.0f} ms, "
+                      f"squeue {s * 1000:.0f} ms ({s / b:.1f}x the baseline, {s / o.n * 1e6:.1f} us a row), "
+                      f"peak RSS {max(rss[t]) / 1024:.0f} MB (idle child {idle / 1024:.0f} MB)", flush=True)
             if o.profile:
                 r = run_child({**spec, "profile": o.profile})
                 print(r["profile_tottime"])

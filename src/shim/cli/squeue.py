@@ -399,6 +399,9 @@ def _main(argv: list[str]) -> int:
             started.close()
 
 
+WRITE_BATCH = 4096  # rows rendered and written at a time
+
+
 def _run_once(cfg, ctx: view.Ctx, opts: Options, qy: jobqueue.Query, kind: str, ftext: str, *, dated: bool,
               started: Started | None = None) -> int:
     """One report: the listing the query reads (jobqueue.listing), the records it shows in squeue's
@@ -439,11 +442,17 @@ def _run_once(cfg, ctx: view.Ctx, opts: Options, qy: jobqueue.Query, kind: str, 
         out.append(datetime.fromtimestamp(ctx.now).strftime("%a %b %d %H:%M:%S %Y"))
     if opts.clusters:
         out.append(f"CLUSTER: {cfg.cluster.name}")
-    if qy.steps:
-        out += fmt.render_lines(f, view.steps_rows(recs), ctx, header=not opts.noheader)
-    else:
-        out += fmt.render_lines(f, recs, ctx, header=not opts.noheader)
-    sys.stdout.write("\n".join(out) + ("\n" if out else ""))
+    if not opts.noheader:
+        out.append(fmt.render_header(f))
+    write = sys.stdout.write
+    if out:
+        write("\n".join(out) + "\n")
+    # the rows (fmt.render_lines' lines) written a batch at a time: a big queue's text is never
+    # held whole beside its records
+    rows = view.steps_rows(recs) if qy.steps else recs
+    line = fmt.compile_row(f)
+    for i in range(0, len(rows), WRITE_BATCH):
+        write("\n".join([line(r, ctx) for r in rows[i:i + WRITE_BATCH]]) + "\n")
     for u in qy.bad_users:
         sys.stdout.flush()
         print(f"{PROG}: error: Invalid user: {u}\n", file=sys.stderr)
