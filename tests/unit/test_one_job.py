@@ -114,9 +114,8 @@ def test_scancel_acts_on_one_job_without_the_whole_queue(capsys):
         n = job.split("_")[0]
         assert WHOLE not in calls and calls[0] == ("qstat", "-j", n, "-xml") and calls[-1][0] == "qdel"
         assert calls[1] == (MINE if job != "115" else ("qdel", "115"))  # 115 waits: qstat -j made its record
-    out, calls = run(capsys, "scancel", "106")  # alice's, by root
-    assert calls == [("qstat", "-j", "106", "-xml"), MINE, ("qstat", "-j", "106"),
-                     ("qstat", "-u", "alice", "-r", "-xml"), ("qdel", "106")]
+    out, calls = run(capsys, "scancel", "106")  # alice's, by root: qstat -j -xml said whose
+    assert calls == [("qstat", "-j", "106", "-xml"), ("qstat", "-u", "alice", "-r", "-xml"), ("qdel", "106")]
     out, calls = run(capsys, "scancel", "-v", "999999")
     assert out[0] == 0 and "Invalid job id specified" in out[2]
     assert calls == [("qstat", "-j", "999999", "-xml"), MINE, ("qstat", "-j", "999999")]
@@ -142,7 +141,7 @@ def test_a_caller_without_a_passwd_entry_asks_about_the_ids_first(capsys, monkey
     monkeypatch.setattr(jobs, "own_name", lambda: None)
     out, calls = run(capsys, "scancel", "105")
     assert out == (0, "", "")
-    assert calls == [("qstat", "-j", "105", "-xml"), ("qstat", "-j", "105"), MINE, ("qdel", "105")]
+    assert calls == [("qstat", "-j", "105", "-xml"), MINE, ("qdel", "105")]  # (its owner's listing: root's)
 
 
 def test_an_answer_about_the_ids_that_cannot_be_read_lists_the_whole_queue(capsys, monkeypatch, site):

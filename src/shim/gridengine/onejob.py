@@ -67,35 +67,52 @@ def rows(returncode: int, text: str | bytes, ids: list[int]) -> list[dict[str, A
     """The listing's rows of the jobs ``ids`` from ``qstat -j <ids> -xml``'s answer (rc, stdout):
     one per job found, none for a job Grid Engine names unknown; None where the answer is not one
     to read whole (see the module's doc: the caller then lists the jobs)."""
+    return answer(returncode, text, ids)[0]
+
+
+def answer(returncode: int, text: str | bytes, ids: list[int]
+           ) -> tuple[list[dict[str, Any]] | None, dict[int, str] | None]:
+    """(rows, owners) of ``qstat -j <ids> -xml``'s answer: ``rows`` as ``rows`` gives them;
+    ``owners`` {job number: owner} of the jobs found (none for those Grid Engine names unknown),
+    where the answer reads and accounts for every id, else None. With rows None and owners given,
+    the owners' listing has the named jobs' rows (the caller lists them, and no one else's)."""
     import xml.etree.ElementTree as ET
 
     if returncode not in (0, 1) or not text or not ids:
-        return None
+        return None, None
     if isinstance(text, str):
         text = text.encode("utf-8", "replace")
     try:
         root = ET.fromstring(text)
     except ET.ParseError:
-        return None
+        return None, None
     wanted = set(ids)
     if root.tag == "unknown_jobs":
         gone = {_text(e) for e in root}
-        return [] if all(e.tag == "ST_name" for e in root) and gone == {str(j) for j in wanted} else None
+        if all(e.tag == "ST_name" for e in root) and gone == {str(j) for j in wanted}:
+            return [], {}
+        return None, None
     if root.tag != "detailed_job_info" or returncode != 0 or any(c.tag not in TOP for c in root):
-        return None
-    out: list[dict[str, Any]] = []
-    seen: set[int] = set()
+        return None, None
+    out: list[dict[str, Any]] | None = []
+    owners: dict[int, str] = {}
     for info in root.findall("djob_info"):
         for el in info:
             num = _text(el.find("JB_job_number"))
             if not num.isdigit() or int(num) not in wanted:
                 continue  # (not asked about: no part of the answer)
-            row = _row(el)
+            owner = _text(el.find("JB_owner"))
+            if not owner:
+                return None, None
+            owners[int(num)] = owner
+            row = _row(el) if out is not None else None
             if row is None:
-                return None
-            seen.add(int(num))
-            out.append(row)
-    return out if seen == wanted else None
+                out = None  # (the owners still count: the caller lists theirs)
+            else:
+                out.append(row)
+    if set(owners) != wanted:
+        return None, None  # an id neither found nor named unknown
+    return out, owners
 
 
 def _row(el: ET.Element) -> dict[str, Any] | None:

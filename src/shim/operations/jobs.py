@@ -516,9 +516,11 @@ def _command() -> str:
 
 def _direct(cfg: SiteConfig, only: set[int], backend: Any, read: Any) -> bool:
     """The named jobs' rows from one ``qstat -j <ids> -xml`` (gridengine/onejob.py), read into the
-    listing (``read``): True. False, nothing read, where there are more than OWNER_LOOKUPS ids or
-    the answer does not determine every named job's row (a job with a task enrolled or an array,
-    an answer that does not read): the caller lists them as before (``_named``).
+    listing (``read``): True. Where the answer does not determine every named job's row (a job
+    with a task enrolled or an array) but says whose each is (or that it is gone), their owners'
+    listing is read instead (the rows ``_named`` reads, without its questions): True. False,
+    nothing read, where there are more than OWNER_LOOKUPS ids or the answer does not read: the
+    caller lists them as before (``_named``).
 
     For callers that act on the named jobs and read neither their priority (not in the detail) nor
     their reasons (the whole queue's): scancel N (``DIRECT_COMMANDS``), scontrol's
@@ -535,10 +537,13 @@ def _direct(cfg: SiteConfig, only: set[int], backend: Any, read: Any) -> bool:
         res = (backend if backend is not None else _backend(cfg)).detail_xml(ids)
     except (OSError, ShimError):
         return False  # (the listing says why Grid Engine does not answer)
-    rows = onejob.rows(res.returncode, res.stdout, ids)
-    if rows is None:
+    rows, owners = onejob.answer(res.returncode, res.stdout, ids)
+    if rows is not None:
+        read(None, given=rows, named=True)
+    elif owners is None:
         return False
-    read(None, given=rows, named=True)
+    elif owners:  # rows the detail does not determine: its owners' listing has them (as _named's)
+        read(backends.start_qstat(cfg, q.listing_args(sorted(set(owners.values()))), backend=backend), named=True)
     return True
 
 
