@@ -18,7 +18,7 @@ from conftest import FIXTURES
 from release_capture import RELEASES, cases
 from release_listing import ge_action, table
 from shim.proc import Result
-from test_release_listing import CapturedQueue, replay_queue
+from test_release_listing import CapturedQueue, _moment, replay_queue
 
 TABLE = json.loads((FIXTURES / "release-cases.json").read_text())["releases"]
 HERE = "test_release_actions.py::test_the_shim_acts_on_the_captured_queue"
@@ -74,8 +74,8 @@ def _want(release: str, name: str, jobs: list[dict]) -> list[list[str]]:
     import re
 
     ids = {j["name"]: j["id"] for j in jobs}
-    found = re.search(r"(?:^| |=)(\d+)(?:_\[?[-\d]*\]?)?(?:\.\d+)?(?: |$)", cases(release)[name]["cmd"])
-    job = found.group(1) if found else ""
+    found = re.findall(r"(?:^| |=)(\d+)(?:_\[?[-\d]*\]?)?(?:\.\d+)?(?= |$)", cases(release)[name]["cmd"])
+    job = found[-1] if found else ""  # (the last number: the job id, after -s 2 and the like)
     arr = str(ids.get("arr", ""))
 
     def word(w: str) -> str:
@@ -90,14 +90,6 @@ def rows(kind: str) -> list[tuple[str, str]]:
     return [(r, name) for r in RELEASES for name, (k, what) in TABLE[r].items() if k == kind and what == HERE]
 
 
-def _moment(release: str, name: str) -> dict:
-    from release_listing import jobs_of
-
-    t = table(release)
-    which = t["cases"][name]
-    return {**t["moments"][which], "jobs": jobs_of(t["moments"], which)}
-
-
 def act(release: str, name: str, tmp_path, monkeypatch, capsys) -> tuple[tuple[int, str, str], ActingQueue]:
     """The shim's (exit code, stdout, stderr) for this case (run as the case's user: replay_queue), and its
     Grid Engine, which acts as that user."""
@@ -108,8 +100,7 @@ def act(release: str, name: str, tmp_path, monkeypatch, capsys) -> tuple[tuple[i
         made.append(ActingQueue(jobs, user))
         return made[-1]
 
-    got = replay_queue(release, name, tmp_path, monkeypatch, capsys, grid_engine=grid_engine,
-                       moment=_moment(release, name))
+    got = replay_queue(release, name, tmp_path, monkeypatch, capsys, grid_engine=grid_engine)
     return got, made[0]
 
 
@@ -117,6 +108,7 @@ def named(found: list[tuple[str, str]], names: tuple[str, ...]) -> list[tuple[st
     """The table's rows for this test, which names each case it replays (test_release_capture.py
     checks that a test named for a case names it), each with its Grid Engine calls in ACTS."""
     assert {n for _, n in found} == set(names) == set(ACTS), sorted({n for _, n in found} ^ set(names))
+    assert all(table(r)["cases"].get(n) for r, n in found)  # (each on a moment of its own naming, not the default)
     return found
 
 
@@ -136,7 +128,7 @@ def test_the_shim_acts_on_the_captured_queue(release, name, tmp_path, monkeypatc
     got, ge = act(release, name, tmp_path, monkeypatch, capsys)
     assert got == (case["rc"], case["stdout"], case["stderr"])
     jobs = _moment(release, name)["jobs"]
-    if ACTS[name] is None:  # scancel -u root: one qdel naming every job of root's the queue holds
+    if ACTS[name] is None:  # scancel -u root: one qdel naming every job of root's in the queue
         assert [sorted(c[1:]) for c in ge.acts()] == [sorted({str(j["id"]) for j in jobs if j["user"] == "root"})]
     else:
         # (the ids of one call in the listing's order, which is Grid Engine's: compared as a set)
