@@ -49,14 +49,19 @@ def test_the_batch_step_runs_from_its_typed_submit_record(unit_site, tmp_path):
     assert (None, "start") in events
 
 
-def test_a_missing_working_directory_fails_the_launch(unit_site, tmp_path):
+def test_a_missing_working_directory_runs_the_script_in_tmp(unit_site, tmp_path):
+    """As slurmstepd of every release (fixtures/slurm-*/oracle-ends.txt W): two lines on the job's
+    stderr, the script run in /tmp; an output file that can be opened is written (test_releases_ends.py)."""
     work = tmp_path / "work"
     work.mkdir()
     cp = run_wrapper(unit_site, work, a_record(unit_site, work, workdir=str(tmp_path / "gone")))
-    assert cp.returncode == 0, cp.stderr  # (Slurm's 0:53: the launch failed, the wrapper itself did not)
+    assert cp.returncode == 3, cp.stderr
     end = records.Reader(str(unit_site)).events(77, os.getuid())[(None, "end")]
-    assert (end["state"], end["reason"], end["signal"]) == ("FAILED", "JobLaunchFailure", 0)
-    assert not (work / "out-77.txt").exists()
+    assert (end["state"], end["reason"], end["exit"]) == ("FAILED", "None", 3)
+    lines = (work / "out-77.txt").read_text().splitlines()
+    assert [ln.split(": error: ", 1)[1] for ln in lines[:2]] == [
+        f"couldn't chdir to `{tmp_path / 'gone'}': No such file or directory: going to /tmp instead"] * 2
+    assert lines[2:] == ["hello typed 2 3 hi arg1"] and not (tmp_path / "gone").exists()
 
 
 def test_the_secrets_come_from_the_jobs_private_file(unit_site, tmp_path):

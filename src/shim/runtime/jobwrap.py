@@ -868,18 +868,15 @@ def main() -> None:
     jobenv.keep_ge(env, os.environ)
     hosts = jobenv.pe_hosts(os.environ, this_host)
 
-    # Slurm: a working directory that does not exist fails the launch (ExitCode 0:53), with no output.
-    workdir = p.workdir
-    try:
-        os.chdir(workdir)
-    except OSError:
-        launch_failed(sig=0)
-    env["PWD"] = workdir
-
+    # slurmstepd opens the output files (under the working directory where relative), making their
+    # missing directories first where the release does (OUTPUT_DIRS_MADE); one it cannot open fails
+    # the launch (0:53, nothing written). Then a working directory that does not exist is said twice
+    # on the job's stderr and the script runs in /tmp (every release: fixtures/slurm-*/oracle-ends.txt).
     try:
         out_fd, err_fd, in_fd = _stdio(p, job_id, task, user.pw_name, this_host)
     except OSError:
         launch_failed()
+    env["PWD"] = _enter_workdir(p.workdir, err_fd, this_host)
 
     try:
         gpu_ids = _gpus(p, sdir, this_host, job_id)
@@ -967,10 +964,35 @@ def _stdio(p: SubmitRecord, job_id: int, task: int | None, user_name: str, this_
     err_pat = p.stderr
     if out_pat is None:  # only -e given: stdout goes to the default file (Slurm does the same)
         out_pat = default_out
-    out_fd = _open_output(expand(out_pat), append)
-    err_fd = _open_output(expand(err_pat), append) if err_pat else out_fd
-    in_fd = os.open(expand(p.stdin), os.O_RDONLY) if p.stdin else os.open(os.devnull, os.O_RDONLY)
+    under = lambda pat: os.path.join(p.workdir or "/", expand(pat))  # noqa: E731  (the wrapper's cwd is /)
+    paths = [under(out_pat)] + ([under(err_pat)] if err_pat else [])
+    from ..slurm import releases
+
+    if stepd.release().has(releases.OUTPUT_DIRS_MADE):
+        for path in paths:
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)  # (0777 less the user's umask)
+            except OSError:
+                pass  # (the open below says it)
+    out_fd = _open_output(paths[0], append)
+    err_fd = _open_output(paths[1], append) if err_pat else out_fd
+    in_fd = os.open(under(p.stdin), os.O_RDONLY) if p.stdin else os.open(os.devnull, os.O_RDONLY)
     return out_fd, err_fd, in_fd
+
+
+def _enter_workdir(workdir: str, err_fd: int, host: str) -> str:
+    """The job's working directory made the wrapper's, or /tmp where it cannot be, as slurmstepd
+    does: "couldn't chdir to `<dir>': <error>: going to /tmp instead", twice on the job's stderr
+    (every release printed it twice: fixtures/slurm-*/oracle-ends.txt W). The directory entered."""
+    try:
+        os.chdir(workdir)
+        return workdir
+    except OSError as e:
+        for _ in range(2):
+            os.write(err_fd, stepd.error(host, f"couldn't chdir to `{workdir}': {e.strerror}: going to /tmp "
+                                               "instead").encode())
+        os.chdir("/tmp")
+        return "/tmp"
 
 
 def _metrics_file(env: dict[str, str], uid: int) -> None:
@@ -1053,9 +1075,10 @@ def _wait(r: Runner, sdir: str, job_id: int, task: int | None, ge_sub: Any, this
             r.poll_signals(sdir, sig_key, ge_sub, this_host, slurm_job_id, start)  # a task's own id
 
 
-def _end_state(r: Runner, status: int) -> tuple[int, int, str]:
-    """(exit code, signal, Slurm state) of the script's wait status: TIMEOUT or CANCELLED when the
-    wrapper ended it so, else COMPLETED for exit 0 without a signal, else FAILED."""
+def _end_state(r: Runner, status: int) -> tuple[int, int, str, str]:
+    """(exit code, signal, Slurm state, reason) of the script's wait status: TIMEOUT or CANCELLED
+    when the wrapper ended it so, else COMPLETED for exit 0 without a signal, else FAILED; a
+    script a signal ended fails with the release's reason (signal_reason), any other "None"."""
     sig = -status if status < 0 else 0
     code = status if status >= 0 else 0
     if r.timed_out:
@@ -1066,19 +1089,34 @@ def _end_state(r: Runner, status: int) -> tuple[int, int, str]:
         st = "COMPLETED"
     else:
         st = "FAILED"
-    return code, sig, st
+    return code, sig, st, signal_reason(sig) if st == "FAILED" and sig else "None"
+
+
+def signal_reason(sig: int) -> str:
+    """The reason of a job whose batch script signal ``sig`` ended: RaisedSignal:9(Killed), the
+    signal's strsignal, where the release says so (RAISED_SIGNAL: 24.11, 26.05); 22.05 says
+    JobLaunchFailure for every signal (fixtures/slurm-*/oracle-ends.txt K9, K15, K11, K6)."""
+    from ..slurm import releases
+
+    if not stepd.release().has(releases.RAISED_SIGNAL):
+        return "JobLaunchFailure"
+    try:
+        name = signal.strsignal(sig) or f"Unknown signal {sig}"
+    except ValueError:
+        name = f"Unknown signal {sig}"
+    return f"RaisedSignal:{sig}({name})"
 
 
 STEPS_END_WAIT = 0.2  # seconds between looks at the steps a job's end is ending
 
 
-def _ended(r: Runner, status: int, sdir: str, key: str) -> tuple[int, int, str]:
+def _ended(r: Runner, status: int, sdir: str, key: str) -> tuple[int, int, str, str]:
     """The script's end (``_end_state``), once the job's srun steps that were still running have
     been ended with it (``end_steps``)."""
-    code, sig, st = _end_state(r, status)
+    code, sig, st, reason = _end_state(r, status)
     if st != "CANCELLED" or r.requeued:  # (scancel's steps have had their signal, each its line)
         end_steps(sdir, key, "REQUEUE" if r.requeued else st)
-    return code, sig, st
+    return code, sig, st, reason
 
 
 def running_steps(sdir: str, key: str) -> list[int]:

@@ -45,6 +45,8 @@ SACCT_DEFAULT_OUT_AS_IS = "sacct-default-out-as-is"
 SACCT_NODE_NONE = "sacct-node-none"
 SACCT_PATTERN_KEEPS_UNKNOWN = "sacct-pattern-keeps-unknown"
 SACCT_STEP_STDIO = "sacct-step-stdio"
+RAISED_SIGNAL = "raised-signal"
+OUTPUT_DIRS_MADE = "output-dirs-made"
 RULES = {
     # sacct answers --help, --helpformat, --helpstate and --helpreason where its getopt loop meets
     # them: the first of them wins, before a later bad option (24.11 reads the whole line first, a
@@ -126,6 +128,15 @@ RULES = {
     # 22.05 only: salloc -v's last line, after "Relinquishing job allocation N", is "Job allocation
     # N has been revoked." (every time it was asked; never without -v)
     REVOKED_AFTER_RELEASE: "22.05",
+    # a batch script ended by a signal (kill -9 $$, a segfault): the job is FAILED 0:<sig> with
+    # reason RaisedSignal:<sig>(<strsignal>), where 22.05 gives JobLaunchFailure for every signal
+    # (fixtures/slurm-*/oracle-ends.txt K9-K6; the captures' squeue_t_all_acct, kill9)
+    RAISED_SIGNAL: "24.11",
+    # slurmstepd makes the missing directories of the job's --output/--error files (the user's,
+    # 0777 less the umask) before it opens them and changes to the working directory: -o nodir/x.out
+    # and a missing -D with the default output run (22.05: JobLaunchFailure 0:53, nothing written)
+    # (oracle-ends.txt A1-A4; the captures' faildir: F JobLaunchFailure on 22.05, CD after)
+    OUTPUT_DIRS_MADE: "24.11",
 }  # (rule: the first of the three releases that follows it)
 
 
@@ -597,7 +608,8 @@ _ENV_24 = (
 _SQUEUE_24 = ("only-job-state", "helpformat", "helpFormat", "helpstate")  # --only-job-state: 23.11.5
 _SCONTROL_24 = ("json", "yaml")  # scontrol show job --json (22.05: unrecognized option)
 
-_RULES_24 = (KNOWN_DEPENDENCY, TRES_SLASH, JOB_TRES_SPLIT, EQUAL_PRIORITIES, NODES_READY, LAUNCH_LINES_PLAIN)
+_RULES_24 = (KNOWN_DEPENDENCY, TRES_SLASH, JOB_TRES_SPLIT, EQUAL_PRIORITIES, NODES_READY, LAUNCH_LINES_PLAIN,
+             RAISED_SIGNAL, OUTPUT_DIRS_MADE)
 
 R24_11 = Release(
     "24.11", "24.11.5",

@@ -92,10 +92,11 @@ def job_lines(rec: JobRecord, facts: JobFacts, details: bool, now: float) -> lis
         made = getattr(sub, "sub", None) if sub is not None else None
         lines.append("SLUID=" + (r.sluid(str(getattr(sub, "cluster", None) or "cluster"), int(made * 1000), rec.job_id,
                                          rec.array_task) if isinstance(made, (int, float)) else "(null)"))
+    reason = str(rec.reason).replace(" ", "_")  # (as scontrol prints a reason: RaisedSignal:11(Segmentation_fault))
     lines += [
         f"UserId={rec.user}({uid}) GroupId={facts.group}({gid}) MCS_label=N/A",
         f"Priority={rec.priority} Nice={rec.nice} Account={_null(rec.account)} QOS={rec.qos or 'normal'}",
-        f"JobState={shown_state(rec)} Reason={rec.reason} Dependency={dependency_text(rec, ctx)}",
+        f"JobState={shown_state(rec)} Reason={reason} Dependency={dependency_text(rec, ctx)}",
         f"Requeue={1 if rec.requeue else 0} Restarts=0 BatchFlag=1 Reboot=0 ExitCode={exit_code}",
     ]
     if details:
