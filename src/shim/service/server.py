@@ -60,6 +60,14 @@ REFUSAL_WORDS = {R_BAD: "a bad request", R_STALE: "the package changed",
 # than 64 of them and the rest forking qsub (issue 29's swarm goal)
 MAX_SUBMITTING = 256
 SUBMIT_TIMEOUT = 30.0  # a submission's client has this long to send its script
+# Reused workers (issue 29: a warm sbatch without a fork each): a plain sbatch runs in a worker that
+# then takes the next plain sbatch, its process state put back as a freshly forked child's
+# (``Pristine``), instead of a child forked and torn down for each. Everything else still forks.
+WORKERS = 2  # workers at once (the machine's cores); more plain sbatch wait in a queue for one
+WORKERS_MAX = 8  # with those busy longer than WORKER_STUCK (a script's own --wait) not counted
+WORKER_STUCK = 2.0
+WORKER_REQUESTS = 100  # a worker runs at most this many requests, and lives at most WORKER_SECONDS
+WORKER_SECONDS = 60.0
 
 
 # Where it lives, how it starts, how one talks to it: store/rundir.py (one rule for every caller)
@@ -67,6 +75,25 @@ from ..store.rundir import (LOCALE_VARS, LOCK, LOG, SOCKET, SOCKET_ROOM, START_E
                             START_ENV_PREFIXES, STARTING, STARTING_FRESH, SUN_PATH, TAG_JSON, _fallback_base,
                             _owned, _private, cell_name, peer, recv_exact, serve_argv, service_dir, squatted_tmp,
                             start, start_env)
+
+
+def reusable(r: "Request") -> bool:
+    """Whether r may run in a reused worker: an sbatch whose argv and environment ask nothing that
+    blocks or stays (no --wait/-W, no --test-only, no SBATCH_WAIT; any long option that could
+    abbreviate either, and any short option word holding a W, counts as asking). Conservative:
+    what a script's own ``#SBATCH`` lines ask is not seen here; such a request runs in the worker
+    as any other, its state put back after it (docs/service.md)."""
+    if r.cmd != "sbatch":
+        return False
+    for w in r.argv[1:]:
+        if w[:2] == b"--":
+            name = w[2:].partition(b"=")[0]
+            if name and (b"wait".startswith(name) or b"test-only".startswith(name)
+                         or name.startswith((b"wait", b"test"))):
+                return False
+        elif w[:1] == b"-" and b"W" in w:
+            return False
+    return not any(e.startswith((b"SBATCH_WAIT=", b"SBATCH_TEST")) for e in r.env)
 
 
 def enabled(environ=None) -> bool:
@@ -348,6 +375,10 @@ class Service:
         self.refused: dict[int, int] = {}  # refusals by reason (the first of each is logged)
         self.spare = None
         self.spare_after = 0.0
+        self.workers: dict[int, Worker] = {}  # pidfd -> a reused worker (reusable())
+        self.wsocks: dict[int, Worker] = {}  # its socket's fd -> it
+        self.queue: list = []  # (conn, request): plain sbatch that said go, waiting for a worker
+        self.queued: dict[int, object] = {}  # a queued conn's fd -> conn (watched for its client's end)
         self.guard = threading.Lock()  # held around a fork, and by threads while they change process state
         self.submitting: list = []  # the submission threads
         self.submitter = None  # gridengine.submitter.Submitter, made by the first submission
@@ -435,7 +466,11 @@ class Service:
     def busy(self) -> bool:
         """A served command or a submission is under way."""
         self.submitting = [t for t in self.submitting if t.is_alive()]
-        return bool(self.jobs or self.pending or self.submitting)
+        return bool(self.jobs or self.pending or self.submitting or self.working())
+
+    def working(self) -> bool:
+        """A plain sbatch is queued or running in a worker."""
+        return bool(self.queue) or any(w.conn is not None for w in self.workers.values())
 
     def _loop(self, ino, lockf) -> None:
         """Accept every waiting connection with one code stamp, start each accepted command's
@@ -460,10 +495,17 @@ class Service:
                 ino = self._still_ours(ino)
                 if ino is None:
                     continue
-            elif not self.jobs and not self.pending:
+            elif not self.jobs and not self.pending and not self.working():
                 return
-            busy = self.jobs or self.pending or self.submitting or not listening
+            if self.queue:
+                self.dispatch()  # (a worker stuck in a long request no longer counts: another may start)
+            for w in list(self.workers.values()):
+                if w.conn is None and now - w.born >= WORKER_SECONDS:
+                    self.retire_worker(w)  # (an idle worker past its age: it exits, reaped on its pidfd)
+            busy = self.jobs or self.pending or self.submitting or not listening or self.working()
             wait = 1000 if busy else max(50, min(1000, int((self.idle - (now - self.last)) * 1000)))
+            if self.queue:
+                wait = 100
             try:
                 events = self._wait(listening, now, wait)
             except InterruptedError:
@@ -478,8 +520,14 @@ class Service:
                         self.go(fd)
                     elif fd in self.jobs:
                         self.reap(fd)
+                    elif fd in self.wsocks:
+                        self.worker_done(self.wsocks[fd])
+                    elif fd in self.workers:
+                        self.worker_died(fd)
                     elif fd in self.conns:
                         self.message(fd)
+                    elif fd in self.queued:
+                        self.unqueue(fd)
                 except Exception as e:  # a bad request or a failed fork must never take the daemon down
                     self.log(f"request dropped: {type(e).__name__}: {e}")
 
@@ -527,6 +575,13 @@ class Service:
                 break
 
     def _end(self) -> int:
+        for w in list(self.workers.values()):  # (idle, or retired: each runs nothing now)
+            self.retire_worker(w)
+            try:
+                os.kill(w.pid, 9)
+                os.waitpid(w.pid, 0)
+            except OSError:
+                pass
         for t in self.submitting:
             t.join(30)
         sub = self.submitter
@@ -560,6 +615,9 @@ class Service:
         self.poll.unregister(self.lsock.fileno())
         self.lsock.close()
         self.drop_spare()
+        for w in list(self.workers.values()):
+            if w.conn is None:
+                self.retire_worker(w)
         os.close(lockf)
 
     def _turn_away(self, conn) -> None:
@@ -612,7 +670,7 @@ class Service:
             return R_LOCALE
         if site != self.site:  # another cell's commands (the OCS cell beside Debian's): in-process,
             return R_IDENTITY  # never through a service whose preloaded state was made for another
-        if len(self.jobs) >= MAX_CHILDREN:
+        if len(self.jobs) + len(self.queue) + len(self.workers) >= MAX_CHILDREN:
             return R_BUSY
         return 0
 
@@ -740,7 +798,6 @@ class Service:
 
     def go(self, fd: int) -> None:
         """The client's answer to O: G (run it) or anything else, an end of file included (not)."""
-        import select
         import struct
 
         conn, r, _deadline = self.pending.pop(fd)
@@ -755,12 +812,22 @@ class Service:
                 _close(f)
             conn.close()
             return
+        self.served += 1
+        if reusable(r):  # a plain sbatch: a reused worker runs it (and says P when it starts)
+            self.enqueue(conn, r)
+            return
+        self.run_once(conn, r)
+
+    def run_once(self, conn, r: Request) -> None:
+        """r in a child of its own (the spare, or one forked now), which exits after it."""
+        import select
+        import struct
+
         try:
             pid, pidfd = self.hand(r, conn)
         finally:
             for f in (r.cwd_fd, *r.fds):
                 _close(f)
-        self.served += 1
         conn.setblocking(True)
         try:
             conn.sendall(struct.pack("=Ii", ord("P"), pid))
@@ -775,6 +842,179 @@ class Service:
         self.conns[conn.fileno()] = pidfd
         self.poll.register(pidfd, select.POLLIN)
         self.poll.register(conn.fileno(), select.POLLIN)
+
+    # -- reused workers (the daemon's side): a queue of plain sbatch, up to WORKERS taking from it
+    def enqueue(self, conn, r: Request) -> None:
+        import select
+
+        self.queue.append((conn, r))
+        self.dispatch()
+        if self.queue and self.queue[-1][0] is conn:  # waiting: its client's end is watched meanwhile
+            self.queued[conn.fileno()] = conn
+            self.poll.register(conn.fileno(), select.POLLRDHUP)
+
+    def dispatch(self) -> None:
+        """Give queued requests to idle workers (a new one while fewer than WORKERS are busy and
+        not stuck); with WORKERS_MAX workers all busy, a request gets a child of its own."""
+        while self.queue:
+            w = self.free_worker()
+            if w is None:
+                return
+            conn, r = self.queue.pop(0)
+            if self.queued.pop(conn.fileno(), None) is not None:
+                self.poll.unregister(conn.fileno())
+                if _gone(conn):  # (its client left while it waited: never run)
+                    for f in (r.cwd_fd, *r.fds):
+                        _close(f)
+                    conn.close()
+                    continue
+            if w is False or not self.give(w, conn, r):
+                self.run_once(conn, r)
+
+    def free_worker(self):
+        """An idle worker within its bounds, a new one, None (wait for one) or False (none will do)."""
+        import time
+
+        now = time.monotonic()
+        fresh = 0
+        for w in list(self.workers.values()):
+            if w.sock is None:
+                continue  # (retired: leaving)
+            if w.conn is None:
+                if w.n < WORKER_REQUESTS and now - w.born < WORKER_SECONDS:
+                    return w
+                self.retire_worker(w)
+            elif now - w.since < WORKER_STUCK:
+                fresh += 1
+        if fresh >= WORKERS:
+            return None
+        if len(self.workers) >= WORKERS_MAX:
+            return False
+        return self.new_worker(now)
+
+    def new_worker(self, now: float):
+        """The spare (forked ahead), else one forked now, as a worker; False when none can be."""
+        import select
+
+        try:
+            if self.spare is None:
+                self.fork_spare()
+        except OSError as e:
+            self.log(f"no worker ({e})")
+            return False
+        pid, pidfd, sock = self.spare
+        if pidfd is None:  # (a kernel without pidfds: children of their own)
+            return False
+        self.spare = None
+        w = Worker()
+        w.pid, w.pidfd, w.sock, w.conn, w.n, w.born, w.since, w.signalled = pid, pidfd, sock, None, 0, now, now, False
+        self.workers[pidfd] = w
+        self.wsocks[sock.fileno()] = w
+        self.poll.register(pidfd, select.POLLIN)
+        self.poll.register(sock.fileno(), select.POLLIN)
+        return w
+
+    def give(self, w: "Worker", conn, r: Request) -> bool:
+        """Hand r to worker w; False when w could not take it (gone: retired, r not run)."""
+        import select
+        import struct
+        import time
+
+        try:
+            _send_request(w.sock, r, conn, True)
+        except OSError:
+            self.retire_worker(w)
+            return False
+        finally:
+            for f in (r.cwd_fd, *r.fds):
+                _close(f)
+        w.conn, w.since, w.signalled = conn, time.monotonic(), False
+        w.n += 1
+        self.conns[conn.fileno()] = w.pidfd
+        conn.setblocking(True)
+        try:
+            conn.sendall(struct.pack("=Ii", ord("P"), w.pid))
+        except OSError:
+            pass
+        self.poll.register(conn.fileno(), select.POLLIN)
+        return True
+
+    def worker_done(self, w: "Worker") -> None:
+        """The worker's D record: its request ended (it wrote the client's X itself); it takes the
+        next request, or leaves (it said so, its bounds, the daemon is leaving)."""
+        import signal
+        import socket
+        import struct
+        import time
+
+        try:
+            data = w.sock.recv(8, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if len(data) != 8:  # the worker is gone or going: its pidfd tells (worker_died)
+            self.retire_worker(w)
+            return
+        self._drop_conn(w)
+        if w.signalled:  # (a stop the client forwarded after the command's end must not stay)
+            try:
+                signal.pidfd_send_signal(w.pidfd, signal.SIGCONT)
+            except OSError:
+                pass
+        self.last = now = time.monotonic()
+        stay = struct.unpack("=Ii", data)[1]
+        if not stay or self.stopping or w.n >= WORKER_REQUESTS or now - w.born >= WORKER_SECONDS:
+            self.retire_worker(w)
+        self.dispatch()
+
+    def _drop_conn(self, w: "Worker") -> None:
+        conn, w.conn = w.conn, None
+        if conn is not None:
+            if self.conns.pop(conn.fileno(), None) is not None:
+                self.poll.unregister(conn.fileno())
+            conn.close()
+
+    def retire_worker(self, w: "Worker") -> None:
+        """Close w's socket: it reads an end of file and exits (reaped by worker_died or _end)."""
+        if w.sock is not None:
+            self.wsocks.pop(w.sock.fileno(), None)
+            try:
+                self.poll.unregister(w.sock.fileno())
+            except KeyError:
+                pass
+            w.sock.close()
+            w.sock = None
+
+    def worker_died(self, pidfd: int) -> None:
+        """A worker exited: reaped; a request it still held gets the status (as a child's)."""
+        import time
+
+        w = self.workers.pop(pidfd)
+        try:
+            _, status = os.waitpid(w.pid, 0)
+        except ChildProcessError:
+            status = 1 << 8
+        if w.conn is not None:
+            self.report(w.conn, status)
+            self._drop_conn(w)
+        self.retire_worker(w)
+        self.poll.unregister(pidfd)
+        os.close(pidfd)
+        self.last = time.monotonic()
+        self.dispatch()
+
+    def unqueue(self, fd: int) -> None:
+        """A queued request's client is gone: nothing was run, nothing runs."""
+        conn = self.queued.pop(fd)
+        self.poll.unregister(fd)
+        for i, (c, r) in enumerate(self.queue):
+            if c is conn:
+                del self.queue[i]
+                for f in (r.cwd_fd, *r.fds):
+                    _close(f)
+                break
+        conn.close()
 
     def expire(self) -> None:
         """Clients that were answered O and never said go in time: nothing runs for them."""
@@ -792,21 +1032,11 @@ class Service:
     def hand(self, r: Request, conn) -> tuple[int, int | None]:
         """Give the request to the spare child (forked ahead, while the service had nothing to do),
         else to a child forked now: (its pid, its pidfd)."""
-        import marshal
-        import socket
-        import struct
-
         spare, self.spare = self.spare, None
         if spare is not None:
             pid, pidfd, sock = spare
-            data = marshal.dumps((r.cmd, r.argv, r.env, r.targets, r.umask, r.ignored, r.blocked))
             try:
-                sock.settimeout(REQUEST_TIMEOUT)
-                sent = sock.sendmsg([struct.pack("=Q", len(data)), data], [
-                    (socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"={len(r.fds) + 2}i", r.cwd_fd,
-                                                                       conn.fileno(), *r.fds))])
-                if sent < 8 + len(data):
-                    sock.sendall((struct.pack("=Q", len(data)) + data)[sent:])
+                _send_request(sock, r, conn, False)
                 sock.close()
                 return pid, pidfd
             except OSError:  # (the spare is gone): a child of its own
@@ -879,32 +1109,17 @@ class Service:
                 pass
 
     def spare_wait(self, sock) -> None:
-        import marshal
-        import socket
-        import struct
-
-        fds: list[int] = []
-        try:
-            msg, anc, _f, _a = sock.recvmsg(1 << 16, socket.CMSG_SPACE((MAX_FDS + 2) * 4))
-            for level, typ, data in anc:
-                if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
-                    fds += struct.unpack(f"={len(data) // 4}i", data[: len(data) - len(data) % 4])
-            if len(msg) < 8:
-                os._exit(0)  # the service left (or never sent): nothing to run
-            (n,) = struct.unpack_from("=Q", msg)
-            data = bytearray(msg[8:])
-            while len(data) < n:
-                chunk = sock.recv(min(n - len(data), 1 << 20))
-                if not chunk:
-                    os._exit(1)
-                data += chunk
-            r = Request()
-            r.cmd, r.argv, r.env, r.targets, r.umask, r.ignored, r.blocked = marshal.loads(bytes(data))
-            r.cwd_fd, conn_fd, r.fds = fds[0], fds[1], fds[2:]
-        except BaseException:
-            os._exit(1)
-        sock.detach()
-        self.child(r, conn_fd)
+        """The spare's wait: the request it is handed runs once (``child``), or, handed as a plain
+        sbatch, starts this process's life as a reused worker (``worker``)."""
+        fd = sock.detach()
+        got = _receive(fd)
+        if got is None:
+            os._exit(0)  # the service left (or never sent): nothing to run
+        r, conn_fd, keep = got
+        if keep:
+            self.worker(fd, r, conn_fd)
+        else:
+            self.child(r, conn_fd)
 
     def report(self, conn, status: int) -> None:
         import struct
@@ -941,7 +1156,8 @@ class Service:
         import struct
 
         pidfd = self.conns[fd]
-        conn, _pid = self.jobs[pidfd]
+        w = self.workers.get(pidfd)
+        conn = w.conn if w is not None else self.jobs[pidfd][0]
         try:
             data = conn.recv(8)
         except OSError:
@@ -953,6 +1169,11 @@ class Service:
                     signal.pidfd_send_signal(pidfd, sig)
                 except OSError:
                     pass
+                if w is not None:
+                    w.signalled = True
+            return
+        if w is not None and w.sock is not None and _waiting(w.sock):
+            self.worker_done(w)  # (it said D before its X: the client read the X and left)
             return
         # the client is gone (killed): so is its command, as an in-process command would be
         try:
@@ -965,37 +1186,11 @@ class Service:
     # -- the child: one request, in the client's process state
     def child(self, r: Request, conn: int) -> None:
         """Run r in this (forked) process; conn: the client's connection, for the exit report."""
-        import signal
         import struct
 
         code = 1
         try:
-            for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
-                signal.signal(sig, signal.SIG_DFL)
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            self.lsock.detach()
-            report = _place_fds(r.fds, r.targets, r.cwd_fd, conn)
-            os.umask(r.umask)
-            for sig in range(1, 65):
-                if r.ignored & (1 << (sig - 1)) and sig not in (signal.SIGKILL, signal.SIGSTOP):
-                    try:
-                        signal.signal(sig, signal.SIG_IGN)
-                    except (OSError, ValueError):
-                        pass
-            signal.pthread_sigmask(signal.SIG_SETMASK, [s for s in range(1, 65) if r.blocked & (1 << (s - 1))])
-            env = os.environb
-            env.clear()
-            for e in r.env:
-                k, sep, v = e.partition(b"=")
-                if sep and k:
-                    env[k] = v
-            if self.coerced is not None and "LC_ALL" not in os.environ:
-                os.environ["LC_CTYPE"] = self.coerced  # what the interpreter's start does (PEP 538)
-            import time
-
-            time.tzset()  # TZ as the client has it
-            sys.argv = [os.fsdecode(a) for a in r.argv]
-            _stdio()
+            report = self.setup(r, conn)
         except BaseException as e:  # the request was handed over: fail as the command, once
             _write(2, f"{r.cmd}: error: internal error: {type(e).__name__}: {e}\n")
             os._exit(1)
@@ -1008,6 +1203,287 @@ class Service:
                 pass
             os._exit(code)
 
+    def setup(self, r: Request, conn: int, keep: list[int] | None = None) -> int:
+        """This process in r's state: the client's descriptors at their numbers (every other closed
+        but conn and keep's, moved above them: keep's numbers are updated in place), its directory,
+        umask, signals, environment, TZ, argv, fresh sys.std*. The report descriptor (conn's)."""
+        import signal
+        import time
+
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        self.lsock.detach()
+        report = _place_fds(r.fds, r.targets, r.cwd_fd, conn, keep)
+        os.umask(r.umask)
+        for sig in range(1, 65):
+            if r.ignored & (1 << (sig - 1)) and sig not in (signal.SIGKILL, signal.SIGSTOP):
+                try:
+                    signal.signal(sig, signal.SIG_IGN)
+                except (OSError, ValueError):
+                    pass
+        signal.pthread_sigmask(signal.SIG_SETMASK, [s for s in range(1, 65) if r.blocked & (1 << (s - 1))])
+        env = os.environb
+        env.clear()
+        for e in r.env:
+            k, sep, v = e.partition(b"=")
+            if sep and k:
+                env[k] = v
+        if self.coerced is not None and "LC_ALL" not in os.environ:
+            os.environ["LC_CTYPE"] = self.coerced  # what the interpreter's start does (PEP 538)
+        time.tzset()  # TZ as the client has it
+        sys.argv = [os.fsdecode(a) for a in r.argv]
+        _stdio()
+        return report
+
+    def worker(self, sock: int, r: Request, conn: int) -> None:
+        """A reused worker's life (the spare that took a plain sbatch): run r as ``child`` does;
+        then give the client's descriptors back (0-2 become the daemon's again, every other is
+        closed, the directory is "/"), tell the daemon D (and whether it stays), write the client's
+        X, and unless it leaves, put back what the request changed (``Pristine``) and take the next
+        request from sock. It leaves (exits) when the request left what cannot be put back (an
+        import, a thread, a child process, an exit function), or when the daemon closes sock (its
+        bounds: WORKER_REQUESTS, WORKER_SECONDS; the daemon leaving or gone)."""
+        import struct
+
+        pristine = Pristine()
+        keep = [sock]
+        log = os.path.join(self.d, LOG)
+        while True:
+            code, report = 1, None
+            try:
+                pristine.enter()
+                report = self.setup(r, conn, keep)
+                code = _run(r.cmd, sys.argv[1:], pristine)
+            except BaseException as e:  # the request was handed over: fail as the command, once
+                _write(2, f"{r.cmd}: error: internal error: {type(e).__name__}: {e}\n")
+            stay = _release(keep[0], report, log) and report is not None and pristine.clean()
+            try:
+                os.write(keep[0], struct.pack("=Ii", ord("D"), int(stay)))
+            except OSError:
+                stay = False
+            if report is not None:
+                try:
+                    os.write(report, struct.pack("=Ii", ord("X"), code))
+                except OSError:
+                    pass
+                _close(report)
+            if not stay:
+                os._exit(code)
+            pristine.restore()
+            got = _receive(keep[0])
+            if got is None:
+                os._exit(0)
+            r, conn, _keep = got
+
+
+class Worker:
+    """A reused worker as the daemon sees it: its process, socket, the client it serves (None:
+    idle), requests taken, when it was born and when its request started, whether it was sent a
+    signal for its request."""
+
+    __slots__ = ("pid", "pidfd", "sock", "conn", "n", "born", "since", "signalled")
+
+
+def _send_request(sock, r: Request, conn, keep: bool) -> None:
+    """r (its fields, its descriptors and the client's connection) to a spare or worker."""
+    import marshal
+    import socket
+    import struct
+
+    data = marshal.dumps((r.cmd, r.argv, r.env, r.targets, r.umask, r.ignored, r.blocked, keep))
+    sock.settimeout(REQUEST_TIMEOUT)
+    sent = sock.sendmsg([struct.pack("=Q", len(data)), data], [
+        (socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"={len(r.fds) + 2}i", r.cwd_fd, conn.fileno(), *r.fds))])
+    if sent < 8 + len(data):
+        sock.sendall((struct.pack("=Q", len(data)) + data)[sent:])
+
+
+def _receive(fd: int):
+    """(request, the client's connection, keep) from the daemon on fd; None at its end. A
+    malformed message: exit."""
+    import marshal
+    import socket
+    import struct
+
+    sock = socket.socket(fileno=fd)
+    fds: list[int] = []
+    try:
+        msg, anc, _f, _a = sock.recvmsg(1 << 16, socket.CMSG_SPACE((MAX_FDS + 2) * 4))
+        for level, typ, data in anc:
+            if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                fds += struct.unpack(f"={len(data) // 4}i", data[: len(data) - len(data) % 4])
+        if len(msg) < 8:
+            return None  # the service left (or never sent): nothing to run
+        (n,) = struct.unpack_from("=Q", msg)
+        data = bytearray(msg[8:])
+        while len(data) < n:
+            chunk = sock.recv(min(n - len(data), 1 << 20))
+            if not chunk:
+                os._exit(1)
+            data += chunk
+        r = Request()
+        r.cmd, r.argv, r.env, r.targets, r.umask, r.ignored, r.blocked, keep = marshal.loads(bytes(data))
+        r.cwd_fd, conn_fd, r.fds = fds[0], fds[1], fds[2:]
+    except BaseException:
+        os._exit(1)
+    finally:
+        sock.detach()
+    return r, conn_fd, keep
+
+
+def _gone(conn) -> bool:
+    """conn's client has closed its end."""
+    import select
+
+    p = select.poll()
+    p.register(conn.fileno(), select.POLLRDHUP)
+    return bool(p.poll(0))
+
+
+def _waiting(sock) -> bool:
+    """A record is waiting on sock (without reading it)."""
+    import socket
+
+    try:
+        return len(sock.recv(8, socket.MSG_PEEK | socket.MSG_DONTWAIT)) == 8
+    except OSError:
+        return False
+
+
+FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGWINCH", "SIGCONT", "SIGTSTP")
+
+
+def _release(sock: int, report: int | None, log: str) -> bool:
+    """A worker's request ended: the signals the client forwards ignored (one that comes late is
+    lost, not the next request's), none blocked, descriptor 0 /dev/null and 1 and 2 the daemon's
+    log again, every other one closed but sock and report, the directory "/"."""
+    import signal
+
+    for name in FORWARDED:
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        out = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+    except OSError:
+        out = null
+    os.dup2(null, 0)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    wanted = {0, 1, 2, sock, report}
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in wanted:
+            _close(fd)
+    os.chdir("/")
+    return True
+
+
+class Pristine:
+    """A worker's state as a freshly forked child has it, taken before its first request, and put
+    back after each (``restore``): the environment (replaced, not merged), TZ, umask, signal
+    dispositions (``enter``, at the next request's start), sys.argv, sys.std*, sys's hooks and
+    recursion limit, warnings' filters, the default socket timeout, and every ``shim`` module's
+    globals (each name's object, and the contents of its module-level dicts, lists and sets:
+    siteconf's config, calls.command, the parsers' site limits, the caches of ids and listings).
+    ``clean`` says whether the request left what cannot be put back: a module imported (its
+    import-time reads of the environment), a thread, a child process, an exit function, another
+    sys.path. Then the worker exits instead of taking another request."""
+
+    def __init__(self):
+        import atexit
+        import signal
+        import socket
+        import warnings
+
+        self.env = dict(os.environb)
+        self.umask = os.umask(0o022)
+        os.umask(self.umask)
+        self.signals = {}
+        for sig in range(1, 65):
+            if sig in (signal.SIGKILL, signal.SIGSTOP):
+                continue
+            try:
+                self.signals[sig] = signal.getsignal(sig)
+            except (ValueError, OSError):
+                pass
+        self.argv = list(sys.argv)
+        self.std = (sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__)
+        self.paths = (list(sys.path), list(sys.meta_path), list(sys.path_hooks))
+        self.hooks = (sys.excepthook, sys.displayhook, sys.getrecursionlimit())
+        self.nmodules = len(sys.modules)
+        self.atexits = atexit._ncallbacks()
+        self.filters = list(warnings.filters)
+        self.timeout = socket.getdefaulttimeout()
+        self.modules = []
+        for name, mod in list(sys.modules.items()):
+            if mod is None or name == __name__ or not (name == "shim" or name.startswith("shim.")):
+                continue
+            d = vars(mod)
+            saved = dict(d)
+            boxes = [(k, v, v.copy()) for k, v in saved.items() if type(v) in (dict, list, set)]
+            self.modules.append((d, saved, boxes))
+
+    def enter(self) -> None:
+        """Every signal's disposition as the fresh child had it (the request's own come after)."""
+        import signal
+
+        for sig, h in self.signals.items():
+            if signal.getsignal(sig) is not h:
+                try:
+                    signal.signal(sig, h)
+                except (OSError, ValueError, TypeError):
+                    pass
+
+    def clean(self) -> bool:
+        import atexit
+        import threading
+
+        if len(sys.modules) != self.nmodules or threading.active_count() != 1:
+            return False
+        if atexit._ncallbacks() != self.atexits or (sys.path, sys.meta_path, sys.path_hooks) != self.paths:
+            return False
+        while True:  # the request's children: reaped; one still running keeps the worker from staying
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return True
+            if pid == 0:
+                return False
+
+    def restore(self) -> None:
+        import socket
+        import time
+        import warnings
+
+        env = os.environb
+        if env != self.env:
+            env.clear()
+            env.update(self.env)
+        time.tzset()
+        os.umask(self.umask)
+        sys.argv = list(self.argv)
+        sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__ = self.std
+        sys.excepthook, sys.displayhook = self.hooks[:2]
+        sys.setrecursionlimit(self.hooks[2])
+        if warnings.filters != self.filters:
+            warnings.filters[:] = self.filters
+            warnings._filters_mutated()
+        socket.setdefaulttimeout(self.timeout)
+        for d, saved, boxes in self.modules:
+            if d != saved:
+                for k in [k for k in d if k not in saved]:
+                    del d[k]
+                d.update(saved)
+            for _k, box, copy in boxes:
+                if box != copy:
+                    if type(box) is list:
+                        box[:] = copy
+                    else:
+                        box.clear()
+                        box.update(copy)
+
 
 def _write(fd: int, text: str) -> None:
     try:
@@ -1016,17 +1492,20 @@ def _write(fd: int, text: str) -> None:
         pass
 
 
-def _place_fds(fds: list[int], targets: list[int], cwd: int, conn: int) -> int:
+def _place_fds(fds: list[int], targets: list[int], cwd: int, conn: int, keep: list[int] | None = None) -> int:
     """Change into the directory cwd names; put received descriptor fds[i] at number targets[i];
     close every other descriptor (the service's socket, log, other requests') but conn, which
-    moves above them, close-on-exec: its new number."""
+    moves above them, close-on-exec: its new number. keep's descriptors (a worker's own) move
+    above them too, close-on-exec, their new numbers in keep."""
     import fcntl
 
     os.fchdir(cwd)
     base = max([*targets, 2]) + 1
     high = [fcntl.fcntl(fd, fcntl.F_DUPFD, base) for fd in fds]
     report = fcntl.fcntl(conn, fcntl.F_DUPFD_CLOEXEC, base + len(fds) + 8)
-    wanted = set(high) | {report}
+    if keep:
+        keep[:] = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, report + 1) for fd in keep]
+    wanted = set(high) | {report} | set(keep or ())
     for name in os.listdir("/proc/self/fd"):
         fd = int(name)
         if fd not in wanted:
@@ -1071,8 +1550,10 @@ def _stdio() -> None:
 _kept: list = []
 
 
-def _run(cmd: str, argv: list[str]) -> int:
-    """What the console script does, and the interpreter's exit after it: the exit code."""
+def _run(cmd: str, argv: list[str], pristine: Pristine | None = None) -> int:
+    """What the console script does, and the interpreter's exit after it: the exit code. In a
+    reused worker (pristine): the exit functions run only where the request registered one (the
+    worker then leaves), and its threads are waited for without ending the main one."""
     from ..__main__ import dispatch
 
     try:
@@ -1096,11 +1577,17 @@ def _run(cmd: str, argv: list[str]) -> int:
         code = 1
     import atexit
 
-    atexit._run_exitfuncs()
+    if pristine is None or atexit._ncallbacks() != pristine.atexits:
+        atexit._run_exitfuncs()
     th = sys.modules.get("threading")
     if th is not None:
         try:
-            th._shutdown()
+            if pristine is None:
+                th._shutdown()
+            else:
+                for t in th.enumerate():
+                    if t is not th.current_thread() and not t.daemon:
+                        t.join()
         except Exception:
             pass
     for s in (sys.stdout, sys.stderr):
