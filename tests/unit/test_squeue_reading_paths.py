@@ -132,6 +132,10 @@ def test_the_fast_reading_makes_the_reference_reading_s_records(monkeypatch, for
     slow = jobs.list_jobs(cfg, xml=listing, quotas=False, reasons=False, stopped=False).records
     assert not any(isinstance(r.extra["ge_row"], q.MatchRow) for r in slow)
     assert len(fast) == len(slow) > 40
+    for attr in ("nodes", "extra"):  # (rows copied from an earlier one: no container shared)
+        assert len({id(getattr(r, attr)) for r in fast}) == len(fast)
+    tasks = [r.extra["ge_tasks"] for r in fast if "ge_tasks" in r.extra]
+    assert len(tasks) >= 4 and len({id(t) for t in tasks}) == len(tasks)
     for a, b in zip(fast, slow):
         a.extra.pop("submit_records"), b.extra.pop("submit_records")
         assert a == b, (a.job_id, a.extra["ge_row"].get("JB_name"))

@@ -402,6 +402,7 @@ class RowCache:
         self.hard: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
         self.runs: dict[str, dict[str, str]] = {}
         self.run_res: dict[str, dict[str, Any]] = {}
+        self.templates: dict[tuple[str, ...], tuple] = {}  # rows by all but their number (record_from_match)
         self.strs: dict[str, str] = {}  # one string of each text of the listing's rows (record_from_match)
         self.dts: dict[float | None, Any] = {}  # datetimes of timestamps, for shim.operations.jobs
         self.gres = [(f"gres:{name}:", c.complex) for name, c in cfg.gres.items()]
@@ -581,16 +582,54 @@ def _tasks(extra: dict[str, Any], state: str, tasks: str) -> None:
         extra["ge_task"] = ids[0]
 
 
+TEMPLATES = 8192  # rows of a listing kept as templates (RowCache.templates) at most
+
+
 def record_from_match(m: tuple[str, ...], cache: RowCache) -> JobRecord:
     """record_from_row(_layout_row(m)), built straight from the match: the row itself
-    (``extra["ge_row"]``) is made only if it is read (``MatchRow``), and a run of hard requests
-    seen before in the listing gives its record fields at once (RowCache.run_resources)."""
+    (``extra["ge_row"]``) is made only if it is read (``MatchRow``). A row that differs from an
+    earlier one of the listing in its job number alone (a swarm's jobs: the same name, owner,
+    state, second, requests) is the earlier record's copy with its own number and lists."""
+    c = cache
+    key = m[2:]
+    t = c.templates.get(key)
+    if t is not None and t[0] == m[0]:
+        section, fields, extra_t, host, placed = t
+        num = m[1]
+        d = fields.copy()
+        d["job_id"] = int(num or 0)
+        d["nodes"] = [host] if placed else []
+        extra = d["extra"] = extra_t.copy()
+        extra["ge_row"] = MatchRow(extra_t["ge_row"].m, c, num)
+        for k in _LISTS:
+            if k in extra:
+                extra[k] = list(extra[k])
+        rec = c.cls.__new__(c.cls)
+        rec.__dict__ = d
+        return rec
+    rec = _record_from_match(m, c)
+    if rec is not None and len(c.templates) < TEMPLATES:
+        d = rec.__dict__
+        fields, extra_t = d.copy(), d["extra"].copy()
+        fields["extra"] = fields["nodes"] = None  # (each copy's own)
+        c.templates[key] = (m[0], fields, extra_t, d["batch_host"] or (d["nodes"] or [""])[0], bool(d["nodes"]))
+        for k in _LISTS:  # (each record gets its own copies: no list is shared)
+            if k in extra_t:
+                extra_t[k] = list(extra_t[k])
+    return rec if rec is not None else record_from_row(_layout_row(m), c.qmap, c.cfg, c)
+
+
+_LISTS = ("ge_tasks", "predecessors")  # the lists of a record's extra (record_from_match)
+
+
+def _record_from_match(m: tuple[str, ...], c: RowCache) -> JobRecord | None:
+    """record_from_match's record made anew; None where the row has elements beyond the usual
+    ones (``rest``: the general way)."""
     (section, num, prio_text, ge_name, owner, letters, ttag, ttext, queue_inst, slots_text, tasks, tasks_text,
      fjn, fjn_text, rpe, rpe_name, rpe_text, gpe, gpe_text, hard_run, hrq, hrq_text, deps, rest, binding,
      binding_text) = m
-    c = cache
-    if rest:  # elements beyond the usual ones: the general way
-        return record_from_row(_layout_row(m), c.qmap, c.cfg, c)
+    if rest:
+        return None
     try:
         state, reason = c.states[letters]
     except KeyError:
@@ -639,15 +678,16 @@ class MatchRow:
     that dict (``get``, ``[]``, ``in``, iteration, ``items``, equality with a dict). ``get("pe")``,
     what every record's finishing asks, is answered from the match."""
 
-    __slots__ = ("m", "c", "row")
+    __slots__ = ("m", "c", "row", "num")
 
-    def __init__(self, m: tuple[str, ...], cache: RowCache | None = None):
-        self.m, self.c, self.row = m, cache, None
+    def __init__(self, m: tuple[str, ...], cache: RowCache | None = None, num: str | None = None):
+        self.m, self.c, self.row, self.num = m, cache, None, num  # num: the job's, where m is another's
 
     def dict(self) -> dict[str, Any]:
         row = self.row
         if row is None:
-            row = self.row = _layout_row(self.m, self.c)
+            m = self.m if self.num is None else (self.m[0], self.num, *self.m[2:])
+            row = self.row = _layout_row(m, self.c)
         return row
 
     def get(self, key: str, default: Any = None) -> Any:
