@@ -14,7 +14,7 @@ with a private XDG_CACHE_HOME for siteconf's cache. Four forms of sbatch, in tur
 - ``resources``: ``sbatch -n 4 -c 2 --mem 4G -t 10 -p gpu --gres gpu:1 --wrap=hostname``
 - ``array``: ``sbatch --array=1-10%2 job.sh``
 
-Three measures, the forked ones first, from a parent that has run no sbatch (as the daemon):
+Four measures, the forked ones first, from a parent that has run no sbatch (as the daemon):
 
 - ``fork``: as the warm service runs a command (service/server.py). This process holds what the
   daemon holds before its first fork: the config read once from siteconf's cache (validated by
@@ -29,6 +29,13 @@ Three measures, the forked ones first, from a parent that has run no sbatch (as 
   place, the caller's environment, signals, TZ and sys.std* set up, ``_run``, the exit report):
   the child's CPU from ``os.wait4`` and the parent's CPU for the fork (the daemon's serial part).
   Not measured: the client, the daemon's accept and checks, the DRMAA submission's round trip.
+- ``reused``: as the warm service runs a plain sbatch since issue 29's workers: one worker
+  (``Service.worker``, started by ``Service.spare_wait`` as the daemon's spare) forked once from
+  this parent and handed every request in turn (``server._send_request``), its D record read
+  back. Reported: the worker's CPU per request (its whole life from ``os.wait4``, over the
+  requests it ran: the snapshot it takes and what it puts back after each included), the parent's
+  CPU per hand-over (the daemon's serial part, against the fork's above) and how many workers
+  the n requests took. The last line adds daemon and child: forked against reused.
 - ``loop``: every submission in this process (``shim.__main__.dispatch``, what the console
   script runs), one after the other: the first (cold for sbatch's own work; the imports were
   done by the preload) reported apart, then the steady state. This is NOT the warm path's cost:
@@ -242,18 +249,38 @@ def forked(todo: list, n: int, profile_dir: str | None) -> dict:
             "profiles": profiles}
 
 
-class _Daemon:
-    """What ``Service.child`` reads of the daemon: its listening socket (detached in the child) and
-    the locale it coerced (none here)."""
+def _daemon(top: str):
+    """What ``Service.child`` and ``Service.worker`` read of the daemon: its listening socket
+    (detached in the child), the locale it coerced (none here), its directory (the log a worker's
+    descriptors 1 and 2 go back to between requests)."""
+    import socket
 
-    def __init__(self):
-        import socket
+    from shim.service import server
 
-        self.lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.coerced = None
+    class _Daemon(server.Service):
+        def __init__(self):
+            self.lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.coerced = None
+            self.d = top
+
+    return _Daemon()
 
 
-def served(todo: list, n: int, work: str) -> dict:
+def _request(argv: list[str], env: list[bytes], work: str):
+    """A run request as the daemon hands it on: the fields, /dev/null as 0-2, the directory."""
+    from shim.service import server
+
+    r = server.Request()
+    r.cmd, r.argv, r.env = "sbatch", [b"sbatch", *(os.fsencode(a) for a in argv)], env
+    null = os.open(os.devnull, os.O_RDWR)
+    r.fds, r.targets = [os.dup(null), os.dup(null), os.dup(null)], [0, 1, 2]
+    os.close(null)
+    r.cwd_fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
+    r.umask, r.ignored, r.blocked = 0o022, 0, 0
+    return r
+
+
+def served(todo: list, n: int, work: str, top: str) -> dict:
     """Each submission as the service's child runs it, whole: ``Service.child`` (the request's
     descriptors put in place, every other closed, signals, umask, the caller's environment, TZ,
     fresh sys.std*, then ``_run`` and the exit report), forked from this preloaded, frozen parent.
@@ -262,19 +289,13 @@ def served(todo: list, n: int, work: str) -> dict:
 
     from shim.service import server
 
-    daemon = _Daemon()
+    daemon = _daemon(top)
     env = [k.encode() + b"=" + v.encode() for k, v in os.environ.items()]
     per: dict[str, list[float]] = {name: [] for name, _ in todo}
     forks: list[float] = []
     for i in range(n):
         name, argv = todo[i % len(todo)]
-        r = server.Request()
-        r.cmd, r.argv, r.env = "sbatch", [b"sbatch", *(os.fsencode(a) for a in argv)], env
-        null = os.open(os.devnull, os.O_RDWR)
-        r.fds, r.targets = [os.dup(null), os.dup(null), os.dup(null)], [0, 1, 2]
-        os.close(null)
-        r.cwd_fd = os.open(work, os.O_RDONLY | os.O_DIRECTORY)
-        r.umask, r.ignored, r.blocked = 0o022, 0, 0
+        r = _request(argv, env, work)
         mine, theirs = socket.socketpair()
         t0 = time.process_time()
         pid = os.fork()
@@ -295,6 +316,63 @@ def served(todo: list, n: int, work: str) -> dict:
         per[name].append(ru.ru_utime + ru.ru_stime)
     every = [x for xs in per.values() for x in xs]
     return {"child_whole": _ms(every), "fork_in_parent": _ms(forks), "forms": {k: _ms(v) for k, v in per.items()}}
+
+
+def reused(todo: list, n: int, work: str, top: str) -> dict:
+    """Each submission handed to a reused worker (``Service.worker``: the spare that took a plain
+    sbatch, as the service runs it since issue 29's worker), forked once from this preloaded,
+    frozen parent and given every request in turn, as the daemon gives it (``_send_request``),
+    its D record read back. Reported: the worker's CPU per request (``os.wait4`` of its whole
+    life, its start and its ``Pristine`` snapshot included, over the requests it ran), the parent's
+    CPU per request (the hand-over and the D record: the daemon's serial part), and how many
+    workers ran the n requests (a request that left what cannot be put back ends its worker)."""
+    import socket
+    import struct
+
+    from shim.service import server
+
+    daemon = _daemon(top)
+    env = [k.encode() + b"=" + v.encode() for k, v in os.environ.items()]
+    hands: list[float] = []
+    cpu = 0.0
+    workers = 0
+    sock = pid = None
+    for i in range(n):
+        name, argv = todo[i % len(todo)]
+        if sock is None:
+            sock, theirs = socket.socketpair()
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    sock.close()
+                    daemon.spare_wait(theirs)
+                finally:
+                    os._exit(1)
+            theirs.close()
+            workers += 1
+        r = _request(argv, env, work)
+        mine, theirs = socket.socketpair()
+        t0 = time.process_time()
+        server._send_request(sock, r, theirs, True)
+        theirs.close()
+        for fd in (*r.fds, r.cwd_fd):
+            os.close(fd)
+        done = sock.recv(8)
+        hands.append(time.process_time() - t0)
+        report = mine.recv(8)
+        mine.close()
+        if len(report) != 8 or report[4:] != b"\0\0\0\0" or len(done) != 8:
+            raise SystemExit(f"sbatch {argv} in a reused worker: report {report!r}, D {done!r}")
+        if not struct.unpack("=Ii", done)[1]:  # it leaves: the next request gets a new worker
+            sock.close()
+            _, _, ru = os.wait4(pid, 0)
+            cpu += ru.ru_utime + ru.ru_stime
+            sock = None
+    if sock is not None:
+        sock.close()
+        _, _, ru = os.wait4(pid, 0)
+        cpu += ru.ru_utime + ru.ru_stime
+    return {"worker_per_request_ms": round(cpu / n * 1000, 3), "hand_in_parent": _ms(hands), "workers": workers}
 
 
 def top(stats: pstats.Stats, key: str, n: int) -> str:
@@ -333,7 +411,8 @@ def main() -> int:
             os.makedirs(pdir)
         out["fork"] = forked(todo, a.forked or a.n, pdir)
         profiles = out["fork"].pop("profiles")
-        out["service_child"] = served(todo, a.forked or a.n, work)
+        out["service_child"] = served(todo, a.forked or a.n, work, top_dir)
+        out["reused"] = reused(todo, a.forked or a.n, work, top_dir)
         gc.unfreeze()
         prof = cProfile.Profile() if a.profile else None
         out["loop"] = loop(todo, a.n, prof)
@@ -373,7 +452,14 @@ def _print(out: dict) -> None:
         print(f"  {k:10s} median {v['median_ms']:7.3f} ms  mean {v['mean_ms']:7.3f}  p90 {v['p90_ms']:7.3f}")
     sc = out["service_child"]
     print(f"service child (Service.child, whole: wait4): median {sc['child_whole']['median_ms']} ms, mean "
-          f"{sc['child_whole']['mean_ms']}; the parent's fork median {sc['fork_in_parent']['median_ms']} ms")
+          f"{sc['child_whole']['mean_ms']}; the parent's fork median {sc['fork_in_parent']['median_ms']} ms, "
+          f"mean {sc['fork_in_parent']['mean_ms']}")
+    ru = out["reused"]
+    print(f"reused worker (Service.worker): {ru['worker_per_request_ms']} ms a request in the worker (its whole "
+          f"life / requests, {ru['workers']} worker(s)); the parent's hand-over and D median "
+          f"{ru['hand_in_parent']['median_ms']} ms, mean {ru['hand_in_parent']['mean_ms']}")
+    print(f"per served sbatch, daemon + child: forked {sc['fork_in_parent']['mean_ms'] + sc['child_whole']['mean_ms']:.3f}"
+          f" ms, reused {ru['hand_in_parent']['mean_ms'] + ru['worker_per_request_ms']:.3f} ms (means)")
 
 
 if __name__ == "__main__":
