@@ -25,6 +25,10 @@ docs/service.md has the design; the run request in short:
   fresh interpreter does, and runs ``shim.__main__.dispatch``. Its exit status goes back
   (``X`` code, or ``K`` signal: the client dies of the same signal); the client forwards the
   signals it receives (``S``); a client that disappears kills its child.
+* A plain sbatch (``reusable``) runs in a reused worker instead (issue 29): the spare that took
+  one stays and takes the next, up to ``WORKERS`` at once, a queue waiting for them; after each
+  request it gives the caller's descriptors back and puts back what the request changed
+  (``Pristine``), or exits where that cannot be done (docs/service.md, "Reused workers").
 * The service exits after ``[submit] service_idle_minutes`` without requests, and refuses (then
   exits) as soon as a file of the package it runs changed (an upgrade, an edit of src/shim).
 
