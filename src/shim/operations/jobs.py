@@ -529,14 +529,12 @@ def _direct(cfg: SiteConfig, only: set[int], backend: Any, read: Any) -> bool:
     was 97% of scancel N."""
     if not only or len(only) > OWNER_LOOKUPS:
         return False
-    from ..errors import ShimError
     from ..gridengine import onejob
 
     ids = sorted(only)
-    try:
-        res = (backend if backend is not None else _backend(cfg)).detail_xml(ids)
-    except (OSError, ShimError):
-        return False  # (the listing says why Grid Engine does not answer)
+    # (a qmaster that does not answer is the command's error now, as the listing's would be: not a
+    # second wait for the listing)
+    res = (backend if backend is not None else _backend(cfg)).detail_xml(ids)
     rows, owners = onejob.answer(res.returncode, res.stdout, ids)
     if rows is not None:
         read(None, given=rows, named=True)
