@@ -34,11 +34,13 @@ OWNERS = ("alice", "root", "nosuchuser", "averyverylongusername")
 _ELEMENT = re.compile(r"[ \t]*<job_list state=\"(running|pending)\">.*?</job_list>\n", re.S)
 _NUMBER = re.compile(r"<JB_job_number>(\d+)</JB_job_number>")
 _OWNER = re.compile(r"<JB_owner>[^<]*</JB_owner>")
+_TIME = re.compile(r"(<(?:JB_submission_time|JAT_start_time|JAT_submission_time)>[^<]*:)(\d\d)([^<]*<)")
 FIRST = 500_000
 
 
 def big_listing(form: str, copies: int) -> str:
-    """``copies`` rounds of every recorded job of the form's listings, each a new job id and owner."""
+    """``copies`` rounds of every recorded job of the form's listings, each a new job id and owner,
+    each round's times that many seconds later (in the minute)."""
     recorded: dict[str, list[tuple[str, str]]] = {}
     for path in SOURCES[form]:
         for m in _ELEMENT.finditer(path.read_text()):
@@ -46,10 +48,11 @@ def big_listing(form: str, copies: int) -> str:
     running: list[str] = []
     pending: list[str] = []
     i = 0
-    for _ in range(copies):
+    for copy in range(copies):
         for rows in recorded.values():
             for section, text in rows:
                 text = _NUMBER.sub(f"<JB_job_number>{FIRST + i}</JB_job_number>", text)
+                text = _TIME.sub(lambda t: f"{t[1]}{(int(t[2]) + copy) % 60:02d}{t[3]}", text)
                 text = _OWNER.sub(f"<JB_owner>{OWNERS[i % len(OWNERS)]}</JB_owner>", text)
                 (running if section == "running" else pending).append(text)
             i += 1
@@ -124,10 +127,12 @@ def test_squeue_prints_the_same_as_the_reference_readings_over_a_big_queue(capsy
 def test_the_fast_reading_makes_the_reference_reading_s_records(monkeypatch, form):
     """Every record field and extra, the row (``extra["ge_row"]``, read as the dict it stands
     for) included, equal to the element-by-element reading's."""
-    listing = big_listing(form, 4)
+    listing = big_listing(form, 6)
     cfg = siteconf.get()
     fast = jobs.list_jobs(cfg, xml=listing, quotas=False, reasons=False, stopped=False).records
-    assert any(isinstance(r.extra["ge_row"], q.MatchRow) for r in fast)
+    copied = [r for r in fast if isinstance(r.extra["ge_row"], q.MatchRow) and r.extra["ge_row"].num is not None]
+    assert len(copied) > 10  # rows made from an earlier row's record, their own times among them
+    assert any(r.extra["ge_row"].time != r.extra["ge_row"].m[7] for r in copied)
     reference(monkeypatch, "elements")
     slow = jobs.list_jobs(cfg, xml=listing, quotas=False, reasons=False, stopped=False).records
     assert not any(isinstance(r.extra["ge_row"], q.MatchRow) for r in slow)

@@ -591,16 +591,21 @@ def record_from_match(m: tuple[str, ...], cache: RowCache) -> JobRecord:
     earlier one of the listing in its job number alone (a swarm's jobs: the same name, owner,
     state, second, requests) is the earlier record's copy with its own number and lists."""
     c = cache
-    key = m[2:]
+    key = m[2:7] + m[8:]  # (all but the section, the number and the time)
     t = c.templates.get(key)
     if t is not None and t[0] == m[0]:
         section, fields, extra_t, host, placed = t
-        num = m[1]
+        num, ttext = m[1], m[7]
         d = fields.copy()
         d["job_id"] = int(num or 0)
         d["nodes"] = [host] if placed else []
         extra = d["extra"] = extra_t.copy()
-        extra["ge_row"] = MatchRow(extra_t["ge_row"].m, c, num)
+        if ttext != extra_t["ge_row"].m[7]:  # (OCS 9's times are to the microsecond: a job's own)
+            if m[6] != "JAT_start_time":
+                extra["submit_ts"] = c.time(ttext)
+            elif d["state"] != "PENDING":
+                extra["start_ts"] = c.time(ttext)
+        extra["ge_row"] = MatchRow(extra_t["ge_row"].m, c, num, ttext)
         for k in _LISTS:
             if k in extra:
                 extra[k] = list(extra[k])
@@ -678,15 +683,17 @@ class MatchRow:
     that dict (``get``, ``[]``, ``in``, iteration, ``items``, equality with a dict). ``get("pe")``,
     what every record's finishing asks, is answered from the match."""
 
-    __slots__ = ("m", "c", "row", "num")
+    __slots__ = ("m", "c", "row", "num", "time")
 
-    def __init__(self, m: tuple[str, ...], cache: RowCache | None = None, num: str | None = None):
-        self.m, self.c, self.row, self.num = m, cache, None, num  # num: the job's, where m is another's
+    def __init__(self, m: tuple[str, ...], cache: RowCache | None = None, num: str | None = None,
+                 time: str | None = None):
+        self.m, self.c, self.row = m, cache, None
+        self.num, self.time = num, time  # the job's number and time, where m is another job's match
 
     def dict(self) -> dict[str, Any]:
         row = self.row
         if row is None:
-            m = self.m if self.num is None else (self.m[0], self.num, *self.m[2:])
+            m = self.m if self.num is None else (self.m[0], self.num, *self.m[2:7], self.time, *self.m[8:])
             row = self.row = _layout_row(m, self.c)
         return row
 
