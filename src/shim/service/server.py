@@ -892,8 +892,8 @@ class Service:
                 fresh += 1
         if fresh >= WORKERS:
             return None
-        if len(self.workers) >= WORKERS_MAX:
-            return False
+        if sum(w.sock is not None for w in self.workers.values()) >= WORKERS_MAX:
+            return False  # (retired ones, not yet reaped, do not count)
         return self.new_worker(now)
 
     def new_worker(self, now: float):
