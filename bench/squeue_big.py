@@ -10,7 +10,8 @@ The document is a ``qstat -u '*' -r -xml`` listing of N job rows made by repeati
 recorded listings (fixtures/gridengine/sge-8.1.9 and ocs-9.1.4: running, suspended, pending,
 held, error, array, PE, GPU/license/memory requests, dependencies), each recorded job (its rows
 together) renumbered to a new id and given one of several owners in turn. ``--kind held`` is the
-live bench's queue instead: N held jobs of one user (``hqw``, as bench/run.py's fill makes).
+live bench's queue instead: N held jobs of one user (``hqw``, as bench/run.py's fill makes, about
+128 a second; OCS's times to the microsecond, each job's own).
 
 Each run is a fresh child process (its peak RSS is its own) that runs ``squeue`` in-process as
 the console script does (``shim.__main__.dispatch``) with a private state directory and the unit
@@ -76,9 +77,10 @@ def document(form: str, n: int, kind: str = "mix") -> str:
     running: list[str] = []
     pending: list[str] = []
     if kind == "held":
-        stamp = "2026-12-07T18:00:00" + (".123456" if form == "ocs" else "")
         ttag = "JAT_submission_time" if form == "ocs" else "JB_submission_time"
-        for i in range(n):
+        for i in range(n):  # (about 128 submissions a second, as the live fill; OCS's to the microsecond)
+            sec = i // 128
+            stamp = f"2026-12-07T18:{sec // 60 % 60:02d}:{sec % 60:02d}" + (f".{i * 7919 % 1000000:06d}" if form == "ocs" else "")
             pending.append(f"""    <job_list state="pending">
       <JB_job_number>{FIRST + i}</JB_job_number>
       <JAT_prio>0.00000</JAT_prio>
