@@ -63,11 +63,14 @@ def request(o: sources.Options, positional: list[str], environ: dict[str, str]) 
         chdir = os.path.normpath(os.path.join(os.getcwd(), chdir))
     kill_bad = o.kill_on_bad_exit
     bind_to, bind_verbose = step_binding(o)
+    ntasks = o.ntasks
+    if o.get("external_launcher") is not None and o.source.get("ntasks") != "cli":
+        ntasks = None  # an MPI launcher's step: one task per node unless -n says (oracle-rest.txt M4)
     return steps.StepRequest(
         prog=PROG,
         argv=argv,
         argv_per_task={str(k): v for k, v in per_task.items()} if per_task else None,
-        ntasks=o.ntasks,
+        ntasks=ntasks,
         cpus_per_task=o.cpus_per_task or 1,
         cpus_per_task_set=o.cpus_per_task is not None,
         nodes=nodes or None,

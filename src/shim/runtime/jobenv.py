@@ -74,6 +74,7 @@ def batch_env(
     gpu_ids: list[int] | None = None,
     start: float | None = None,
     release: Any = None,
+    environ: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """SLURM_* variables of the batch step. ``hosts`` is [(host, slots)] of the allocation;
     ``job_id`` is Grid Engine's job, ``task`` Slurm's array index (None outside an array).
@@ -83,7 +84,8 @@ def batch_env(
     SLURM_JOB_END_TIME (with ``start``, the job's start in epoch seconds: without it neither),
     SLURM_OOM_KILL_STEP, SLURM_TRES_PER_TASK, SLURM_JOB_LICENSES; 26.05's SLURM_JOB_EXCLUSIVE,
     SLURM_JOB_OVERSUBSCRIBE, SLURM_JOB_SLUID and the batch step's SLURM_STEP_ID=-5 (a step's own
-    id replaces it, steps.plan.step_env); 22.05's SLURM_NODE_ALIASES.
+    id replaces it, steps.plan.step_env); 22.05's SLURM_NODE_ALIASES; 24.11's MPI launcher
+    variables (launcher_env: those of a launcher the job's own ``environ`` names are left out).
 
     An array task is a job of its own, as in Slurm: SLURM_JOB_ID and SLURM_JOBID are the task's
     id (``jobids.task_job_id``: ``t * 10**10 + job``, task 0 keeps ``job``), SLURM_ARRAY_JOB_ID the
@@ -141,6 +143,7 @@ def batch_env(
     if array and task is not None:
         _array_env(env, p, job_id, task, array)
     env.update(release_env(p, job_id=job_id, task=task, start=start, cpus_per_task=cpt))
+    env.update(launcher_env(environ or {}))
     if release is None:
         from ..slurm import releases
 
@@ -239,6 +242,28 @@ def release_env(p: Record, *, job_id: int, task: int | None, start: float | None
     if created is not None:
         env["SLURM_JOB_SLUID"] = releases.sluid(str(p.get("cluster", "cluster")), int(created * 1000), job_id, task)
     return env
+
+
+# The MPI launchers' variables 24.11 and 26.05 put in a job's environment (batch script, srun's
+# own job, salloc), so that mpirun starts its daemons with ``srun --external-launcher``: MPICH's
+# and Intel MPI's Hydra, Open MPI's plm/slurm (4.x) and PRRTE's (5.x). A group whose first variable
+# the job's environment already has is left as the user set it, its other variable unset (as asked
+# of 24.11.5 and 26.05.5: HYDRA_BOOTSTRAP=ssh kept, no HYDRA_LAUNCHER_EXTRA_ARGS;
+# fixtures/slurm-*/oracle-rest.txt M1)
+LAUNCHERS = (
+    (("HYDRA_BOOTSTRAP", "slurm"), ("HYDRA_LAUNCHER_EXTRA_ARGS", "--external-launcher")),
+    (("I_MPI_HYDRA_BOOTSTRAP", "slurm"), ("I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS", "--external-launcher")),
+    (("OMPI_MCA_plm_slurm_args", "--external-launcher"),),
+    (("PRTE_MCA_plm_slurm_args", "--external-launcher"),),
+)
+LAUNCHER_VARS = tuple(name for group in LAUNCHERS for name, _ in group)
+
+
+def launcher_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The MPI launcher variables (LAUNCHERS) of a job whose own environment is ``environ``: each
+    group whose first variable ``environ`` lacks (the release decides whether any is set:
+    releases.Release.job_env)."""
+    return {name: value for group in LAUNCHERS if group[0][0] not in environ for name, value in group}
 
 
 GE_PREFIXES = ("SGE_", "PE", "JOB_")

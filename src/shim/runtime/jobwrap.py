@@ -884,7 +884,7 @@ def main() -> None:
         launch_failed(str(e), err_fd)
     env.update(jobenv.batch_env(p, job_id=job_id, task=task, hosts=hosts, this_host=this_host,
                                 user=user.pw_name, uid=user.pw_uid, gid=os.getgid(), gpu_ids=gpu_ids,
-                                start=start))
+                                start=start, environ=env))
     tmp = job_tmpdir(sdir, job_id, task)
     if tmp is None:
         launch_failed("no private TMPDIR: Grid Engine's is not the job's own directory in one of root's, and the "

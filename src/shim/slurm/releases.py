@@ -604,6 +604,9 @@ _ENV_24 = (
     "SLURM_JOB_LICENSES",  # the job's licenses (-L)
     "SLURMD_DEBUG",  # 2 in a step's tasks
     "SLURM_JOB_GROUP",  # the job's group, in the tasks of the job srun makes for itself
+    # the MPI launchers' (mpirun starts its daemons with srun --external-launcher: runtime/jobenv.LAUNCHERS)
+    "HYDRA_BOOTSTRAP", "HYDRA_LAUNCHER_EXTRA_ARGS", "I_MPI_HYDRA_BOOTSTRAP", "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS",
+    "OMPI_MCA_plm_slurm_args", "PRTE_MCA_plm_slurm_args",
 )
 _SQUEUE_24 = ("only-job-state", "helpformat", "helpFormat", "helpstate")  # --only-job-state: 23.11.5
 _SCONTROL_24 = ("json", "yaml")  # scontrol show job --json (22.05: unrecognized option)

@@ -195,7 +195,7 @@ def new_job_env(environ: Mapping[str, str], record: SubmitRecord, *, job_id: int
     srun inside a task finds the job."""
     env = dict(environ)
     job = jobenv.batch_env(record, job_id=job_id, task=None, hosts=hosts, this_host=host, user=user,
-                           uid=uid, gid=gid, gpu_ids=gpu_ids, start=start)
+                           uid=uid, gid=gid, gpu_ids=gpu_ids, start=start, environ=environ)
     from ...slurm import releases
 
     if releases.current().sets("SLURM_JOB_GROUP"):  # (24.11 on: the tasks of the job srun made)

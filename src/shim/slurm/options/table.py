@@ -184,8 +184,10 @@ OPTIONS: tuple[OptionSpec, ...] = (
                help="read the job's environment from a file or descriptor", group="environment"),
     OptionSpec("external", None, N, BATCH, fate=REFUSE, note="newer Slurm option; every job needs a script",
                help="register a job started outside Slurm", group="scheduling"),
-    OptionSpec("external-launcher", None, O, RUN, env=env(srun="SLURM_EXTERNAL_LAUNCHER"), fate=WARN,
-               note="the step starts the same way either way",
+    # (24.11 on) the step of an MPI launcher's daemons (mpirun's srun, as the job's HYDRA_*, OMPI_MCA_*
+    # and PRTE_MCA_* variables ask: runtime/jobenv.LAUNCHERS): it shares the job's CPUs with the other
+    # steps, as every step here does, and without -n it is one task per node (cli/srun.request)
+    OptionSpec("external-launcher", None, O, RUN, env=env(srun="SLURM_EXTERNAL_LAUNCHER"),
                help="mark the step as an MPI launcher's daemons", group="interactive"),
     OptionSpec("extra", None, R, ALL, fate=REFUSE, note="nodes carry no extra data on Grid Engine",
                help="text matched against node extra data", group="placement"),

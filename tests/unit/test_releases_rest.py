@@ -1,0 +1,133 @@
+"""The last of issue 30's "not yet per release" items, each against what the real release answered
+(fixtures/slurm-*/oracle-rest.txt, asked of 22.05.8, 24.11.5 and 26.05.5; the captures' env-*.txt
+and cases.json): the MPI launcher variables of a job and srun's --external-launcher step, -c
+beyond a node taken (and pending) or refused, and sinfo's and scontrol show partition's fields."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import FIXTURES, use_site_config, with_release
+from shim import siteconf
+from shim.gridengine import backends
+from shim.slurm import releases
+
+NAMES = ("22.05", "24.11", "26.05")
+
+
+def asked(release: str, key: str) -> str:
+    """The output of one question of oracle-rest.txt: the lines after its ``### <key>: ...`` or
+    ``-- <key>`` header, up to the next header."""
+    text = (FIXTURES / f"slurm-{release}" / "oracle-rest.txt").read_text()
+    body = "\n".join(part.split("\n", 1)[1] for part in text.split("\n## output (block ")[1:])
+    lines = body.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.startswith(f"### {key}:") or line == f"-- {key}"]
+    assert len(heads) == 1, key
+    rest = []
+    for line in lines[heads[0] + 1:]:
+        if line.startswith(("### ", "-- ")):
+            break
+        rest.append(line)
+    return "\n".join(rest) + "\n"
+
+
+@pytest.fixture
+def site(monkeypatch, tmp_path):
+    """set(release): the unit-test site config with ``[slurm] release``."""
+    use_site_config(monkeypatch, tmp_path)
+    conf = tmp_path / "config.toml"
+    base = conf.read_text()
+
+    def set_release(name: str) -> None:
+        conf.write_text(with_release(base, name))
+        siteconf.reset()
+
+    yield set_release
+    siteconf.reset()
+    backends.use(None)
+
+
+# --- the MPI launcher variables ---------------------------------------------------------------------
+
+LAUNCHER_RE = re.compile(r"^(HYDRA|I_MPI|OMPI_MCA|PRTE_MCA)")
+
+
+def env_lines(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines() if LAUNCHER_RE.match(line))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_job_gets_the_launcher_variables_its_release_sets(name):
+    """--export=NONE (M2) and srun's own job (M3): every launcher variable the release sets, with
+    its value; 22.05 sets none."""
+    from shim.runtime import jobenv
+
+    release = releases.get(name)
+    ours = release.job_env(jobenv.launcher_env({}))
+    for key in ("M2", "M3"):
+        assert ours == env_lines(asked(name, key)), (name, key)
+    assert bool(ours) == (name != "22.05")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_launcher_the_submitter_chose_is_left_as_set(name):
+    """M1: HYDRA_BOOTSTRAP=ssh and OMPI_MCA_plm_slurm_args=-x exported at submission stay, and
+    HYDRA_LAUNCHER_EXTRA_ARGS is then not set; Intel MPI's and PRRTE's still are."""
+    from shim.runtime import jobenv
+
+    user = {"HYDRA_BOOTSTRAP": "ssh", "OMPI_MCA_plm_slurm_args": "-x"}
+    job = releases.get(name).job_env(jobenv.launcher_env(user))
+    assert {**user, **job} == env_lines(asked(name, "M1"))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_batch_job_and_srun_jobs_get_them_through_batch_env(name):
+    """batch_env (the job wrapper's and srun's own job's) with the job's exported environment."""
+    from shim.runtime import jobenv
+
+    rec = {"ntasks": 1, "name": "wrap", "partition": "debug"}
+    kw = dict(job_id=7, task=None, hosts=[("vm", 1)], this_host="vm", user="root", uid=0, gid=0,
+              release=releases.get(name))
+    plain = jobenv.batch_env(rec, **kw)
+    chosen = jobenv.batch_env(rec, environ={"HYDRA_BOOTSTRAP": "ssh", "OMPI_MCA_plm_slurm_args": "-x"}, **kw)
+    assert {k: v for k, v in plain.items() if LAUNCHER_RE.match(k)} == env_lines(asked(name, "M2"))
+    want = {k: v for k, v in env_lines(asked(name, "M1")).items() if k not in ("HYDRA_BOOTSTRAP", "OMPI_MCA_plm_slurm_args")}
+    assert {k: v for k, v in chosen.items() if LAUNCHER_RE.match(k)} == want
+
+
+def _srun_request(argv: list[str], env: dict[str, str]):
+    from shim.cli import srun
+    from shim.operations import submit
+
+    _first, o, positional = submit.command_options(srun.table(), argv, env)
+    return o, srun.request(o, positional, env)
+
+
+@pytest.mark.parametrize("name", ("24.11", "26.05"))
+def test_an_external_launcher_step_is_one_task_per_node_without_a_warning(site, name):
+    """M4: in a job of 2 tasks, srun --external-launcher hostname ran one task (one node), and
+    printed nothing but the task's output; -n still counts."""
+    from shim.cli import srun
+    from shim.slurm.options.sources import fates
+
+    site(name)
+    assert "vm\nrc=0\n" in asked(name, "M4")
+    env = {"SLURM_NTASKS": "2", "SLURM_JOB_ID": "7"}
+    o, req = _srun_request(["--external-launcher", "hostname"], env)
+    assert req.ntasks is None  # (plan_step: one per node)
+    assert [w for w in fates(o, srun.table(), "srun") if "external-launcher" in w] == []
+    _o, req = _srun_request(["--external-launcher", "-n", "3", "hostname"], env)
+    assert req.ntasks == 3
+    _o, req = _srun_request(["hostname"], env)
+    assert req.ntasks == 2
+
+
+def test_22_05_has_no_external_launcher(site):
+    from shim.errors import ShimError
+
+    site("22.05")
+    assert "srun: unrecognized option '--external-launcher'" in asked("22.05", "M4")
+    with pytest.raises(ShimError, match="unrecognized option '--external-launcher'"):
+        _srun_request(["--external-launcher", "hostname"], {})
