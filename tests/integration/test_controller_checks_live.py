@@ -26,9 +26,6 @@ FAILED = "sbatch: error: Batch job submission failed: "
     (["--gres=nvme:1"], "sbatch: error: Invalid generic resource (gres) specification\n"),
     (["--gpus=3", "--gpus-per-node=2"], "sbatch: error: Invalid generic resource (gres) specification\n"),
     (["--mem-per-gpu=1G"], "sbatch: error: Invalid generic resource (gres) specification\n"),
-    # more CPUs on one host than any host has (select_nodes; Grid Engine's -w e decides it)
-    (["-c", "512"], FAILED + "Requested node configuration is not available\n"),
-    (["-N", "1", "-n", "512"], FAILED + "Requested node configuration is not available\n"),
     (["-c", "2"], None),
 ])
 def test_refused_before_grid_engine(workdir, argv, err):
@@ -40,6 +37,31 @@ def test_refused_before_grid_engine(workdir, argv, err):
     cp = run("sbatch", *argv, "-J", tag, "--wrap", "true", cwd=workdir)
     assert (cp.returncode, cp.stdout, cp.stderr) == (1, "", err)
     assert f"<JB_name>{tag}</JB_name>" not in run("qstat", "-u", "*", "-xml").stdout
+
+
+@pytest.mark.parametrize("argv", [["-c", "512"], ["-N", "1", "-n", "512"]])
+def test_cpus_beyond_every_host_pend_on_22_05_and_are_refused_on_24_11(workdir, tmp_path, argv):
+    """More CPUs on one host than any host has: the cell's own release (22.05, as 26.05) takes the
+    job and it pends (Grid Engine keeps it waiting: no -w e); 24.11 refuses it at submission
+    (select_nodes; submit.check_fits from qhost's CPUs). fixtures/slurm-*/oracle-rest.txt."""
+    from conftest import SITE_CONFIG, with_release
+
+    tag = f"s6cpu{os.getpid()}"
+    cp = run("sbatch", "--parsable", *argv, "-J", tag, "--wrap", "true", cwd=workdir)
+    assert cp.returncode == 0, cp.stderr
+    job = cp.stdout.strip()
+    try:
+        state = run("squeue", "-h", "-j", job, "-o", "%T")
+        assert state.stdout == "PENDING\n", state
+    finally:
+        run("scancel", job)
+    conf = tmp_path / "config-24.11.toml"
+    conf.write_text(with_release(SITE_CONFIG.read_text(), "24.11"))
+    conf.chmod(0o644)
+    cp = run("sbatch", *argv, "-J", tag + "r", "--wrap", "true", cwd=workdir, env={"SLURM_SHIM_CONFIG": str(conf)})
+    lead = "sbatch: error: CPU count per node can not be satisfied\n" if argv[0] == "-c" else ""
+    assert (cp.returncode, cp.stdout, cp.stderr) == (1, "", lead + FAILED + "Requested node configuration is not available\n")
+    assert f"<JB_name>{tag}r</JB_name>" not in run("qstat", "-u", "*", "-xml").stdout
 
 
 def test_srun_zero_nodes(workdir):

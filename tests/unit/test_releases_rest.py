@@ -131,3 +131,38 @@ def test_22_05_has_no_external_launcher(site):
     assert "srun: unrecognized option '--external-launcher'" in asked("22.05", "M4")
     with pytest.raises(ShimError, match="unrecognized option '--external-launcher'"):
         _srun_request(["--external-launcher", "hostname"], {})
+
+
+# --- CPUs beyond a node ---------------------------------------------------------------------------
+
+SIZES = ("sbatch -c 9", "sbatch -N 1 -n 9", "sbatch -c 9 -N 1")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cpus_beyond_a_node_are_taken_where_the_release_takes_them(site, name):
+    """-c 9 and -N 1 -n 9 on the 8-CPU node: 22.05 and 26.05 took them and they pend
+    (PartitionConfig), 24.11 refused them at submission. Where the release takes them the shim
+    does not ask Grid Engine to verify (-w e would refuse): Grid Engine keeps the job waiting."""
+    import io
+
+    from shim.cli import sbatch
+    from shim.gridengine.translate import qsub
+
+    site(name)
+    refused = {asked(name, q).startswith("rc=1 ") for q in SIZES}
+    assert len(refused) == 1
+    refused = refused.pop()
+    assert qsub.cpus_refused_at_submit() == refused == (name == "24.11")
+    if refused:  # (submit.check_fits refuses it first: test_releases_sizes.py)
+        assert "Requested node configuration is not available" in asked(name, "sbatch -c 9")
+        return
+    reasons = asked(name, "squeue -h -o '%i|%T|%r|%C|%D'").splitlines()
+    assert len(reasons) == 4 and all(r.split("|")[1:3] == ["PENDING", "PartitionConfig"] for r in reasons)
+    for argv in (["-c", "9"], ["-N", "1", "-n", "9"], ["-c", "9", "-N", "1"]):
+        _o, sub, _cfg = sbatch.prepare(argv, {}, stdin=io.StringIO("#!/bin/sh\ntrue\n"), cwd="/srv/x")
+        assert "-w" not in sub.argv, (argv, sub.argv)
+    # memory, GPUs and licenses beyond the cluster's are refused by every release (the captures'
+    # sbatch_err_too_much_mem, sbatch_err_too_many_gpus, sbatch_err_too_many_licenses): -w e stays
+    _o, sub, _cfg = sbatch.prepare(["-c", "9", "-L", "matlab:1"], {}, stdin=io.StringIO("#!/bin/sh\ntrue\n"),
+                                   cwd="/srv/x")
+    assert sub.argv[sub.argv.index("-w") + 1] == "e"

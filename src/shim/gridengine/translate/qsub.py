@@ -122,7 +122,7 @@ def build(o: Options, cfg: SiteConfig, ctx: Context) -> Submission:
     _placement(o, cfg, part, g, prog, argv, resources, note)
     if resources:
         argv += ["-l", ",".join(resources)]
-    if total_mb or gpus or o.gres or o.licenses or one_host_cpus(o, g):
+    if total_mb or gpus or o.gres or o.licenses or one_host_cpus(o, g) and cpus_refused_at_submit():
         # Slurm refuses at submission what no node (or license pool) could ever hold; Grid Engine
         # does the same only when asked to verify (-w e).
         argv += ["-w", "e"]
@@ -623,15 +623,27 @@ def check_node_count(o: Options, cfg: SiteConfig, members: list[str], prog: str)
 
 def one_host_cpus(o: Options, g: Geometry) -> bool:
     """Several CPUs that must be on one host: a single task's ``-c`` (a task never spans nodes) or
-    ``-N 1``'s tasks. Slurm refuses at submission when no node of the partition has that many
-    CPUs (select_nodes: ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, "Requested node configuration is
-    not available"); so does Grid Engine's -w e when no host can give the single-host PE that many
-    slots. Not for -n alone, which Slurm may spread over nodes, nor for a node count beyond the
-    partition's, which Slurm keeps pending (PartitionNodeLimit) and -w e would refuse."""
+    ``-N 1``'s tasks. Where no node of the partition has that many CPUs, 24.11 refuses at
+    submission ("Requested node configuration is not available": operations/submit.check_fits,
+    and Grid Engine's -w e behind it when no host can give the single-host PE that many slots);
+    22.05 and 26.05 take the job and it pends, reason PartitionConfig (cpus_refused_at_submit;
+    fixtures/slurm-*/oracle-rest.txt). Not for -n alone, which Slurm may spread over nodes, nor
+    for a node count beyond the partition's, which Slurm keeps pending (PartitionNodeLimit) and
+    -w e would refuse."""
     if g.slots <= 1 or g.nodes != 1:
         return False
     one_node = o.nodes == 1 or o.nodes == (1, 1)
     return one_node or (g.ntasks == 1 and not o.ntasks_per_node)
+
+
+def cpus_refused_at_submit() -> bool:
+    """Whether the site's release refuses at submission a job whose one node would need more CPUs
+    than a node has (releases.NODE_CONFIG_AT_SUBMIT: 24.11). Where it takes such a job (22.05,
+    26.05) the shim does not ask Grid Engine to verify it (-w e would refuse it): Grid Engine keeps
+    it waiting, as Slurm keeps it pending."""
+    from ...slurm import releases
+
+    return releases.current().has(releases.NODE_CONFIG_AT_SUBMIT)
 
 
 def check_memory(o: Options, cfg: SiteConfig, part: Any, g: Geometry, gpus: int, prog: str) -> None:
