@@ -166,3 +166,95 @@ def test_cpus_beyond_a_node_are_taken_where_the_release_takes_them(site, name):
     _o, sub, _cfg = sbatch.prepare(["-c", "9", "-L", "matlab:1"], {}, stdin=io.StringIO("#!/bin/sh\ntrue\n"),
                                    cwd="/srv/x")
     assert sub.argv[sub.argv.index("-w") + 1] == "e"
+
+
+# --- sinfo and scontrol show partition -------------------------------------------------------------
+
+SGE = FIXTURES / "gridengine" / "sge-8.1.9"
+
+
+def cases(release: str) -> dict:
+    import json
+
+    return json.loads((FIXTURES / f"slurm-{release}" / "cases.json").read_text())
+
+
+def sinfo_replay(used: int) -> None:
+    """qhost -q -xml of the unit cell (host vm, queues debug and gpu), ``used`` slots of debug used."""
+    from shim.gridengine.replay import ReplayBackend
+
+    xml = (SGE / "qhost-q-xml-debug-gpu.xml").read_text()
+    xml = re.sub(r"(<queuevalue qname='debug' name='slots_used'>)\d+(<)", rf"\g<1>{used}\2", xml)
+    b = ReplayBackend()
+    b.add("qhost", ["-q", "-xml"], xml)
+    backends.use(b)
+
+
+def sinfo(capsys, *argv: str) -> tuple[int, str, str]:
+    from shim.__main__ import dispatch
+
+    rc = dispatch("sinfo", list(argv))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sinfo_long_has_the_reservation_column_from_24_11(site, capsys, monkeypatch, name):
+    """The captures' sinfo_l: 24.11 and 26.05 add RESERVATION (empty) before NODELIST. The rows
+    are the capture's but for 24.11's 'mixed-' (PLANNED: its backfill scheduler's own plan)."""
+    monkeypatch.delenv("SINFO_FORMAT", raising=False)
+    site(name)
+    sinfo_replay(used=1)
+    rc, out, err = sinfo(capsys, "-l")
+    exp = cases(name)["sinfo_l"]["stdout"].splitlines()
+    got = out.splitlines()
+    assert (rc, err, len(got[0])) == (0, "", len(exp[0]))  # (the first line is the date)
+    assert got[1:] == [line.replace("mixed-", " mixed") for line in exp[1:]]
+    assert ("RESERVATION" in got[1]) == (name != "22.05")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sinfo_reservation_field_is_24_11s(site, capsys, monkeypatch, name):
+    """oracle-rest.txt S1, S2: %i and -O reservation (22.05: an invalid field, %i kept as text)."""
+    monkeypatch.delenv("SINFO_FORMAT", raising=False)
+    site(name)
+    sinfo_replay(used=0)
+    rc, out, err = sinfo(capsys, "-o", "%i|%P|%N")
+    if name == "22.05":  # (22.05 also keeps the "%i" as text; the shim leaves it out)
+        assert err == "Invalid node format specification: i\n" == asked(name, "S1").splitlines(True)[0]
+        assert out == asked(name, "S1").split("\n", 1)[1].replace("%i|", "")
+    else:
+        assert out + err == asked(name, "S1")
+    rc, out, err = sinfo(capsys, "-O", "reservation,partition")
+    assert err + out == asked(name, "S2")
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("key, argv", [("S5", ["--helpformat"]), ("S6", ["--helpFormat"]), ("S7", ["--helpstate"]),
+                                       ("S3", ["-F"])])
+def test_sinfo_lists_and_future_are_the_releases(site, capsys, monkeypatch, name, key, argv):
+    """oracle-rest.txt S3, S5-S7: 24.11's and 26.05's lists (26.05's node states its own), -F the
+    default listing (Grid Engine has no FUTURE node); 22.05: unrecognized (invalid) options."""
+    monkeypatch.delenv("SINFO_FORMAT", raising=False)
+    site(name)
+    sinfo_replay(used=0)
+    rc, out, err = sinfo(capsys, *argv)
+    want = asked(name, key)
+    assert want.endswith(f"rc={rc}\n")
+    assert out + err == want[:-len(f"rc={rc}\n")]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_scontrol_show_partition_lines_are_the_releases(name):
+    """The captures' scontrol_show_partition: 24.11's ExclusiveTopo=NO and MaxCPUsPerSocket=UNLIMITED,
+    26.05's Exclusive=NO in place of ExclusiveUser= and ExclusiveTopo= (the TRES line is the
+    cluster's own: mem and gres/license totals Grid Engine does not tell)."""
+    from types import SimpleNamespace
+
+    from shim.slurm.render.scontrol import partition_text
+
+    exp = cases(name)["scontrol_show_partition"]["stdout"].split("\n\n")[:2]
+    for block, part in zip(exp, (SimpleNamespace(name="debug", default=True, default_time=None, max_time=-1),
+                                 SimpleNamespace(name="gpu", default=False, default_time=60, max_time=2880))):
+        got = partition_text(part, ["vm"], 8, False, release=releases.get(name)).splitlines()
+        assert got[:-1] == block.splitlines()[:-1]

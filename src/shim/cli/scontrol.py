@@ -210,7 +210,8 @@ def show_config(s: Session, keys: list[str]) -> str:
 def show_partition(s: Session, names: list[str]) -> str:
     from ..slurm.render.scontrol import partition_text, partitions_text
 
-    out = [partition_text(*p) for p in gather.partitions(s, names)]
+    release = releases.current()
+    out = [partition_text(*p, release=release) for p in gather.partitions(s, names)]
     if names and not out:
         raise ShimError(f"Partition {names[0]} not found")
     return partitions_text(out, s.oneliner)

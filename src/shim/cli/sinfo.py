@@ -39,7 +39,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _o("dead", "d", N, help="only nodes that do not respond"),
     _o("exact", "e", N, help="group nodes only when their figures are identical"),
     _o("federation", None, N, help="accepted; one cluster"),
+    _o("future", "F", N, help="nodes in FUTURE state too (Grid Engine has none)"),
     _o("help", None, N, help="show this help"),
+    _o("helpformat", None, N, help="list the fields of --format"),
+    _o("helpFormat", None, N, help="list the fields of --Format"),
+    _o("helpstate", None, N, help="list the node states"),
     _o("hide", None, N, help="hide hidden partitions"),
     _o("iterate", "i", help="repeat every so many seconds"),
     _o("json", None, N, help="JSON output"),
@@ -66,7 +70,17 @@ OPTIONS: tuple[OptionSpec, ...] = (
     _o("yaml", None, N, help="YAML output"),
 )
 
-TABLE = Table(PROG, OPTIONS, error_code=1)
+TABLE = Table(PROG, OPTIONS, error_code=1)  # every release's options (releases.py: which each has)
+LISTS = ("helpformat", "helpFormat", "helpstate")  # 24.11 on: the release's texts, answered where met
+
+
+def release_table(release: Any = None) -> Table:
+    """The options of the site's Slurm release (releases.current): -F/--future and the lists are
+    22.05's unrecognized options."""
+    from ..slurm import releases
+
+    release = release or releases.current()
+    return Table(PROG, [o for o in OPTIONS if release.knows(PROG, o.long)], error_code=1)
 
 USAGE = """\
 Usage: sinfo [-abdelNRrsTv] [-i seconds] [-t states] [-p partition] [-n nodes]
@@ -77,7 +91,7 @@ Usage: sinfo [-abdelNRrsTv] [-i seconds] [-t states] [-p partition] [-n nodes]
 def help_text() -> str:
     from ..slurm.render.help import options_help
 
-    return options_help(OPTIONS, "Usage: sinfo [OPTIONS]", width=29, intro=(
+    return options_help(release_table().specs, "Usage: sinfo [OPTIONS]", width=29, intro=(
         "", "Grid Engine's queues and hosts, as Slurm's partitions and nodes.", ""))
 
 
@@ -85,14 +99,21 @@ error = for_command(PROG)  # Slurm's "<prog>: error: ..." (errors.command_error)
 
 
 def parse_args(argv: list[str]) -> tuple[Options, list[tuple[OptionSpec, str | None]], list[str]]:
-    parsed, positional = common.getopt_answering(TABLE, argv)
+    table = release_table()
+    parsed, positional = common.getopt_answering(table, argv, ("help", "usage", "version", *LISTS))
     o = Options()
-    apply(o, TABLE, parsed, "cli")
+    apply(o, table, parsed, "cli")
     return o, parsed, positional
 
 
 def main(argv: list[str]) -> int:
     o, parsed, _positional = parse_args(argv)
+    listed = next((spec.key for spec, _ in parsed if spec.key in ("help", "usage", "version", *LISTS)), None)
+    if listed in LISTS:  # (the first of them met wins, as sinfo's getopt loop answers it)
+        from ..slurm import releases
+
+        sys.stdout.write(releases.current().texts[f"{PROG} --{listed}"])
+        return 0
     if common.answered(o, help_text, USAGE):
         return 0
     import os
@@ -147,7 +168,14 @@ def _format_for(o: Options) -> tuple[str, str]:
     env = os.environ.get("SINFO_FORMAT")
     if env:
         return "o", env
-    return "o", view.LONG if o.long else view.DEFAULT
+    return "o", (view.LONG_RESV if _reservations() else view.LONG) if o.long else view.DEFAULT
+
+
+def _reservations() -> bool:
+    """Whether the release's sinfo has the reservation field (and -l its column)."""
+    from ..slurm import releases
+
+    return releases.current().has(releases.SINFO_RESERVATION)
 
 
 def _newer_json(o: Options, cfg: Any, parts: list, nodes: list, argv: list[str] | None) -> tuple[str, str] | None:
@@ -199,10 +227,10 @@ def render(o: Options, cfg: Any, backend: Any, tests: list | None, env_part: str
     rows = nodeinfo.build_rows(parts, nodes, per_node=bool(o.node), reasons=bool(o.list_reasons),
                                summarize=bool(o.summarize), exact=bool(o.exact), show_empty=not filtering)
     if kind == "O":
-        form = fmt.parse_long(text, view.REGISTRY, errors=errors)
+        form = fmt.parse_long(text, view.registry(_reservations()), errors=errors)
         err_lines = [f"{PROG}: error: Invalid job format specification: {e}" for e in errors]
     else:
-        form = view.layout(text, rows, ctx, errors=errors)
+        form = view.layout(text, rows, ctx, errors=errors, fields=view.registry(_reservations()))
         err_lines = [f"Invalid node format specification: {e}" for e in errors]
     out_lines: list[str] = []
     if (o.long or period_of(o)) and not o.noheader:

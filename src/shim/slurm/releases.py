@@ -47,6 +47,9 @@ SACCT_PATTERN_KEEPS_UNKNOWN = "sacct-pattern-keeps-unknown"
 SACCT_STEP_STDIO = "sacct-step-stdio"
 RAISED_SIGNAL = "raised-signal"
 OUTPUT_DIRS_MADE = "output-dirs-made"
+SINFO_RESERVATION = "sinfo-reservation"
+PARTITION_SOCKET_LIMIT = "partition-socket-limit"
+PARTITION_EXCLUSIVE = "partition-exclusive"
 RULES = {
     # sacct answers --help, --helpformat, --helpstate and --helpreason where its getopt loop meets
     # them: the first of them wins, before a later bad option (24.11 reads the whole line first, a
@@ -137,6 +140,15 @@ RULES = {
     # and a missing -D with the default output run (22.05: JobLaunchFailure 0:53, nothing written)
     # (oracle-ends.txt A1-A4; the captures' faildir: F JobLaunchFailure on 22.05, CD after)
     OUTPUT_DIRS_MADE: "24.11",
+    # sinfo has %i / -O reservation (RESERVATION: the reservation a node is in, empty for none)
+    # and -l shows it before NODELIST (%.11i); 22.05: "Invalid node format specification: i"
+    # (fixtures/slurm-*/oracle-rest.txt S1, S2; the captures' sinfo_l)
+    SINFO_RESERVATION: "24.11",
+    # scontrol show partition: MaxCPUsPerSocket=UNLIMITED after MaxCPUsPerNode, and
+    # ExclusiveTopo=NO after ExclusiveUser=NO (the captures' scontrol_show_partition)
+    PARTITION_SOCKET_LIMIT: "24.11",
+    # scontrol show partition: one Exclusive=NO where 24.11 has ExclusiveUser=NO ExclusiveTopo=NO
+    PARTITION_EXCLUSIVE: "26.05",
 }  # (rule: the first of the three releases that follows it)
 
 
@@ -581,6 +593,37 @@ _SACCT_TEXTS_26 = {**_SACCT_TEXTS_24, "sacct --helpformat": _sacct_list(_SACCT_F
                    "sacct --helpreason": _sacct_list(_SACCT_REASONS_26, 39, 2)}
 
 
+# sinfo --helpformat (its letters, each "%x" padded to 6, eight a line), --helpFormat (the -O names,
+# padded to 20, four a line) and --helpstate (the node states, one a line), as 24.11.5 and 26.05.5
+# print them (fixtures/slurm-*/oracle-rest.txt S5-S7)
+def _columns(words: Iterable[str], width: int, per_line: int) -> str:
+    words = list(words)
+    return "".join(f"{w:<{width}}" + ("\n" if i % per_line == per_line - 1 or i == len(words) - 1 else "")
+                   for i, w in enumerate(words))
+
+
+_SINFO_LETTERS = "S a V Y c O C L d f b e G G g B m o A F n N D h P R M I p E i r s X z t T Z l H u U v w"
+_SINFO_FIELDS = """
+    AllocMem AllocNodes Available Cluster Comment Cores CPUs CPUsLoad CPUsState DefaultTime Disk Extra
+    Features features_act FreeMem Gres GresUsed Groups MaxCPUsPerNode Memory NodeAddr NodeAI NodeAIOT
+    NodeHost NodeList Nodes OverSubscribe Partition PartitionName Port PreemptMode PriorityJobFactor
+    PriorityTier Reason Reservation Root Size Sockets SocketCoreThread StateCompact StateComplete
+    StateLong Threads Time TimeStamp User UserLong Version Weight
+"""
+_NODE_STATES_24 = """
+    unknown down idle allocated ? mixed future drain drained draining no_respond reserved planned blocked
+    cloud completing powering_down powered_down power_down powering_up fail maint reboot reboot^
+"""
+# 26.05: no "?", and power_up, inval, external, dynamic_future and dynamic_norm
+_NODE_STATES_26 = (_NODE_STATES_24.replace(" ? ", " ").replace(" powering_up ", " powering_up power_up inval ")
+                   .replace(" reboot^", " reboot^ external dynamic_future dynamic_norm"))
+_SINFO_TEXTS_24 = {"sinfo --helpformat": _columns((f"%{c}" for c in _SINFO_LETTERS.split()), 6, 8),
+                   "sinfo --helpFormat": _columns(_SINFO_FIELDS.split(), 20, 4),
+                   "sinfo --helpstate": "".join(f"{w}\n" for w in _NODE_STATES_24.split())}
+_SINFO_TEXTS_26 = {**_SINFO_TEXTS_24, "sinfo --helpstate": "".join(f"{w}\n" for w in _NODE_STATES_26.split())}
+_SINFO_24 = ("future", "helpformat", "helpFormat", "helpstate")  # -F/--future: 23.11
+
+
 # The three tables. Comments say when a row first appeared upstream, where Slurm's NEWS says it.
 R22_05 = Release(
     "22.05", "22.05.8",
@@ -612,16 +655,17 @@ _SQUEUE_24 = ("only-job-state", "helpformat", "helpFormat", "helpstate")  # --on
 _SCONTROL_24 = ("json", "yaml")  # scontrol show job --json (22.05: unrecognized option)
 
 _RULES_24 = (KNOWN_DEPENDENCY, TRES_SLASH, JOB_TRES_SPLIT, EQUAL_PRIORITIES, NODES_READY, LAUNCH_LINES_PLAIN,
-             RAISED_SIGNAL, OUTPUT_DIRS_MADE)
+             RAISED_SIGNAL, OUTPUT_DIRS_MADE, SINFO_RESERVATION, PARTITION_SOCKET_LIMIT)
 
 R24_11 = Release(
     "24.11", "24.11.5",
     env=_ENV_24,
     options={"squeue": _SQUEUE_24, "sbatch": _SBATCH_24, "salloc": _SBATCH_24, "srun": _SRUN_24,
-             "scontrol": _SCONTROL_24, "sacct": _SACCT_24},
+             "scontrol": _SCONTROL_24, "sacct": _SACCT_24, "sinfo": _SINFO_24},
     usage={"squeue": _SQUEUE_USAGE_24 + "              [-ahjlrsv]\n", "sbatch": _SBATCH_USAGE_24,
            "srun": _SRUN_USAGE_24, "salloc": _SALLOC_USAGE_24, "scancel": _SCANCEL_USAGE_24},
     texts={"squeue --helpformat": _SQUEUE_HELPFORMAT, "squeue --helpFormat": _SQUEUE_HELPFORMAT_LONG, **_SACCT_TEXTS_24,
+           **_SINFO_TEXTS_24,
            "srun --verbose launch": "topology/default: init: topology Default plugin loaded\n"},  # (26.05: none)
     job_states=_JOB_STATES_24,
     conflicts={"squeue --only-job-state": (("steps",), "squeue: fatal: Options --only-job-state and -s(--steps) are "
@@ -634,7 +678,7 @@ R26_05 = Release(
     "26.05", "26.05.5",
     options={"squeue": _SQUEUE_24 + ("running-over", "running-under"), "sbatch": _SBATCH_26 + ("external",),
              "salloc": _SBATCH_26, "srun": _SRUN_26, "scontrol": _SCONTROL_24,
-             "sacct": _SACCT_24 + ("-R",)},  # -R: --reason's letter (22.05, 24.11: invalid option)
+             "sacct": _SACCT_24 + ("-R",), "sinfo": _SINFO_24},  # -R: --reason's letter (22.05, 24.11: invalid option)
     env=_ENV_24 + (
         "SLURM_JOB_EXCLUSIVE", "SLURM_JOB_OVERSUBSCRIBE",  # NO, or NODE/USER/MCS/TOPO; NO, or YES
         "SLURM_JOB_SLUID",  # the job's Slurm Lexicographically-sortable Unique ID
@@ -646,7 +690,7 @@ R26_05 = Release(
            "sbatch": _SBATCH_USAGE_26, "srun": _SRUN_USAGE_26, "salloc": _SALLOC_USAGE_26,
            "scancel": _SCANCEL_USAGE_24},
     texts={"squeue --helpformat": _SQUEUE_HELPFORMAT_26, "squeue --helpFormat": _SQUEUE_HELPFORMAT_LONG_26,
-           **_SACCT_TEXTS_26},
+           **_SACCT_TEXTS_26, **_SINFO_TEXTS_26},
     job_states=_JOB_STATES_26,
     # every filter but -j and -t, and -l, -a, --start, -P (as asked of 26.05.5; -S, -r, -o, -O, -h,
     # -M, --local, --federation, --sibling, --hide, --noconvert, -v and --json are taken)
@@ -655,7 +699,7 @@ R26_05 = Release(
          "start", "priority", "long", "all"),
         "squeue: fatal: Option --only-job-state only works alone, with -j (--jobs) and/or -t (--states) "
         "parameters, parameters for cluster/federation selection, and the printing options.")},
-    rules=_RULES_24 + (JOB_ID_RETURNED, JOB_FIELDS_26, MERGED_STDERR_EMPTY, OVERSUBSCRIBE_NO, EITHER_LICENSE, STEPD_STAMP,
+    rules=_RULES_24 + (PARTITION_EXCLUSIVE, JOB_ID_RETURNED, JOB_FIELDS_26, MERGED_STDERR_EMPTY, OVERSUBSCRIBE_NO, EITHER_LICENSE, STEPD_STAMP,
                        CANCEL_SIGNAL_NAMED, SUSPEND_ERROR_NO_SPACE, TEST_ONLY_STRAY_A, SACCT_LISTS_AT_ONCE,
                        SACCT_EXIT_AS_IS, SACCT_DEFAULT_OUT_AS_IS, SACCT_NODE_NONE, SACCT_PATTERN_KEEPS_UNKNOWN,
                        SACCT_STEP_STDIO),

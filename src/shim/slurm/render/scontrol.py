@@ -277,17 +277,24 @@ def part_time(minutes: int | None) -> str:
     return "UNLIMITED" if minutes < 0 else hms(minutes * 60)
 
 
-def partition_text(part: Any, nodes: list[str], cpus: int, down: bool) -> str:
+def partition_text(part: Any, nodes: list[str], cpus: int, down: bool, release: Any = None) -> str:
     """One partition (``part``: nodeinfo.partitions' entry; first line unindented; the command
-    joins them)."""
+    joins them). ``release`` (releases.Release; None: 22.05's lines): 24.11's ExclusiveTopo=NO and
+    MaxCPUsPerSocket=UNLIMITED (releases.PARTITION_SOCKET_LIMIT), 26.05's one Exclusive=NO in place
+    of ExclusiveUser= and ExclusiveTopo= (releases.PARTITION_EXCLUSIVE)."""
     from ..hostlist import compress
+    from .. import releases as r
 
+    has = release.has if release is not None else (lambda rule: False)
+    exclusive = ("Exclusive=NO" if has(r.PARTITION_EXCLUSIVE) else
+                 "ExclusiveUser=NO ExclusiveTopo=NO" if has(r.PARTITION_SOCKET_LIMIT) else "ExclusiveUser=NO")
+    per_socket = " MaxCPUsPerSocket=UNLIMITED" if has(r.PARTITION_SOCKET_LIMIT) else ""
     lines = [
         f"PartitionName={part.name}",
         "AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL",
         f"AllocNodes=ALL Default={'YES' if part.default else 'NO'} QoS=N/A",
-        f"DefaultTime={part_time(part.default_time)} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO",
-        f"MaxNodes=UNLIMITED MaxTime={part_time(part.max_time)} MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED",
+        f"DefaultTime={part_time(part.default_time)} DisableRootJobs=NO {exclusive} GraceTime=0 Hidden=NO",
+        f"MaxNodes=UNLIMITED MaxTime={part_time(part.max_time)} MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED{per_socket}",
         f"Nodes={compress(nodes) if nodes else '(null)'}",
         "PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=NO",
         "OverTimeLimit=NONE PreemptMode=OFF",

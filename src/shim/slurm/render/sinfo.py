@@ -248,10 +248,16 @@ FIELDS: list[FieldSpec] = [
     FieldSpec(None, "statecomplete", "STATECOMPLETE", _state("state_long")),
 ]
 REGISTRY = Registry(FIELDS)
+# 24.11 on (releases.SINFO_RESERVATION): %i / reservation, the reservation a node is in. Grid
+# Engine's advance reservations are not shown (sinfo -T: none), so it is empty, as Slurm's for a
+# node in none
+RESERVATION = FieldSpec("i", "reservation", "RESERVATION", _c(""))
+REGISTRY_RESV = Registry([*FIELDS, RESERVATION])
 
 # Slurm's built-in layouts; "#" marks the partition/node columns sized from the data.
 DEFAULT = "%#P %.5a %.10l %.6D %.6t %N"
 LONG = "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N"
+LONG_RESV = "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %.11i %N"  # (24.11 on: RESERVATION)
 NODE = "%#N %.6D %.#P %6t"
 NODE_LONG = "%#N %.6D %.#P %.11T %4c %.8z %.6m %.8d %.6w %.8f %20E"
 SUMMARY = "%#P %.5a %.10l %.16F %N"
@@ -261,15 +267,21 @@ REASONS_LONG = "%20E %12U %19H %6t %N"
 MIN_FIELD = 9
 
 
-def layout(fmt: str, rows: list[SinfoRow], ctx: Ctx, errors: list[str] | None = None) -> Format:
+def registry(reservations: bool = False) -> Registry:
+    """The fields of a release's sinfo: with %i / reservation where it has them."""
+    return REGISTRY_RESV if reservations else REGISTRY
+
+
+def layout(fmt: str, rows: list[SinfoRow], ctx: Ctx, errors: list[str] | None = None,
+           fields: Registry = REGISTRY) -> Format:
     """A format string with Slurm's ``#`` sizes resolved: the longest partition name (with its
-    ``*``) or node list, at least 9."""
+    ``*``) or node list, at least 9. ``fields``: the release's (registry)."""
     part_w = max([MIN_FIELD] + [len(r.part.name) + (1 if r.part.default else 0) for r in rows])
     node_w = max([MIN_FIELD] + [len(_nodelist(r, ctx)) for r in rows])
     text = fmt.replace("%#P", f"%{part_w}P").replace("%.#P", f"%.{part_w}P").replace("%#N", f"%{node_w}N")
     from .fmt import parse_percent
 
-    return parse_percent(text, REGISTRY, errors=errors)
+    return parse_percent(text, fields, errors=errors)
 
 
 def lines(fmt: Format, rows: list[SinfoRow], ctx: Ctx, header: bool = True) -> list[str]:
