@@ -258,3 +258,22 @@ def test_scontrol_show_partition_lines_are_the_releases(name):
                                  SimpleNamespace(name="gpu", default=False, default_time=60, max_time=2880))):
         got = partition_text(part, ["vm"], 8, False, release=releases.get(name)).splitlines()
         assert got[:-1] == block.splitlines()[:-1]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sallocs_command_gets_the_launcher_variables(site, name):
+    """salloc's command: the launcher variables of the release's jobs (oracle-rest.txt M2), those
+    of a launcher the caller chose left as set (M1)."""
+    from shim.cli import salloc
+    from shim.slurm.options import sources
+    from shim.slurm.options.getopt import getopt
+
+    site(name)
+    t = salloc.table()
+    cli, _ = getopt(t, ["-n1"])
+    o = sources.collect(t, ["-n1"], environ={}, cli=cli)
+    env = salloc.command_env({"HOME": "/root"}, {"env": {"SLURM_JOB_ID": "7"}}, o)
+    assert {k: v for k, v in env.items() if LAUNCHER_RE.match(k)} == env_lines(asked(name, "M2"))
+    user = {"HYDRA_BOOTSTRAP": "ssh", "OMPI_MCA_plm_slurm_args": "-x"}
+    env = salloc.command_env(user, {"env": {"SLURM_JOB_ID": "7"}}, o)
+    assert {k: v for k, v in env.items() if LAUNCHER_RE.match(k)} == env_lines(asked(name, "M1"))

@@ -56,6 +56,11 @@ def command_env(environ: dict[str, str], alloc: dict, o) -> dict[str, str]:
             if k.startswith("SLURM_MEM_PER") and not explicit_mem:
                 continue
             env[k] = job[k]
+    from ..runtime.jobenv import launcher_env
+    from ..slurm import releases
+
+    release = releases.current()  # (24.11 on: the MPI launchers' variables, as in a batch job)
+    env.update({k: v for k, v in launcher_env(environ).items() if release.sets(k)})
     return env
 
 
