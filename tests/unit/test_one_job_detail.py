@@ -264,3 +264,74 @@ def test_scancel_of_a_running_job_asks_qstat_j_then_lists_its_owners_jobs(capsys
     assert out == (0, "", "") and calls == [detail_call({105}), MINE, ("qdel", "105")]
     out, calls = run(capsys, backend(listing, {(106,): detail.read_text()}), "scancel", "106")  # alice's, by root
     assert out == (0, "", "") and calls == [detail_call({106}), owners_listing("alice"), ("qdel", "106")]
+
+
+# ---------------------------------------------------------------------------------------------
+# every state, captured both ways on each release (fixtures/gridengine/capture_onejob.py)
+
+
+def captured(release: str) -> tuple[object, dict[int, str]]:
+    """A release's onejob capture: its folder, and {job number: what it was} (onejob-INDEX.tsv)."""
+    folder = FIXTURES / "gridengine" / release
+    jobs_ = {}
+    for line in (folder / "onejob-INDEX.tsv").read_text().splitlines():
+        if line.startswith("# ") and "\t" in line:
+            num, what = line[2:].split("\t", 1)
+            jobs_[int(num)] = what
+    return folder, jobs_
+
+
+CAPTURES = [(rel, job, what) for rel in ("sge-8.1.9", "ocs-9.1.4") for job, what in captured(rel)[1].items()]
+
+
+def capture_backend(folder) -> ListingReplay:
+    """The capture's listing (all of its jobs are root's: ``-u root`` is the whole of it) and its
+    detail, the answer to qstat -j about any of its jobs (the converter takes the asked ones only)."""
+    b = ListingReplay()
+    b.add(WHOLE[0], list(WHOLE[1:]), stdout=(folder / "onejob-qstat-u-root-r-xml.xml").read_text())
+    b.answers_detail = (folder / "onejob-qstat-j-xml.xml").read_text()
+    return b
+
+
+@pytest.mark.parametrize("release,job,what", CAPTURES)
+def test_every_captured_state_reads_as_the_listing_has_it(release, job, what):
+    """Waiting and held jobs (no array) from qstat -j alone; running, suspended, Eqw, dr and the
+    array from their owner's listing; the records the cancel and control code read are the
+    listing's either way. The state letters and reasons too, but SGE 8.1.9's detail has no hold
+    lists (nothing in it tells a held job: onejob-qstat-j-xml.xml): a job held by -h or qhold
+    (user, operator, system) reads qw there, and the reason of a waiting job, which none of those
+    callers reads or prints."""
+    folder, _ = captured(release)
+    b = capture_backend(folder)
+    b.add("qstat", ["-j", str(job), "-xml"], stdout=b.answers_detail)
+    fast, fast_calls, slow, slow_calls = both(b, {job})
+    direct = what.startswith(("qw", "hqw"))
+    assert fast_calls == ([detail_call({job})] if direct else [detail_call({job}), MINE]), what
+    assert slow_calls[0] == MINE
+    assert seen(fast.records) == seen(slow.records) and fast.records, what
+    letters = [(r.ge_state, r.reason) for r in fast.records]
+    if release == "sge-8.1.9" and what.startswith("hqw") and "hold_jid" not in what:
+        assert [r.ge_state for r in fast.records] == ["qw"] and [r.ge_state for r in slow.records] == ["hqw"]
+        assert [r.reason for r in slow.records] == ["JobHeldUser"] != [r.reason for r in fast.records]
+    else:
+        assert letters == [(r.ge_state, r.reason) for r in slow.records], what
+
+
+def by_id(recs):
+    return sorted(recs, key=lambda r: (r.job_id, r.array_task or 0))
+
+
+@pytest.mark.parametrize("release", ["sge-8.1.9", "ocs-9.1.4"])
+def test_all_the_captured_jobs_at_once(release):
+    """All of them: an array among them, so their owner's listing; the waiting ones alone: qstat -j."""
+    folder, jobs_ = captured(release)
+    b = capture_backend(folder)
+    pending = {j for j, what in jobs_.items() if what.startswith(("qw", "hqw"))}
+    for ids in (jobs_, pending):
+        b.add("qstat", ["-j", ",".join(map(str, sorted(ids))), "-xml"], stdout=b.answers_detail)
+    fast, fast_calls, slow, slow_calls = both(b, set(jobs_))
+    assert fast_calls == [detail_call(set(jobs_)), MINE]
+    assert seen(fast.records) == seen(slow.records) and len(fast.records) > len(jobs_)  # (the array's rows)
+    fast, fast_calls, slow, slow_calls = both(b, pending)
+    assert fast_calls == [detail_call(pending)] and len(fast.records) == len(pending) == 6
+    assert seen(by_id(fast.records)) == seen(by_id(slow.records))
