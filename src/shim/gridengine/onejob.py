@@ -16,12 +16,17 @@ it cannot read whole: then the caller lists the jobs as before. Never a guess:
 - the document is the one Grid Engine writes (``detailed_job_info`` with ``djob_info`` and
   ``messages``; ``unknown_jobs``), each job element with its number, owner, name and type.
 
+Where the rows are not determined but the answer reads, ``answer`` still gives each job's owner
+(or none, for a job Grid Engine names unknown): the caller reads those owners' listing only.
+
 The state letters are ``qw``, with ``h`` before them where the job waits for predecessors
 (``-hold_jid``, ``-hold_jid_ad``) or one of the hold lists (``JB_ja_[uosa]_h_ids``, OCS 9) holds
-its task, as qstat's listing writes them. SGE 8.1.9's detail has no hold lists: a job held with
-``qhold``/``-h`` reads ``qw`` there (reason None, not JobHeldUser). The callers of this path
-(scancel N, scontrol's job-control verbs: jobs.list_jobs' ``direct``) read the state, never the
-reason or priority; ``JAT_prio`` is not in the detail and reads 0.
+its task, as qstat's listing writes them. SGE 8.1.9's detail has no hold lists, and nothing else
+in it tells a held job from a waiting one (fixtures/gridengine/sge-8.1.9/onejob-qstat-j-xml.xml):
+a job held with ``qhold``/``-h`` reads ``qw`` there, and then a waiting job's reason, not
+JobHeldUser. The callers of this path (scancel N, scontrol's job-control verbs: jobs.list_jobs'
+``direct``) read the state (PENDING either way), never the letters, reason or priority;
+``JAT_prio`` is not in the detail and reads 0.
 """
 
 from __future__ import annotations
