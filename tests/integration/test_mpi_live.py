@@ -229,3 +229,37 @@ def test_srun_outside_an_allocation_and_in_salloc(family, programs, two_hosts, w
         assert all(size == 4 and total == 10 and procid == str(r) for r, (size, _, total, procid) in seen.items())
         host = {r: h for r, (_, h, _, _) in seen.items()}
         assert host[0] == host[1] and host[2] == host[3] and {host[0], host[2]} == {HOST, two_hosts.node}, cp.stdout
+
+
+LAUNCHER_VARS = {"HYDRA_BOOTSTRAP": "slurm", "HYDRA_LAUNCHER_EXTRA_ARGS": "--external-launcher",
+                 "I_MPI_HYDRA_BOOTSTRAP": "slurm", "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS": "--external-launcher",
+                 "OMPI_MCA_plm_slurm_args": "--external-launcher", "PRTE_MCA_plm_slurm_args": "--external-launcher"}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_mpirun_of_a_24_11_job_starts_its_daemons_with_srun_external_launcher(family, programs, two_hosts,
+                                                                               workdir):
+    """On a 24.11 site the job carries the MPI launchers' variables (runtime/jobenv.LAUNCHERS, as
+    24.11.5 sets them), so the family's own mpirun starts its daemons with ``srun
+    --external-launcher`` (MPICH's Hydra: HYDRA_LAUNCHER_EXTRA_ARGS; Open MPI 4.1:
+    OMPI_MCA_plm_slurm_args): the ranks on both hosts, one world, and no warning about the option.
+    The cell's own 22.05 sets none (test_srun_wires_up_mpi_ranks_on_both_hosts runs mpirun there)."""
+    from conftest import with_release
+
+    conf = Path(two_hosts["SLURM_SHIM_CONFIG"])
+    newer = conf.with_name("config-24.11.toml")
+    if not newer.exists():
+        newer.write_text(with_release(conf.read_text(), "24.11"))
+        newer.chmod(0o644)
+    env = dict(two_hosts, SLURM_SHIM_CONFIG=str(newer))
+    out = batch(f"""
+echo "== env"; env | grep -E '^(HYDRA|I_MPI_HYDRA|OMPI_MCA_plm|PRTE_MCA_plm)' | sort
+echo "== mpirun"; {FAMILIES[family][1]} {programs / f'hello-{family}'} 2>&1; echo "rc=$?"
+""", workdir, env, "-N2", "-n4")
+    got = sections(out)
+    assert dict(ln.split("=", 1) for ln in got["env"]) == LAUNCHER_VARS, out
+    seen = ranks(got["mpirun"])
+    assert sorted(seen) == [0, 1, 2, 3] and "rc=0" in got["mpirun"], out
+    assert all(size == 4 and total == 10 for size, _, total, _ in seen.values()), out
+    assert {h for _, h, _, _ in seen.values()} == {HOST, two_hosts.node}, out
+    assert not any("external-launcher" in ln for ln in got["mpirun"]), out  # (no warning about it)
