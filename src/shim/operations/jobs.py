@@ -689,6 +689,9 @@ def _refine_reasons(records: list[JobRecord], by_job: dict[int, list[JobRecord]]
         recs.sort(key=lambda r: (-r.priority, r.job_id))
         for i, r in enumerate(recs):
             r.reason = "Resources" if i == 0 else "Priority"
+    from ..store.holds import mark
+
+    mark(cfg, records)  # a job root held: JobHeldAdmin (root's record, read only when a held job is listed)
 
 
 def _backend(cfg: SiteConfig) -> Any:
