@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 from datetime import datetime
 
 from . import layout, state
@@ -44,6 +45,11 @@ STATE_WORD = re.compile(r"[A-Z][A-Z_]{0,31}")
 EVENT_NAME = state.EVENT_NAME  # (the one grammar of event file names)
 parse_event_names = state.parse_event_names  # (read with it, in state: the file protocol)
 JOB_NAME = re.compile(r"([0-9]{1,12})\.json")
+# Every kind of event the shim writes but an srun step's end (step<id>): what a job's events are
+# looked up by name as (Reader._direct). A writer of a new kind adds it here
+# (tests/unit/test_store_direct.py checks the writers' literal kinds against it).
+NAMED_KINDS = (*state.EVENT_KINDS, "resume", "requeue")
+_NAMED = frozenset(NAMED_KINDS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,11 +376,15 @@ class Reader:
     by the shim) costs a failed open (~5 us); once ``MISSES`` lookups have failed (or at once,
     ``eager``, for a command that reads most records, and for root's directory, which can only
     add to another user's record: an admin's scontrol update), the id shard of each job looked
-    up is listed instead, once, and the listing answers for the rest of its ids. Events are
-    found by one listing of their job's id shard (layout.py), kept for the command. The old flat
-    layout is read too while it exists (one listing a user and kind; state.migrate empties it)."""
+    up is listed instead, once, and the listing answers for the rest of its ids. A job's events
+    are looked up by name where its names are known (``_direct``: the job's submit record says
+    which array indices it has, and the event kinds are ``NAMED_KINDS``), else found by one
+    listing of their job's id shard (layout.py), kept for the command. The old flat layout is
+    read too while it exists (one listing a user and kind; state.migrate empties it)."""
 
     MISSES = 32
+    DIRECT = 48  # a job's event names lstat'ed one by one (~1.5 us each) rather than its shard
+                 # (~300 names, ~60 us) listed: its own and up to 5 array tasks' (docs/store-scale.md)
 
     def __init__(self, cfg: SiteConfig | str, jobs: int = 0, eager: bool = False):
         self.cfg = cfg
@@ -388,6 +398,7 @@ class Reader:
         self._shards: dict[tuple[int, str], list[str]] = {}  # (uid, shard) -> the names of its events
         self._parsed: dict[tuple[int, int], dict[tuple[int | None, str], str]] = {}  # (uid, job) -> {key: path}
         self._old_events: dict[int, dict[int, dict[tuple[int | None, str], str]]] = {}
+        self._records: dict[tuple[int, int], Submitted | None] = {}  # (dir uid, job) -> its submit record there
         self.narrow: set[int] | None = None  # (kept for its callers: every lookup is by id now)
 
     def dir(self, uid: int) -> str | None:
@@ -440,13 +451,21 @@ class Reader:
         old = self._old_jobs(d_uid, d)
         data = None
         if ids is None or job_id in ids:
-            data = clean_submit(state.read_json(layout.id_path(d, "jobs", job_id, f"{job_id}.json"), d_uid))
+            data = self._record(d_uid, d, job_id)
         if data is None and old and job_id in old:
             data = clean_submit(state.read_json(os.path.join(layout.old_dir(d, "jobs"), f"{job_id}.json"), d_uid))
         if data is None:
             self._misses += 1
             return None
         return data if speaks_for(data, d_uid, owner, "user") else None
+
+    def _record(self, d_uid: int, d: str, job_id: int) -> Submitted | None:
+        """The submit record of ``job_id`` in ``d_uid``'s id shard, read once a command (checked
+        as every record: state.read_json, clean; whose it is is the caller's business)."""
+        key = (d_uid, job_id)
+        if key not in self._records:
+            self._records[key] = clean_submit(state.read_json(layout.id_path(d, "jobs", job_id, f"{job_id}.json"), d_uid))
+        return self._records[key]
 
     def _list_jobs(self, d_uid: int, d: str, sh: str) -> set[int]:
         """The ids of one id shard's submit records (one listing; another user's: bounded)."""
@@ -481,20 +500,26 @@ class Reader:
                 out[j] = got
         return out
 
-    def _names_of(self, uid: int, job_id: int) -> dict[tuple[int | None, str], str]:
-        """A job's events in a user's directory: {(task, kind): path}."""
+    def _names_of(self, uid: int, job_id: int, owner: int | None = None, ge_submit: float | None = None
+                  ) -> dict[tuple[int | None, str], str]:
+        """A job's events in a user's directory: {(task, kind): path}. By name where the job's
+        submit record (in ``uid``'s directory, else ``owner``'s) tells its array indices and, with
+        ``ge_submit``, is of this Grid Engine job (``_direct``); else from one listing of its id
+        shard (every kind, every index there)."""
         d = self.dir(uid)
         if d is None:
             return {}
-        sh = layout.shard(job_id)
-        names = self._shards.get((uid, sh))
-        if names is None:
-            names = self._shards[(uid, sh)] = layout.shard_names(d, "events", sh, state._limit(uid))
         parsed = self._parsed.get((uid, job_id))
+        if parsed is None:
+            parsed = self._direct(uid, d, job_id, owner, ge_submit)
         if parsed is None:  # (this job's names only, picked by their prefix: a shard holds 100 ids')
+            sh = layout.shard(job_id)
+            names = self._shards.get((uid, sh))
+            if names is None:
+                names = self._shards[(uid, sh)] = layout.shard_names(d, "events", sh, state._limit(uid))
             base = os.path.join(layout.kind_dir(d, "events"), sh)
             parsed = {k: os.path.join(base, n) for k, n in parse_event_names(names, {job_id}).get(job_id, {}).items()}
-            self._parsed[(uid, job_id)] = parsed
+        self._parsed[(uid, job_id)] = parsed
         old = self._old_events.get(uid)
         if old is None:
             old = self._old_events[uid] = state.old_event_paths(d, uid, None)
@@ -502,6 +527,36 @@ class Reader:
         if job_id in old:
             return {**old[job_id], **(got or {})}
         return got or {}
+
+    def _direct(self, uid: int, d: str, job_id: int, owner: int | None, ge_submit: float | None
+                ) -> dict[tuple[int | None, str], str] | None:
+        """A job's events in ``d`` by name, without listing its shard: each name its job can have
+        (``<id>.<x|index>.<kind>.json``: its own and each array index its submit record names,
+        each kind of ``NAMED_KINDS``) lstat'ed; a regular file there counts (it is checked again
+        when read). None where the names are not known: no submit record (in ``uid``'s directory
+        or ``owner``'s), one of an older job with this id (``ge_submit``), more than ``DIRECT``
+        names (a bigger array), and the srun steps' ends (kind step<id>: sacct lists them)."""
+        rec = self._record(uid, d, job_id)
+        if rec is None and owner is not None and owner != uid:
+            od = self.dir(owner)
+            rec = None if od is None else self._record(owner, od, job_id)
+        if rec is None or not of_job(rec, ge_submit):
+            return None
+        tasks = ("x", *map(str, rec.array or ()))
+        if len(tasks) * len(NAMED_KINDS) > self.DIRECT:
+            return None
+        base = os.path.join(layout.kind_dir(d, "events"), layout.shard(job_id))
+        out: dict[tuple[int | None, str], str] = {}
+        for t in tasks:
+            for kind in NAMED_KINDS:
+                path = os.path.join(base, f"{job_id}.{t}.{kind}.json")
+                try:
+                    if not stat.S_ISREG(os.lstat(path).st_mode):
+                        continue
+                except OSError:
+                    continue
+                out[(None if t == "x" else int(t), kind)] = path
+        return out
 
     def event(self, d_uid: int, name: str) -> dict[str, Any] | None:
         """An event of ``d_uid``'s directory by its path (``_names_of``) or its file name (its id
@@ -520,13 +575,16 @@ class Reader:
     def events(self, job_id: int, owner: state.Owner, ge_submit: float | None = None
                ) -> dict[tuple[int | None, str], dict[str, Any]]:
         """All events of a job of ``owner`` that speak for it: {(task, kind): data}; the owner's
-        own win over root's."""
+        own win over root's. The kinds of ``NAMED_KINDS`` only, on either path of ``_names_of``
+        (an srun step's end is sacct's: it lists them)."""
         uid = state.uid_of(owner)
         out: dict[tuple[int | None, str], dict[str, Any]] = {}
         if uid is None:
             return out
         for d_uid in ((0, uid) if uid != 0 else (0,)):
-            for key, path in self._names_of(d_uid, job_id).items():
+            for key, path in self._names_of(d_uid, job_id, uid, ge_submit).items():
+                if key[1] not in _NAMED:
+                    continue
                 data = self.event(d_uid, path)
                 if data is not None and speaks_for(data, d_uid, uid, "owner") and of_job(data, ge_submit, True):
                     out[key] = data
