@@ -29,9 +29,9 @@ os.lstat/os.stat counted (names listed, files opened, files stat'ed): why a call
 The sbatch and scancel rows are their store side only (no submission): sbatch's ``state.forget``,
 ``state.record_submit`` and ``state.prune`` with its hourly stamp fresh; scancel's
 ``state.record_event`` "cancel"; ``sbatch --wait``'s is its wait (``submit.wait_for``) for a
-short job that has ended (T1: its events found by id). ``prune (hourly)`` is sbatch's prune once
-its stamp is an hour old: it runs last (with nothing past its bounds, it counts the buckets) and
-is timed once.
+short job that has ended (T1: its events looked up by name, records.Reader._direct). ``prune
+(hourly)`` is sbatch's prune once its stamp is an hour old: it runs last (with nothing past its
+bounds, it counts the buckets) and is timed once.
 
 The warm path (columns ", warm"; ``--no-warm`` leaves them out): the same command calls through the
 compiled client (``/opt/slurm-shim/bin/<cmd>``, or ``$SLURM_SHIM_CLIENT_BIN``) and the bench user's
