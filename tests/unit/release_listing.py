@@ -346,6 +346,8 @@ def ge_action(jobs: list[dict], caller: str, tool: str, args: list[str]) -> tupl
         words, target = args[:-1], [args[-1]]
     elif tool == "qmod":
         words, target = args[:1], args[1:]
+    elif tool in ("qhold", "qrls") and args[:1] == ["-h"]:
+        words, target = args[:2], args[2:]
     else:
         words, target = [], args
     rc, out = 0, []

@@ -123,7 +123,7 @@ def test_scancel_acts_on_one_job_without_the_whole_queue(capsys):
 
 def test_scontrol_job_control_and_show_job_without_the_whole_queue(capsys):
     out, calls = run(capsys, "scontrol", "hold", "115")  # waiting: hold shows no reason (its record: qstat -j)
-    assert out[0] == 0 and calls == [("qstat", "-j", "115", "-xml"), ("qhold", "115")]
+    assert out[0] == 0 and calls == [("qstat", "-j", "115", "-xml"), ("qhold", "-h", "o", "115")]  # root's hold
     out, calls = run(capsys, "scontrol", "show", "job", "112")  # held: JobHeldUser is the job's own
     assert out[0] == 0 and "Reason=JobHeldUser" in out[1]
     assert listings(calls) == [MINE]

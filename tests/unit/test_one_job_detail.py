@@ -238,9 +238,9 @@ def test_scancel_of_waiting_jobs_asks_qstat_j_once_and_does_what_the_listing_did
 
 def test_scontrol_hold_and_release_of_a_waiting_job_ask_qstat_j_once(capsys):
     listing, detail = SGE_PAIR
-    for verb, tool in (("hold", "qhold"), ("release", "qrls"), ("uhold", "qhold")):
+    for verb, tool in (("hold", ("qhold", "-h", "o")), ("release", ("qrls", "-h", "uo")), ("uhold", ("qhold",))):
         out, calls = run(capsys, backend(listing, {(113,): detail.read_text()}), "scontrol", verb, "113")
-        assert out[0] == 0 and calls == [detail_call({113}), (tool, "113")], verb
+        assert out[0] == 0 and calls == [detail_call({113}), (*tool, "113")], verb  # (root's: an operator hold)
 
 
 def test_scontrol_suspend_of_a_waiting_job_says_it_is_pending_from_qstat_j(capsys):

@@ -60,8 +60,9 @@ ACTS = {
     "scancel_u_bob": [["qdel", "N:bobjob", "N:bobheld"]], "scancel_verbose": [["qdel", "J"]],
     **{f"scancel_signal_{s}": [] for s in ("int_numeric", "term_batch", "term_batch_withstep", "usr1", "usr1_batch",
                                             "usr1_batch_withstep", "usr1_full", "usr1_full_withstep", "usr1_withstep")},
-    "scontrol_hold": [["qhold", "J"]], "scontrol_hold_again": [["qhold", "J"]], "scontrol_release": [["qrls", "J"]],
-    "scontrol_release_array_task": [["qrls", "J.3"]], "scontrol_requeue": [["qmod", "-rj", "J"]],
+    # (root's hold is Grid Engine's operator hold; root's release lifts a user's and an operator's)
+    "scontrol_hold": [["qhold", "-h", "o", "J"]], "scontrol_hold_again": [["qhold", "-h", "o", "J"]],
+    "scontrol_release": [["qrls", "-h", "uo", "J"]], "scontrol_release_array_task": [["qrls", "-h", "uo", "J.3"]], "scontrol_requeue": [["qmod", "-rj", "J"]],
     "scontrol_suspend": [["qmod", "-sj", "J"]], "scontrol_uhold": [["qhold", "J"]],
     "scontrol_release_bob_other": [],  # (bob on root's job: the shim refuses it before asking Grid Engine)
     # (TimeLimit=00:30:00: the wrapper's limit, and Grid Engine's h_rt a minute behind it as the backstop;

@@ -238,10 +238,10 @@ def test_nodes_and_licenses(capsys):
 
 def test_hold_release_calls_and_messages(capsys):
     rc, out, err, calls = scontrol(capsys, "hold", "112")
-    assert (rc, out, err, calls) == (0, "", "", [["qhold", "112"]])
+    assert (rc, out, err, calls) == (0, "", "", [["qhold", "-h", "o", "112"]])  # root's: an operator hold
     assert scontrol(capsys, "uhold", "110_4")[3] == [["qhold", "110.4"]]
-    assert scontrol(capsys, "release", "112", "118")[3] == [["qrls", "112", "118"]]
-    assert scontrol(capsys, "release", "JobName=fx_held")[3] == [["qrls", "112"]]  # by job name
+    assert scontrol(capsys, "release", "112", "118")[3] == [["qrls", "-h", "uo", "112", "118"]]
+    assert scontrol(capsys, "release", "JobName=fx_held")[3] == [["qrls", "-h", "uo", "112"]]  # by job name
     rc, out, err, calls = scontrol(capsys, "hold", "999999")
     ref = CASES["scontrol_hold_unknown"]
     assert (rc, out, err, calls) == (ref["rc"], ref["stdout"], ref["stderr"], [])
@@ -259,12 +259,12 @@ def test_job_control_reads_its_ids_as_update_job_c(capsys):
                                                            JobId(9, 2)]
     assert jobids.scontrol_job_list("7_[1-2,4]") == [JobId(7, tasks=(1, 2, 4))]
     assert [jobids.scontrol_job_list(t) for t in ("fx_held", "7-8", "7__1", "7_[1", "7++1")] == [None] * 5
-    assert scontrol(capsys, "hold", "112,118")[3] == [["qhold", "112", "118"]]
-    assert scontrol(capsys, "hold", "112 118")[3] == [["qhold", "112", "118"]]
-    assert scontrol(capsys, "hold", "JobId=112")[3] == [["qhold", "112"]]
-    assert scontrol(capsys, "release", "Name=fx_held")[3] == [["qrls", "112"]]
-    assert scontrol(capsys, "hold", "110_[1-2]")[3] == [["qhold", "110.1-2"]]
-    assert scontrol(capsys, "hold", "110_1-2")[3] == [["qhold", "110.1-2"]]
+    assert scontrol(capsys, "hold", "112,118")[3] == [["qhold", "-h", "o", "112", "118"]]
+    assert scontrol(capsys, "hold", "112 118")[3] == [["qhold", "-h", "o", "112", "118"]]
+    assert scontrol(capsys, "hold", "JobId=112")[3] == [["qhold", "-h", "o", "112"]]
+    assert scontrol(capsys, "release", "Name=fx_held")[3] == [["qrls", "-h", "uo", "112"]]
+    assert scontrol(capsys, "hold", "110_[1-2]")[3] == [["qhold", "-h", "o", "110.1-2"]]
+    assert scontrol(capsys, "hold", "110_1-2")[3] == [["qhold", "-h", "o", "110.1-2"]]
     rc, out, err, calls = scontrol(capsys, "hold", "112+0")
     assert (rc, calls) == (1, []) and err.startswith("Invalid job id specified for job 112+0\n")
 
@@ -354,8 +354,8 @@ def test_planted_records_never_crash_or_hang_scontrol(capsys, site):
         rc, out, err, _ = scontrol(capsys, "show", "job", "105")
         assert (rc, err) == (0, "") and "JobState=RUNNING" in out
         assert scontrol(capsys, "show", "job")[0] == 0
-        assert scontrol(capsys, "hold", "112")[3] == [["qhold", "112"]]
-        assert scontrol(capsys, "release", "112")[3] == [["qrls", "112"]]
+        assert scontrol(capsys, "hold", "112")[3] == [["qhold", "-h", "o", "112"]]
+        assert scontrol(capsys, "release", "112")[3] == [["qrls", "-h", "uo", "112"]]
         rc, out, err, _ = scontrol(capsys, "show", "job", "888888")
         assert (rc, err) == (1, "slurm_load_jobs error: Invalid job id specified\n")
 

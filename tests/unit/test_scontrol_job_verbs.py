@@ -25,12 +25,12 @@ INVALID = "Invalid job id specified for job {}\nslurm_suspend error: Invalid job
 
 
 def test_hold_and_release_take_name_and_jobname_only(capsys):
-    assert scontrol(capsys, "hold", "Name=fx_held") == (0, "", "", [["qhold", "112"]])
-    assert scontrol(capsys, "release", "jobname=fx_held") == (0, "", "", [["qrls", "112"]])
+    assert scontrol(capsys, "hold", "Name=fx_held") == (0, "", "", [["qhold", "-h", "o", "112"]])  # root's
+    assert scontrol(capsys, "release", "jobname=fx_held") == (0, "", "", [["qrls", "-h", "uo", "112"]])
     assert scontrol(capsys, "uhold", "JobId=Name=fx_held")[3] == [["qhold", "112"]]
     # a bare word that is no id list is an invalid job id, even when a job has that name
     assert scontrol(capsys, "hold", "fx_held") == (1, "", INVALID.format("fx_held"), [])
-    assert scontrol(capsys, "release", "fx_held", "112") == (1, "", INVALID.format("fx_held"), [["qrls", "112"]])
+    assert scontrol(capsys, "release", "fx_held", "112") == (1, "", INVALID.format("fx_held"), [["qrls", "-h", "uo", "112"]])
     # the reference's own unknown id, unchanged
     ref = CASES["scontrol_hold_unknown"]
     assert scontrol(capsys, "hold", "999999")[:3] == (ref["rc"], ref["stdout"], ref["stderr"])
@@ -43,10 +43,10 @@ def test_a_name_no_job_has_is_no_error(capsys):
 def test_a_name_acts_on_pending_jobs_and_tasks_only(capsys):
     # a running job of that name is updated, and the word fails: ESLURM_JOB_NOT_PENDING
     assert scontrol(capsys, "hold", "Name=fx_run1") == (
-        1, "", "slurm_suspend error: Job is no longer pending execution\n", [["qhold", "105"]])
+        1, "", "slurm_suspend error: Job is no longer pending execution\n", [["qhold", "-h", "o", "105"]])
     # an array: its pending tasks; its running tasks are left alone, silently
     rc, out, err, calls = scontrol(capsys, "hold", "Name=fx_arr")
-    assert (rc, out, err) == (0, "", "") and calls == [["qhold", "110.3-5"]]
+    assert (rc, out, err) == (0, "", "") and calls == [["qhold", "-h", "o", "110.3-5"]]
 
 
 def test_requeue_and_suspend_take_ids_only(capsys):
@@ -72,7 +72,7 @@ def test_a_task_id_the_array_has_not_is_an_unknown_job_id(capsys):
     assert scontrol(capsys, "hold", "110_99") == (1, "", INVALID.format("110_99"), [])
     assert scontrol(capsys, "requeue", missing) == (1, "", f"Invalid job id specified for job {missing}\n", [])
     # an existing task by its own id still works
-    assert scontrol(capsys, "hold", str(4 * 10**10 + 110))[3] == [["qhold", "110.4"]]
+    assert scontrol(capsys, "hold", str(4 * 10**10 + 110))[3] == [["qhold", "-h", "o", "110.4"]]
 
 
 def test_update_names_the_job_as_scontrol_update_job_does(capsys):

@@ -253,13 +253,13 @@ def _say(notes: Iterable) -> int:
     return rc
 
 
-def control_verb(s: Session, cmd: str, words: list[str]) -> int:
+def control_verb(s: Session, cmd: str, words: list[str], user: bool = False) -> int:
     from ..operations import control
 
     if not words:
         raise ShimError(f"{PROG}: error: too few arguments for keyword:{cmd}")
-    if cmd in ("hold", "release"):
-        return _say(control.hold(s, words, release=cmd == "release"))
+    if cmd in ("hold", "release"):  # (``user``: uhold/holdu, a user hold even when root asks)
+        return _say(control.hold(s, words, release=cmd == "release", user=user))
     if cmd in ("suspend", "resume"):
         return _say(control.suspend(s, words, resume=cmd == "resume"))
     return _say(control.requeue(s, words, hold=cmd == "requeuehold"))
@@ -297,7 +297,7 @@ def run_command(s: Session, words: list[str]) -> int:
         sys.stdout.write(show(s, args))
         return 0
     if cmd in ("hold", "holdu", "uhold", "release"):
-        return control_verb(s, "release" if cmd == "release" else "hold", args)
+        return control_verb(s, "release" if cmd == "release" else "hold", args, user=cmd in ("holdu", "uhold"))
     if cmd in ("suspend", "resume", "requeue", "requeuehold"):
         return control_verb(s, cmd, args)
     if cmd == "update":

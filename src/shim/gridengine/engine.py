@@ -232,11 +232,11 @@ class GridEngine:
     def requeue(self, ids: list[str]) -> Outcome:
         return self._many(ops.requeue, ids)
 
-    def hold(self, ids: list[str]) -> Outcome:
-        return self._many(ops.hold, ids)
+    def hold(self, ids: list[str], kind: str = "") -> Outcome:
+        return self._many(lambda chunk: ops.hold(chunk, kind), ids)
 
-    def release(self, ids: list[str]) -> Outcome:
-        return self._many(ops.release, ids)
+    def release(self, ids: list[str], kind: str = "") -> Outcome:
+        return self._many(lambda chunk: ops.release(chunk, kind), ids)
 
     def signal(self, ids: list[str], sig: int | None) -> Outcome:
         """Deliver Slurm signal ``sig`` (None: SIGKILL) the one way Grid Engine can

@@ -47,12 +47,15 @@ def requeue(ids: list[str]) -> Call:
     return "qmod", ["-rj", *ids]
 
 
-def hold(ids: list[str]) -> Call:
-    return "qhold", list(ids)
+def hold(ids: list[str], kind: str = "") -> Call:
+    """qhold: the user hold, or the hold list ``kind`` (``o``: an operator's, which the owner's qrls
+    leaves in place)."""
+    return "qhold", [*(["-h", kind] if kind else []), *ids]
 
 
-def release(ids: list[str]) -> Call:
-    return "qrls", list(ids)
+def release(ids: list[str], kind: str = "") -> Call:
+    """qrls: the user hold, or the hold list ``kind`` (``uo``: both, as root's scontrol release)."""
+    return "qrls", [*(["-h", kind] if kind else []), *ids]
 
 
 def alter(job: str, args: list[str]) -> Call:

@@ -159,14 +159,35 @@ def targets(s, words: Iterable[str], names: str = "any") -> tuple[jobs.JobList, 
 # the verbs
 
 
-def hold(s, words: list[str], release: bool = False) -> Iterator[Note]:
-    """hold, uhold, release (update_job.c scontrol_hold): job ids, or ``Name=``/``JobName=`` and a
-    job name (any other word: "Invalid job id specified for job WORD"). A name selects every job of
-    that name: a task that is not pending is left alone, another job that is not pending is acted on
-    but makes the word fail with "Job is no longer pending execution"; a name no job has is no error
-    (Slurm's loop finds nothing to update). scontrol.c then prints "slurm_suspend error: ..." after
-    each word that failed. One Grid Engine call (qhold or qrls) for every job named."""
+def hold(s, words: list[str], release: bool = False, user: bool = False) -> Iterator[Note]:
+    """hold, uhold (``user``), release (update_job.c scontrol_hold): job ids, or ``Name=``/``JobName=``
+    and a job name (any other word: "Invalid job id specified for job WORD"). A name selects every
+    job of that name: a task that is not pending is left alone, another job that is not pending is
+    acted on but makes the word fail with "Job is no longer pending execution"; a name no job has is
+    no error (Slurm's loop finds nothing to update). scontrol.c then prints "slurm_suspend error:
+    ..." after each word that failed. One Grid Engine call (qhold or qrls) for every job named.
+
+    Who holds matters, as in every release (fixtures/slurm-*/oracle-hold.txt): root's ``hold`` is
+    an admin hold (JobHeldAdmin), Grid Engine's operator hold (``qhold -h o``), recorded in root's
+    own file (store/holds.py) for the listing; the job's owner may hold or uhold it (no change) but
+    not release it: "Access/permission denied for job N", exit 1 (Grid Engine's qrls would leave
+    the operator hold in place and say nothing). Root's ``uhold`` makes it a user hold (``qrls -h
+    o`` first, for a job root held); root's ``release`` lifts either (``qrls -h uo``)."""
+    from ..store import holds as admin_holds
+
+    admin = caller()[1] == 0
+    known = admin_holds.read(s.cfg) if (release and not admin) or (user and admin) else {}
     calls: list[str] = []
+    acted: list[tuple[int, list[int] | None, list[str]]] = []  # (job, Slurm indices or None, its ids)
+
+    def act(job: int, tasks: list[int] | None, ids: list[str]) -> None:
+        calls.extend(ids)
+        acted.append((job, tasks, ids))
+
+    def root_held(job: int, tasks: list[int] | None, recs: list[JobRecord]) -> bool:
+        want = tasks if tasks is not None else sorted({t for r in recs for t in (admin_holds.record_tasks(r) or ())})
+        return admin_holds.held(known, job, want or None)
+
     for t in targets(s, words, names="slurm")[1]:
         tok, recs, tasks = t.label, t.records, t.tasks
         if recs is None or (not recs and not tok.startswith("Name=")):
@@ -187,12 +208,16 @@ def hold(s, words: list[str], release: bool = False) -> Iterator[Note]:
                     yield Note(suspend_error("Invalid user id"))
                     continue
                 pending = [r for r in mine if r.array_task is None or r.state == "PENDING"]
+                idx: list[int] | None = None
                 if all(r.is_array for r in pending):
                     idx = sorted({i for r in pending for i in (r.extra.get("pending_indices") or
                                                                 ([r.array_task] if r.array_task is not None else []))})
-                    calls.extend(jobs.ge_ids(s.cfg, job, idx, mine[0]) if idx else [str(job)])
-                else:
-                    calls.extend(jobs.ge_ids(s.cfg, job, None, mine[0]))
+                    idx = idx or None
+                if release and not admin and root_held(job, idx, mine):
+                    yield Note(f"{DENIED} for job {label}")
+                    yield Note(suspend_error(DENIED))
+                    continue
+                act(job, idx, jobs.ge_ids(s.cfg, job, idx, mine[0]))
             if late:
                 yield Note(suspend_error("Job is no longer pending execution"))
             continue
@@ -200,13 +225,49 @@ def hold(s, words: list[str], release: bool = False) -> Iterator[Note]:
             yield Note(f"Invalid user id for job {tok}")
             yield Note(suspend_error("Invalid user id"))
             continue
-        calls.extend(jobs.ge_ids(s.cfg, recs[0].job_id, tasks, recs[0]))
+        if release and not admin and root_held(recs[0].job_id, tasks, recs):
+            yield Note(f"{DENIED} for job {tok}")
+            yield Note(suspend_error(DENIED))
+            continue
+        act(recs[0].job_id, tasks, jobs.ge_ids(s.cfg, recs[0].job_id, tasks, recs[0]))
     if calls:
-        b = s.backend()
-        res = b.release(calls) if release else b.hold(calls)
-        if not res.ok:
-            why = refused(res)
-            yield Note(suspend_error(why) if why else "")
+        yield from _hold_calls(s, calls, acted, known, release, user, admin)
+
+
+DENIED = "Access/permission denied"  # (slurm_strerror of ESLURM_ACCESS_DENIED)
+
+
+def _hold_calls(s, calls: list[str], acted: list, known: dict, release: bool, user: bool, admin: bool
+                ) -> Iterator[Note]:
+    """Grid Engine's calls for hold's jobs, and root's record of its holds (store/holds.py)."""
+    from ..store import holds as admin_holds
+
+    b = s.backend()
+    kind = "" if not admin else "uo" if release else "" if user else "o"
+    lift = [i for job, tasks, ids in acted if admin and user and not release and job in known for i in ids]
+    if lift:
+        b.release(lift, "o")  # root's uhold of a job root held: a user hold in its place
+    if release:
+        res = b.release(calls, kind) if kind else b.release(calls)
+    else:
+        res = b.hold(calls, kind) if kind else b.hold(calls)
+    if admin and (kind or lift):
+        done = [(job, tasks) for job, tasks, _ids in acted if job not in res.jobs]
+        gone = done if (release or user) else []
+        admin_holds.update(s.cfg, [] if (release or user) else done, gone, _alive(s))
+    if not res.ok:
+        why = refused(res)
+        yield Note(suspend_error(why) if why else "")
+
+
+def _alive(s):
+    """For store/holds.py's pruning: which of some job ids Grid Engine still has (None: unknown)."""
+    def alive(ids: list[int]) -> set[int] | None:
+        try:
+            return s.backend().find_jobs(ids).found()
+        except Exception:  # BackendUnavailable and the like: prune nothing
+            return None
+    return alive
 
 
 def suspend_error(text: str) -> str:
