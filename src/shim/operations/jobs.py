@@ -691,7 +691,17 @@ def _refine_reasons(records: list[JobRecord], by_job: dict[int, list[JobRecord]]
             r.reason = "Resources" if i == 0 else "Priority"
     from ..store.holds import mark
 
-    mark(cfg, records)  # a job root held: JobHeldAdmin (root's record, read only when a held job is listed)
+    mark(cfg, records, _split_pending)  # a job root held: JobHeldAdmin (root's record, read only when one is held)
+
+
+def _split_pending(r: JobRecord, indices: list[int]) -> JobRecord:
+    """A copy of a pending array's record for some of its pending tasks (store/holds.mark)."""
+    import copy
+
+    c = copy.copy(r)
+    c.extra = dict(r.extra, pending_indices=list(indices))
+    c.array_pending = pending_text(indices, r.array_max_tasks)
+    return c
 
 
 def _backend(cfg: SiteConfig) -> Any:

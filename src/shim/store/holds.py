@@ -94,18 +94,32 @@ def record_tasks(r) -> list[int] | None:
     return list(idx) if idx else None
 
 
-def mark(cfg: Where, records: Iterable) -> int:
+def mark(cfg: Where, records: list, split: Callable | None = None) -> int:
     """Listing records a user hold shows as held (JobHeldUser) that root held: JobHeldAdmin. The
-    record is read once, and only when a held job is listed. The count marked."""
-    shown = [r for r in records if r.state == "PENDING" and r.reason == "JobHeldUser"]
-    if not shown:
+    record is read once, and only when a held job is listed. From a pending array's record of
+    which root held some tasks only, each of those tasks is split off (``split(record, indices)``:
+    a copy for those indices) into a record of its own appended to ``records``, as Slurm splits a
+    held task off its array's pending record. The count marked."""
+    if not any(r.reason == "JobHeldUser" for r in records):  # (a pending job's reason alone)
         return 0
     holds = read(cfg)
     n = 0
-    for r in shown if holds else ():
-        if held(holds, r.job_id, record_tasks(r)):
+    for r in [r for r in records if r.job_id in holds and r.reason == "JobHeldUser"] if holds else ():
+        some = holds[r.job_id]
+        tasks = None if some is None else record_tasks(r)
+        if some is None or held(holds, r.job_id, tasks):
             r.reason = "JobHeldAdmin"
             n += 1
+            continue
+        mine = [t for t in tasks or () if t in some]
+        if split is not None and mine:  # (held() said: not every one of them)
+            rest = split(r, [t for t in tasks or () if t not in some])
+            for t in mine:  # each task root held: a record of its own, as Slurm's
+                part = split(r, [t])
+                part.reason, part.array_task, part.array_pending = "JobHeldAdmin", t, None
+                records.append(part)
+                n += 1
+            r.extra, r.array_pending = rest.extra, rest.array_pending
     return n
 
 
