@@ -20,7 +20,7 @@ from conftest import FIXTURES
 from listing_replay import ListingReplay
 from release_capture import RELEASES, cases, replay
 from release_listing import USERS, accounting_lines, all_rows, build, ended, from_all, jobs_of, table
-from shim.store import records, state
+from shim.store import holds, records, state
 
 TABLE = json.loads((FIXTURES / "release-cases.json").read_text())["releases"]
 HERE = "test_release_listing.py::test_the_shim_prints_the_captured_queue"
@@ -63,6 +63,8 @@ def replay_queue(release: str, name: str, tmp_path, monkeypatch, capsys, grid_en
     def queue(state_dir):
         listed = build(state_dir, moment["jobs"])
         ended(state_dir, moment.get("ended", []))
+        # root's scontrol hold of a job (JobHeldAdmin): Grid Engine's operator hold, and root's record of it
+        assert holds.update(str(state_dir), [(j["id"], None) for j in moment["jobs"] if j.get("hold") == "admin"], [])
         with open(state_dir.parent / "accounting", "a") as f:  # (release_capture.replay's accounting file)
             f.write(accounting_lines(moment.get("ended", [])))
         # the records are in (root's, as each submitter's): from here on the caller is the case's user
@@ -110,13 +112,13 @@ def test_the_shim_prints_the_captured_queue(release, name, tmp_path, monkeypatch
 
 # What keeps the whole-queue listings from the release's bytes, job by job (squeue -t PD's rows on
 # the captured queue, order aside): Slurm's scheduler's reason for gpu2 (not the shim's to know),
-# and four the shim could know and does not print yet: a job held by root's scontrol hold is
-# JobHeldAdmin (Grid Engine's listing shows every hold as h: the shim says JobHeldUser); a time
-# limit above the partition's MaxTime waits with PartitionTimeLimit, and -N above the partition's
-# nodes with PartitionNodeLimit (the shim says Resources or Priority); and a job whose afterok
-# dependency failed waits with DependencyNeverSatisfied (the shim's job wrapper cancels it, as
-# kill_invalid_depend would; here it is rebuilt as the held job Grid Engine would list first).
-KNOWN = {"gpu2", "adminheld", "toolong", "twonodes", "depnever"}
+# and three the shim could know and does not print yet: a time limit above the partition's MaxTime
+# waits with PartitionTimeLimit, and -N above the partition's nodes with PartitionNodeLimit (the
+# shim says Resources or Priority); and a job whose afterok dependency failed waits with
+# DependencyNeverSatisfied (the shim's job wrapper cancels it, as kill_invalid_depend would; here it
+# is rebuilt as the held job Grid Engine would list first). A job held by root's scontrol hold
+# (adminheld) is JobHeldAdmin, as in every release: root's record of its holds (store/holds.py).
+KNOWN = {"gpu2", "toolong", "twonodes", "depnever"}
 
 
 @pytest.mark.parametrize("release", RELEASES)
