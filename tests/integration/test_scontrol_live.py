@@ -66,6 +66,31 @@ def test_hold_release_and_update(jobs):
     assert (cp.returncode, cp.stderr) == (1, f"Invalid user id for job {jid2}\nslurm_suspend error: Invalid user id\n")
 
 
+def test_roots_hold_is_an_admin_hold_its_owner_cannot_release(jobs, plain_user):
+    """root's scontrol hold of a user's job is Grid Engine's operator hold: squeue and scontrol say
+    JobHeldAdmin at priority 0 (to the owner too), the owner's release is refused and leaves it held,
+    the owner's hold changes nothing, and root's release lifts it, as real 22.05.8, 24.11.5 and
+    26.05.5 do (fixtures/slurm-*/oracle-hold.txt)."""
+    jid = jobs.qsub("ahold", "-q", "debug", "-a", "203001010000", "-l", "h_rt=600", *SLEEP, "300", user=plain_user)
+    cp = scontrol("hold", jid)
+    assert (cp.returncode, cp.stdout, cp.stderr) == (0, "", "")
+    wait_until(lambda: jobs.ge(jid) == ["hqw"], 30, "held")
+    assert run("squeue", "-h", "-j", jid, "-o", "%T|%r|%R|%Q").stdout == "PENDING|JobHeldAdmin|(JobHeldAdmin)|0\n"
+    out = scontrol("show", "job", jid).stdout
+    assert (field(out, "JobState"), field(out, "Reason"), field(out, "Priority")) == ("PENDING", "JobHeldAdmin", "0")
+    assert run("squeue", "-h", "-j", jid, "-o", "%r", user=plain_user).stdout == "JobHeldAdmin\n"
+    cp = scontrol("release", jid, user=plain_user)
+    assert (cp.returncode, cp.stdout) == (1, "") and re.fullmatch(
+        rf"Access/permission denied for job {jid}\nslurm_suspend error: ?Access/permission denied\n", cp.stderr), cp.stderr
+    cp = scontrol("hold", jid, user=plain_user)
+    assert (cp.returncode, cp.stderr) == (0, "")
+    assert jobs.ge(jid) == ["hqw"]
+    assert run("squeue", "-h", "-j", jid, "-o", "%r", user=plain_user).stdout == "JobHeldAdmin\n"
+    cp = scontrol("release", jid)
+    assert (cp.returncode, cp.stderr) == (0, "")
+    wait_until(lambda: jobs.ge(jid) == ["qw"], 30, "both holds lifted by root's release")
+
+
 def test_suspend_resume(jobs):
     jid = jobs.qsub("susp", "-q", "debug", *SLEEP, "300")
     wait_until(lambda: jobs.ge(jid) == ["r"], 60, "running")
