@@ -18,7 +18,8 @@ ago, T2 ended 30 days ago (the "0" store holds only them). Before seeding, the o
 measured (the ``prune (hourly)`` row ages it itself).
 
 Every store is seeded first (``--one-at-a-time``: each in turn, measured and removed, for stores
-too big to sit side by side in ``--dir``); then each call is measured on every store in turn, so
+too big to sit side by side in ``--dir``: a job is three files, three inodes, and a 24 GB /dev/shm
+has ~3.1 million, so 1,000,000 jobs fit alone, not beside 200,000 more); then each call is measured on every store in turn, so
 the columns of a row share the same minute's load. For each, a fresh child that has become the
 bench user (``shimbench``, the first of the K users) runs the call IN-PROCESS
 (``shim.__main__.dispatch``) against a recorded Grid Engine (``ReplayBackend``: an empty queue, "no such job" for ``qstat -j``, an accounting file holding no record), so Grid
@@ -178,6 +179,11 @@ def seed(state_dir: str, user: str, uid: int, gid: int, n: int, now: float, targ
                 _job(state_dir, user, uid, T2, t - 30 * DAY)
                 _job(state_dir, user, uid, T1, t - 30)
             code = 0
+        except BaseException:  # (say why: a tmpfs out of inodes is the usual cause, see --one-at-a-time)
+            import traceback
+
+            traceback.print_exc()
+            sys.stderr.flush()
         finally:
             os._exit(code)
     _pid, status = os.waitpid(pid, 0)
