@@ -20,7 +20,7 @@ qstat is (a transport class that streams, as process.GridEngineBackend does), ot
 calls answer empty. Reported per form: the baseline (``cat <document>`` read whole through a pipe
 by a child of this process: the bytes alone), the squeue time (the child's wall time around
 dispatch, imports before it excluded as for the baseline's interpreter), their ratio, the
-per-row cost, and the child's peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) against
+per-row cost, its CPU time (``process_time``: the measure that holds on a loaded machine), and the child's peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) against
 an idle child's (the same imports, no squeue). Median of ``--runs``.
 
 ``BENCH_SRC=<tree>/src`` measures another tree; ``--before <tree>/src`` runs that tree in turn with
@@ -160,7 +160,7 @@ def child(spec: dict) -> dict:
         import cProfile
 
         prof = cProfile.Profile()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     sys.stdout = out
     try:
         if prof:
@@ -171,9 +171,9 @@ def child(spec: dict) -> dict:
         sys.stdout.flush()
     finally:
         sys.stdout = saved
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     out.close()
-    res = {"seconds": dt, "rc": rc, "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "idle_kb": idle}
+    res = {"seconds": dt, "cpu_seconds": cpu, "rc": rc, "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "idle_kb": idle}
     if prof:
         import io
         import pstats
@@ -251,20 +251,23 @@ def main() -> None:
             trees = {"after": SRC, "before": o.before} if o.before else {"this": SRC}
             base: list[float] = []
             shim: dict[str, list[float]] = {t: [] for t in trees}
+            cpu: dict[str, list[float]] = {t: [] for t in trees}
             rss: dict[str, list[int]] = {t: [] for t in trees}
             for _ in range(o.runs):  # (in turn: the load other work puts on the machine falls on each alike)
                 base.append(baseline(doc))
                 for t, src in trees.items():
                     r = run_child({**spec, "src": src})
                     shim[t].append(r["seconds"])
+                    cpu[t].append(r["cpu_seconds"])
                     rss[t].append(r["rss_kb"])
             b = statistics.median(base)
             results[form] = {"rows": o.n, "bytes": os.path.getsize(doc), "baseline_s": base, "squeue_s": shim,
-                             "rss_kb": rss, "idle_rss_kb": idle}
+                             "squeue_cpu_s": cpu, "rss_kb": rss, "idle_rss_kb": idle}
             for t in trees:
                 s = statistics.median(shim[t])
                 print(f"{form} {o.kind} {o.n} rows ({os.path.getsize(doc) / 1e6:.1f} MB), {t}: cat {b * 1000:.0f} ms, "
-                      f"squeue {s * 1000:.0f} ms ({s / b:.1f}x the baseline, {s / o.n * 1e6:.1f} us a row), "
+                      f"squeue {s * 1000:.0f} ms ({s / b:.1f}x the baseline, {s / o.n * 1e6:.1f} us a row; CPU "
+                      f"{statistics.median(cpu[t]) * 1000:.0f} ms), "
                       f"peak RSS {max(rss[t]) / 1024:.0f} MB (idle child {idle / 1024:.0f} MB)", flush=True)
             if o.profile:
                 r = run_child({**spec, "profile": o.profile})
