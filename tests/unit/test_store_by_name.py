@@ -156,10 +156,14 @@ def test_a_jobs_srun_step_ends_are_no_event_of_either_path(top, monkeypatch):
     assert only == {(6600, None, "step0")}  # (sacct's: listed with its id shard)
 
 
-def test_a_job_without_a_submit_record_is_found_by_the_listing(top, monkeypatch):
+def test_a_job_without_a_submit_record_of_sbatchs_is_found_by_the_listing(top):
     _event(top, 7700, "end", NOW - 100, task=9)
     _event(top, 7700, "start", NOW - 200, task=9)
     assert set(records.Reader(str(top)).events(7700, 0)) == {(9, "start"), (9, "end")}
+    with mock.patch("time.time", return_value=NOW - 300):  # a record with no sbatch stamp ("sub"): no
+        assert state.record_submit(str(top), 7710, {"name": "w"})  # word on the job's array indices
+    _event(top, 7710, "end", NOW - 100, task=2)
+    assert set(records.Reader(str(top)).events(7710, 0)) == {(2, "end")}
 
 
 def test_the_old_flat_layout_is_read_with_the_new_lookups(top, monkeypatch):
@@ -168,7 +172,7 @@ def test_the_old_flat_layout_is_read_with_the_new_lookups(top, monkeypatch):
     home = _home(top)
     os.makedirs(os.path.join(home, "jobs"))
     os.makedirs(os.path.join(home, "events"))
-    for name, data in (("jobs/800.json", {"t": NOW - 90, "name": "old"}),
+    for name, data in (("jobs/800.json", {"t": NOW - 90, "sub": NOW - 90, "name": "old"}),
                        ("events/800.x.end.json", {"t": NOW - 60, "exit": 3, "state": "FAILED"}),
                        ("events/801.x.start.json", {"t": NOW - 70})):
         with open(os.path.join(home, name), "w") as f:

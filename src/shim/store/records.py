@@ -534,14 +534,14 @@ class Reader:
         (``<id>.<x|index>.<kind>.json``: its own and each array index its submit record names,
         each kind of ``NAMED_KINDS``) lstat'ed; a regular file there counts (it is checked again
         when read). None where the names are not known: no submit record (in ``uid``'s directory
-        or ``owner``'s), one of an older job with this id (``ge_submit``), more than ``DIRECT``
+        or ``owner``'s) that sbatch or srun wrote (their ``sub`` stamp), one of an older job with this id (``ge_submit``), more than ``DIRECT``
         names (a bigger array), and the srun steps' ends (kind step<id>: sacct lists them)."""
         rec = self._record(uid, d, job_id)
         if rec is None and owner is not None and owner != uid:
             od = self.dir(owner)
             rec = None if od is None else self._record(owner, od, job_id)
-        if rec is None or not of_job(rec, ge_submit):
-            return None
+        if rec is None or rec.sub is MISSING or not of_job(rec, ge_submit):
+            return None  # (a record without sbatch's or srun's ``sub`` stamp is no submitting command's)
         tasks = ("x", *map(str, rec.array or ()))
         if len(tasks) * len(NAMED_KINDS) > self.DIRECT:
             return None
