@@ -30,7 +30,8 @@ os.lstat/os.stat counted (names listed, files opened, files stat'ed): why a call
 The sbatch and scancel rows are their store side only (no submission): sbatch's ``state.forget``,
 ``state.record_submit`` and ``state.prune`` with its hourly stamp fresh; scancel's
 ``state.record_event`` "cancel"; ``sbatch --wait``'s is its wait (``submit.wait_for``) for a
-short job that has ended (T1: its events looked up by name, records.Reader._direct). ``prune
+short job that has ended, with its record's ``sub`` as sbatch has it (T1: its events looked up by
+name, records.Reader._direct). ``prune
 (hourly)`` is sbatch's prune once its stamp is an hour old: it runs last (with nothing past its
 bounds, it counts the buckets) and is timed once.
 
@@ -323,6 +324,9 @@ class _Out:
             return f.read().decode(errors="replace").strip().splitlines()[0:1][0] if os.path.getsize(self.err) else ""
 
 
+_T1_SUB: dict[str, float] = {}
+
+
 def _store_side(kind: str, state_dir: str, cfg, seq: list[int], user: str, uid: int) -> int:
     seq[0] += 1
     job = 9_000_000 + seq[0]
@@ -337,7 +341,12 @@ def _store_side(kind: str, state_dir: str, cfg, seq: list[int], user: str, uid: 
 
         from shim.operations import submit
 
-        return submit.wait_for(T1, SimpleNamespace(array=None, sub=None), cfg)
+        sub = _T1_SUB.get(state_dir)  # (sbatch --wait holds its record's sub: read once, in the warm-up)
+        if sub is None:
+            from shim.store.records import Reader
+
+            sub = _T1_SUB[state_dir] = Reader(cfg).submit(T1, uid).sub
+        return submit.wait_for(T1, SimpleNamespace(array=None, sub=sub), cfg)
     else:
         state.record_event(cfg, T1, None, "cancel", {"uid": uid, "user": user, "owner": user, "sub": now - 150})
     return 0

@@ -1,10 +1,12 @@
 """A job's events looked up by name (records.Reader._direct, docs/store-scale.md §3): the calls
-that want one job's events (sbatch --wait, squeue -t all's ended jobs, scontrol show job, the job
-wrapper's dependency check) lstat the names the job can have, which its submit record tells (its
+that want one job's events of a known submission (sbatch --wait, scontrol show job, the job
+wrapper's dependency check where Grid Engine still knows the job) lstat the names the job can have, which its submit record tells (its
 array indices; the kinds are records.NAMED_KINDS), instead of listing the job's whole id shard.
 Each test compares the by-name answer with the shard listing's (the same Reader with
 ``DIRECT = -1``: every lookup lists) on real files in a tmp state directory, and checks that the
-shard was not listed. (The tests run as root: root's own directory is the caller's; uid 4242
+shard was not listed. By name only for a caller that names the submission (``ge_submit``): one
+that does not (squeue -t all of a job Grid Engine forgot) gets the listing's answer, an older
+job's events of the id included, as before. (The tests run as root: root's own directory is the caller's; uid 4242
 stands for another user.)"""
 
 from __future__ import annotations
@@ -80,9 +82,9 @@ def test_a_plain_jobs_events_by_name_are_those_of_the_shard_listing(top, monkeyp
     _submit(top, 1234, NOW - 300)
     _event(top, 1234, "start", NOW - 200, sub=NOW - 300)
     _event(top, 1234, "end", NOW - 100, sub=NOW - 300)
-    got = _both(top, 1234, 0, None, monkeypatch)
+    got = _both(top, 1234, 0, NOW - 300, monkeypatch)
     assert set(got) == {(None, "start"), (None, "end")}
-    assert _both(top, 1234, 0, NOW - 300, monkeypatch) == got
+    assert records.Reader(str(top)).events(1234, 0) == got  # (no submission named: the listing)
 
 
 def test_an_arrays_tasks_by_name_are_those_of_the_shard_listing(top, monkeypatch):
@@ -91,7 +93,7 @@ def test_an_arrays_tasks_by_name_are_those_of_the_shard_listing(top, monkeypatch
     for task in (1, 2, 5):
         _event(top, 2250, "start", NOW - 250, task=task)
         _event(top, 2250, "end", NOW - 200 + task, task=task)
-    got = _both(top, 2250, 0, None, monkeypatch)
+    got = _both(top, 2250, 0, NOW - 300, monkeypatch)
     assert set(got) == {(t, k) for t in (1, 2, 5) for k in ("start", "end")}
     assert got[(5, "end")]["t"] == NOW - 195
 
@@ -103,7 +105,7 @@ def test_a_bigger_array_lists_its_shard_once(top, monkeypatch):
     listed: list[str] = []
     real = layout.shard_names
     monkeypatch.setattr(layout, "shard_names", lambda *a: listed.append(a[1]) or real(*a))
-    got = records.Reader(str(top)).events(3300, 0)
+    got = records.Reader(str(top)).events(3300, 0, NOW - 300)
     assert set(got) == {(t, "end") for t in range(1, 41)}
     assert listed == ["events"]
 
@@ -116,14 +118,14 @@ def test_a_requeued_and_a_cancelled_job_by_name(top, monkeypatch):
     _event(top, 4410, "requeue", NOW - 700, uid=0, user="root", owner="root")
     _event(top, 4410, "start", NOW - 600)
     _event(top, 4410, "end", NOW - 500)
-    assert set(_both(top, 4410, 0, None, monkeypatch)) == {(None, "start"), (None, "requeue"), (None, "end")}
+    assert set(_both(top, 4410, 0, NOW - 900, monkeypatch)) == {(None, "start"), (None, "requeue"), (None, "end")}
     _submit(top, 4520, NOW - 900, array=[0, 1])
     _event(top, 4520, "start", NOW - 800, task=0)
     _event(top, 4520, "cancel", NOW - 700, uid=0, user="root", owner="root")
     _event(top, 4520, "cancel", NOW - 690, task=1, uid=0, user="root", owner="root")
     _event(top, 4520, "suspend", NOW - 750, task=0)
     _event(top, 4520, "resume", NOW - 740, task=0)
-    got = _both(top, 4520, 0, None, monkeypatch)
+    got = _both(top, 4520, 0, NOW - 900, monkeypatch)
     assert set(got) == {(0, "start"), (None, "cancel"), (1, "cancel"), (0, "suspend"), (0, "resume")}
 
 
@@ -135,7 +137,9 @@ def test_a_reused_ids_older_events_read_by_name_as_by_the_listing(top, monkeypat
     _event(top, 5510, "cancel", NOW - 86100, sub=NOW - 86400)
     _submit(top, 5510, NOW - 60)  # the new one: sbatch rewrote the submit record
     _event(top, 5510, "start", NOW - 30, sub=NOW - 60)
-    assert set(_both(top, 5510, 0, None, monkeypatch)) == {(None, "start"), (None, "end"), (None, "cancel")}
+    # no submission named (squeue -t all of a job Grid Engine forgot): the listing, with the older
+    # job's events, as before
+    assert set(records.Reader(str(top)).events(5510, 0)) == {(None, "start"), (None, "end"), (None, "cancel")}
     now = _both(top, 5510, 0, NOW - 60, monkeypatch)  # tied to the new submission: its start alone
     assert set(now) == {(None, "start")} and now[(None, "start")]["t"] == NOW - 30
     # asked for the older job (its Grid Engine submission time): the record is the new job's, so
@@ -151,7 +155,7 @@ def test_a_jobs_srun_step_ends_are_no_event_of_either_path(top, monkeypatch):
     _submit(top, 6600, NOW - 300)
     _event(top, 6600, "start", NOW - 200)
     _event(top, 6600, state.step_kind(0), NOW - 150, step=0, ntasks=1, start=NOW - 190)
-    assert set(_both(top, 6600, 0, None, monkeypatch)) == {(None, "start")}
+    assert set(_both(top, 6600, 0, NOW - 300, monkeypatch)) == {(None, "start")}
     only = {(j, t, k) for _u, j, t, k in state.scan_events(str(top), (state.step_kind(0),), 0, NOW + 1, jobs={6600})}
     assert only == {(6600, None, "step0")}  # (sacct's: listed with its id shard)
 
@@ -184,9 +188,9 @@ def test_the_old_flat_layout_is_read_with_the_new_lookups(top, monkeypatch):
     assert set(reader.events(801, 0)) == {(None, "start"), (None, "end")}
     assert state.migrate(str(top), budget=1000) == 3
     assert not os.path.exists(os.path.join(home, "events"))
-    after = _both(top, 800, 0, None, monkeypatch)
+    after = _both(top, 800, 0, NOW - 90, monkeypatch)
     assert after[(None, "end")]["exit"] == 3
-    assert set(_both(top, 801, 0, None, monkeypatch)) == {(None, "start"), (None, "end")}
+    assert set(_both(top, 801, 0, NOW - 80, monkeypatch)) == {(None, "start"), (None, "end")}
 
 
 def _plant(path: str, data: str | bytes = "{}", uid: int = OTHER, kind: str = "file") -> None:
@@ -214,7 +218,7 @@ def test_a_foreign_file_a_link_a_fifo_or_a_huge_file_at_a_looked_up_name_is_igno
     _plant(os.path.join(shard, "9901.2.end.json"), str(target), kind="symlink")
     _plant(os.path.join(shard, "9901.x.cancel.json"), b"{" + b" " * (2 << 20) + b"}", uid=0)
     _plant(os.path.join(shard, "9901.2.start.json"), kind="fifo", uid=0)
-    assert set(_both(top, 9901, 0, None, monkeypatch)) == {(1, "start")}
+    assert set(_both(top, 9901, 0, NOW - 60, monkeypatch)) == {(1, "start")}
     # a submit record planted by another uid names no tasks: the shard is listed, as before, and
     # what is planted there is ignored the same way
     jobs = os.path.join(home, "records", "jobs", str(9900 // layout.SHARD))
@@ -235,7 +239,7 @@ def test_another_users_directory_is_read_by_name_for_her_job(top, monkeypatch):
         os.chown(d, OTHER, OTHER)
         d.chmod(0o755)
     _event(top, 1500, "cancel", NOW - 10, owner=str(OTHER))  # root's event about her job
-    got = _both(top, 1500, OTHER, None, monkeypatch)
+    got = _both(top, 1500, OTHER, NOW - 60, monkeypatch)
     assert set(got) == {(None, "end"), (None, "cancel")}
 
 
@@ -291,6 +295,6 @@ def test_the_names_looked_up_stay_within_the_budget(top, tasks):
     seen: list[str] = []
     real = os.lstat
     with mock.patch("os.lstat", side_effect=lambda p, *a, **k: seen.append(str(p)) or real(p, *a, **k)):
-        records.Reader(str(top)).events(10100, 0)
+        records.Reader(str(top)).events(10100, 0, NOW - 60)
     named = [p for p in seen if "/records/events/" in p]
     assert len(named) == (1 + tasks) * len(records.NAMED_KINDS) <= records.Reader.DIRECT

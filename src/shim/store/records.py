@@ -533,14 +533,16 @@ class Reader:
         """A job's events in ``d`` by name, without listing its shard: each name its job can have
         (``<id>.<x|index>.<kind>.json``: its own and each array index its submit record names,
         each kind of ``NAMED_KINDS``) lstat'ed; a regular file there counts (it is checked again
-        when read). None where the names are not known: no submit record (in ``uid``'s directory
+        when read). Only for a caller that names the submission (``ge_submit``: an older job's
+        events of this id, which only the listing finds, are then no answer of either path).
+        None where the names are not known: no submit record (in ``uid``'s directory
         or ``owner``'s) that sbatch or srun wrote (their ``sub`` stamp), one of an older job with this id (``ge_submit``), more than ``DIRECT``
         names (a bigger array), and the srun steps' ends (kind step<id>: sacct lists them)."""
         rec = self._record(uid, d, job_id)
         if rec is None and owner is not None and owner != uid:
             od = self.dir(owner)
             rec = None if od is None else self._record(owner, od, job_id)
-        if rec is None or rec.sub is MISSING or not of_job(rec, ge_submit):
+        if ge_submit is None or rec is None or rec.sub is MISSING or not of_job(rec, ge_submit):
             return None  # (a record without sbatch's or srun's ``sub`` stamp is no submitting command's)
         tasks = ("x", *map(str, rec.array or ()))
         if len(tasks) * len(NAMED_KINDS) > self.DIRECT:
