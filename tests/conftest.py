@@ -374,6 +374,20 @@ def with_release(text: str, name: str | None) -> str:
     return text + (f'\n[slurm]\nrelease = "{name}"\n' if name else "")
 
 
+def release_setter(conf: Path):
+    """set_release(name): rewrite the site config at ``conf`` (as it reads now) with ``[slurm]
+    release = name`` (``with_release``) and make the shim read it again."""
+    from shim import siteconf
+
+    base = conf.read_text()
+
+    def set_release(name: str | None) -> None:
+        conf.write_text(with_release(base, name))
+        siteconf.reset()
+
+    return set_release
+
+
 def use_site_config(monkeypatch, tmp_path: Path) -> Path:
     """Point the shim at the unit-test site config (fixtures/site/config.toml) with a private
     state directory and config cache under tmp_path; returns the state directory."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CELL, REPO, SITE_CONFIG, run, shim_env, wait_until
+from conftest import CELL, REPO, SITE_CONFIG, run, shim_env, wait_until, with_release
 
 # scripts/multihost's second host of each cell (each its own name: both cells' can be up at once)
 SECOND_HOST = "ocsnode2" if CELL == "ocs" else "node2"
@@ -119,3 +119,21 @@ def reservation(plain_user):
         yield name, ar
     finally:
         run("qrdel", ar)
+
+
+@pytest.fixture
+def release_config(tmp_path):
+    """make(release): a copy of the cell's site config with ``[slurm] release``, in a 0755
+    directory (the job's wrapper, run by Grid Engine, reads it too); returns its environment."""
+    base = Path(shim_env().get("SLURM_SHIM_CONFIG") or "/etc/slurm-shim/config.toml").read_text()
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir(mode=0o755)
+    os.chmod(tmp_path, 0o755)
+
+    def make(release: str) -> dict[str, str]:
+        path = conf_dir / f"config-{release}.toml"
+        path.write_text(with_release(base, release))
+        path.chmod(0o644)
+        return {"SLURM_SHIM_CONFIG": str(path)}
+
+    return make

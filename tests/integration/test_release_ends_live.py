@@ -8,34 +8,15 @@ tests/unit/test_releases_ends.py)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from conftest import run, shim_env, wait_until, with_release
+from conftest import run, wait_until
 
 pytestmark = pytest.mark.gridengine
 
 RELEASES = ("22.05", "24.11", "26.05")
-
-
-@pytest.fixture
-def release_env(tmp_path):
-    """make(release): the environment of a copy of the cell's site config with ``[slurm] release``
-    (in a 0755 directory: the job's wrapper, run by Grid Engine, reads it too)."""
-    base = Path(shim_env().get("SLURM_SHIM_CONFIG") or "/etc/slurm-shim/config.toml").read_text()
-    conf_dir = tmp_path / "conf"
-    conf_dir.mkdir(mode=0o755)
-    os.chmod(tmp_path, 0o755)
-
-    def make(release: str) -> dict[str, str]:
-        path = conf_dir / f"config-{release}.toml"
-        path.write_text(with_release(base, release))
-        path.chmod(0o644)
-        return {"SLURM_SHIM_CONFIG": str(path)}
-
-    return make
 
 
 def submit(env: dict[str, str], cwd: Path, *argv: str) -> str:
@@ -60,8 +41,8 @@ def sacct_rows(env: dict[str, str], job: str, count: int) -> list[str]:
 
 
 @pytest.mark.parametrize("release", RELEASES)
-def test_a_shell_killed_by_sigkill(release_env, tmp_path, release):
-    env = release_env(release)
+def test_a_shell_killed_by_sigkill(release_config, tmp_path, release):
+    env = release_config(release)
     job = submit(env, tmp_path, "-o", str(tmp_path / "k.out"), "--wrap", "echo before; kill -9 $$")
     reason = "JobLaunchFailure" if release == "22.05" else "RaisedSignal:9(Killed)"
     assert ended(env, job) == f"FAILED|{reason}"
@@ -72,8 +53,8 @@ def test_a_shell_killed_by_sigkill(release_env, tmp_path, release):
 
 
 @pytest.mark.parametrize("release", RELEASES)
-def test_a_missing_working_directory_with_the_default_output(release_env, tmp_path, release):
-    env = release_env(release)
+def test_a_missing_working_directory_with_the_default_output(release_config, tmp_path, release):
+    env = release_config(release)
     gone = tmp_path / "gone"
     job = submit(env, tmp_path, "-D", str(gone), "--wrap", "pwd; echo ran")
     if release == "22.05":
@@ -86,8 +67,8 @@ def test_a_missing_working_directory_with_the_default_output(release_env, tmp_pa
 
 
 @pytest.mark.parametrize("release", RELEASES)
-def test_a_missing_output_directory(release_env, tmp_path, release):
-    env = release_env(release)
+def test_a_missing_output_directory(release_config, tmp_path, release):
+    env = release_config(release)
     job = submit(env, tmp_path, "-o", "nodir/sub/x.out", "--wrap", "echo hi")
     if release == "22.05":
         assert ended(env, job) == "FAILED|JobLaunchFailure"

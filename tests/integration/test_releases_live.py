@@ -5,34 +5,14 @@ cell's own config (22.05 by default) is never changed: only the commands given t
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-from conftest import run, shim_env, wait_until, with_release
+from conftest import run, wait_until
 
 pytestmark = pytest.mark.gridengine
-
-
-@pytest.fixture
-def release_config(tmp_path):
-    """make(release): a copy of the cell's site config with ``[slurm] release``, in a 0755
-    directory (the job's wrapper, run by Grid Engine, reads it too); returns its environment."""
-    active = Path(shim_env().get("SLURM_SHIM_CONFIG") or "/etc/slurm-shim/config.toml")
-    base = active.read_text()
-    conf_dir = tmp_path / "conf"
-    conf_dir.mkdir(mode=0o755)
-    os.chmod(tmp_path, 0o755)
-
-    def make(release: str) -> dict[str, str]:
-        path = conf_dir / f"config-{release}.toml"
-        path.write_text(with_release(base, release))
-        path.chmod(0o644)
-        return {"SLURM_SHIM_CONFIG": str(path)}
-
-    return make
 
 
 def env_of(out: Path) -> dict[str, str]:

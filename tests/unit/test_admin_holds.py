@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import FIXTURES, use_site_config, with_release
+from conftest import FIXTURES, release_setter, use_site_config
 from listing_replay import ListingReplay
 from shim import siteconf
 from shim.__main__ import dispatch
@@ -56,11 +56,8 @@ def site(monkeypatch, tmp_path):
     monkeypatch.delenv("SLURM_JOB_NODELIST", raising=False)
     monkeypatch.setattr(time, "time", lambda: NOW)
     conf = tmp_path / "config.toml"
-    base = conf.read_text()
 
-    def set_release(name: str) -> None:
-        conf.write_text(with_release(base, name))
-        siteconf.reset()
+    set_release = release_setter(conf)
 
     yield set_release, d
     siteconf.reset()

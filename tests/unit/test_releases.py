@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES, use_site_config, with_release
+from conftest import FIXTURES, release_setter, use_site_config
 from shim.gridengine import backends
 from shim import config, siteconf
 from shim.slurm import releases
@@ -33,11 +33,8 @@ def site(monkeypatch, tmp_path):
     """set(release): the unit-test site config with ``[slurm] release`` (None: no such key)."""
     state_dir = use_site_config(monkeypatch, tmp_path)
     conf = tmp_path / "config.toml"
-    base = conf.read_text()
 
-    def set_release(name: str | None) -> None:
-        conf.write_text(with_release(base, name))
-        siteconf.reset()
+    set_release = release_setter(conf)
 
     set_release.state_dir = state_dir
     yield set_release

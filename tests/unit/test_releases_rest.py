@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES, use_site_config, with_release
+from conftest import FIXTURES, release_setter, use_site_config
 from shim import siteconf
 from shim.gridengine import backends
 from shim.slurm import releases
@@ -38,11 +38,8 @@ def site(monkeypatch, tmp_path):
     """set(release): the unit-test site config with ``[slurm] release``."""
     use_site_config(monkeypatch, tmp_path)
     conf = tmp_path / "config.toml"
-    base = conf.read_text()
 
-    def set_release(name: str) -> None:
-        conf.write_text(with_release(base, name))
-        siteconf.reset()
+    set_release = release_setter(conf)
 
     yield set_release
     siteconf.reset()

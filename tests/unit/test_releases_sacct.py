@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import FIXTURES, use_site_config, with_release
+from conftest import FIXTURES, release_setter, use_site_config
 from shim import siteconf
 from shim.__main__ import dispatch
 from shim.gridengine import backends
@@ -41,16 +41,13 @@ def site(monkeypatch, tmp_path):
     accounting file and a fixed clock."""
     use_site_config(monkeypatch, tmp_path)
     conf = tmp_path / "config.toml"
-    base = conf.read_text()
     monkeypatch.setenv("TZ", "UTC")
     monkeypatch.delenv("SACCT_FORMAT", raising=False)
     time.tzset()
     (tmp_path / "accounting").write_text("# Version: 8.1.9\n")
     monkeypatch.setenv("SLURM_SHIM_ACCOUNTING", str(tmp_path / "accounting"))
 
-    def set_release(name: str) -> None:
-        conf.write_text(with_release(base, name))
-        siteconf.reset()
+    set_release = release_setter(conf)
 
     set_release.dir = tmp_path
     yield set_release

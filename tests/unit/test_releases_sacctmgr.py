@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, with_release
+from conftest import FIXTURES, release_setter
 from policy_replay import replaying, run_command
 from shim import siteconf
 from shim.gridengine import ops
@@ -34,11 +34,8 @@ def research(monkeypatch, tmp_path):
     with replaying(monkeypatch, tmp_path, answers) as b:
         b.add(*ops.operators(), "", rc=1, stderr="no operator defined\n")
         conf = tmp_path / "config.toml"
-        base = conf.read_text()
 
-        def set_release(name: str) -> None:
-            conf.write_text(with_release(base, name))
-            siteconf.reset()
+        set_release = release_setter(conf)
 
         yield set_release
     siteconf.reset()

@@ -125,17 +125,22 @@ def _ok(fd):
         return False
 
 
+def log_to(d: Path) -> None:
+    """In a forked service: its stdout and stderr to d's service.log, its directory d."""
+    fd = os.open(str(d / "service.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    sys.stdout = sys.stderr = open(2, "w", closefd=False)  # (not pytest's capture)
+    os.environ["SLURM_SHIM_AGENT_DIR"] = str(d)
+
+
 def start_service(d: Path, probe=True, idle=60.0, root: Path | None = None, wait=True):
     """A service process for directory d (forked from this test process); returns its pid."""
     d.mkdir(mode=0o700, exist_ok=True)
     pid = os.fork()
     if pid == 0:
         try:
-            fd = os.open(str(d / "service.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            os.dup2(fd, 1)
-            os.dup2(fd, 2)
-            sys.stdout = sys.stderr = open(2, "w", closefd=False)  # (not pytest's capture)
-            os.environ["SLURM_SHIM_AGENT_DIR"] = str(d)
+            log_to(d)
             if probe:
                 import shim.__main__ as m
 
@@ -409,11 +414,12 @@ def test_a_directory_others_may_enter_is_not_used(cbin, world):
     assert not (d / "service.starting").exists()  # no service is started there either
 
 
-def test_the_service_serves_only_its_own_uid(world, probe):
-    """A socket another user can reach (a misconfigured directory): the service says nothing to them."""
-    before = served(probe)
-    probe.chmod(0o711)
-    sock = probe / "service.sock"
+def stranger_is_refused(d: Path) -> None:
+    """Make the service's socket in ``d`` reachable by anyone (a misconfigured directory), and check
+    that nobody, connecting from a forked child, is closed on without a word; ``d`` and the socket
+    are put back to 0700 and 0600 after."""
+    d.chmod(0o711)
+    sock = d / "service.sock"
     sock.chmod(0o666)
     try:
         # nobody connects from a forked child (no exec: this venv's interpreter may sit where
@@ -434,8 +440,14 @@ def test_the_service_serves_only_its_own_uid(world, probe):
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0
     finally:
-        probe.chmod(0o700)
+        d.chmod(0o700)
         sock.chmod(0o600)
+
+
+def test_the_service_serves_only_its_own_uid(world, probe):
+    """A socket another user can reach (a misconfigured directory): the service says nothing to them."""
+    before = served(probe)
+    stranger_is_refused(probe)
     assert served(probe) == before
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -22,7 +21,7 @@ import pytest
 import shim.__main__ as shim_main
 from shim.service import server as service
 from test_service import (NOBODY, _dead, _mntns, _ok, _probe, cbin, client, client_env, served,  # noqa: F401
-                          stop_service, wait_for, world)
+                          log_to, stop_service, stranger_is_refused, wait_for, world)
 
 SERVES_THE_MACHINES_CONFIG = True  # (conftest._unit_site_config; test_service.py's)
 REAL = shim_main.dispatch  # the real commands (the daemon's children run the probe below)
@@ -110,11 +109,7 @@ def start(d: Path, **bounds) -> int:
     pid = os.fork()
     if pid == 0:
         try:
-            fd = os.open(str(d / "service.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            os.dup2(fd, 1)
-            os.dup2(fd, 2)
-            sys.stdout = sys.stderr = open(2, "w", closefd=False)  # (not pytest's capture)
-            os.environ["SLURM_SHIM_AGENT_DIR"] = str(d)
+            log_to(d)
             shim_main.dispatch = _work
             for k, v in bounds.items():
                 setattr(service, k, v)
@@ -307,28 +302,7 @@ def test_a_foreign_uid_or_installation_never_reaches_a_worker(cbin, daemon, worl
     another uid is closed unanswered, a client of another installation runs its own code."""
     worker = state(cbin, daemon)["pid"]
     before = served(daemon)
-    daemon.chmod(0o711)
-    sock = daemon / "service.sock"
-    sock.chmod(0o666)
-    try:
-        pid = os.fork()
-        if pid == 0:
-            code = 3
-            try:
-                os.setgroups([])
-                os.setgid(NOBODY)
-                os.setuid(NOBODY)
-                s = socket.socket(socket.AF_UNIX)
-                s.settimeout(10)
-                s.connect(str(sock))
-                code = 0 if s.recv(100) == b"" else 1
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
-    finally:
-        daemon.chmod(0o700)
-        sock.chmod(0o600)
+    stranger_is_refused(daemon)
     other = world / "other-install-bin"
     if not other.exists():
         other.mkdir()

@@ -21,6 +21,7 @@ from unittest import mock
 import pytest
 
 from shim.store import layout, records, state
+from test_store_layout import _plant
 
 NOW = time.time()
 OTHER = 4242
@@ -191,19 +192,6 @@ def test_the_old_flat_layout_is_read_with_the_new_lookups(top, monkeypatch):
     after = _both(top, 800, 0, NOW - 90, monkeypatch)
     assert after[(None, "end")]["exit"] == 3
     assert set(_both(top, 801, 0, NOW - 80, monkeypatch)) == {(None, "start"), (None, "end")}
-
-
-def _plant(path: str, data: str | bytes = "{}", uid: int = OTHER, kind: str = "file") -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    if kind == "symlink":
-        os.symlink(data, path)
-        return
-    if kind == "fifo":
-        os.mkfifo(path)
-    else:
-        with open(path, "wb") as f:
-            f.write(data if isinstance(data, bytes) else data.encode())
-    os.chown(path, uid, uid, follow_symlinks=False)
 
 
 def test_a_foreign_file_a_link_a_fifo_or_a_huge_file_at_a_looked_up_name_is_ignored(top, tmp_path, monkeypatch):

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, use_site_config, with_release
+from conftest import FIXTURES, release_setter, use_site_config
 from release_capture import RELEASES, CaptureGridEngine, cases
 from shim import siteconf
 from shim.__main__ import dispatch
@@ -26,15 +26,12 @@ def release(monkeypatch, tmp_path):
     directory holds ``job.sh``."""
     use_site_config(monkeypatch, tmp_path)
     conf = tmp_path / "config.toml"
-    base = conf.read_text()
     wd = tmp_path / "wd"
     wd.mkdir()
     (wd / "job.sh").write_text("#!/bin/bash\nsleep 1\n")
     monkeypatch.chdir(wd)
 
-    def set_release(name: str) -> None:
-        conf.write_text(with_release(base, name))
-        siteconf.reset()
+    set_release = release_setter(conf)
 
     yield set_release
     siteconf.reset()
