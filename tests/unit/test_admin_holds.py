@@ -245,13 +245,33 @@ def record(job: int, reason: str, task: int | None = None, state_: str = "PENDIN
 def test_the_listing_reads_the_record_only_when_a_held_job_is_listed(site, monkeypatch):
     _set, d = site
     asked: list[str] = []
-    monkeypatch.setattr(holds, "read", lambda cfg: asked.append(cfg) or {7: None, 8: frozenset({2})})
+    monkeypatch.setattr(holds, "read_all", lambda cfg: asked.append(cfg) or ({7: None, 8: frozenset({2})}, {}))
     waiting = [record(5, "Priority"), record(6, "None", state_="RUNNING")]
     assert holds.mark(str(d), waiting) == 0 and asked == []
     listed = [record(7, "JobHeldUser"), record(8, "JobHeldUser", 1), record(8, "JobHeldUser", 2), record(9, "JobHeldUser"),
               record(7, "Dependency")]
     assert holds.mark(str(d), waiting + listed) == 2 and len(asked) == 1
     assert [r.reason for r in listed] == ["JobHeldAdmin", "JobHeldUser", "JobHeldAdmin", "JobHeldUser", "Dependency"]
+
+
+def test_a_reused_job_id_is_not_the_job_root_held(site, monkeypatch):
+    """Root held job 7 (submitted at T), which ended unreleased; Grid Engine later gives id 7 to
+    another job, whose owner holds it: JobHeldUser, and its owner's release goes ahead. Root's
+    new hold of that job replaces the old entry with its own submission time."""
+    from datetime import datetime, timezone
+
+    _set, d = site
+    monkeypatch.setattr(os, "getuid", lambda: 0)
+    assert holds.update(str(d), [(7, None)], [], None, {7: 1000.0})
+    assert holds.read_all(str(d)) == ({7: None}, {7: 1000.0})
+    old, new = record(7, "JobHeldUser"), record(7, "JobHeldUser")
+    old.submit_time = datetime.fromtimestamp(1000.0, timezone.utc)
+    new.submit_time = datetime.fromtimestamp(2_000_000.0, timezone.utc)
+    assert holds.mark(str(d), [new]) == 0 and new.reason == "JobHeldUser"
+    assert holds.mark(str(d), [old]) == 1 and old.reason == "JobHeldAdmin"
+    assert holds.current({7: None}, {7: 1000.0}, [new]) == {} and holds.current({7: None}, {}, [new]) == {7: None}
+    assert holds.update(str(d), [(7, [3])], [], None, {7: 2_000_000.0})
+    assert holds.read_all(str(d)) == ({7: frozenset({3})}, {7: 2_000_000.0})
 
 
 def test_the_record_is_written_by_root_alone_and_bounded(site, monkeypatch):

@@ -176,17 +176,20 @@ def hold(s, words: list[str], release: bool = False, user: bool = False) -> Iter
     from ..store import holds as admin_holds
 
     admin = caller()[1] == 0
-    known = admin_holds.read(s.cfg) if (release and not admin) or (user and admin) else {}
+    known, times = admin_holds.read_all(s.cfg) if (release and not admin) or (user and admin) else ({}, {})
     calls: list[str] = []
     acted: list[tuple[int, list[int] | None, list[str]]] = []  # (job, Slurm indices or None, its ids)
+    when: dict[int, float] = {}  # each acted job's Grid Engine submission time (root's record keeps it)
 
-    def act(job: int, tasks: list[int] | None, ids: list[str]) -> None:
+    def act(job: int, tasks: list[int] | None, ids: list[str], recs: list[JobRecord]) -> None:
         calls.extend(ids)
         acted.append((job, tasks, ids))
+        if recs and recs[0].submit_time is not None:
+            when[job] = recs[0].submit_time.timestamp()
 
     def root_held(job: int, tasks: list[int] | None, recs: list[JobRecord]) -> bool:
         want = tasks if tasks is not None else sorted({t for r in recs for t in (admin_holds.record_tasks(r) or ())})
-        return admin_holds.held(known, job, want or None)
+        return admin_holds.held(admin_holds.current(known, times, recs[:1]), job, want or None)
 
     for t in targets(s, words, names="slurm")[1]:
         tok, recs, tasks = t.label, t.records, t.tasks
@@ -217,7 +220,7 @@ def hold(s, words: list[str], release: bool = False, user: bool = False) -> Iter
                     yield Note(f"{DENIED} for job {label}")
                     yield Note(suspend_error(DENIED))
                     continue
-                act(job, idx, jobs.ge_ids(s.cfg, job, idx, mine[0]))
+                act(job, idx, jobs.ge_ids(s.cfg, job, idx, mine[0]), mine)
             if late:
                 yield Note(suspend_error("Job is no longer pending execution"))
             continue
@@ -229,16 +232,16 @@ def hold(s, words: list[str], release: bool = False, user: bool = False) -> Iter
             yield Note(f"{DENIED} for job {tok}")
             yield Note(suspend_error(DENIED))
             continue
-        act(recs[0].job_id, tasks, jobs.ge_ids(s.cfg, recs[0].job_id, tasks, recs[0]))
+        act(recs[0].job_id, tasks, jobs.ge_ids(s.cfg, recs[0].job_id, tasks, recs[0]), recs)
     if calls:
-        yield from _hold_calls(s, calls, acted, known, release, user, admin)
+        yield from _hold_calls(s, calls, acted, known, release, user, admin, when)
 
 
 DENIED = "Access/permission denied"  # (slurm_strerror of ESLURM_ACCESS_DENIED)
 
 
-def _hold_calls(s, calls: list[str], acted: list, known: dict, release: bool, user: bool, admin: bool
-                ) -> Iterator[Note]:
+def _hold_calls(s, calls: list[str], acted: list, known: dict, release: bool, user: bool, admin: bool,
+                when: dict[int, float] | None = None) -> Iterator[Note]:
     """Grid Engine's calls for hold's jobs, and root's record of its holds (store/holds.py)."""
     from ..store import holds as admin_holds
 
@@ -254,7 +257,7 @@ def _hold_calls(s, calls: list[str], acted: list, known: dict, release: bool, us
     if admin and (kind or lift):
         done = [(job, tasks) for job, tasks, _ids in acted if job not in res.jobs]
         gone = done if (release or user) else []
-        admin_holds.update(s.cfg, [] if (release or user) else done, gone, _alive(s))
+        admin_holds.update(s.cfg, [] if (release or user) else done, gone, _alive(s), when)
     if not res.ok:
         why = refused(res)
         yield Note(suspend_error(why) if why else "")

@@ -14,8 +14,11 @@ without following a link (state.read_small_file); anything else reads as no admi
 written atomically (state.write_json) by root alone, and bounded: at most ``MAX_JOBS`` jobs, the
 jobs Grid Engine no longer has pruned when it grows past ``PRUNE_AT`` (one qstat for them).
 
-Its form: ``{"jobs": {"<job id>": null | [Slurm array indices]}}``: null for the whole job, else
-the array tasks root held.
+Its form: ``{"jobs": {"<job id>": null | [Slurm array indices]}, "submitted": {"<job id>": <Grid
+Engine's submission time>}}``: null for the whole job, else the array tasks root held. An entry
+whose submission time is not that of the job Grid Engine lists under its id now is an earlier
+job's (Grid Engine reuses ids; a job root held and that ended unreleased stays until pruned), and
+is not believed (``current``).
 """
 
 from __future__ import annotations
@@ -66,13 +69,47 @@ def parse(raw: bytes) -> Holds:
     return out
 
 
-def read(cfg: Where) -> Holds:
-    """Root's admin holds, from root's own directory only (the module's trust rule)."""
+def submitted(raw: bytes) -> dict[int, float]:
+    """The record's ``submitted``: each held job's Grid Engine submission time, where root's hold
+    knew it (a job id Grid Engine reuses is another job: ``current``)."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return {}
+    got = data.get("submitted") if isinstance(data, dict) else None
+    if not isinstance(got, dict):
+        return {}
+    return {int(k): float(v) for k, v in got.items()
+            if isinstance(k, str) and k.isascii() and k.isdigit() and len(k) <= 12
+            and type(v) in (int, float) and v > 0}
+
+
+def read_all(cfg: Where) -> tuple[Holds, dict[int, float]]:
+    """Root's admin holds and their jobs' submission times, from root's own directory only (the
+    module's trust rule)."""
     p = path_of(cfg)
     if p is None or not state._trusted_dir(os.path.dirname(p), 0):
-        return {}
+        return {}, {}
     got = state.read_small_file(p, LIMIT, (0,))
-    return {} if got is None else parse(got[0])
+    return ({}, {}) if got is None else (parse(got[0]), submitted(got[0]))
+
+
+def read(cfg: Where) -> Holds:
+    """Root's admin holds, from root's own directory only (the module's trust rule)."""
+    return read_all(cfg)[0]
+
+
+def current(holds: Holds, times: dict[int, float], records: list) -> Holds:
+    """``holds`` less the entries of another job of the same id: one whose recorded submission
+    time is not that of the job Grid Engine lists now (root held an earlier job of that id, which
+    ended without root's release; Grid Engine reuses ids)."""
+    out = dict(holds)
+    for r in records:
+        t = times.get(r.job_id)
+        if r.job_id in out and t is not None and r.submit_time is not None \
+                and abs(r.submit_time.timestamp() - t) > 1:
+            out.pop(r.job_id)
+    return out
 
 
 def held(holds: Holds, job_id: int, tasks: Iterable[int] | None) -> bool:
@@ -102,7 +139,8 @@ def mark(cfg: Where, records: list, split: Callable | None = None) -> int:
     held task off its array's pending record. The count marked."""
     if not any(r.reason == "JobHeldUser" for r in records):  # (a pending job's reason alone)
         return 0
-    holds = read(cfg)
+    holds, times = read_all(cfg)
+    holds = current(holds, times, [r for r in records if r.reason == "JobHeldUser"])
     n = 0
     for r in [r for r in records if r.job_id in holds and r.reason == "JobHeldUser"] if holds else ():
         some = holds[r.job_id]
@@ -139,17 +177,21 @@ def change(holds: Holds, job_id: int, tasks: list[int] | None, add: bool) -> Non
 
 
 def update(cfg: Where, held_now: list[tuple[int, list[int] | None]], released: list[tuple[int, list[int] | None]],
-           alive: Callable[[list[int]], set[int] | None] | None = None) -> bool:
+           alive: Callable[[list[int]], set[int] | None] | None = None,
+           when: dict[int, float] | None = None) -> bool:
     """Root's write: these jobs (tasks) held, those released. Past PRUNE_AT jobs, those ``alive``
     says Grid Engine no longer has are dropped; past MAX_JOBS, the oldest ids. False when it could
     not be written (root's hold still holds; the listing then says JobHeldUser)."""
     if os.getuid() != 0:
         return False
-    holds = read(cfg)
+    holds, times = read_all(cfg)
     for job, tasks in released:
         change(holds, job, tasks, False)
     for job, tasks in held_now:
+        if when and job in when and times.get(job) not in (None, when[job]):
+            holds.pop(job, None)  # (an earlier job of that id: its entry is not this one's)
         change(holds, job, tasks, True)
+    times.update({j: t for j, t in (when or {}).items() if j in holds})
     if len(holds) > PRUNE_AT and alive is not None:
         have = alive(sorted(holds))
         if have is not None:
@@ -159,5 +201,6 @@ def update(cfg: Where, held_now: list[tuple[int, list[int] | None]], released: l
     d = state.own_dir(cfg, SUB)
     if d is None:
         return False
-    data = {"jobs": {str(j): (None if v is None else sorted(v)) for j, v in sorted(holds.items())}}
+    data = {"jobs": {str(j): (None if v is None else sorted(v)) for j, v in sorted(holds.items())},
+            "submitted": {str(j): times[j] for j in sorted(holds) if j in times}}
     return state.write_json(os.path.join(d, NAME), data, 0o644)
