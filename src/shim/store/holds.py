@@ -49,39 +49,34 @@ def path_of(cfg: Where) -> str | None:
     return None if d is None else os.path.join(d, SUB, NAME)
 
 
-def parse(raw: bytes) -> Holds:
-    """The record's jobs, or {} for anything that is not the record's form."""
+def _by_job(raw: bytes, field: str) -> dict[int, object]:
+    """The record's ``field``: job id -> value, for keys that are job ids; {} for anything that is
+    not the record's form."""
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return {}
-    jobs = data.get("jobs") if isinstance(data, dict) else None
-    if not isinstance(jobs, dict):
+    got = data.get(field) if isinstance(data, dict) else None
+    if not isinstance(got, dict):
         return {}
+    return {int(k): v for k, v in got.items() if isinstance(k, str) and k.isascii() and k.isdigit() and len(k) <= 12}
+
+
+def parse(raw: bytes) -> Holds:
+    """The record's jobs, or {} for anything that is not the record's form."""
     out: Holds = {}
-    for k, v in jobs.items():
-        if not (isinstance(k, str) and k.isascii() and k.isdigit() and len(k) <= 12):
-            continue
+    for job, v in _by_job(raw, "jobs").items():
         if v is None:
-            out[int(k)] = None
+            out[job] = None
         elif isinstance(v, list) and all(type(i) is int and i >= 0 for i in v):
-            out[int(k)] = frozenset(v)
+            out[job] = frozenset(v)
     return out
 
 
 def submitted(raw: bytes) -> dict[int, float]:
     """The record's ``submitted``: each held job's Grid Engine submission time, where root's hold
     knew it (a job id Grid Engine reuses is another job: ``current``)."""
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return {}
-    got = data.get("submitted") if isinstance(data, dict) else None
-    if not isinstance(got, dict):
-        return {}
-    return {int(k): float(v) for k, v in got.items()
-            if isinstance(k, str) and k.isascii() and k.isdigit() and len(k) <= 12
-            and type(v) in (int, float) and v > 0}
+    return {job: float(v) for job, v in _by_job(raw, "submitted").items() if type(v) in (int, float) and v > 0}
 
 
 def read_all(cfg: Where) -> tuple[Holds, dict[int, float]]:
