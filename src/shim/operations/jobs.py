@@ -396,15 +396,14 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
             else:
                 same.append(rec)
 
-    if quotas is None or reasons is None or stopped is None:
+    if quotas is None or reasons is None or stopped is None or direct is None:
         from ..gridengine import calls
 
         shows = calls.command in QUOTA_COMMANDS
         quotas = shows if quotas is None else quotas
         reasons = shows if reasons is None else reasons
         stopped = (ended or calls.command in STOPPED_COMMANDS) if stopped is None else stopped
-    if direct is None:
-        direct = _command() in DIRECT_COMMANDS
+        direct = calls.command in DIRECT_COMMANDS if direct is None else direct
     # Tens of thousands of small containers, none in a cycle: the cyclic collector would only
     # walk the growing heap again and again (a third of the time). It is off while they are made.
     collecting = gc.isenabled()
@@ -506,12 +505,6 @@ def _named(cfg: SiteConfig, only: set[int], started: q.Query | None, backend: An
     if more:
         read(backends.start_qstat(cfg, q.listing_args(more), backend=backend), named=True)
     return NAMED
-
-
-def _command() -> str:
-    from ..gridengine import calls
-
-    return calls.command
 
 
 def _direct(cfg: SiteConfig, only: set[int], backend: Any, read: Any) -> bool:
