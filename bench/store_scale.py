@@ -3,6 +3,7 @@
 
     sudo /opt/slurm-shim/bin/python bench/store_scale.py                 # 0, 10k, 100k records
     sudo /opt/slurm-shim/bin/python bench/store_scale.py --sizes 0,1000000 --users 20x50000
+    sudo /opt/slurm-shim/bin/python bench/store_scale.py --sizes 0,1000000@1d,1000000 --one-at-a-time
 
 For each store (``--sizes``: one user holding N recorded jobs; ``--users KxN``: K users holding N
 each) a private state directory is made under ``--dir`` (default /dev/shm: a tmpfs, so the disk is
@@ -16,6 +17,17 @@ evenly over 89 days up to a minute ago. Two target jobs are seeded in every stor
 ago, T2 ended 30 days ago (the "0" store holds only them). Before seeding, the owner runs
 ``state.prune`` once on the empty store, so that its hourly stamp is fresh while the calls are
 measured (the ``prune (hourly)`` row ages it itself).
+
+Rate without history: a ``--sizes`` (or ``--users``) entry ``N@D`` (``D`` in days ``1d`` or hours
+``6h``) is the N-job store's last D only: the same jobs at the same rate (N over 89 days), with the
+same ids and the same end times relative to its seeding clock as the N-job store's jobs that ended
+in its last D, and none before (T1 and T2 as in every store). It answers "does a call pay for the
+jobs that came before, or for the rate jobs end?": a window of recent buckets is the same in both.
+Where a run holds both ``N`` and ``N@D``, the N-job store is seeded in two parts, its jobs older
+than D first, then its last D with the clock of that moment (so its recent jobs are as old when
+measured as the N@D store's, not older by the minutes its history took to seed: a gap of those
+minutes at the D boundary, no job ends there), and its cells give a second ratio, against the
+N@D store (``1.1× of N@D``). A run without an ``@`` entry seeds as it always did.
 
 Every store is seeded first (``--one-at-a-time``: each in turn, measured and removed, for stores
 too big to sit side by side in ``--dir``: a job is three files, three inodes, and a 24 GB /dev/shm
@@ -86,6 +98,22 @@ CLIENT_BIN = Path(os.environ.get("SLURM_SHIM_CLIENT_BIN", "/opt/slurm-shim/bin")
 FAKE_UIDS = 60001        # the other users of --users KxN (no passwd entry needed: a directory is a uid)
 EMPTY_QUEUE = (REPO / "fixtures" / "gridengine" / "sge-8.1.9" / "live-qstat-u-all-r-xml.empty.xml").read_text()
 ACCOUNTING_HEADER = "# Version: 8.1.9\n# \n# DO NOT MODIFY THIS FILE MANUALLY!\n# \n"
+
+
+def parse_size(text: str) -> tuple[int, int | None, str]:
+    """``N`` or ``N@D`` (D: ``<days>d`` or ``<hours>h``): (N, D in seconds or None, the store's label)."""
+    n, _, keep = text.strip().partition("@")
+    if not keep:
+        return int(n), None, f"{int(n):,}"
+    unit = {"d": DAY, "h": 3600}.get(keep[-1:].lower())
+    if unit is None or not keep[:-1].isdigit() or int(keep[:-1]) <= 0:
+        raise SystemExit(f"--sizes: {text!r}: N@D wants D as <days>d or <hours>h")
+    return int(n), int(keep[:-1]) * unit, f"{int(n):,}@{keep.lower()}"
+
+
+def ages(n: int) -> list[float]:
+    """How long before the seeding clock's minute each of ``n`` background jobs ended (job i: BASE + i)."""
+    return [SPAN * (n - 1 - i) / max(n - 1, 1) for i in range(n)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -159,10 +187,11 @@ def _job(state_dir: str, user: str, uid: int, job: int, end: float) -> None:
 
 
 def seed(state_dir: str, user: str, uid: int, gid: int, n: int, now: float, targets: bool,
-         stride: int = 1, offset: int = 0) -> None:
+         stride: int = 1, offset: int = 0, part: tuple[float, float] = (0, float("inf"))) -> None:
     """In a child that has become ``uid``: ``n`` jobs ended over SPAN, and (``targets``) T1 and T2.
     Job ids are Grid Engine's, one sequence for the cluster: of K users submitting side by side,
-    user ``offset`` has every ``stride``-th id (no two users ever hold the same id)."""
+    user ``offset`` has every ``stride``-th id (no two users ever hold the same id). ``part``: only
+    the jobs whose age (``ages``) is in ``[lo, hi)`` (a store's history, or its last D)."""
     pid = os.fork()
     if pid == 0:
         code = 1
@@ -172,9 +201,9 @@ def seed(state_dir: str, user: str, uid: int, gid: int, n: int, now: float, targ
             # sbatch's hourly prune, run now on the empty store: its stamp is fresh for an hour, so
             # the store measured is the one seeded (the "prune (hourly)" row ages the stamp itself)
             state.prune(state_dir, 90 * DAY)
-            for i in range(n):
-                end = now - 60 - SPAN * (n - 1 - i) / max(n - 1, 1)
-                _job(state_dir, user, uid, BASE + i * stride + offset, end)
+            for i, age in enumerate(ages(n)):
+                if part[0] <= age < part[1]:
+                    _job(state_dir, user, uid, BASE + i * stride + offset, now - 60 - age)
             if targets:  # (their times from the clock now: seeding a million jobs takes minutes, and
                 t = _clock()  # a T1 that ended before them would be past squeue's 300 s of ended jobs)
                 _job(state_dir, user, uid, T2, t - 30 * DAY)
@@ -576,8 +605,10 @@ def stop_service(st: dict) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default="0,10000,100000", help="one user's recorded jobs, comma-separated")
-    ap.add_argument("--users", action="append", default=[], help="KxN: K users with N jobs each (repeatable)")
+    ap.add_argument("--sizes", default="0,10000,100000",
+                    help="one user's recorded jobs, comma-separated; N@D (1d, 6h): the N-job store's last D only")
+    ap.add_argument("--users", action="append", default=[],
+                    help="KxN (or KxN@D): K users with N jobs each (repeatable)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
     ap.add_argument("--only", default="", help="comma-separated call labels (their text before ' (')")
@@ -595,13 +626,17 @@ def main() -> int:
         raise SystemExit(f"{CLIENT_BIN}/squeue is not the compiled client: --no-warm, or SLURM_SHIM_CLIENT_BIN")
     pw = pwd.getpwnam(BENCH_USER)
     only = {x.strip() for x in a.only.split(",") if x.strip()} or None
-    stores: list[tuple[str, int, int]] = [(f"{int(n):,}", 1, int(n)) for n in a.sizes.split(",") if n.strip()]
+    stores: list[tuple[str, int, int, int | None]] = [(lab, 1, n, keep) for n, keep, lab in
+                                                       map(parse_size, a.sizes.split(",")) if lab]
     for spec in a.users:
-        k, n = spec.lower().split("x")
-        stores.append((f"{int(k)}x{int(n):,}", int(k), int(n)))
+        k, size = spec.lower().split("x")
+        n, keep, lab = parse_size(size)
+        stores.append((f"{int(k)}x{lab}", int(k), n, keep))
+    # a store N beside a store N@D (the same K): seeded in two parts, its last D with a fresh clock
+    split = {(k, n): keep for _lab, k, n, keep in stores if keep is not None}
     top = tempfile.mkdtemp(prefix="store-scale-", dir=a.dir)
     os.chmod(top, 0o755)
-    results: dict[str, dict] = {label: {} for label, _, _ in stores}
+    results: dict[str, dict] = {label: {} for label, *_ in stores}
     meta: dict[str, dict] = {}
     made: list[tuple[str, dict]] = []
     prune = only is None or "prune" in only
@@ -610,24 +645,38 @@ def main() -> int:
         return [(label, what) for label, what in calls(time.time())
                 if only is None or label.split(" (")[0] in only or label in only]
 
+    def fill(label: str, st: dict, k: int, n: int, part: tuple[float, float]) -> None:
+        """Seed the jobs of ``part`` (ages) for each of the store's K users, with the clock of now."""
+        now = time.time()
+        t0 = time.perf_counter()
+        seed(st["state_dir"], BENCH_USER, pw.pw_uid, pw.pw_gid, n, now, False, k, 0, part)
+        for j in range(1, k):
+            seed(st["state_dir"], f"u{FAKE_UIDS + j}", FAKE_UIDS + j, FAKE_UIDS + j, n, now, False, k, j, part)
+        m = meta.setdefault(label, {"seed_s": 0.0})
+        m["seed_s"] = round(m["seed_s"] + time.perf_counter() - t0, 1)
+        m["jobs"] = m.get("jobs", 0) + k * sum(part[0] <= x < part[1] for x in ages(n))
+
+    def recent(label: str, st: dict, k: int, n: int, keep: int | None) -> None:
+        """An N@D store's jobs, or the last D of a store N beside one (its history came first)."""
+        last = keep if keep is not None else split.get((k, n))
+        if last is not None:
+            fill(label, st, k, n, (0, last))
+
     def targets(label: str, st: dict, k: int) -> None:
         # T1 and T2 last, with the clock of that moment (T1 within squeue's 300 s of ended jobs)
         seed(st["state_dir"], BENCH_USER, pw.pw_uid, pw.pw_gid, 0, time.time(), True, k, 0)
         files, size = _dir_size(st["state_dir"])
         meta[label].update(files=files, bytes=size)
-        print(f"store {label}: {files:,} files ({size / 1e6:.0f} MB); seeded in {meta[label]['seed_s']:.0f} s",
-              file=sys.stderr, flush=True)
+        print(f"store {label}: {meta[label]['jobs'] + 2:,} jobs, {files:,} files ({size / 1e6:.0f} MB); "
+              f"seeded in {meta[label]['seed_s']:.0f} s", file=sys.stderr, flush=True)
 
     try:
-        for i, (label, k, n) in enumerate(stores):
+        for i, (label, k, n, keep) in enumerate(stores):
             st = make_store(top, i, pw)
-            now = time.time()
-            t0 = time.perf_counter()
-            seed(st["state_dir"], BENCH_USER, pw.pw_uid, pw.pw_gid, n, now, False, k, 0)
-            for j in range(1, k):
-                seed(st["state_dir"], f"u{FAKE_UIDS + j}", FAKE_UIDS + j, FAKE_UIDS + j, n, now, False, k, j)
-            meta[label] = {"seed_s": round(time.perf_counter() - t0, 1)}
+            history = split.get((k, n), 0) if keep is None else float("inf")  # (an N@D store has none)
+            fill(label, st, k, n, (history, float("inf")))
             if a.one_at_a_time:
+                recent(label, st, k, n, keep)
                 targets(label, st, k)
                 try:
                     results[label] = measure(st, a.runs, BENCH_USER, pw.pw_uid, pw.pw_gid, todo(), prune, a.warm)
@@ -639,8 +688,11 @@ def main() -> int:
             else:
                 made.append((label, st))
         try:
+            for label, st in made:  # the last D of every store that has one, after all histories
+                _lab, k, n, keep = next(x for x in stores if x[0] == label)
+                recent(label, st, k, n, keep)
             for label, st in made:
-                targets(label, st, dict((s_, k_) for s_, k_, _ in stores)[label])
+                targets(label, st, dict((s_, k_) for s_, k_, *_ in stores)[label])
             for call in todo():  # each call on every store in turn: the same minute's load for all
                 for label, st in made:
                     results[label].update(measure(st, a.runs, BENCH_USER, pw.pw_uid, pw.pw_gid, [call], False,
@@ -662,9 +714,12 @@ def main() -> int:
 
 def _table(results: dict[str, dict], meta: dict[str, dict]) -> None:
     """The times (in-process columns, then the warm path's where it was measured: each path's ratio
-    against its own first store), then what each call listed, opened and stat'ed in-process."""
+    against its own first store, and a store N's against the N@D store of the run too, if any), then
+    what each call listed, opened and stat'ed in-process."""
     labels = list(results)
     first = labels[0]
+    rate = {s: next(x for x in labels if x.startswith(s + "@")) for s in labels
+            if any(x.startswith(s + "@") for x in labels)}  # store N -> its same-rate store N@D
     warm = any("warm_ms" in r for r in results[first].values())
     cols = [(s, "ms", "rows", "") for s in labels] + ([(s, "warm_ms", "warm_rows", ", warm") for s in labels]
                                                       if warm else [])
@@ -679,6 +734,9 @@ def _table(results: dict[str, dict], meta: dict[str, dict]) -> None:
                 continue
             base = results[first][call][ms]
             ratio = f"{r[ms] / base:.1f}×" if base else "—"
+            same = results[rate[s]].get(call, {}).get(ms) if s in rate else None
+            if same:
+                ratio += f", {r[ms] / same:.2f}× of {rate[s]}"
             extra = (f", {r[rows]:,} rows" if call.startswith(("sacct", "squeue"))
                      else f", {r[rows]:,} files removed" if call.startswith("prune") else "")
             cells.append(f"{r[ms]:.1f} ms ({ratio}{extra})")
