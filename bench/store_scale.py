@@ -627,7 +627,7 @@ def main() -> int:
     pw = pwd.getpwnam(BENCH_USER)
     only = {x.strip() for x in a.only.split(",") if x.strip()} or None
     stores: list[tuple[str, int, int, int | None]] = [(lab, 1, n, keep) for n, keep, lab in
-                                                       map(parse_size, a.sizes.split(",")) if lab]
+                                                       map(parse_size, filter(str.strip, a.sizes.split(",")))]
     for spec in a.users:
         k, size = spec.lower().split("x")
         n, keep, lab = parse_size(size)
