@@ -497,5 +497,8 @@ def test_scontrol_show_job_with_the_detail_started_early_prints_the_same(capsys,
     real = jobs.start_details
     monkeypatch.setattr(jobs, "start_details", lambda *a, **k: started.append(a) or None)
     late, asked_late = run()
-    assert early == late and asked == asked_late and len(asked) <= 1
+    assert early == late and len(asked) <= 1
+    # (a job Grid Engine does not know: the early detail, read first for a held job's row alone
+    # (jobs.held_rows, test_held_job_direct.py), is asked once; without it, nothing is)
+    assert asked == asked_late or (job == "999999" and asked_late == [] and len(asked) == 1)
     assert started and real(siteconf.get(), {int(job.split("_")[0])}) is not None

@@ -27,6 +27,13 @@ a job held with ``qhold``/``-h`` reads ``qw`` there, and then a waiting job's re
 JobHeldUser. The callers of this path (scancel N, scontrol's job-control verbs: jobs.list_jobs'
 ``direct``) read the state (PENDING either way), never the letters, reason or priority;
 ``JAT_prio`` is not in the detail and reads 0.
+
+``answer(..., held=True)`` (squeue -j N, scontrol show job N: jobs.held_rows) gives rows only
+where every job named is held by a hold list (OCS 9) and waits for no predecessor: there the row
+is the listing's in every field those commands print. The listing gives a held job (``hqw``)
+JAT_prio 0 (onejob-qstat-u-root-r-xml.xml), as Slurm prints Priority=0 for a held job; its
+reason (JobHeldUser, or JobHeldAdmin from root's record: store/holds.mark, applied to these rows
+as to the listing's) depends on no other job. SGE 8.1.9's detail has no hold lists: never there.
 """
 
 from __future__ import annotations
@@ -75,12 +82,16 @@ def rows(returncode: int, text: str | bytes, ids: list[int]) -> list[dict[str, A
     return answer(returncode, text, ids)[0]
 
 
-def answer(returncode: int, text: str | bytes, ids: list[int]
+def answer(returncode: int, text: str | bytes, ids: list[int], held: bool = False
            ) -> tuple[list[dict[str, Any]] | None, dict[int, str] | None]:
     """(rows, owners) of ``qstat -j <ids> -xml``'s answer: ``rows`` as ``rows`` gives them;
     ``owners`` {job number: owner} of the jobs found (none for those Grid Engine names unknown),
     where the answer reads and accounts for every id, else None. With rows None and owners given,
-    the owners' listing has the named jobs' rows (the caller lists them, and no one else's)."""
+    the owners' listing has the named jobs' rows (the caller lists them, and no one else's).
+
+    ``held``: rows only where every job named is found and a hold list holds it (OCS 9's
+    ``JB_ja_[uosa]_h_ids``) with no predecessors, else None: the rows whose every field squeue
+    and scontrol show print is the listing's (``HELD``)."""
     import xml.etree.ElementTree as ET
 
     if returncode not in (0, 1) or not text or not ids:
@@ -95,7 +106,7 @@ def answer(returncode: int, text: str | bytes, ids: list[int]
     if root.tag == "unknown_jobs":
         gone = {_text(e) for e in root}
         if all(e.tag == "ST_name" for e in root) and gone == {str(j) for j in wanted}:
-            return [], {}
+            return (None if held else []), {}
         return None, None
     if root.tag != "detailed_job_info" or returncode != 0 or any(c.tag not in TOP for c in root):
         return None, None
@@ -110,7 +121,7 @@ def answer(returncode: int, text: str | bytes, ids: list[int]
             if not owner:
                 return None, None
             owners[int(num)] = owner
-            row = _row(el) if out is not None else None
+            row = _row(el) if out is not None and (not held or _held_by_list(el)) else None
             if row is None:
                 out = None  # (the owners still count: the caller lists theirs)
             else:
@@ -118,6 +129,13 @@ def answer(returncode: int, text: str | bytes, ids: list[int]
     if set(owners) != wanted:
         return None, None  # an id neither found nor named unknown
     return out, owners
+
+
+def _held_by_list(el: ET.Element) -> bool:
+    """Does one of the hold lists (OCS 9) hold the job's one task, with no predecessors to wait for?"""
+    if any(_items(el.find(t)) for t in PREDECESSORS):
+        return False
+    return any(_holds(_ranges(el.find(t)) or [], 1) for t in HOLD_LISTS)
 
 
 def _row(el: ET.Element) -> dict[str, Any] | None:

@@ -311,7 +311,8 @@ def detail(rec: JobRecord, cfg: SiteConfig) -> JobRecord:
 def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float | None = None,
               xml: str | None = None, started: q.Query | None = None, quotas: bool | None = None,
               only: set[int] | None = None, reasons: bool | None = None, stopped: bool | None = None,
-              users: list[str] | None = None, direct: bool | None = None) -> JobList:
+              users: list[str] | None = None, direct: bool | None = None,
+              rows: list[dict[str, Any]] | None = None) -> JobList:
     """Every job Grid Engine knows, as Slurm sees it; with ``ended``, also those that ended or were
     cancelled within ``cluster.min_job_age`` seconds (from the shim's event records).
 
@@ -334,7 +335,8 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
     reason of its own and reasons are shown (as for ``only``). Other jobs' records are missing.
 
     ``direct``: the ``only`` jobs' records from ``qstat -j <ids> -xml`` where it can (``_direct``);
-    by default for ``DIRECT_COMMANDS``.
+    by default for ``DIRECT_COMMANDS``. ``rows``: the ``only`` jobs' rows, read from that answer
+    already (``held_rows``: held jobs, for squeue -j N and scontrol show job N); nothing is listed.
 
     ``quotas``: look up which waiting jobs a resource quota holds (``_refine_reasons``); by
     default only for the commands that show reasons (``QUOTA_COMMANDS``).
@@ -410,7 +412,7 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
     gc.disable()
     try:
         _listings(cfg, read, records, by_job, xml=xml, only=only, users=users, started=started, backend=backend,
-                  reasons=reasons, direct=direct)
+                  reasons=reasons, direct=direct, rows=rows)
     finally:
         if collecting:
             gc.enable()
@@ -429,13 +431,16 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
 
 def _listings(cfg: SiteConfig, read: Any, records: list[JobRecord], by_job: dict[int, list[JobRecord]], *,
               xml: str | None, only: set[int] | None, users: list[str] | None, started: q.Query | None,
-              backend: Any, reasons: bool | None, direct: bool = False) -> None:
+              backend: Any, reasons: bool | None, direct: bool = False,
+              rows: list[dict[str, Any]] | None = None) -> None:
     """list_jobs' qstat listings, read (``read``) into ``records`` and ``by_job``: the given text;
-    the named jobs' (``_direct`` with ``direct``, else ``_named``), or the whole queue where a named
-    job waits and reasons are shown; some users' jobs, or the whole queue likewise; else the whole
-    queue. ``started`` is used where it lists what is asked, and closed where it does not."""
+    the named jobs' (``rows`` given; ``_direct`` with ``direct``, else ``_named``), or the whole
+    queue where a named job waits and reasons are shown; some users' jobs, or the whole queue
+    likewise; else the whole queue. ``started`` is used where it lists what is asked, and closed where it does not."""
     if xml is not None:
         read(None, xml)
+    elif only is not None and rows is not None:  # (held_rows: the named jobs' rows, read already)
+        read(None, given=rows, named=True)
     elif only is not None and direct and started is None and _direct(cfg, only, backend, read):
         pass
     elif only is not None:
@@ -518,7 +523,8 @@ def _direct(cfg: SiteConfig, only: set[int], backend: Any, read: Any) -> bool:
     For callers that act on the named jobs and read neither their priority (not in the detail) nor
     their reasons (the whole queue's): scancel N (``DIRECT_COMMANDS``), scontrol's
     hold/uhold/release/suspend/resume/requeue/update N (cli/scontrol.py); not squeue -j N or
-    scontrol show job N, which print both. Issue 29: on a 100,000-job queue the owner's listing
+    scontrol show job N, which print both (they take the detail's rows of held jobs only:
+    ``held_rows``). Issue 29: on a 100,000-job queue the owner's listing
     was 97% of scancel N."""
     if not only or len(only) > OWNER_LOOKUPS:
         return False
@@ -536,6 +542,59 @@ def _direct(cfg: SiteConfig, only: set[int], backend: Any, read: Any) -> bool:
     elif owners:  # rows the detail does not determine: its owners' listing has them (as _named's)
         read(backends.start_qstat(cfg, q.listing_args(sorted(set(owners.values()))), backend=backend), named=True)
     return True
+
+
+def start_detail(cfg: SiteConfig, ids: set[int], backend: Any = None) -> q.Query | None:
+    """``qstat -j <ids> -xml`` started now, for ``held_rows`` (squeue -j N); None for more than
+    OWNER_LOOKUPS ids."""
+    if not ids or len(ids) > OWNER_LOOKUPS:
+        return None
+    from ..gridengine import ops
+
+    return q.Query(backend if backend is not None else _backend(cfg), ops.detail(sorted(ids))[1])
+
+
+def held_rows(ids: set[int], started: q.Query | None) -> tuple[list[dict[str, Any]] | None, Answer | None]:
+    """(rows, answer) of a started ``qstat -j <ids> -xml`` (``start_detail``, ``start_details``),
+    read whole: ``rows`` the named jobs' rows where every one of them is held by a hold list (OCS
+    9) with no predecessors and no task enrolled, no array (onejob.answer's ``held``): then every
+    field squeue and scontrol show print of them is the listing's (its JAT_prio is 0 for a held
+    job, as Slurm's priority of a held job; its reason JobHeldUser or root's JobHeldAdmin depends
+    on no other job), and the caller reads them instead of the owner's listing; else None (the
+    listing as before). ``answer``: the answer as read, for ``add_grid_engine_detail`` (not asked
+    twice); None where nothing was started."""
+    if started is None:
+        return None, None
+    from ..errors import ShimError
+
+    try:
+        text = b"".join(c if isinstance(c, bytes) else c.encode() for c in started.chunks())
+    except ShimError:
+        return None, None  # (the listing's error is the command's: asked as before)
+    finally:
+        started.close()
+    got = Answer(started.args, text)
+    if not ids or len(ids) > OWNER_LOOKUPS:
+        return None, got
+    from ..gridengine import onejob
+
+    return onejob.answer(started.returncode, text, sorted(ids), held=True)[0], got
+
+
+class Answer:
+    """A ``qstat -j`` answer read already, given where a started one is taken (``chunks``,
+    ``close``, ``args``: add_grid_engine_detail)."""
+
+    __slots__ = ("args", "text")
+
+    def __init__(self, args: list[str], text: bytes):
+        self.args, self.text = list(args), text
+
+    def chunks(self):
+        yield self.text
+
+    def close(self) -> None:
+        pass
 
 
 def _waits(r: JobRecord) -> bool:

@@ -73,19 +73,41 @@ def jobs_shown(s, ids: list[str]) -> tuple[list[JobRecord], float, str | None]:
     # nor where the job's submit record says it was submitted into none (jobs.recorded_ar)
     no_ar = only is not None and pre is None and jobs.recorded_ar(s.cfg, next(iter(only))) == ""
     resv = s.backend().reservation_names() if pre is None and not no_ar else None
+    listing = None
     try:
-        return _jobs_shown(s, ids, only, pre, resv)
+        jl = None
+        if pre is not None:  # a held job (OCS 9): its record from that detail alone (jobs.held_rows)
+            listing = _own_listing(s)  # (as the listing's path starts it: beside the detail)
+            rows, pre = jobs.held_rows(only, pre)
+            if rows is not None:
+                if listing is not None:
+                    listing.close()  # (the owner's listing is not needed: stopped)
+                jl = jobs.list_jobs(s.cfg, ended=True, only=only, reasons=True, rows=rows)
+            elif listing is not None:  # (s.job_list's listing, with the listing started)
+                jl = jobs.list_jobs(s.cfg, ended=True, only=only, reasons=True, direct=False, started=listing)
+        return _jobs_shown(s, ids, only, pre, resv, jl)
     finally:
+        if listing is not None:
+            listing.close()
         if resv is not None:
             resv.close()
         if pre is not None:
             pre.close()
 
 
-def _jobs_shown(s, ids: list[str], only: set[int] | None, pre, resv) -> tuple[list[JobRecord], float, str | None]:
+def _own_listing(s):
+    """The caller's own jobs' listing, started (jobs._named's first question), None without a name."""
+    from ..gridengine import backends, qstat as q
+
+    me = jobs.own_name()
+    return backends.start_qstat(s.cfg, q.listing_args([me]), backend=s.backend()) if me else None
+
+
+def _jobs_shown(s, ids: list[str], only: set[int] | None, pre, resv,
+                jl=None) -> tuple[list[JobRecord], float, str | None]:
     from ..slurm.jobids import JobIdError, scontrol_job
 
-    jl = s.job_list(only=only)
+    jl = s.job_list(only=only) if jl is None else jl
     now = jl.now
     recs = jl.records
     if ids:
