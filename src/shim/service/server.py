@@ -377,6 +377,7 @@ class Service:
         self.pending: dict[int, tuple] = {}  # conn fd -> (conn, request, deadline): answered O, no go yet
         self.served = 0
         self.refused: dict[int, int] = {}  # refusals by reason (the first of each is logged)
+        self.watch = None  # what tells a request whether the package may have changed (_watch_code)
         self.spare = None
         self.spare_after = 0.0
         self.workers: dict[int, Worker] = {}  # pidfd -> a reused worker (reusable())
@@ -442,7 +443,7 @@ class Service:
         except OSError:
             pass
         preload()
-        self.mapped = mapped_files()  # the native code it runs (what later stamps look at again)
+        self.watch = self._watch_code()  # (first: a change from here on is an event, or in the stamp)
         self.stamp = code_stamp(mapped=self.mapped)
         self.uid, self.gid = os.getuid(), os.getgid()
         self.groups = sorted(os.getgroups())
@@ -466,6 +467,38 @@ class Service:
         self.poll = select.poll()
         self.poll.register(lsock.fileno(), select.POLLIN)
         return ino, lockf
+
+    def _watch_code(self):
+        """Set self.mapped (the native code it runs: what later stamps look at again) and watch
+        what the stamp covers (watch.CodeWatch: a request then stamps the package only after a
+        change); None where that cannot be, said once in the log: every request stamps it."""
+        from . import watch
+
+        try:
+            import ctypes  # noqa: F401 (the watch's, loaded before the list of what is mapped is made)
+        except ImportError:
+            pass
+        self.mapped = mapped_files()
+        try:
+            return watch.CodeWatch(package_root(), self.mapped)
+        except Exception as e:  # (OSError: no inotify, its limits, a watch refused; no inotify in libc...)
+            self.log(f"the code is not watched ({e}): every request stamps the package")
+            return None
+
+    def current_stamp(self) -> int:
+        """The package's stamp now: the start's while the watch saw nothing that counts, else
+        taken again after the watch was set again; taken every time without a watch."""
+        w = self.watch
+        if w is not None:
+            try:
+                if not w.changed():
+                    return self.stamp
+                w.arm()
+            except Exception as e:  # (a watch half set again is no watch: never trusted again)
+                self.watch = None
+                w.close()
+                self.log(f"the code is no longer watched ({e}): every request stamps the package")
+        return code_stamp(mapped=self.mapped)
 
     def busy(self) -> bool:
         """A served command or a submission is under way."""
@@ -702,7 +735,7 @@ class Service:
             self.json_request(conn)
             return stamp
         if stamp is None:
-            stamp = code_stamp(mapped=self.mapped)
+            stamp = self.current_stamp()
         if stamp != self.stamp:  # first: a stale daemon may not even read today's frames
             self.log("the package changed: refusing, leaving")
             self.stopping = True
