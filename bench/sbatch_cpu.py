@@ -36,6 +36,15 @@ Four measures, the forked ones first, from a parent that has run no sbatch (as t
   requests it ran: the snapshot it takes and what it puts back after each included), the parent's
   CPU per hand-over (the daemon's serial part, against the fork's above) and how many workers
   the n requests took. The last line adds daemon and child: forked against reused.
+- ``daemon`` (``--daemon N``): the daemon's own CPU per request, whole: a real ``Service`` forked
+  from this parent (its own start: the socket, the code's stamp and watch, the spare), N plain
+  sbatch sent one after the other through its socket (``server._through``, what the Python client
+  does; the C client's frames are the same), each run by its reused worker. Reported: the
+  daemon's main thread's CPU over the N requests (``/proc/<pid>/task/<pid>/schedstat``, ns) per
+  request, after 20 requests of warm-up: its accept, peer check, code check, request read and
+  checks, the queue, the hand-over to the worker, the D record, the spares it forks. Not the
+  worker's, nor the client's. The daemon leaves (and the bench stops) if the tree it runs from
+  changes meanwhile: run it from a copy (``git archive``) where others edit the tree.
 - ``loop``: every submission in this process (``shim.__main__.dispatch``, what the console
   script runs), one after the other: the first (cold for sbatch's own work; the imports were
   done by the preload) reported apart, then the steady state. This is NOT the warm path's cost:
@@ -375,6 +384,64 @@ def reused(todo: list, n: int, work: str, top: str) -> dict:
     return {"worker_per_request_ms": round(cpu / n * 1000, 3), "hand_in_parent": _ms(hands), "workers": workers}
 
 
+def _thread_cpu_ns(pid: int) -> int:
+    with open(f"/proc/{pid}/task/{pid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
+def daemon(todo: list, n: int, top: str) -> dict:
+    """The daemon's own CPU per request: a real Service forked from this parent, n plain sbatch
+    through its socket one after the other (``server._through``); its main thread's CPU from
+    schedstat over the n, after a warm-up."""
+    import signal
+
+    from shim.service import server
+
+    d = os.path.join(top, "svc")
+    os.mkdir(d, 0o700)
+    os.environ["SLURM_SHIM_AGENT_DIR"] = d
+    pid = os.fork()
+    if pid == 0:
+        try:
+            fd = os.open(os.path.join(d, "service.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            sys.stdout = sys.stderr = open(2, "w", closefd=False)
+            os.chdir("/")
+            server.Service(d, 600.0).serve()
+        finally:
+            os._exit(0)
+    try:
+        deadline = time.monotonic() + 60
+        while server.info(d) is None:
+            if time.monotonic() > deadline or os.waitpid(pid, os.WNOHANG)[0] == pid:
+                raise SystemExit(f"the daemon did not answer: {Path(d, 'service.log').read_text()}")
+            time.sleep(0.05)
+
+        def send(i: int) -> None:
+            name, argv = todo[i % len(todo)]
+            with Quiet():
+                rc = server._through("sbatch", ["sbatch", *argv])
+            if rc != 0:
+                raise SystemExit(f"sbatch {argv} through the daemon: {'not served' if rc is None else f'exit {rc}'}"
+                                 f"\n{Path(d, 'service.log').read_text()}")
+
+        for i in range(20):
+            send(i)
+        t0, c0 = time.monotonic(), _thread_cpu_ns(pid)
+        for i in range(n):
+            send(i)
+        c1, t1 = _thread_cpu_ns(pid), time.monotonic()
+        log = Path(d, "service.log").read_text()
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        os.waitpid(pid, 0)
+        del os.environ["SLURM_SHIM_AGENT_DIR"]
+    return {"n": n, "daemon_per_request_ms": round((c1 - c0) / n / 1e6, 4),
+            "wall_per_request_ms": round((t1 - t0) / n * 1000, 3),
+            "code_watched": hasattr(server.Service, "current_stamp") and "the code is not watched" not in log}
+
+
 def top(stats: pstats.Stats, key: str, n: int) -> str:
     buf = io.StringIO()
     stats.stream = buf
@@ -389,6 +456,9 @@ def main() -> int:
     ap.add_argument("-n", type=int, default=500, help="submissions a mode (default 500)")
     ap.add_argument("--forked", type=int, default=None, help="submissions of each forked measure (default: -n)")
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="print cProfile's top N")
+    ap.add_argument("--daemon", type=int, default=0, metavar="N",
+                    help="also N requests through a real daemon: its own CPU per request (default: not measured)")
+    ap.add_argument("--daemon-only", action="store_true", help="only the daemon measure (--daemon N)")
     ap.add_argument("--json", help="write the numbers here")
     ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
     a = ap.parse_args()
@@ -406,26 +476,11 @@ def main() -> int:
         server.preload()  # no sbatch has run in it (the loop runs after the fork mode)
         gc.collect()
         gc.freeze()
-        pdir = os.path.join(top_dir, "prof") if a.profile else None
-        if pdir:
-            os.makedirs(pdir)
-        out["fork"] = forked(todo, a.forked or a.n, pdir)
-        profiles = out["fork"].pop("profiles")
-        out["service_child"] = served(todo, a.forked or a.n, work, top_dir)
-        out["reused"] = reused(todo, a.forked or a.n, work, top_dir)
-        gc.unfreeze()
-        prof = cProfile.Profile() if a.profile else None
-        out["loop"] = loop(todo, a.n, prof)
-        _print(out)
-        if a.profile:
-            for label, stats in (("loop (steady state)", pstats.Stats(prof)),
-                                 ("fork (the children, merged)", pstats.Stats(*profiles) if profiles else None)):
-                if stats is None:
-                    continue
-                stats.strip_dirs()
-                for key in ("cumulative", "tottime"):
-                    print(f"\n## {label}: top {a.profile} by {key}\n")
-                    print(top(stats, key, a.profile))
+        if a.daemon_only:
+            out["daemon"] = daemon(todo, a.daemon or a.n, top_dir)
+            _print_daemon(out["daemon"])
+        else:
+            _all(a, out, todo, work, top_dir)
     finally:
         if os.environ.get("BENCH_KEEP"):
             print(f"kept {top_dir}", file=sys.stderr)
@@ -434,6 +489,40 @@ def main() -> int:
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=1) + "\n")
     return 0
+
+
+def _all(a, out: dict, todo: list, work: str, top_dir: str) -> None:
+    """Every measure but the daemon's alone (that one too with --daemon N)."""
+    pdir = os.path.join(top_dir, "prof") if a.profile else None
+    if pdir:
+        os.makedirs(pdir)
+    out["fork"] = forked(todo, a.forked or a.n, pdir)
+    profiles = out["fork"].pop("profiles")
+    out["service_child"] = served(todo, a.forked or a.n, work, top_dir)
+    out["reused"] = reused(todo, a.forked or a.n, work, top_dir)
+    if a.daemon:
+        out["daemon"] = daemon(todo, a.daemon, top_dir)
+    gc.unfreeze()
+    prof = cProfile.Profile() if a.profile else None
+    out["loop"] = loop(todo, a.n, prof)
+    _print(out)
+    if "daemon" in out:
+        _print_daemon(out["daemon"])
+    if a.profile:
+        for label, stats in (("loop (steady state)", pstats.Stats(prof)),
+                             ("fork (the children, merged)", pstats.Stats(*profiles) if profiles else None)):
+            if stats is None:
+                continue
+            stats.strip_dirs()
+            for key in ("cumulative", "tottime"):
+                print(f"\n## {label}: top {a.profile} by {key}\n")
+                print(top(stats, key, a.profile))
+
+
+def _print_daemon(dm: dict) -> None:
+    print(f"daemon (a real Service, {dm['n']} plain sbatch one after the other through its socket): "
+          f"{dm['daemon_per_request_ms']} ms of its main thread's CPU a request; {dm['wall_per_request_ms']} ms "
+          f"wall a request; code {'watched' if dm['code_watched'] else 'stamped every request'}")
 
 
 def _print(out: dict) -> None:
