@@ -282,6 +282,23 @@ def test_events_of_other_names_above_the_package_do_not_count(tree):
         w.close()
 
 
+def test_a_write_through_a_hard_link_elsewhere_counts(tree):
+    """A package file written through another name in another directory: no event of its
+    directory's, one of the file's own."""
+    other = tree["tmp"] / "elsewhere"
+    other.mkdir()
+    os.link(tree["root"] / "sub" / "mod.py", other / "alias.py")
+    (tree["root"] / "sub" / "dangling.py").symlink_to(tree["tmp"] / "nowhere.py")  # (watched as a link)
+    w = _watch(tree)
+    try:
+        assert not w.changed()
+        with open(other / "alias.py", "r+") as f:
+            f.write("y = 3\n")
+        assert w.changed()
+    finally:
+        w.close()
+
+
 def test_a_switched_symbolic_link_on_the_way_counts(tree):
     """The package reached through a link (current -> inst): switching the link is a change."""
     link = tree["tmp"] / "current"

@@ -16,7 +16,8 @@ and its watch (a change before the watch is in what the look sees; one after it 
 
 * the package's directories (every event: a ``.py`` file created, written, renamed, removed, or
   its times changed), found as ``code_stamp`` finds them (no symbolic link followed, no
-  ``__pycache__``);
+  ``__pycache__``), and each ``.py`` file itself (written or touched through a hard link in
+  another directory, its directory's watch sees nothing);
 * each ``sys.path`` entry (its directory's entries and times: the stamp holds its mtime and
   inode), the interpreter and every mapped file (written, its times changed, removed, renamed:
   ``IN_ATTRIB``, ``IN_MODIFY``, ``IN_DELETE_SELF``, ``IN_MOVE_SELF``);
@@ -41,7 +42,7 @@ import sys
 IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x2, 0x4, 0x8
 IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x40, 0x80, 0x100, 0x200
 IN_DELETE_SELF, IN_MOVE_SELF, IN_UNMOUNT, IN_Q_OVERFLOW, IN_IGNORED = 0x400, 0x800, 0x2000, 0x4000, 0x8000
-IN_MASK_ADD = 0x20000000
+IN_DONT_FOLLOW, IN_MASK_ADD = 0x02000000, 0x20000000
 SELF = IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_Q_OVERFLOW | IN_IGNORED  # always count
 # a directory on the way to a watched path: its entries (by name) and its own removal or move
 ENTRY = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF
@@ -178,7 +179,10 @@ class CodeWatch:
                 continue
             with it:
                 for e in it:
-                    if e.name != "__pycache__" and e.is_dir(follow_symlinks=False):
+                    if e.name.endswith(".py"):  # (itself too: written through a hard link elsewhere, its
+                        # directory's watch sees nothing; a link: the link, on its directory's file system)
+                        self._watch(e.path, FILE | IN_DONT_FOLLOW, ANY, local=e.is_symlink())
+                    elif e.name != "__pycache__" and e.is_dir(follow_symlinks=False):
                         stack.append(e.path)
 
     def lookups(self, path: str) -> str | None:
@@ -219,11 +223,12 @@ class CodeWatch:
             todo.extend(p for p in reversed(target.split("/")) if p not in ("", "."))
         return cur
 
-    def _watch(self, path: str, mask: int, name) -> None:
-        """path watched for mask's events (added to what it has), and name (ANY: every name) counted."""
+    def _watch(self, path: str, mask: int, name, local: bool = False) -> None:
+        """path watched for mask's events (added to what it has), and name (ANY: every name)
+        counted; its file system checked (``_local``) unless said to be local already."""
         had = self._done.get(path, 0)
-        if mask & ~had:
-            if not had:
+        if mask & ~had & ~IN_DONT_FOLLOW:
+            if not had and not local:
                 self._local(path)
             p = os.fsencode(path)
             wd = self._check(self._libc.inotify_add_watch(self.fd, p, mask | IN_MASK_ADD),
