@@ -1,5 +1,5 @@
 """Issue 29: the daemon checks that its code is unchanged at one system call a request
-(service/watch.py's CodeWatch), and still refuses as stale (R_STALE) on every change the whole
+(server.CodeWatch), and still refuses as stale (R_STALE) on every change the whole
 stamp (server.code_stamp) detects: a package file edited in place, added, renamed over; a
 directory added and then a file in it; a directory above the package swapped; a sys.path
 directory changed; a mapped native file replaced. A __pycache__ write is not a change. Where
@@ -25,7 +25,6 @@ import pytest
 
 import shim.__main__ as shim_main
 from shim.service import server as service
-from shim.service import watch
 from test_service import _dead, _probe, cbin, client, log_to, stop_service, wait_for, world  # noqa: F401
 
 SERVES_THE_MACHINES_CONFIG = True  # (conftest._unit_site_config; test_service.py's)
@@ -99,7 +98,7 @@ def start(d: Path, t: dict, fail: bool = False, count: Path | None = None) -> in
             if fail:
                 def no_inotify(*_a):
                     raise OSError(errno.ENOSYS, "inotify_init1: Function not implemented")
-                watch.CodeWatch = no_inotify
+                service.CodeWatch = no_inotify
             if count is not None:
                 _counting(t["root"], count)
             os.chdir("/")
@@ -249,8 +248,8 @@ def _still_path(monkeypatch, request):
         monkeypatch.setattr(sys, "path", stdlib())
 
 
-def _watch(t) -> watch.CodeWatch:
-    return watch.CodeWatch(str(t["root"]), [str(t["lib"])])
+def _watch(t) -> service.CodeWatch:
+    return service.CodeWatch(str(t["root"]), [str(t["lib"])])
 
 
 def test_asking_the_watch_costs_no_look_at_the_files(tree, monkeypatch):
@@ -335,7 +334,7 @@ def test_a_changed_sys_path_list_counts(tree, monkeypatch):
 
 
 def test_a_path_on_a_file_system_another_host_may_change_is_not_watched(tree, monkeypatch):
-    monkeypatch.setattr(watch, "LOCAL", frozenset())
+    monkeypatch.setattr(service, "LOCAL_FS", frozenset())
     with pytest.raises(OSError, match="may not be notified"):
         _watch(tree)
 
@@ -343,8 +342,8 @@ def test_a_path_on_a_file_system_another_host_may_change_is_not_watched(tree, mo
 MOUNTED = """
 import os, subprocess, sys
 sys.path[:0] = sys.argv[1:3]
-from shim.service import watch
-w = watch.CodeWatch(sys.argv[3], [])
+from shim.service import server
+w = server.CodeWatch(sys.argv[3], [])
 before = w.changed()
 subprocess.run(["mount", "--bind", sys.argv[4], os.path.join(sys.argv[3], "sub")], check=True)
 print(before, w.changed(), w.changed())
