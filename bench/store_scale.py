@@ -662,9 +662,13 @@ def main() -> int:
         if last is not None:
             fill(label, st, k, n, (0, last))
 
-    def targets(label: str, st: dict, k: int) -> None:
+    def targets(st: dict, k: int) -> None:
         # T1 and T2 last, with the clock of that moment (T1 within squeue's 300 s of ended jobs)
         seed(st["state_dir"], BENCH_USER, pw.pw_uid, pw.pw_gid, 0, time.time(), True, k, 0)
+
+    def sized(label: str, st: dict) -> None:
+        # (after measuring: a walk of a million jobs' files takes seconds, and the recent jobs and
+        # T1 would be that much older when measured than a small store's)
         files, size = _dir_size(st["state_dir"])
         meta[label].update(files=files, bytes=size)
         print(f"store {label}: {meta[label]['jobs'] + 2:,} jobs, {files:,} files ({size / 1e6:.0f} MB); "
@@ -677,11 +681,12 @@ def main() -> int:
             fill(label, st, k, n, (history, float("inf")))
             if a.one_at_a_time:
                 recent(label, st, k, n, keep)
-                targets(label, st, k)
+                targets(st, k)
                 try:
                     results[label] = measure(st, a.runs, BENCH_USER, pw.pw_uid, pw.pw_gid, todo(), prune, a.warm)
                 finally:
                     stop_service(st)
+                sized(label, st)
                 print(f"store {label}: measured", file=sys.stderr, flush=True)
                 if not a.keep:
                     shutil.rmtree(st["base"], ignore_errors=True)
@@ -692,7 +697,7 @@ def main() -> int:
                 _lab, k, n, keep = next(x for x in stores if x[0] == label)
                 recent(label, st, k, n, keep)
             for label, st in made:
-                targets(label, st, dict((s_, k_) for s_, k_, *_ in stores)[label])
+                targets(st, dict((s_, k_) for s_, k_, *_ in stores)[label])
             for call in todo():  # each call on every store in turn: the same minute's load for all
                 for label, st in made:
                     results[label].update(measure(st, a.runs, BENCH_USER, pw.pw_uid, pw.pw_gid, [call], False,
@@ -700,6 +705,8 @@ def main() -> int:
                 print(f"measured: {call[0]}", file=sys.stderr, flush=True)
             for label, st in made if prune else ():
                 results[label].update(measure(st, a.runs, BENCH_USER, pw.pw_uid, pw.pw_gid, [], True, False))
+            for label, st in made:
+                sized(label, st)
         finally:
             for _label, st in made:
                 stop_service(st)
