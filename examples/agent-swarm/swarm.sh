@@ -84,7 +84,13 @@ printf 'id=0\nname=Root\ntype=0\nshares=1\nchildnodes=1,2\nid=1\nname=team_a\nty
     > "$work/stree"
 qc -Astree "$work/stree"; changed+=(stree)
 "$QCONF" -ssconf > "$work/sconf.orig"
-sed 's/^weight_tickets_share .*/weight_tickets_share              10000/' "$work/sconf.orig" > "$work/sconf"
+# the share tree gets tickets to split, and tickets outweigh urgency: Grid Engine normalizes each
+# part of a job's priority over the pending jobs, so with the cell's equal weights (0.5 and 0.5) a
+# second less of waiting time (urgency 0 against 1 for the agents submitted a second earlier)
+# cancels an operator's override tickets (ntckts 1 against 0.02)
+sed -e 's/^weight_tickets_share .*/weight_tickets_share              10000/' \
+    -e 's/^weight_ticket .*/weight_ticket                     1.000000/' \
+    -e 's/^weight_urgency .*/weight_urgency                    0.010000/' "$work/sconf.orig" > "$work/sconf"
 qc -Msconf "$work/sconf"; changed+=(sconf)
 
 # the shim's site config, plus: accounts are Grid Engine projects, swarm_api is a license
@@ -97,7 +103,12 @@ echo "Policies: $SEATS swarm_api seats, at most $TEAM_CAP per team (quota swarm_
 echo "Accounts team_a, team_b and evals are Grid Engine projects; each agent holds one seat, the evaluation two"
 
 # --- the swarm ---------------------------------------------------------------------------------
-AGENT="timeout 2 sh -c 'while :; do :; done'; sleep 3"  # an agent: 2 s of CPU, then waiting on the API
+# An agent: 2 s of CPU, then waiting on the API: in this demo the API answers once the queue's
+# snapshot below is taken (the file $work/api, at most 60 s), and 3 s later the agent ends. So the
+# first wave cannot end before the scheduler has counted the operator's tickets for the urgent job
+# (at its next scheduling pass, which on a loaded machine may be late), and every run shows the
+# same moment.
+AGENT="timeout 2 sh -c 'while :; do :; done'; for _ in \$(seq 300); do [ -e $work/api ] && break; sleep 0.2; done; sleep 3"
 cd "$work"
 t0=$(date +%s.%N)
 for i in $(seq "$AGENTS"); do
@@ -111,11 +122,13 @@ ids+=("$(sbatch --parsable -A evals -L swarm_api:2 -J eval -o /dev/null --wrap "
 t1=$(date +%s.%N)
 awk -v n="${#ids[@]}" -v a="$t0" -v b="$t1" 'BEGIN { printf "Submitted %d jobs in %.2f s\n", n, b - a }'
 # the operator marks the urgent job (Grid Engine's lever: override tickets)
-"$QALTER" -ot 100000 "$urgent" >/dev/null 2>&1
-# The queue and the priorities are shown as they are at one moment of the first wave (about 5 s):
-# the first moment the quota holds a team's agent, the seats hold the evaluation and the scheduler
-# has counted the urgent job's tickets (it leads sprio, or already runs). On a slow machine the
-# tickets may come late: then the last moment the reasons were seen (60 s at most).
+"$QALTER" -ot 100000 "$urgent" >"$work/qalter.out" 2>&1 || {
+    echo "swarm.sh: $QALTER -ot 100000 $urgent failed:" >&2; cat "$work/qalter.out" >&2; exit 1; }
+# The queue and the priorities are shown as they are at one moment of the first wave (its agents
+# wait for the API): the first moment the quota holds a team's agent, the seats hold the evaluation
+# and the scheduler has counted the urgent job's tickets (it leads sprio, ahead of team_a's waiting
+# agents and their 70 shares, or it already runs). Then the API answers and the first wave ends.
+# Should the tickets not be counted within 60 s, the last moment the reasons were seen is shown.
 Q=(squeue -A team_a,team_b,evals -o "%.7i %.9a %.10j %.2t %.6M %r")
 P=(sprio -o "%.7i %.9o %.10Y %.10F %.10A %.10J" -S -Y)
 queue="" prio=""
@@ -131,6 +144,7 @@ for _ in $(seq 120); do
     sleep 0.5
 done
 [ -n "$queue" ] || { queue=$("${Q[@]}"); prio=$("${P[@]}"); }
+touch "$work/api"  # the API answers: the first wave's agents end 3 s later
 printf '\n$ %s\n%s\n' "${Q[*]}" "$queue"
 printf '\n$ %s\n%s\n' "${P[*]}" "$prio"
 say sshare -a

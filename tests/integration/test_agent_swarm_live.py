@@ -82,12 +82,12 @@ def test_the_demo_runs_and_restores_the_cell():
     if len(fs) == 2:  # both teams wait: 70 shares against 30 (a team whose agents all run has none here)
         assert fs["team_a"] > fs["team_b"], prio
     # the urgent job starts ahead of its team's agents that waited with it: the quota lets a team run
-    # TEAM_CAP (2) agents at once; team_b's first two may have started before the scheduler counted
-    # the urgent job's override tickets, and when both end before one scheduling pass, the pass starts
-    # the urgent job and one more agent together (sacct's Start is to the second, and on a loaded
-    # machine the agent's may be a second earlier). In submission order the urgent job would start
-    # last, after all four agents; with its tickets at least one agent submitted before it starts
-    # after it (CI's failed run on 5d1eaef: b3 at :14 and the urgent job at :15 from one pass, b4 at :21)
+    # TEAM_CAP (2) agents at once, and the first wave's agents wait (for the demo's API) until the
+    # snapshot has seen the scheduler count the urgent job's override tickets, so the pass after
+    # the first wave ends ranks it first. team_b's first two agents may have started before the
+    # tickets were counted; then the urgent job starts with the third, one pass after the wave. In
+    # submission order it would start last, after all four agents; with its tickets at least one
+    # agent submitted before it starts after it (sacct's Start is to the second: strictly later)
     ran = [ln.split() for ln in section(out, "sacct -X")[2:]]
     assert all(len(r) == 6 and r[5] == "COMPLETED" for r in ran), ran
     team_b = {r[1]: r[3] for r in ran if r[2] == "team_b"}
