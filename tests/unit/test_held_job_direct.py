@@ -1,12 +1,13 @@
-"""Issue 29, "a big queue": ``scontrol show job N`` and ``squeue -j N`` of a held job (OCS 9: a
-hold list holds it; no array, no task enrolled, no predecessors) read the job from Grid Engine's
-detail alone (jobs.held_rows, gridengine/onejob.py ``answer(held=True)``), not from the owner's
-listing; every other job as before.
+"""Issue 29, "a big queue": ``scontrol show job N`` of a held job (OCS 9: a hold list holds it; no
+array, no task enrolled, no predecessors) reads the job from Grid Engine's detail alone
+(jobs.held_rows, gridengine/onejob.py ``answer(held=True)``), not from the owner's listing; every
+other job as before. ``squeue -j N`` does not ask the detail: it is what pollers call (Parsl's
+``squeue -j N -h -o '%i %t'``), and a second qstat for every poll would double their requests at
+qmaster to spare a listing that only a big queue makes dear.
 
 Exactness: each captured held job of fixtures/gridengine/ocs-9.1.4/onejob-* (the listing and the
 detail captured one right after the other: onejob-INDEX.tsv) is printed byte for byte the same
-both ways: scontrol show job N, squeue -j N with the default format and with ``-o %all``; with
-and without root's record of an admin hold (store/holds.py: JobHeldAdmin)."""
+both ways, with and without root's record of an admin hold (store/holds.py: JobHeldAdmin)."""
 
 from __future__ import annotations
 
@@ -88,6 +89,7 @@ def as_before(monkeypatch):
 
 
 COMMANDS = [("scontrol", "show", "job"), ("squeue", "-j"), ("squeue", "-o", "%all", "-j")]
+SHOW = [("scontrol", "show", "job")]
 
 
 def both(capsys, monkeypatch, folder, cmd, job):
@@ -106,7 +108,7 @@ def admin_hold(state_dir, job: int, submitted: float) -> None:
         json.dump({"jobs": {str(job): None}, "submitted": {str(job): submitted}}, f)
 
 
-@pytest.mark.parametrize("cmd", COMMANDS, ids=["show-job", "squeue-j", "squeue-all"])
+@pytest.mark.parametrize("cmd", SHOW, ids=["show-job"])
 @pytest.mark.parametrize("job", HELD)
 def test_a_held_job_prints_the_same_from_the_detail_alone(capsys, monkeypatch, cmd, job):
     fast, fast_calls, slow, slow_calls = both(capsys, monkeypatch, OCS, cmd, job)
@@ -116,7 +118,7 @@ def test_a_held_job_prints_the_same_from_the_detail_alone(capsys, monkeypatch, c
     assert "JobHeld" in fast[1] and ("Priority=0 " in fast[1] if cmd[0] == "scontrol" else True)
 
 
-@pytest.mark.parametrize("cmd", COMMANDS, ids=["show-job", "squeue-j", "squeue-all"])
+@pytest.mark.parametrize("cmd", SHOW, ids=["show-job"])
 def test_an_admin_hold_prints_the_same_from_the_detail_alone(capsys, monkeypatch, site, cmd):
     """511268: held by the operator (qhold -h o), root's record says it was root's: JobHeldAdmin."""
     job = 511268
@@ -153,3 +155,12 @@ def test_several_jobs_one_not_held_take_the_listing(capsys, monkeypatch):
     ids = f"{HELD[0]},{OTHERS[0]}"
     fast, fast_calls = run(capsys, OCS, "squeue", "-j", ids)
     assert MINE in fast_calls and fast[0] == 0
+
+
+@pytest.mark.parametrize("cmd", COMMANDS[1:], ids=["squeue-j", "squeue-all"])
+@pytest.mark.parametrize("job", HELD)
+def test_squeue_j_of_a_held_job_asks_no_detail(capsys, monkeypatch, cmd, job):
+    """squeue -j N of a held job: the owner's listing alone, as before (no qstat -j beside it)."""
+    out, calls = run(capsys, OCS, *cmd, str(job))
+    assert out[0] == 0 and "JobHeld" in out[1]
+    assert calls[0] == MINE and not any(c[:2] == ("qstat", "-j") for c in calls), calls

@@ -31,12 +31,6 @@ MINE = ("qstat", "-u", "root", "-r", "-xml")
 WAITING = {110, 111, 115, 116, 117}  # pending, no hold, dependency or error: a reason of the whole queue
 
 
-def detail(*ids: int) -> tuple[str, ...]:
-    """squeue -j's ``qstat -j <ids> -xml``, asked beside its listing and read first: a held job's
-    row from it alone (OCS 9's hold lists; SGE 8.1.9's detail has none: test_held_job_direct.py)."""
-    return ("qstat", "-j", ",".join(map(str, ids)), "-xml")
-
-
 @pytest.fixture(autouse=True)
 def site(monkeypatch, tmp_path):
     state_dir = frozen_site(monkeypatch, tmp_path)
@@ -96,19 +90,19 @@ def listings(calls):
 def test_squeue_j_of_an_own_job_lists_the_callers_jobs_only(capsys):
     out, calls = run(capsys, "squeue", "-j", "105")
     assert out[0] == 0 and "fx_run1" in out[1]
-    assert calls == [detail(105), MINE]
+    assert calls == [MINE]
 
 
 def test_squeue_j_of_another_users_job_asks_about_it_then_lists_its_owners_jobs(capsys):
     out, calls = run(capsys, "squeue", "-j", "106")
     assert out[0] == 0 and "fx_alice" in out[1]
-    assert calls == [detail(106), MINE, ("qstat", "-j", "106"), ("qstat", "-u", "alice", "-r", "-xml")]
+    assert calls == [MINE, ("qstat", "-j", "106"), ("qstat", "-u", "alice", "-r", "-xml")]
 
 
 def test_squeue_j_of_a_forgotten_job_lists_no_other_users_jobs(capsys):
     out, calls = run(capsys, "squeue", "-j", "999999")
     assert out == (1, "", "slurm_load_jobs error: Invalid job id specified\n")
-    assert calls == [detail(999999), MINE, ("qstat", "-j", "999999")]
+    assert calls == [MINE, ("qstat", "-j", "999999")]
 
 
 def test_scancel_acts_on_one_job_without_the_whole_queue(capsys):
@@ -212,7 +206,7 @@ def test_other_views_of_named_jobs_print_what_the_whole_listing_printed(capsys, 
     fast, calls = run(capsys, "squeue", *argv)
     slow, _ = whole(monkeypatch, capsys, "squeue", *argv)
     assert fast == slow and fast[0] == 0
-    assert [c for c in calls if c[-1] != "-xml" or c[1] != "-j"][0] == MINE  # (squeue -j: its detail first)
+    assert calls[0] == MINE
 
 
 @pytest.mark.parametrize("job", [str(j) for j in IDS] + ["110_3", "110_9", "119_2"])
@@ -264,7 +258,7 @@ SCHEDULER = ("qstat", "-j")
 
 def test_a_format_without_reasons_asks_no_quota_and_lists_no_whole_queue(capsys):
     out, calls = run(capsys, "squeue", "-j", "115", "-h", "-o", "%i %t")  # Parsl's poll
-    assert out == (0, "115 PD\n", "") and calls == [detail(115), MINE]
+    assert out == (0, "115 PD\n", "") and calls == [MINE]
     out, calls = run(capsys, "squeue", "-h", "-o", "%i %t")  # Nextflow's
     assert calls == [WHOLE]
     out, calls = run(capsys, "squeue")  # the default format shows reasons: jobs wait, so it asks

@@ -136,16 +136,8 @@ def listing(cfg, qy: Query, *, now: float, started: Started | None, reasons: boo
     ``reasons`` (shows_reasons). ``started``: the listing the command started for the query."""
     states = qy.states
     want_ended = bool(qy.whole or qy.job_ids or states is None or any(s not in jobs.ACTIVE_STATES for s in states))
-    rows = None
-    if qy.only and started is not None and not qy.state_only and jobs.listed_users(started) is not None:
-        # -j's jobs, all held (OCS 9): their rows from qstat -j alone, asked beside the owner's
-        # listing, which is stopped then (jobs.held_rows: every field squeue prints is the listing's)
-        rows = jobs.held_rows(qy.only, jobs.start_detail(cfg, qy.only))[0]
-        if rows is not None:
-            started.close()
-            started = None
     return jobs.list_jobs(cfg, ended=want_ended, now=now, started=started, only=qy.only, reasons=reasons,
-                          quotas=reasons, users=qy.listed, rows=rows)
+                          quotas=reasons, users=qy.listed)
 
 
 def every_job(jl: jobs.JobList, cfg, qy: Query, ctx: Ctx) -> list:
