@@ -778,6 +778,13 @@ class Bench:
                      f"{q['seconds']:.2f} s", f"{wall / q['seconds']:.2f}×",
                      f"{median([r['served'] for r in rs]):.0f}/100 via agent; ids distinct: {ok}")
 
+    def held_flags(self) -> tuple[list[str], list[str], str]:
+        """``--held``: the rate and swarm sections submit held jobs (``qsub -h``, ``sbatch -H``), so
+        that what is timed is the submission alone. Without it the jobs run as they are queued, and
+        on a one-host cell their execution (for sbatch's jobs, the job wrapper: a Python start
+        each) shares the submitting host's cores; on a cluster they run on execution hosts."""
+        return (["-h"], ["-H"], "-H ") if self.o.held else ([], [], "")
+
     def swarm(self) -> None:
         """Issue 19's agent swarm: ``--swarm`` (256) concurrent ``sbatch job.sh`` processes through the
         (threaded) agent against as many concurrent raw ``qsub job.sh`` (the site's bin_dir), the
@@ -794,9 +801,10 @@ class Bench:
         self.cleanup()
         self.warm_service(env, cwd)
         out: dict[str, list[dict]] = {"sbatch": [], "sbatch_warm": [], "qsub": []}
-        sides = {"sbatch": {"argv": [str(BIN / "sbatch"), "job.sh"], "env": {**env, "SLURM_SHIM_SERVICE": "off"}},
-                 "sbatch_warm": {"argv": [str(self.cbin / "sbatch"), "job.sh"], "env": env},
-                 "qsub": {"argv": [str(raw / "qsub"), "job.sh"]}}
+        h, H, what = self.held_flags()
+        sides = {"sbatch": {"argv": [str(BIN / "sbatch"), *H, "job.sh"], "env": {**env, "SLURM_SHIM_SERVICE": "off"}},
+                 "sbatch_warm": {"argv": [str(self.cbin / "sbatch"), *H, "job.sh"], "env": env},
+                 "qsub": {"argv": [str(raw / "qsub"), *h, "job.sh"]}}
         for i in range(runs):
             for name, spec in sides.items():
                 c0 = self.cpu()
@@ -813,7 +821,7 @@ class Bench:
         for key, how in (("sbatch", "in-process"), ("sbatch_warm", "warm service, C client")):
             s = median([r["seconds"] for r in out[key]])
             ok = all(r["distinct"] == n and r["failed"] == 0 and r["queued"] >= n for r in out[key])
-            self.row(f"{n} concurrent `sbatch job.sh` (agent; {how}) vs {n} concurrent `qsub job.sh` (raw binary)",
+            self.row(f"{n} concurrent `sbatch {what}job.sh` (agent; {how}) vs {n} concurrent `qsub {what.lower()}job.sh` (raw binary)",
                      f"{s:.2f} s", f"{q:.2f} s", f"{s / q:.2f}×",
                      f"goal ≤ 1.5× (issue 29) — **{'met' if s <= 1.5 * q and ok else 'not met'}**; issue 19's ≤ 2.6 s "
                      f"— {'met' if s <= 2.6 and ok else 'not met'}; all {n} queued, ids distinct: {ok}; "
@@ -953,9 +961,10 @@ class Bench:
         ge = site_gridengine()
         raw = Path(ge["bin_dir"])
         n, runs, cwd = self.o.n, self.o.runs_rate, str(BASE / "work")
-        sides = {"qsub": {"argv": [str(raw / "qsub"), "job.sh"]},
-                 "sbatch_agent": {"argv": [str(BIN / "sbatch"), "job.sh"], "env": self.env("agent", SLURM_SHIM_SERVICE="off")},
-                 "sbatch_warm": {"argv": [str(self.cbin / "sbatch"), "job.sh"], "env": self.env("agent")}}
+        h, H, what = self.held_flags()
+        sides = {"qsub": {"argv": [str(raw / "qsub"), *h, "job.sh"]},
+                 "sbatch_agent": {"argv": [str(BIN / "sbatch"), *H, "job.sh"], "env": self.env("agent", SLURM_SHIM_SERVICE="off")},
+                 "sbatch_warm": {"argv": [str(self.cbin / "sbatch"), *H, "job.sh"], "env": self.env("agent")}}
         self.warm_service(self.env("agent"), cwd)
         res: dict[str, list[float]] = {k: [] for k in sides}
         cpu: dict[str, list[dict]] = {}
@@ -978,7 +987,7 @@ class Bench:
         q = median(res["qsub"])
         for key, how in (("sbatch_agent", "in-process"), ("sbatch_warm", "warm service, C client")):
             sb = median(res[key])
-            self.row(f"{n} sequential `sbatch job.sh` (agent; {how}) vs {n} sequential `qsub job.sh` (raw binary)",
+            self.row(f"{n} sequential `sbatch {what}job.sh` (agent; {how}) vs {n} sequential `qsub {what.lower()}job.sh` (raw binary)",
                      f"{sb:.1f} jobs/s", f"{q:.1f} jobs/s", f"{sb / q:.2f}× the rate",
                      f"goal ≥ 1.0× — **{'met' if sb >= q else 'not met'}**; {self.cpu_note(cpu[key], n)} "
                      f"(raw qsub: {self.cpu_note(cpu['qsub'], n)})")
@@ -1369,6 +1378,8 @@ def main() -> int:
     ap.add_argument("--table-queue", type=int, default=100, help="held jobs in the queue for the table")
     ap.add_argument("--n", type=int, default=1000, help="sequential submissions per rate run")
     ap.add_argument("--swarm", type=int, default=256, help="concurrent sbatch processes in the swarm section")
+    ap.add_argument("--held", action="store_true",
+                    help="rate_raw and swarm: held jobs (sbatch -H, qsub -h): the submission alone, no execution")
     ap.add_argument("--waiters-window", type=float, default=10.0,
                     help="seconds the waiters section watches the waiting sbatch --wait processes")
     ap.add_argument("--queued", type=int, default=10000, help="queued jobs for squeue")
