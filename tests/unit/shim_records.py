@@ -25,6 +25,26 @@ def event(state_dir, job_id, task, kind, age=10.0, **data):
     os.utime(path, (NOW - age, NOW - age))
 
 
+def captured_site(monkeypatch, tmp_path):
+    """frozen_site for a test that replays captured Grid Engine answers (an autouse fixture yields
+    from it): TZ=UTC (the captures' times are the capturing host's local time, UTC) and root as the
+    caller; yields the state directory, then puts the time zone, the site and the backend back."""
+    import time
+
+    from shim.gridengine import backends
+    from shim.operations import jobs
+
+    state_dir = frozen_site(monkeypatch, tmp_path)
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    monkeypatch.setattr(jobs, "own_name", lambda: "root")
+    yield state_dir
+    monkeypatch.undo()
+    time.tzset()
+    siteconf.reset()
+    backends.use(None)
+
+
 def frozen_site(monkeypatch, tmp_path):
     """The unit-test site config with a private state directory, no SQUEUE_*/SLURM_TIME_FORMAT
     from the caller's environment, and the clock frozen at NOW; returns the state directory."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import pytest
 
@@ -24,7 +23,7 @@ from shim.__main__ import dispatch
 from shim.gridengine import backends
 from shim.operations import jobs
 from shim.store import holds
-from shim_records import frozen_site
+from shim_records import captured_site
 
 OCS = FIXTURES / "gridengine" / "ocs-9.1.4"
 SGE = FIXTURES / "gridengine" / "sge-8.1.9"
@@ -34,15 +33,7 @@ MINE = ("qstat", "-u", "root", "-r", "-xml")
 
 @pytest.fixture(autouse=True)
 def site(monkeypatch, tmp_path):
-    state_dir = frozen_site(monkeypatch, tmp_path)
-    monkeypatch.setenv("TZ", "UTC")  # the captures' times are the capturing host's local time (UTC)
-    time.tzset()
-    monkeypatch.setattr(jobs, "own_name", lambda: "root")
-    yield state_dir
-    monkeypatch.undo()
-    time.tzset()
-    siteconf.reset()
-    backends.use(None)
+    yield from captured_site(monkeypatch, tmp_path)
 
 
 def captured(folder) -> dict[int, str]:

@@ -14,7 +14,6 @@ qstat-j-held.xml, qstat-j.xml, qstat-j-array.xml: their READMEs say how they wer
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
@@ -24,7 +23,7 @@ from shim import siteconf
 from shim.__main__ import dispatch
 from shim.gridengine import backends, onejob
 from shim.operations import jobs
-from shim_records import frozen_site
+from shim_records import captured_site
 
 SGE = FIXTURES / "gridengine" / "sge-8.1.9"
 OCS = FIXTURES / "gridengine" / "ocs-9.1.4"
@@ -46,15 +45,7 @@ READ_ROW = ("hard", "hard_queues", "pe", "pe_slots", "predecessors")
 
 @pytest.fixture(autouse=True)
 def site(monkeypatch, tmp_path):
-    state_dir = frozen_site(monkeypatch, tmp_path)
-    monkeypatch.setenv("TZ", "UTC")  # the listings' times are the capturing host's local time (UTC)
-    time.tzset()
-    monkeypatch.setattr(jobs, "own_name", lambda: "root")
-    yield state_dir
-    monkeypatch.undo()
-    time.tzset()
-    siteconf.reset()
-    backends.use(None)
+    yield from captured_site(monkeypatch, tmp_path)
 
 
 def backend(listing, details: dict[tuple[int, ...], str] | None = None, rc: int = 0) -> ListingReplay:

@@ -122,7 +122,7 @@ def refusal(d: Path) -> tuple[int, int]:
     """What the daemon answers a run request's tag: a stale daemon refuses it (R, R_STALE) before
     it reads anything more. (Only for a daemon that refuses: any other waits for the frame.)"""
     s = socket.socket(socket.AF_UNIX)
-    s.settimeout(10)
+    s.settimeout(60)  # (a bound, as the client's: a loaded machine answers late, never wrongly)
     s.connect(str(d / "service.sock"))
     s.sendall(service.MAGIC)
     got = struct.unpack("=Ii", s.recv(8))
@@ -176,9 +176,11 @@ def _above_swapped(t):
 @pytest.mark.parametrize("change", [_edit_in_place, _new_file, _renamed_over, _sys_path_dir, _mapped_replaced,
                                     _above_swapped], ids=lambda f: f.__name__.strip("_"))
 def test_each_change_the_stamp_sees_makes_the_next_request_stale(cbin, daemon, tree, change):
-    assert is_served(cbin, daemon)
+    # (what the daemon logged, should either step fail: it failed once, edit_in_place, in a unit
+    # run beside CI and a fresh venv's install, and its message was not kept)
+    assert is_served(cbin, daemon), (daemon / "service.log").read_text()
     change(tree)
-    assert refusal(daemon) == (ord("R"), service.R_STALE)
+    assert refusal(daemon) == (ord("R"), service.R_STALE), (daemon / "service.log").read_text()
     assert "the package changed: refusing, leaving" in (daemon / "service.log").read_text()
 
 

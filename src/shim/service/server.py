@@ -128,6 +128,28 @@ def mapped_files() -> list[str]:
     return sorted(out)
 
 
+def package_files(root: str, before=None):
+    """The ``.py`` files (os.DirEntry) of the package under ``root``: its directories walked
+    without following a symbolic link, ``__pycache__`` left out; ``before(d)`` called for each
+    directory before it is listed (CodeWatch: watched first). An unreadable directory is skipped."""
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        if before is not None:
+            before(d)
+        try:
+            it = os.scandir(d)
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                name = e.name
+                if name.endswith(".py"):
+                    yield e
+                elif name != "__pycache__" and e.is_dir(follow_symlinks=False):
+                    stack.append(e.path)
+
+
 def code_stamp(root: str | None = None, mapped: list[str] | None = None) -> int:
     """A hash of (path, size, mtime) of every .py file of the package and of the interpreter's
     path entries: it changes with an upgrade (pip replaces the files), with an edit of the working
@@ -143,24 +165,12 @@ def code_stamp(root: str | None = None, mapped: list[str] | None = None) -> int:
         except (OSError, ValueError):
             continue
         items.append((path, st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns))
-    stack = [root]
-    while stack:
-        d = stack.pop()
+    for e in package_files(root):
         try:
-            it = os.scandir(d)
+            st = e.stat(follow_symlinks=False)
         except OSError:
             continue
-        with it:
-            for e in it:
-                name = e.name
-                if name.endswith(".py"):
-                    try:
-                        st = e.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    items.append((e.path, st.st_size, st.st_mtime_ns, st.st_ino))
-                elif name != "__pycache__" and e.is_dir(follow_symlinks=False):
-                    stack.append(e.path)
+        items.append((e.path, st.st_size, st.st_mtime_ns, st.st_ino))
     for d in sys.path:  # and what `import shim` would find: a (re)install or an editable switch in
         try:  # site-packages changes its directory even where the package's files stay the same
             st = os.stat(d or ".")
@@ -337,21 +347,10 @@ class CodeWatch:
 
     def _tree(self, top: str) -> None:
         """The package's directories, each watched before it is listed (as code_stamp walks them)."""
-        stack = [top]
-        while stack:
-            d = stack.pop()
-            self._watch(d, W_PACKAGE, ANY_NAME)
-            try:
-                it = os.scandir(d)
-            except OSError:
-                continue
-            with it:
-                for e in it:
-                    if e.name.endswith(".py"):  # (itself too: written through a hard link elsewhere, its
-                        # directory's watch sees nothing; a link: the link, on its directory's file system)
-                        self._watch(e.path, W_FILE | IN_DONT_FOLLOW, ANY_NAME, local=e.is_symlink())
-                    elif e.name != "__pycache__" and e.is_dir(follow_symlinks=False):
-                        stack.append(e.path)
+        for e in package_files(top, before=lambda d: self._watch(d, W_PACKAGE, ANY_NAME)):
+            # each .py itself too: written through a hard link elsewhere, its directory's watch sees
+            # nothing; a link: the link, on its directory's file system
+            self._watch(e.path, W_FILE | IN_DONT_FOLLOW, ANY_NAME, local=e.is_symlink())
 
     def lookups(self, path: str) -> str | None:
         """Resolve path (absolute) as the kernel does, one component at a time, each directory
