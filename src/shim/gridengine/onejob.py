@@ -28,7 +28,7 @@ JobHeldUser. The callers of this path (scancel N, scontrol's job-control verbs: 
 ``direct``) read the state (PENDING either way), never the letters, reason or priority;
 ``JAT_prio`` is not in the detail and reads 0.
 
-``answer(..., held=True)`` (squeue -j N, scontrol show job N: jobs.held_rows) gives rows only
+``answer(..., held=True)`` (scontrol show job N: jobs.held_rows) gives rows only
 where every job named is held by a hold list (OCS 9) and waits for no predecessor: there the row
 is the listing's in every field those commands print. The listing gives a held job (``hqw``)
 JAT_prio 0 (onejob-qstat-u-root-r-xml.xml), as Slurm prints Priority=0 for a held job; its
@@ -90,8 +90,8 @@ def answer(returncode: int, text: str | bytes, ids: list[int], held: bool = Fals
     the owners' listing has the named jobs' rows (the caller lists them, and no one else's).
 
     ``held``: rows only where every job named is found and a hold list holds it (OCS 9's
-    ``JB_ja_[uosa]_h_ids``) with no predecessors, else None: the rows whose every field squeue
-    and scontrol show print is the listing's (``HELD``)."""
+    ``JB_ja_[uosa]_h_ids``) with no predecessors, else None: the rows whose every field scontrol
+    show job prints is the listing's."""
     import xml.etree.ElementTree as ET
 
     if returncode not in (0, 1) or not text or not ids:

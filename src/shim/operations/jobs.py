@@ -336,7 +336,7 @@ def list_jobs(cfg: SiteConfig, *, ended: bool = False, backend=None, now: float 
 
     ``direct``: the ``only`` jobs' records from ``qstat -j <ids> -xml`` where it can (``_direct``);
     by default for ``DIRECT_COMMANDS``. ``rows``: the ``only`` jobs' rows, read from that answer
-    already (``held_rows``: held jobs, for squeue -j N and scontrol show job N); nothing is listed.
+    already (``held_rows``: held jobs, for scontrol show job N); nothing is listed.
 
     ``quotas``: look up which waiting jobs a resource quota holds (``_refine_reasons``); by
     default only for the commands that show reasons (``QUOTA_COMMANDS``).
@@ -544,21 +544,11 @@ def _direct(cfg: SiteConfig, only: set[int], backend: Any, read: Any) -> bool:
     return True
 
 
-def start_detail(cfg: SiteConfig, ids: set[int], backend: Any = None) -> q.Query | None:
-    """``qstat -j <ids> -xml`` started now, for ``held_rows`` (squeue -j N); None for more than
-    OWNER_LOOKUPS ids."""
-    if not ids or len(ids) > OWNER_LOOKUPS:
-        return None
-    from ..gridengine import ops
-
-    return q.Query(backend if backend is not None else _backend(cfg), ops.detail(sorted(ids))[1])
-
-
 def held_rows(ids: set[int], started: q.Query | None) -> tuple[list[dict[str, Any]] | None, Answer | None]:
-    """(rows, answer) of a started ``qstat -j <ids> -xml`` (``start_detail``, ``start_details``),
+    """(rows, answer) of a started ``qstat -j <ids> -xml`` (``start_details``: scontrol show job N),
     read whole: ``rows`` the named jobs' rows where every one of them is held by a hold list (OCS
     9) with no predecessors and no task enrolled, no array (onejob.answer's ``held``): then every
-    field squeue and scontrol show print of them is the listing's (its JAT_prio is 0 for a held
+    field scontrol show job prints of them is the listing's (its JAT_prio is 0 for a held
     job, as Slurm's priority of a held job; its reason JobHeldUser or root's JobHeldAdmin depends
     on no other job), and the caller reads them instead of the owner's listing; else None (the
     listing as before). ``answer``: the answer as read, for ``add_grid_engine_detail`` (not asked
